@@ -1,0 +1,1 @@
+"""yarn_adapt/bench."""

@@ -1,0 +1,90 @@
+"""The domain model: frozen, typed data parsed once at the edges.
+
+Nothing here does I/O. Decision code (``rules``, ``yarn_adapt.tuning``,
+``yarn_adapt.sim``) reads only these types.
+"""
+
+from yarn_adapt.model.apps import (
+    AppAttempt,
+    Application,
+    AppState,
+    FinalStatus,
+    JobState,
+    MapReduceJob,
+    MapReduceTask,
+    TaskAttempt,
+    TaskType,
+)
+from yarn_adapt.model.capacity import (
+    AbsoluteCapacity,
+    Capacity,
+    CapacityMode,
+    CapacityQueue,
+    CapacitySchedulerConfig,
+    Percentage,
+    QueueState,
+    Weight,
+    parse_capacity,
+)
+from yarn_adapt.model.cluster import (
+    ClusterInfo,
+    ClusterMetrics,
+    ClusterSnapshot,
+    HAState,
+    Node,
+    NodeState,
+)
+from yarn_adapt.model.fair import (
+    FairQueue,
+    FairResources,
+    FairSchedulerConfig,
+    SchedulingPolicy,
+    parse_fair_resources,
+)
+from yarn_adapt.model.resources import NO_RESOURCES, Resources
+from yarn_adapt.model.scheduler_state import QueueStatus, SchedulerKind, SchedulerStatus
+from yarn_adapt.model.workload import JobFeatures, JobSpec, TaskSpec, Workload
+
+SchedulerConfig = CapacitySchedulerConfig | FairSchedulerConfig
+
+__all__ = [
+    "NO_RESOURCES",
+    "AbsoluteCapacity",
+    "AppAttempt",
+    "AppState",
+    "Application",
+    "Capacity",
+    "CapacityMode",
+    "CapacityQueue",
+    "CapacitySchedulerConfig",
+    "ClusterInfo",
+    "ClusterMetrics",
+    "ClusterSnapshot",
+    "FairQueue",
+    "FairResources",
+    "FairSchedulerConfig",
+    "FinalStatus",
+    "HAState",
+    "JobFeatures",
+    "JobSpec",
+    "JobState",
+    "MapReduceJob",
+    "MapReduceTask",
+    "Node",
+    "NodeState",
+    "Percentage",
+    "QueueState",
+    "QueueStatus",
+    "Resources",
+    "SchedulerConfig",
+    "SchedulerKind",
+    "SchedulerStatus",
+    "SchedulingPolicy",
+    "TaskAttempt",
+    "TaskSpec",
+    "TaskType",
+    "Weight",
+    "Workload",
+    "parse_capacity",
+    "parse_fair_resources",
+]

@@ -1,0 +1,112 @@
+"""Nodes, cluster information and metrics, and the snapshot the decision code reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from yarn_adapt.model.apps import Application, MapReduceJob
+from yarn_adapt.model.resources import NO_RESOURCES, Resources
+from yarn_adapt.model.scheduler_state import SchedulerStatus
+
+
+class NodeState(StrEnum):
+    NEW = "NEW"
+    RUNNING = "RUNNING"
+    UNHEALTHY = "UNHEALTHY"
+    DECOMMISSIONING = "DECOMMISSIONING"
+    DECOMMISSIONED = "DECOMMISSIONED"
+    LOST = "LOST"
+    REBOOTED = "REBOOTED"
+    SHUTDOWN = "SHUTDOWN"
+
+
+class HAState(StrEnum):
+    ACTIVE = "ACTIVE"
+    STANDBY = "STANDBY"
+    INITIALIZING = "INITIALIZING"
+    STOPPED = "STOPPED"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A NodeManager as the RM sees it. ``id`` is ``host:port`` (the NM RPC port)."""
+
+    id: str
+    host: str
+    rack: str
+    state: NodeState
+    total: Resources
+    used: Resources
+    num_containers: int = 0
+    http_address: str = ""
+    health_report: str = ""
+    last_health_update_ms: int = 0
+
+    @property
+    def available(self) -> Resources:
+        return (self.total - self.used).clamped()
+
+    @property
+    def is_schedulable(self) -> bool:
+        return self.state is NodeState.RUNNING
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """``/ws/v1/cluster/info``."""
+
+    cluster_id: str
+    state: str
+    ha_state: HAState
+    hadoop_version: str
+    rm_version: str
+    started_ms: int
+
+    @property
+    def is_active(self) -> bool:
+        return self.ha_state is HAState.ACTIVE
+
+
+@dataclass(frozen=True)
+class ClusterMetrics:
+    """``/ws/v1/cluster/metrics``."""
+
+    apps_submitted: int
+    apps_completed: int
+    apps_pending: int
+    apps_running: int
+    apps_failed: int
+    apps_killed: int
+    total: Resources
+    allocated: Resources
+    available: Resources
+    reserved: Resources
+    containers_allocated: int
+    containers_pending: int
+    total_nodes: int
+    active_nodes: int
+    lost_nodes: int
+    unhealthy_nodes: int
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Everything observed in one pass, parsed once at the edge. Decision code reads
+    only this (and history); it never sees raw JSON."""
+
+    taken_ms: int
+    info: ClusterInfo
+    metrics: ClusterMetrics
+    scheduler: SchedulerStatus
+    nodes: tuple[Node, ...] = ()
+    apps: tuple[Application, ...] = ()
+    jobs: tuple[MapReduceJob, ...] = field(default=())
+
+    @property
+    def schedulable_resources(self) -> Resources:
+        total = NO_RESOURCES
+        for node in self.nodes:
+            if node.is_schedulable:
+                total = total + node.total
+        return total

@@ -1,0 +1,201 @@
+"""The Fair Scheduler's allocation file (fair-scheduler.xml) as a queue tree.
+
+``None`` means "element absent"; ``effective_*`` accessors apply the Fair
+Scheduler's defaults (weight 1, policy fair, maxAMShare 0.5).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from yarn_adapt.model.resources import Resources
+
+DEFAULT_WEIGHT = 1.0
+DEFAULT_MAX_AM_SHARE = 0.5
+
+
+class SchedulingPolicy(StrEnum):
+    FIFO = "fifo"
+    FAIR = "fair"
+    DRF = "drf"
+
+
+@dataclass(frozen=True)
+class FairResources:
+    """A min/max resources value. Absolute (``memory-mb=1024, vcores=2`` or the old
+    ``1024 mb, 2 vcores``) or relative (``50%`` or ``memory-mb=50%, vcores=25%``);
+    ``text`` keeps what the file said so an untouched value is written back as is."""
+
+    text: str
+    memory_mb: int | None = None
+    vcores: int | None = None
+    memory_percent: float | None = None
+    vcores_percent: float | None = None
+
+    @classmethod
+    def absolute(cls, resources: Resources) -> FairResources:
+        return cls(
+            f"memory-mb={resources.memory_mb}, vcores={resources.vcores}",
+            memory_mb=resources.memory_mb,
+            vcores=resources.vcores,
+        )
+
+    def resolve(self, cluster: Resources) -> Resources:
+        """The amount this value stands for on a cluster of ``cluster`` resources."""
+        memory = self.memory_mb
+        if memory is None:
+            memory = int(cluster.memory_mb * (self.memory_percent or 0.0) / 100)
+        vcores = self.vcores
+        if vcores is None:
+            vcores = int(cluster.vcores * (self.vcores_percent or 0.0) / 100)
+        return Resources(memory, vcores)
+
+    def same_amount(self, other: FairResources) -> bool:
+        return (self.memory_mb, self.vcores, self.memory_percent, self.vcores_percent) == (
+            other.memory_mb,
+            other.vcores,
+            other.memory_percent,
+            other.vcores_percent,
+        )
+
+
+_OLD_STYLE = re.compile(
+    r"^\s*(?P<memory>[0-9.]+)\s*mb\s*,\s*(?P<vcores>[0-9.]+)\s*vcores\s*$", re.I
+)
+_SINGLE_PERCENT = re.compile(r"^\s*(?P<percent>[0-9.]+)\s*%\s*$")
+
+
+def parse_fair_resources(text: str) -> FairResources:
+    """Parse the resource formats FairSchedulerConfiguration accepts. ``ValueError``
+    on anything else."""
+    old = _OLD_STYLE.match(text)
+    if old:
+        return FairResources(text, int(float(old["memory"])), int(float(old["vcores"])))
+    single = _SINGLE_PERCENT.match(text)
+    if single:
+        percent = float(single["percent"])
+        return FairResources(text, memory_percent=percent, vcores_percent=percent)
+    return _parse_new_style(text)
+
+
+def _parse_new_style(text: str) -> FairResources:
+    values: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"resource value not understood: {text!r}")
+        values[name.strip().lower()] = raw.strip()
+    memory = values.pop("memory-mb", values.pop("memory", None))
+    vcores = values.pop("vcores", None)
+    if memory is None or vcores is None:
+        raise ValueError(f"resource value needs memory-mb and vcores: {text!r}")
+    result = FairResources(text)
+    result = _with_amount(result, "memory", memory)
+    return _with_amount(result, "vcores", vcores)
+
+
+def _with_amount(result: FairResources, dimension: str, raw: str) -> FairResources:
+    if raw.endswith("%"):
+        percent = float(raw[:-1])
+        if dimension == "memory":
+            return replace(result, memory_percent=percent)
+        return replace(result, vcores_percent=percent)
+    amount = int(float(raw.lower().removesuffix("mb").strip()))
+    if dimension == "memory":
+        return replace(result, memory_mb=amount)
+    return replace(result, vcores=amount)
+
+
+@dataclass(frozen=True)
+class FairQueue:
+    """One queue of the allocation file. ``path`` is the full name (``root.eng``).
+    ``other_elements`` keeps simple child elements the model does not know
+    (tag, text), in file order; complex unknown elements are kept by the XML layer."""
+
+    path: str
+    weight: float | None = None
+    scheduling_policy: str | None = None
+    min_resources: FairResources | None = None
+    max_resources: FairResources | None = None
+    max_running_apps: int | None = None
+    max_am_share: float | None = None
+    declared_parent: bool = False
+    children: tuple[FairQueue, ...] = ()
+    other_elements: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def parent_path(self) -> str | None:
+        return self.path.rsplit(".", 1)[0] if "." in self.path else None
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children and not self.declared_parent
+
+    @property
+    def effective_weight(self) -> float:
+        return DEFAULT_WEIGHT if self.weight is None else self.weight
+
+    def walk(self) -> Iterator[FairQueue]:
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def child(self, name: str) -> FairQueue | None:
+        return next((c for c in self.children if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class FairSchedulerConfig:
+    """A whole allocation file. ``root`` always exists in the model even when the file
+    leaves it implicit. ``defaults`` holds the top-level simple elements
+    (``defaultQueueSchedulingPolicy``, ``queueMaxAMShareDefault``, ...), in file order."""
+
+    root: FairQueue
+    defaults: tuple[tuple[str, str], ...] = field(default=())
+
+    def queues(self) -> Iterator[FairQueue]:
+        return self.root.walk()
+
+    def leaves(self) -> Iterator[FairQueue]:
+        return (q for q in self.root.walk() if q.is_leaf)
+
+    def find(self, path: str) -> FairQueue | None:
+        return next((q for q in self.root.walk() if q.path == path), None)
+
+    def find_leaf_by_name(self, name: str) -> FairQueue | None:
+        full = name if name.startswith("root") else f"root.{name}"
+        exact = self.find(full)
+        if exact is not None:
+            return exact
+        matches = [q for q in self.leaves() if q.name == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def default(self, tag: str) -> str | None:
+        return next((v for k, v in self.defaults if k == tag), None)
+
+    def effective_policy(self, queue: FairQueue) -> str:
+        return queue.scheduling_policy or self.default("defaultQueueSchedulingPolicy") or "fair"
+
+    def effective_max_am_share(self, queue: FairQueue) -> float:
+        if queue.max_am_share is not None:
+            return queue.max_am_share
+        raw = self.default("queueMaxAMShareDefault")
+        return DEFAULT_MAX_AM_SHARE if raw is None else float(raw)
+
+    def with_queue(self, updated: FairQueue) -> FairSchedulerConfig:
+        return replace(self, root=_replace_in_tree(self.root, updated))
+
+
+def _replace_in_tree(node: FairQueue, updated: FairQueue) -> FairQueue:
+    if node.path == updated.path:
+        return updated
+    if not updated.path.startswith(node.path + "."):
+        return node
+    return replace(node, children=tuple(_replace_in_tree(c, updated) for c in node.children))
