@@ -1,1 +1,112 @@
-"""yarn_adapt/bench."""
+"""Benchmarks: ``yarn-adapt bench NAME``.
+
+A benchmark is a function taking :class:`BenchOptions` and returning a
+:class:`BenchResult`: rows for a readable table and one flat dict of figures. The runner
+prints the table, then the figures as ONE JSON object on the last line (the issue notes
+quote that line). Benchmarks report figures; tests assert behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from yarn_adapt.errors import SettingsError
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchOptions:
+    """Options every benchmark accepts where they make sense."""
+
+    quick: bool = False
+    trace: Path | None = None
+    seed: int = 1
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    figures: Mapping[str, Any]
+    rows: Sequence[Mapping[str, Any]] = ()
+
+
+BenchFunction = Callable[[BenchOptions], BenchResult]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    summary: str
+    run: BenchFunction
+
+
+_REGISTRY: dict[str, Benchmark] = {}
+
+
+def benchmark(name: str, summary: str) -> Callable[[BenchFunction], BenchFunction]:
+    """Register ``fn`` as ``yarn-adapt bench NAME``."""
+
+    def register(fn: BenchFunction) -> BenchFunction:
+        _REGISTRY[name] = Benchmark(name, summary, fn)
+        return fn
+
+    return register
+
+
+def available() -> list[Benchmark]:
+    _load_all()
+    return sorted(_REGISTRY.values(), key=lambda b: b.name)
+
+
+def get(name: str) -> Benchmark:
+    _load_all()
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise SettingsError(f"unknown benchmark {name!r} (known: {known})")
+    return _REGISTRY[name]
+
+
+def run_and_print(name: str, options: BenchOptions, out: TextIO) -> Mapping[str, Any]:
+    bench = get(name)
+    result = bench.run(options)
+    _print_table(result.rows, out)
+    figures = {"bench": name, **result.figures}
+    out.write(json.dumps(figures, sort_keys=False, default=_json_default) + "\n")
+    return figures
+
+
+def _print_table(rows: Sequence[Mapping[str, Any]], out: TextIO) -> None:
+    if not rows:
+        return
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[_cell(row.get(col, "")) for col in columns] for row in rows]
+    widths = [max(len(col), *(len(r[i]) for r in cells)) for i, col in enumerate(columns)]
+    out.write("  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True)) + "\n")
+    for row_cells in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row_cells, widths, strict=True)) + "\n")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def _load_all() -> None:
+    """Import the modules that register benchmarks (kept lazy: start-up stays fast)."""
+    import importlib
+
+    for module in _BENCH_MODULES:
+        importlib.import_module(module)
+
+
+_BENCH_MODULES: list[str] = []
