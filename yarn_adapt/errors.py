@@ -19,6 +19,7 @@ traces), always with ``raise ... from exc`` so ``--debug`` shows the cause.
     │   ├── YarnTimeout (+TimeoutError)          an address answered too slowly
     │   ├── YarnStandby                          every RM address is a standby
     │   ├── YarnHTTPError                        4xx/5xx with the server's message
+    │   │   └── YarnNotSupported                 this YARN lacks the endpoint (404/405)
     │   └── YarnMalformedResponse (+ValueError)  a body that is not the documented shape
     └── ApplyError                      exit 4   acting on the cluster did not complete
         ├── ApplyInProgress                      another apply holds the lock
@@ -135,6 +136,11 @@ class YarnHTTPError(YarnError):
         self.url = url
         self.status = status
         self.message = message
+
+
+class YarnNotSupported(YarnHTTPError):
+    """The server does not offer this endpoint (404/405): an older or differently
+    configured YARN. Callers fall back instead of failing."""
 
 
 class YarnMalformedResponse(YarnError, ValueError):

@@ -31,6 +31,7 @@ from yarn_adapt.model.cluster import (
     ClusterMetrics,
     ClusterSnapshot,
     HAState,
+    HistoryServerInfo,
     Node,
     NodeState,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "FairSchedulerConfig",
     "FinalStatus",
     "HAState",
+    "HistoryServerInfo",
     "JobFeatures",
     "JobSpec",
     "JobState",

@@ -69,6 +69,15 @@ class ClusterInfo:
 
 
 @dataclass(frozen=True)
+class HistoryServerInfo:
+    """``/ws/v1/history/info`` of the MapReduce JobHistory Server."""
+
+    started_ms: int
+    hadoop_version: str
+    hadoop_build_version: str = ""
+
+
+@dataclass(frozen=True)
 class ClusterMetrics:
     """``/ws/v1/cluster/metrics``."""
 
