@@ -62,23 +62,57 @@ class FairResources:
         )
 
 
-_OLD_STYLE = re.compile(
-    r"^\s*(?P<memory>[0-9.]+)\s*mb\s*,\s*(?P<vcores>[0-9.]+)\s*vcores\s*$", re.I
+_OLD_STYLE_PART = re.compile(r"-?[0-9]+(?:\.[0-9]*)?\s*[a-z]+\s*")
+_OLD_STYLE_AMOUNT = re.compile(r"^(?P<amount>-?[0-9]+)(?:\.[0-9]*)?\s*(?P<unit>mb|vcores)")
+_PERCENT_PAIR_PART = re.compile(
+    r"^\s*(?P<percent>-?[0-9]+(?:\.[0-9]*)?)\s*%\s*(?P<name>memory|cpu)\s*$"
 )
 _SINGLE_PERCENT = re.compile(r"^\s*(?P<percent>[0-9.]+)\s*%\s*$")
 
 
 def parse_fair_resources(text: str) -> FairResources:
-    """Parse the resource formats FairSchedulerConfiguration accepts. ``ValueError``
-    on anything else."""
-    old = _OLD_STYLE.match(text)
-    if old:
-        return FairResources(text, int(float(old["memory"])), int(float(old["vcores"])))
+    """Parse the resource formats FairSchedulerConfiguration.parseResourceConfigValue
+    (Hadoop 3.4) accepts: ``memory-mb=X, vcores=Y`` (amounts or percentages),
+    ``X%``, ``X% memory, Y% cpu`` and the old ``X mb, Y vcores`` (any order, comma or
+    space separated). ``ValueError`` on anything else, and on negative amounts as
+    YARN rejects them."""
+    if "=" in text:
+        return _parse_new_style(text)
+    if "%" in text:
+        return _parse_old_style_percentages(text)
+    return _parse_old_style(text)
+
+
+def _parse_old_style(text: str) -> FairResources:
+    lowered = text.lower()
+    parts = lowered.split(",")
+    if len(parts) != 2:
+        parts = _OLD_STYLE_PART.findall(lowered)
+    amounts: dict[str, int] = {}
+    for part in parts:
+        match = _OLD_STYLE_AMOUNT.match(part.strip())
+        if match:
+            amounts.setdefault(match["unit"], int(match["amount"]))
+    if len(parts) != 2 or set(amounts) != {"mb", "vcores"}:
+        raise ValueError(f"resource value not understood: {text!r}")
+    if amounts["mb"] < 0 or amounts["vcores"] < 0:
+        raise ValueError(f"resource amounts must not be negative: {text!r}")
+    return FairResources(text, amounts["mb"], amounts["vcores"])
+
+
+def _parse_old_style_percentages(text: str) -> FairResources:
     single = _SINGLE_PERCENT.match(text)
     if single:
         percent = float(single["percent"])
         return FairResources(text, memory_percent=percent, vcores_percent=percent)
-    return _parse_new_style(text)
+    found: dict[str, float] = {}
+    for part in text.lower().split(","):
+        match = _PERCENT_PAIR_PART.match(part)
+        if match:
+            found.setdefault(match["name"], float(match["percent"]))
+    if set(found) != {"memory", "cpu"} or min(found.values()) < 0:
+        raise ValueError(f"percentage resource value not understood: {text!r}")
+    return FairResources(text, memory_percent=found["memory"], vcores_percent=found["cpu"])
 
 
 def _parse_new_style(text: str) -> FairResources:
@@ -104,6 +138,8 @@ def _with_amount(result: FairResources, dimension: str, raw: str) -> FairResourc
             return replace(result, memory_percent=percent)
         return replace(result, vcores_percent=percent)
     amount = int(float(raw.lower().removesuffix("mb").strip()))
+    if amount < 0:
+        raise ValueError(f"resource amounts must not be negative: {raw!r}")
     if dimension == "memory":
         return replace(result, memory_mb=amount)
     return replace(result, vcores=amount)
@@ -152,13 +188,47 @@ class FairQueue:
 
 
 @dataclass(frozen=True)
+class FairUser:
+    """A top-level ``<user name="...">`` element: per-user limits. ``other_elements``
+    keeps simple child elements other than ``maxRunningApps``, in file order."""
+
+    name: str
+    max_running_apps: int | None = None
+    other_elements: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PlacementRule:
+    """One ``<rule>`` of ``<queuePlacementPolicy>``. ``attributes`` holds every attribute
+    but ``name`` (``create``, ``queue``, ...) in file order; ``parent_rule`` is the rule
+    nested inside it (``nestedUserQueue`` needs one)."""
+
+    name: str
+    attributes: tuple[tuple[str, str], ...] = ()
+    parent_rule: PlacementRule | None = None
+
+    def attribute(self, key: str) -> str | None:
+        return next((v for k, v in self.attributes if k == key), None)
+
+    @property
+    def create(self) -> bool:
+        """YARN's FSPlacementRule: an absent or empty ``create`` means true."""
+        raw = self.attribute("create")
+        return not raw or raw.lower() == "true"
+
+
+@dataclass(frozen=True)
 class FairSchedulerConfig:
     """A whole allocation file. ``root`` always exists in the model even when the file
     leaves it implicit. ``defaults`` holds the top-level simple elements
-    (``defaultQueueSchedulingPolicy``, ``queueMaxAMShareDefault``, ...), in file order."""
+    (``defaultQueueSchedulingPolicy``, ``queueMaxAMShareDefault``, ...), in file order;
+    ``users`` the ``<user>`` elements and ``placement_rules`` the placement policy."""
 
     root: FairQueue
     defaults: tuple[tuple[str, str], ...] = field(default=())
+    users: tuple[FairUser, ...] = ()
+    # None: the file has no <queuePlacementPolicy> (YARN's default: specified, default).
+    placement_rules: tuple[PlacementRule, ...] | None = None
 
     def queues(self) -> Iterator[FairQueue]:
         return self.root.walk()
@@ -179,6 +249,9 @@ class FairSchedulerConfig:
 
     def default(self, tag: str) -> str | None:
         return next((v for k, v in self.defaults if k == tag), None)
+
+    def user(self, name: str) -> FairUser | None:
+        return next((u for u in self.users if u.name == name), None)
 
     def effective_policy(self, queue: FairQueue) -> str:
         return queue.scheduling_policy or self.default("defaultQueueSchedulingPolicy") or "fair"
