@@ -211,9 +211,20 @@ def _display_url(url: str, params: Params | None) -> str:
     return f"{url}?{urlencode(params)}" if params else url
 
 
+def _innermost(exc: BaseException) -> BaseException:
+    """The root library cause: requests and urllib3 wrap it in args[0] or ``reason``."""
+    for _depth in range(8):
+        wrapped = exc.args[0] if exc.args else None
+        inner = wrapped if isinstance(wrapped, BaseException) else getattr(exc, "reason", None)
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    return exc
+
+
 def _reason(exc: BaseException) -> str:
     """A short cause such as ``[Errno 111] Connection refused``."""
-    text = str(exc)
+    text = str(_innermost(exc))
     errno = re.search(r"\[Errno -?\d+\] [^'\")\]]+", text)
     if errno:
         return errno.group(0).strip()
@@ -239,7 +250,11 @@ def _mapped_errors(method: str, url: str, attempt: int) -> Iterator[None]:
         raise YarnTimeout(f"{where}: no answer within the read timeout{note}") from exc
     except requests.exceptions.ConnectionError as exc:
         raise YarnUnavailable(f"{where}: cannot connect: {_reason(exc)}{note}") from exc
-    except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
+    except (
+        requests.exceptions.InvalidURL,
+        requests.exceptions.InvalidSchema,
+        requests.exceptions.MissingSchema,
+    ) as exc:
         raise SettingsError(f"{where}: invalid URL: {exc}") from exc
     except requests.exceptions.RequestException as exc:
         raise YarnError(f"{where}: {exc.__class__.__name__}: {_reason(exc)}{note}") from exc
@@ -261,6 +276,8 @@ def _never_sent(error: YarnError) -> bool:
 def _may_retry_failure(method: str, error: YarnError) -> bool:
     if isinstance(error, YarnHTTPError):
         return error.status >= 500 and method in _IDEMPOTENT_METHODS
+    if isinstance(error.__cause__, requests.exceptions.SSLError):
+        return False  # a certificate problem does not heal by asking again
     if isinstance(error, (YarnUnavailable, YarnTimeout)):
         return method in _IDEMPOTENT_METHODS or _never_sent(error)
     return False
@@ -344,6 +361,9 @@ class Transport:
                 headers={"Content-Type": body.content_type} if body else None,
                 timeout=self.settings.timeout,
                 allow_redirects=False,
+                # per request: requests lets REQUESTS_CA_BUNDLE override a session's verify
+                verify=self.settings.tls_verify,
+                cert=self.settings.tls_client_cert,
             )
             reply = _reply_of(method, shown, response)
         if reply.status >= 400:
@@ -366,8 +386,6 @@ def _reply_of(method: str, shown_url: str, response: requests.Response) -> HttpR
 def _build_session(settings: HttpSettings) -> requests.Session:
     session = requests.Session()
     session.headers["Accept"] = "application/json"
-    session.verify = settings.tls_verify
-    session.cert = settings.tls_client_cert
     if settings.auth == "kerberos":
         session.auth = _kerberos_auth(settings.kerberos_principal)
     return session
