@@ -173,3 +173,25 @@ def recorded(relative: str) -> str:
 
 def recorded_json(relative: str) -> object:
     return json.loads(recorded(relative))
+
+
+def replayed(
+    name: str, location_port: int | None = None, location_host: str | None = None
+) -> Answer:
+    """A recorded real RM answer (tests/fixtures/rm-ha/NAME.json, from record_ha.py) as a
+    scripted :class:`Answer`. A Location header is pointed at ``location_port`` (and
+    ``location_host``) so that it names a local server of the test; nothing else changes."""
+    recording = json.loads(recorded(f"rm-ha/{name}.json"))
+    headers = dict(recording["headers"])
+    content_type = headers.pop("Content-Type", "application/json")
+    if "Location" in headers and location_port is not None:
+        parts = urlsplit(headers["Location"])
+        host = location_host or parts.hostname or ""
+        headers["Location"] = parts._replace(netloc=f"{host}:{location_port}").geturl()
+    return Answer(recording["status"], recording["body"], headers, content_type=content_type)
+
+
+def port_of(url: str) -> int:
+    port = urlsplit(url).port
+    assert port is not None
+    return port

@@ -487,7 +487,7 @@ class ResourceManagerEndpoints:
     ) -> HttpReply:
         base = self._active or self.find_active()
         for _hop in range(len(self.base_urls) + 1):
-            reply = self._send(method, base, path, params, body)
+            base, reply = self._send(method, base, path, params, body)
             if not (reply.is_redirect or _standby_text(reply)):
                 self._active = base
                 return reply
@@ -496,16 +496,17 @@ class ResourceManagerEndpoints:
 
     def _send(
         self, method: str, base: str, path: str, params: Params | None, body: Body | None
-    ) -> HttpReply:
+    ) -> tuple[str, HttpReply]:
+        """The reply and the address that gave it: another one after a failover."""
         try:
-            return self._transport.request(method, base + path, params=params, body=body)
+            return base, self._transport.request(method, base + path, params=params, body=body)
         except (YarnUnavailable, YarnTimeout) as error:
             self._active = None
             if len(self.base_urls) == 1 or not _may_fail_over(method, error):
                 raise
             log.warning("ResourceManager %s failed, looking for another: %s", base, error)
             other = self.find_active(exclude=base)
-            return self._transport.request(method, other + path, params=params, body=body)
+            return other, self._transport.request(method, other + path, params=params, body=body)
 
     def _next_after_standby(self, method: str, reply: HttpReply) -> str:
         self._active = None
