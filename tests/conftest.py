@@ -1,0 +1,145 @@
+"""Session-wide fixtures: real YARN mini clusters from the Maven Central Hadoop jars.
+
+Three cluster fixtures, one per scheduler set-up:
+
+- ``capacity_cluster``         Capacity Scheduler, file store (XML + ``rmadmin -refreshQueues``)
+- ``capacity_memory_cluster``  Capacity Scheduler, ``memory`` store (``PUT /scheduler-conf``)
+- ``fair_cluster``             Fair Scheduler (allocation file reload)
+
+Each cluster starts the first time a test asks for it and then serves the whole
+session, but at most one runs at a time (the test machine has two cores): asking for
+another variant stops the running one. Tests are therefore reordered so that all
+tests of one variant run together, after the tests that need no cluster. Every test
+that uses a cluster gets it back in its baseline state afterwards (no running apps,
+initial node sizes, initial scheduler configuration), and is marked ``yarn``.
+
+When a cluster cannot start, its tests fail if ``CI=true`` and are skipped (with the
+reason) otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+
+import pytest
+
+from yarn_adapt.minicluster import MiniCluster, MiniClusterError, MiniClusterSpec
+
+CLUSTER_SPECS = {
+    "capacity_cluster": MiniClusterSpec(scheduler="capacity", conf_store="file"),
+    "capacity_memory_cluster": MiniClusterSpec(scheduler="capacity", conf_store="memory"),
+    "fair_cluster": MiniClusterSpec(scheduler="fair"),
+}
+VARIANT_ORDER = list(CLUSTER_SPECS)
+
+
+def running_in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+class ClusterPool:
+    """Starts cluster variants on demand and keeps at most one of them running."""
+
+    def __init__(self) -> None:
+        self._clusters: dict[str, MiniCluster] = {}
+        self._start_failures: dict[str, str] = {}
+
+    def activate(self, name: str) -> MiniCluster:
+        cluster = self._clusters.setdefault(name, MiniCluster(CLUSTER_SPECS[name]))
+        for other in self._clusters.values():
+            if other is not cluster:
+                other.stop()
+        if name in self._start_failures:
+            unavailable(self._start_failures[name])
+        if not cluster.running:
+            self._start(name, cluster)
+        return cluster
+
+    def _start(self, name: str, cluster: MiniCluster) -> None:
+        try:
+            cluster.start()
+        except MiniClusterError as exc:
+            self._start_failures[name] = f"{name} could not start: {exc.one_line()}"
+            unavailable(self._start_failures[name])
+
+    def stop_all(self) -> None:
+        for cluster in self._clusters.values():
+            cluster.stop()
+
+
+def unavailable(reason: str) -> None:
+    """Fail in CI (a missing cluster must never pass silently), skip elsewhere."""
+    if running_in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def cluster_pool() -> Iterator[ClusterPool]:
+    pool = ClusterPool()
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def capacity_cluster(cluster_pool: ClusterPool) -> MiniCluster:
+    return cluster_pool.activate("capacity_cluster")
+
+
+@pytest.fixture(scope="session")
+def capacity_memory_cluster(cluster_pool: ClusterPool) -> MiniCluster:
+    return cluster_pool.activate("capacity_memory_cluster")
+
+
+@pytest.fixture(scope="session")
+def fair_cluster(cluster_pool: ClusterPool) -> MiniCluster:
+    return cluster_pool.activate("fair_cluster")
+
+
+def cluster_fixture_of(item: pytest.Item) -> str | None:
+    names = [name for name in VARIANT_ORDER if name in getattr(item, "fixturenames", ())]
+    if len(names) > 1:
+        raise pytest.UsageError(f"{item.nodeid} asks for two mini clusters: {names}")
+    return names[0] if names else None
+
+
+@pytest.fixture(autouse=True)
+def _cluster_baseline(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Make sure the test's cluster runs, and put it back to baseline afterwards."""
+    name = cluster_fixture_of(request.node)
+    if name is None:
+        yield
+        return
+    pool: ClusterPool = request.getfixturevalue("cluster_pool")
+    cluster = pool.activate(name)
+    yield
+    if cluster.running:
+        cluster.reset()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark cluster tests ``yarn``; run plain tests first, then each variant together."""
+    for item in items:
+        if cluster_fixture_of(item) is not None:
+            item.add_marker(pytest.mark.yarn)
+
+    def group(item: pytest.Item) -> int:
+        name = cluster_fixture_of(item)
+        return 0 if name is None else 1 + VARIANT_ORDER.index(name)
+
+    items.sort(key=group)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the daemon logs of the test's cluster to a failed test's report."""
+    report = yield
+    name = cluster_fixture_of(item)
+    if name is not None and report.failed and call.when == "call":
+        cluster = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+        if isinstance(cluster, MiniCluster):
+            report.sections.append(("mini cluster logs", cluster.logs_tail(25)))
+    return report

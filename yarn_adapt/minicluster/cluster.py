@@ -1,0 +1,583 @@
+"""A real YARN cluster (RM + NodeManagers + JobHistory Server) on 127.0.0.1.
+
+Each daemon is a separate JVM started by main class from the Maven Central jars, with
+a generated configuration directory. The cluster is meant for tests and benchmarks:
+it starts in seconds, picks its own free ports, keeps every file under one temporary
+directory, and leaves no process behind however its owner ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from contextlib import suppress
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from yarn_adapt.minicluster import confgen, schedconf
+from yarn_adapt.minicluster.apps import SubmittedApp
+from yarn_adapt.minicluster.errors import MiniClusterError
+from yarn_adapt.minicluster.jars import HadoopJars, find_java_home, resolve_hadoop_jars
+from yarn_adapt.minicluster.javacmd import JavaCommands
+from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports
+from yarn_adapt.minicluster.processes import (
+    ManagedProcess,
+    kill_marked_processes,
+    launch,
+    marked_env,
+    start_reaper,
+)
+from yarn_adapt.minicluster.rest import answers, get_json, poll, send
+from yarn_adapt.minicluster.spec import MiniClusterSpec
+
+KEEP_DIR_ENV = "YARN_ADAPT_KEEP_MINICLUSTER"
+TERMINAL_APP_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
+ACTIVE_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+PORT_CLASH_SIGNS = ("java.net.BindException", "Address already in use")
+START_ATTEMPTS = 2
+CLIENT_TIMEOUT_S = 120.0
+
+
+class _PortClash(MiniClusterError):
+    """A daemon lost one of its ports to another process between pick and bind."""
+
+
+class MiniCluster:
+    """Start with ``with MiniCluster(spec) as cluster:`` or start()/stop()."""
+
+    def __init__(
+        self,
+        spec: MiniClusterSpec | None = None,
+        *,
+        base_dir: Path | None = None,
+        jars: HadoopJars | None = None,
+        start_timeout_s: float = 180.0,
+        keep_dir: bool | None = None,
+    ) -> None:
+        self.spec = spec or MiniClusterSpec()
+        self.start_timeout_s = start_timeout_s
+        self.start_seconds: float | None = None
+        self._base_dir = base_dir
+        self._jars = jars
+        self._keep_dir = keep_dir if keep_dir is not None else bool(os.environ.get(KEEP_DIR_ENV))
+        self._layout: ClusterLayout | None = None
+        self._ports: Ports | None = None
+        self._java: JavaCommands | None = None
+        self._daemons: dict[str, ManagedProcess] = {}
+        self._clients: list[ManagedProcess] = []
+        self._reaper: ManagedProcess | None = None
+        self._baseline_mtime_ns = 0
+        self._baseline_store: dict[str, str] = {}
+        self._state_lock = threading.Lock()
+        self._running = False
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def layout(self) -> ClusterLayout:
+        if self._layout is None:
+            raise MiniClusterError("the mini cluster has not been started")
+        return self._layout
+
+    @property
+    def ports(self) -> Ports:
+        if self._ports is None:
+            raise MiniClusterError("the mini cluster has not been started")
+        return self._ports
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.layout.conf_dir
+
+    @property
+    def scheduler_xml_path(self) -> Path:
+        """The file the RM reads its scheduler configuration from."""
+        return self.layout.conf_dir / self.spec.scheduler_file_name
+
+    @property
+    def yarn_script(self) -> Path:
+        return self.layout.yarn_script
+
+    @property
+    def refresh_command(self) -> list[str]:
+        """``yarn rmadmin -refreshQueues`` for this cluster."""
+        return [str(self.yarn_script), "rmadmin", "-refreshQueues"]
+
+    @property
+    def rm_url(self) -> str:
+        return f"http://{HOST}:{self.ports.rm_web}"
+
+    @property
+    def jhs_url(self) -> str:
+        return f"http://{HOST}:{self.ports.jhs_web}"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> MiniCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> MiniCluster:
+        """Start every daemon and return once all of them answer over REST."""
+        if self._running:
+            return self
+        began = time.monotonic()
+        jars = self._jars or resolve_hadoop_jars()
+        layout = ClusterLayout(Path(tempfile.mkdtemp(prefix=f"yarn-adapt-{self.spec.label}-",
+                                                     dir=self._base_dir)))  # fmt: skip
+        layout.create()
+        self._layout = layout
+        self._java = JavaCommands(java_home=find_java_home(), jars=jars, layout=layout)
+        _LIVE_CLUSTERS.add(self)
+        _install_exit_hooks()
+        self._running = True
+        self._reaper = start_reaper(layout.root, layout.logs_dir / "reaper.log")
+        try:
+            self._start_daemons(began + self.start_timeout_s)
+        except BaseException:
+            self.stop(keep_dir=True)
+            raise
+        self._record_baseline()
+        self.start_seconds = time.monotonic() - began
+        return self
+
+    def stop(self, *, keep_dir: bool | None = None) -> None:
+        """Kill every process of the cluster; safe to call twice and from signal handlers."""
+        with self._state_lock:
+            if not self._running:
+                return
+            self._running = False
+        for process in [*self._clients, *self._daemons.values()]:
+            process.kill_group()
+        if self._layout is not None:
+            kill_marked_processes(self._layout.root)
+        if self._reaper is not None:
+            self._reaper.kill_group()
+        _LIVE_CLUSTERS.discard(self)
+        if self._layout is not None and not (self._keep_dir if keep_dir is None else keep_dir):
+            shutil.rmtree(self._layout.root, ignore_errors=True)
+
+    def _start_daemons(self, deadline: float) -> None:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            self._ports = Ports.pick()
+            self._write_configuration()
+            self._launch_daemons()
+            try:
+                self._wait_until_ready(deadline)
+                return
+            except _PortClash:
+                if attempt == START_ATTEMPTS:
+                    raise
+                for process in self._daemons.values():
+                    process.kill_group()
+
+    def _write_configuration(self) -> None:
+        layout, ports, java = self.layout, self.ports, self._java_commands()
+        files = {
+            "core-site.xml": confgen.site_xml(confgen.core_site(layout)),
+            "yarn-site.xml": confgen.site_xml(confgen.yarn_site(self.spec, layout, ports,
+                                                                java.jars)),
+            "mapred-site.xml": confgen.site_xml(confgen.mapred_site(layout, ports, java.jars)),
+            "log4j.properties": confgen.LOG4J_PROPERTIES,
+        }  # fmt: skip
+        for name, text in files.items():
+            (layout.conf_dir / name).write_text(text)
+        self.write_scheduler_xml(self.spec.initial_scheduler_xml)
+        layout.yarn_script.write_text(java.yarn_script())
+        layout.yarn_script.chmod(0o755)
+
+    def _launch_daemons(self) -> None:
+        java = self._java_commands()
+        commands = {
+            "resourcemanager": java.resource_manager(),
+            "historyserver": java.history_server(),
+        }
+        for index in range(self.spec.nodemanagers):
+            self.layout.nodemanager_dir(index).mkdir(exist_ok=True)
+            commands[f"nodemanager-{index}"] = java.node_manager(index)
+        self._daemons = {name: self._launch(name, command) for name, command in commands.items()}
+
+    def _launch(self, name: str, command: list[str]) -> ManagedProcess:
+        env = marked_env(self.layout.root, self._java_env())
+        log = self.layout.logs_dir / f"{name}.log"
+        return launch(name, command, log, env, cwd=self.layout.root)
+
+    def _java_env(self) -> dict[str, str]:
+        return {"JAVA_HOME": str(self._java_commands().java_home),
+                "HADOOP_CONF_DIR": str(self.layout.conf_dir)}  # fmt: skip
+
+    def _java_commands(self) -> JavaCommands:
+        if self._java is None:
+            raise MiniClusterError("the mini cluster has not been started")
+        return self._java
+
+    # ------------------------------------------------------------------ readiness
+
+    def _wait_until_ready(self, deadline: float) -> None:
+        checks = {
+            "ResourceManager active": self._rm_active,
+            f"{self.spec.nodemanagers} NodeManager(s) RUNNING": self._nodes_running,
+            "JobHistory Server answering": self._history_answering,
+        }
+        pending = dict(checks)
+        while pending:
+            self._fail_if_a_daemon_died()
+            pending = {what: check for what, check in pending.items() if not check()}
+            if pending and time.monotonic() >= deadline:
+                raise MiniClusterError(
+                    f"mini cluster not ready after {self.start_timeout_s:.0f} s: "
+                    f"{', '.join(pending)} not reached (logs in {self.layout.logs_dir})"
+                )
+            if pending:
+                time.sleep(0.2)
+
+    def _rm_active(self) -> bool:
+        info = answers(f"{self.rm_url}/ws/v1/cluster/info")
+        cluster = (info or {}).get("clusterInfo", {})
+        return bool(cluster.get("haState") == "ACTIVE" and cluster.get("state") == "STARTED")
+
+    def _nodes_running(self) -> bool:
+        body = answers(f"{self.rm_url}/ws/v1/cluster/nodes?states=RUNNING")
+        return len(_nodes_of(body)) >= self.spec.nodemanagers
+
+    def _history_answering(self) -> bool:
+        return answers(f"{self.jhs_url}/ws/v1/history/info") is not None
+
+    def _fail_if_a_daemon_died(self) -> None:
+        for process in self._daemons.values():
+            if process.alive():
+                continue
+            tail = _tail(process.log_path, 400)
+            error = (_PortClash if any(sign in tail for sign in PORT_CLASH_SIGNS)
+                     else MiniClusterError)  # fmt: skip
+            raise error(
+                f"{process.name} exited with code {process.popen.returncode} during start; "
+                f"last error: {_last_error(tail)} (log: {process.log_path})"
+            )
+
+    def _record_baseline(self) -> None:
+        self._baseline_mtime_ns = self.scheduler_xml_path.stat().st_mtime_ns
+        self.layout.admin_marker.unlink(missing_ok=True)
+        if self.spec.conf_store == "memory":
+            self._baseline_store = self.scheduler_conf()
+
+    # ------------------------------------------------------------------ REST
+
+    def rm_get(self, path: str) -> Any:
+        """JSON of ``/ws/v1/cluster/<path>`` on the RM."""
+        return get_json(f"{self.rm_url}/ws/v1/cluster/{path.lstrip('/')}")
+
+    def jhs_get(self, path: str) -> Any:
+        """JSON of ``/ws/v1/history/<path>`` on the JobHistory Server."""
+        return get_json(f"{self.jhs_url}/ws/v1/history/{path.lstrip('/')}")
+
+    def node_ids(self) -> list[str]:
+        return sorted(node["id"] for node in _nodes_of(self.rm_get("nodes")))
+
+    def scheduler_conf(self) -> dict[str, str]:
+        """The RM's mutable scheduler configuration (memory store only)."""
+        body = self.rm_get("scheduler-conf")
+        return {p["name"]: p["value"] for p in _as_list(body.get("property"))}
+
+    def put_scheduler_conf(self, sched_conf_xml: str) -> tuple[int, str]:
+        """PUT a ``<sched-conf>`` body; returns the status and the RM's plain-text answer."""
+        response = send(
+            "PUT", f"{self.rm_url}/ws/v1/cluster/scheduler-conf", data=sched_conf_xml.encode(),
+            headers={"Content-Type": "application/xml", "Accept": "application/json"},
+        )  # fmt: skip
+        return response.status_code, response.text
+
+    def set_node_resource(self, node_id: str, memory_mb: int, vcores: int) -> None:
+        """POST /nodes/{id}/resource, then wait until /nodes/{id} reports the new total."""
+        body = {"resource": {"memory": memory_mb, "vCores": vcores}, "overCommitTimeout": -1}
+        url = f"{self.rm_url}/ws/v1/cluster/nodes/{node_id}/resource"
+        response = send("POST", url, json=body, headers={"Accept": "application/json"})
+        if response.status_code != 200:
+            raise MiniClusterError(f"POST {url} -> HTTP {response.status_code}: {response.text}")
+        wanted = (memory_mb, vcores)
+        poll(lambda: True if self._node_total(node_id) == wanted else None, 30,
+             f"node {node_id} to report {memory_mb} MB / {vcores} vcores")  # fmt: skip
+
+    def _node_total(self, node_id: str) -> tuple[int, int]:
+        total = self.rm_get(f"nodes/{node_id}")["node"]["totalResource"]
+        return int(total["memory"]), int(total["vCores"])
+
+    # ------------------------------------------------------------------ commands
+
+    def yarn(
+        self, *args: str, timeout_s: float = CLIENT_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``bin/yarn ARGS`` to completion and return its output."""
+        return subprocess.run(
+            [str(self.yarn_script), *args], capture_output=True, text=True, timeout=timeout_s,
+            env=marked_env(self.layout.root, {}), cwd=self.layout.home_dir, check=False,
+        )  # fmt: skip
+
+    def rmadmin(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run ``yarn rmadmin ARGS``; a refused command has a non-zero return code."""
+        return self.yarn("rmadmin", *args)
+
+    def refresh_queues(self) -> subprocess.CompletedProcess[str]:
+        return self.rmadmin("-refreshQueues")
+
+    def submit_sleep_app(
+        self,
+        queue: str,
+        containers: int,
+        sleep_s: float,
+        container_mb: int = 256,
+        vcores: int = 1,
+        name: str = "sleep",
+        am_mb: int = 256,
+    ) -> SubmittedApp:
+        """Submit a distributed-shell app running ``sleep sleep_s`` in ``containers`` containers."""
+        return self._submit("distributed-shell", name, [
+            "distributedshell", "-appname", name, "-queue", queue,
+            "-shell_command", "sleep", "-shell_args", f"{sleep_s:g}",
+            "-num_containers", str(containers),
+            "-container_memory", str(container_mb), "-container_vcores", str(vcores),
+            "-master_memory", str(am_mb), "-master_vcores", "1",
+            "-timeout", str(int((sleep_s + 3600) * 1000)),
+        ])  # fmt: skip
+
+    def submit_mr_sleep_job(
+        self,
+        queue: str,
+        maps: int = 2,
+        reduces: int = 1,
+        map_ms: int = 1000,
+        reduce_ms: int = 1000,
+        task_mb: int = 256,
+    ) -> SubmittedApp:
+        """Submit the MapReduce SleepJob (job name ``Sleep job``) into ``queue``."""
+        return self._submit("mapreduce", "sleepjob", [
+            "sleepjob", f"-Dmapreduce.job.queuename={queue}",
+            f"-Dmapreduce.map.memory.mb={task_mb}", f"-Dmapreduce.reduce.memory.mb={task_mb}",
+            "-m", str(maps), "-r", str(reduces), "-mt", str(map_ms), "-rt", str(reduce_ms),
+        ])  # fmt: skip
+
+    def _submit(self, kind: str, name: str, args: list[str]) -> SubmittedApp:
+        if not self._running:
+            raise MiniClusterError("cannot submit: the mini cluster is not running")
+        log = self.layout.logs_dir / f"client-{len(self._clients):03d}-{name}.log"
+        env = marked_env(self.layout.root, {})
+        client = launch(name, [str(self.yarn_script), *args], log, env, cwd=self.layout.home_dir)
+        self._clients.append(client)
+        return SubmittedApp(self, client, kind)
+
+    # ------------------------------------------------------------------ applications
+
+    def app(self, app_id: str) -> dict[str, Any]:
+        app: dict[str, Any] = self.rm_get(f"apps/{app_id}")["app"]
+        return app
+
+    def wait_for_app(
+        self, app_id: str, timeout_s: float = 300.0, states: Iterable[str] = TERMINAL_APP_STATES
+    ) -> dict[str, Any]:
+        """Wait until the RM reports ``app_id`` in one of ``states``; return its /apps entry."""
+        wanted = frozenset(states)
+
+        def reached() -> dict[str, Any] | None:
+            app = self.app(app_id)
+            return app if app["state"] in wanted else None
+
+        return poll(reached, timeout_s, f"{app_id} to reach {'/'.join(sorted(wanted))}", 0.25)
+
+    def wait_for_history_job(self, job_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Wait until the JobHistory Server serves ``job_id``; return its /jobs/{id} entry."""
+
+        def served() -> dict[str, Any] | None:
+            body = answers(f"{self.jhs_url}/ws/v1/history/mapreduce/jobs/{job_id}")
+            return None if body is None else dict(body["job"])
+
+        return poll(served, timeout_s, f"JobHistory to serve {job_id}", 0.5)
+
+    def kill_app(self, app_id: str) -> None:
+        url = f"{self.rm_url}/ws/v1/cluster/apps/{app_id}/state"
+        send("PUT", url, json={"state": "KILLED"}, headers={"Accept": "application/json"})
+
+    def kill_active_apps(self, timeout_s: float = 60.0) -> list[str]:
+        """Kill every application not yet finished and wait until the RM agrees."""
+        states = ",".join(ACTIVE_APP_STATES)
+        active = [app["id"] for app in _apps_of(self.rm_get(f"apps?states={states}"))]
+        for app_id in active:
+            self.kill_app(app_id)
+        for app_id in active:
+            self.wait_for_app(app_id, timeout_s)
+        return active
+
+    # ------------------------------------------------------------------ baseline
+
+    def write_scheduler_xml(self, text: str) -> None:
+        """Replace the scheduler file atomically (the RM never sees half a file)."""
+        target = self.scheduler_xml_path
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_text(text)
+        partial.replace(target)
+
+    def read_scheduler_xml(self) -> str:
+        return self.scheduler_xml_path.read_text()
+
+    def reset(self) -> None:
+        """Back to the state right after start: no running apps, node sizes, scheduler config."""
+        self.kill_active_apps()
+        for client in self._clients:
+            client.kill_group()
+        self._clients.clear()
+        self._restore_node_resources()
+        self.restore_initial_scheduler_config()
+
+    def restore_initial_scheduler_config(self) -> None:
+        """Make the RM run the spec's initial scheduler configuration again.
+
+        Cheap when nothing changed: the file is compared with the baseline, the memory
+        store with what the RM held after start, and ``bin/yarn`` marks every admin
+        command it ran. Queues that cannot be removed while RUNNING are stopped first;
+        if the RM still refuses, it is restarted from the baseline file.
+        """
+        file_changed = self._scheduler_file_changed()
+        if file_changed:
+            self.write_scheduler_xml(self.spec.initial_scheduler_xml)
+        if self.spec.conf_store == "memory":
+            restored = self._restore_memory_store()
+        elif file_changed or self.layout.admin_marker.exists():
+            restored = self.refresh_queues().returncode == 0
+        else:
+            restored = True
+        if not restored:
+            self.restart_resourcemanager()
+        self._record_baseline()
+
+    def _scheduler_file_changed(self) -> bool:
+        # The mtime catches an edit that was later undone: the Fair Scheduler may have
+        # reloaded it in between.
+        mtime_ns = self.scheduler_xml_path.stat().st_mtime_ns
+        text = self.read_scheduler_xml()
+        return text != self.spec.initial_scheduler_xml or mtime_ns != self._baseline_mtime_ns
+
+    def _restore_memory_store(self) -> bool:
+        current = self.scheduler_conf()
+        if current == self._baseline_store:
+            return True
+        extra = schedconf.capacity_queues(current) - schedconf.capacity_queues(self._baseline_store)
+        if extra:
+            self.put_scheduler_conf(schedconf.stop_queues_body(extra))
+        send("GET", f"{self.rm_url}/ws/v1/cluster/scheduler-conf/format")
+        return self.scheduler_conf() == self._baseline_store
+
+    def _restore_node_resources(self) -> None:
+        wanted = (self.spec.nm_memory_mb, self.spec.nm_vcores)
+        for node_id in self.node_ids():
+            if self._node_total(node_id) != wanted:
+                self.set_node_resource(node_id, *wanted)
+
+    def restart_resourcemanager(self) -> None:
+        """Kill and start the RM again (it forgets all apps); NodeManagers re-register."""
+        self._daemons["resourcemanager"].kill_group()
+        self._daemons["resourcemanager"] = self._launch(
+            "resourcemanager", self._java_commands().resource_manager()
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        self._wait_until_ready(deadline)
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def log_paths(self) -> list[Path]:
+        if self._layout is None or not self._layout.logs_dir.is_dir():
+            return []
+        return sorted(self._layout.logs_dir.glob("*.log"))
+
+    def logs_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` lines of every daemon and client log, for failure reports."""
+        return "\n".join(f"==> {path} <==\n{_tail(path, lines)}" for path in self.log_paths())
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _as_list(value: Any) -> list[Any]:
+    """Hadoop's JSON gives one element as an object and none as null."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _nodes_of(body: Any) -> list[dict[str, Any]]:
+    return _as_list(((body or {}).get("nodes") or {}).get("node"))
+
+
+def _apps_of(body: Any) -> list[dict[str, Any]]:
+    return _as_list(((body or {}).get("apps") or {}).get("app"))
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 200 * lines))
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _last_error(log_text: str) -> str:
+    markers = ("Exception", "ERROR", "Error:")
+    found = [line.strip() for line in log_text.splitlines() if any(m in line for m in markers)]
+    return found[-1][:300] if found else "none logged"
+
+
+# ---------------------------------------------------------------------- exit hooks
+
+_LIVE_CLUSTERS: weakref.WeakSet[MiniCluster] = weakref.WeakSet()
+_hooks_installed = False
+
+
+def stop_all_clusters() -> None:
+    """Stop every cluster this process started (used at exit and on SIGTERM/SIGHUP)."""
+    for cluster in list(_LIVE_CLUSTERS):
+        with suppress(Exception):
+            cluster.stop()
+
+
+def _install_exit_hooks() -> None:
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    atexit.register(stop_all_clusters)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _stop_then_die)
+
+
+def _stop_then_die(signum: int, frame: FrameType | None) -> None:
+    stop_all_clusters()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

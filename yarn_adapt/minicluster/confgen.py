@@ -1,0 +1,168 @@
+"""The configuration files of a mini cluster, as text.
+
+Values follow the research notes (shared/research/yarn.md §5.2) and the Hadoop 3.4
+``*-default.xml`` names; every deviation from the Hadoop defaults is there to make a
+one-host test cluster start quickly and schedule without waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from xml.sax.saxutils import escape
+
+from yarn_adapt.minicluster.jars import HadoopJars
+from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports
+from yarn_adapt.minicluster.spec import MiniClusterSpec
+
+CAPACITY_SCHEDULER = (
+    "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler"
+)
+SHUFFLE_HANDLER = "org.apache.hadoop.mapred.ShuffleHandler"
+FAIR_SCHEDULER = "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.FairScheduler"
+
+# Resolved by Hadoop's Configuration from a -D system property of each NodeManager JVM,
+# so several NodeManagers share one yarn-site.xml but not their directories.
+NM_DIR_PROPERTY = "yarn.adapt.nm.dir"
+
+# Small JVMs for MR containers; C1 only and the serial GC keep their start cheap.
+TASK_JAVA_OPTS = "-Xmx200m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+TASK_MEMORY_MB = "256"
+
+LOG4J_PROPERTIES = """\
+# Console logging for every daemon and client; the harness sends each process's
+# output to its own file. Override the level per process with -Dhadoop.root.logger.
+hadoop.root.logger=INFO,console
+log4j.rootLogger=${hadoop.root.logger}
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{1}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.logger.org.apache.hadoop.metrics2=WARN
+log4j.logger.org.eclipse.jetty=WARN
+log4j.logger.http.requests=WARN
+"""
+
+
+def site_xml(properties: Mapping[str, str]) -> str:
+    """A Hadoop ``<configuration>`` document holding ``properties``."""
+    rows = "".join(
+        f"  <property><name>{escape(name)}</name><value>{escape(value)}</value></property>\n"
+        for name, value in properties.items()
+    )
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<configuration>\n{rows}</configuration>\n'
+
+
+def application_classpath(layout: ClusterLayout, jars: HadoopJars) -> str:
+    return f"{layout.conf_dir},{jars.classpath_glob}"
+
+
+def core_site(layout: ClusterLayout) -> dict[str, str]:
+    return {
+        "fs.defaultFS": "file:///",
+        "hadoop.tmp.dir": str(layout.tmp_dir),
+    }
+
+
+def yarn_site(
+    spec: MiniClusterSpec, layout: ClusterLayout, ports: Ports, jars: HadoopJars
+) -> dict[str, str]:
+    properties = {
+        **_resourcemanager_properties(ports),
+        **_nodemanager_properties(spec),
+        **_scheduler_properties(spec, layout),
+        "yarn.application.classpath": application_classpath(layout, jars),
+        "yarn.log-aggregation-enable": "false",
+        "yarn.timeline-service.enabled": "false",
+    }
+    properties.update(spec.yarn_site)
+    return properties
+
+
+def _resourcemanager_properties(ports: Ports) -> dict[str, str]:
+    return {
+        "yarn.resourcemanager.hostname": HOST,
+        "yarn.resourcemanager.address": ports.address("rm_client"),
+        "yarn.resourcemanager.scheduler.address": ports.address("rm_scheduler"),
+        "yarn.resourcemanager.resource-tracker.address": ports.address("rm_tracker"),
+        "yarn.resourcemanager.admin.address": ports.address("rm_admin"),
+        "yarn.resourcemanager.webapp.address": ports.address("rm_web"),
+        "yarn.resourcemanager.recovery.enabled": "false",
+        # NodeManagers start together with the RM: retry its ports quickly instead of
+        # the 30 s default interval.
+        "yarn.resourcemanager.connect.retry-interval.ms": "200",
+        "yarn.resourcemanager.connect.max-wait.ms": "120000",
+        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": "500",
+        # A failed AM fails the test at once rather than after a second attempt.
+        "yarn.resourcemanager.am.max-attempts": "1",
+    }
+
+
+def _nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
+    nm_dir = "${" + NM_DIR_PROPERTY + "}"
+    return {
+        "yarn.nodemanager.hostname": HOST,
+        "yarn.nodemanager.address": f"{HOST}:0",
+        "yarn.nodemanager.localizer.address": f"{HOST}:0",
+        "yarn.nodemanager.webapp.address": f"{HOST}:0",
+        "yarn.nodemanager.local-dirs": f"{nm_dir}/local",
+        "yarn.nodemanager.log-dirs": f"{nm_dir}/logs",
+        "yarn.nodemanager.recovery.dir": f"{nm_dir}/recovery",
+        "yarn.nodemanager.resource.memory-mb": str(spec.nm_memory_mb),
+        "yarn.nodemanager.resource.cpu-vcores": str(spec.nm_vcores),
+        "yarn.nodemanager.vmem-check-enabled": "false",
+        "yarn.nodemanager.pmem-check-enabled": "false",
+        # Developer and CI disks are often more than 90 % full, which would mark the
+        # only node UNHEALTHY.
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
+        "yarn.nodemanager.aux-services": "mapreduce_shuffle",
+        "yarn.nodemanager.aux-services.mapreduce_shuffle.class": SHUFFLE_HANDLER,
+        "mapreduce.shuffle.port": "0",
+    }
+
+
+def _scheduler_properties(spec: MiniClusterSpec, layout: ClusterLayout) -> dict[str, str]:
+    common = {
+        "yarn.scheduler.minimum-allocation-mb": str(spec.min_allocation_mb),
+        "yarn.scheduler.maximum-allocation-mb": str(spec.nm_memory_mb),
+        "yarn.scheduler.maximum-allocation-vcores": str(spec.nm_vcores),
+    }
+    if spec.scheduler == "fair":
+        return {
+            **common,
+            "yarn.resourcemanager.scheduler.class": FAIR_SCHEDULER,
+            "yarn.scheduler.fair.allocation.file": str(layout.conf_dir / spec.scheduler_file_name),
+            "yarn.scheduler.fair.user-as-default-queue": "false",
+            # One container per node heartbeat (the default) makes multi-container
+            # applications trickle in.
+            "yarn.scheduler.fair.assignmultiple": "true",
+        }
+    capacity = {**common, "yarn.resourcemanager.scheduler.class": CAPACITY_SCHEDULER}
+    if spec.conf_store == "memory":
+        capacity["yarn.scheduler.configuration.store.class"] = "memory"
+    return capacity
+
+
+def mapred_site(layout: ClusterLayout, ports: Ports, jars: HadoopJars) -> dict[str, str]:
+    return {
+        "mapreduce.framework.name": "yarn",
+        "mapreduce.application.classpath": application_classpath(layout, jars),
+        "yarn.app.mapreduce.am.staging-dir": str(layout.staging_dir),
+        "mapreduce.jobhistory.address": ports.address("jhs_client"),
+        "mapreduce.jobhistory.webapp.address": ports.address("jhs_web"),
+        "mapreduce.jobhistory.admin.address": ports.address("jhs_admin"),
+        # Finished jobs move from the intermediate to the done directory every second
+        # instead of every three minutes.
+        "mapreduce.jobhistory.move.interval-ms": "1000",
+        "mapreduce.jobhistory.jhist.format": "json",
+        "mapreduce.jobhistory.recovery.enable": "false",
+        "mapreduce.am.max-attempts": "1",
+        "yarn.app.mapreduce.am.resource.mb": TASK_MEMORY_MB,
+        "yarn.app.mapreduce.am.command-opts": TASK_JAVA_OPTS,
+        "mapreduce.map.memory.mb": TASK_MEMORY_MB,
+        "mapreduce.reduce.memory.mb": TASK_MEMORY_MB,
+        "mapreduce.map.java.opts": TASK_JAVA_OPTS,
+        "mapreduce.reduce.java.opts": TASK_JAVA_OPTS,
+        "mapreduce.task.io.sort.mb": "16",
+        "mapreduce.client.completion.pollinterval": "500",
+    }
