@@ -2,7 +2,7 @@
 
 Every standby answer here was recorded from a real HA pair (record_ha.py,
 tests/fixtures/rm-ha/); the local servers only let a test choose *when* each RM
-gives which answer. The same behaviour against the real pair is in test_ha_live.py.
+gives which answer. The same behaviour against the real pair is in test_rest_ha_live.py.
 """
 
 from __future__ import annotations
