@@ -32,6 +32,11 @@ class Enforcement(StrEnum):
 class RuleIssue(ValidationIssue):
     enforcement: Enforcement = Enforcement.REFUSED
 
+    def __str__(self) -> str:
+        # A global setting has no queue: "prop: message", not ".prop: message".
+        where = ".".join(part for part in (self.queue, self.prop) if part)
+        return f"{where}: {self.message}"
+
 
 def refused(queue: str, prop: str, message: str) -> RuleIssue:
     return RuleIssue(queue, prop, message, Enforcement.REFUSED)
