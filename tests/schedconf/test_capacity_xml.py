@@ -17,7 +17,12 @@ from yarn_adapt.model import (
     Resources,
     Weight,
 )
-from yarn_adapt.yarn.confxml import CapacityDocument, parse_capacity_xml, read_capacity, render_capacity
+from yarn_adapt.yarn.confxml import (
+    CapacityDocument,
+    parse_capacity_xml,
+    read_capacity,
+    render_capacity,
+)
 
 FIXTURE = FIXTURES / "capacity-scheduler.xml"
 
@@ -39,8 +44,13 @@ def changed_lines(before: str, after: str) -> list[str]:
 def test_the_queue_tree_comes_from_the_queues_properties(document: CapacityDocument) -> None:
     paths = [q.path for q in document.config.queues()]
     assert paths == [
-        "root", "root.default", "root.eng", "root.eng.batch", "root.eng.adhoc", "root.sci",
-    ]  # fmt: skip
+        "root",
+        "root.default",
+        "root.eng",
+        "root.eng.batch",
+        "root.eng.adhoc",
+        "root.sci",
+    ]
 
 
 def test_known_properties_become_typed_fields(document: CapacityDocument) -> None:
@@ -226,12 +236,16 @@ def test_a_fresh_file_reads_back_as_the_same_config() -> None:
             "root",
             children=(
                 CapacityQueue("root.a", capacity=Percentage(62.5), user_limit_factor=-1.0),
-                CapacityQueue("root.b", capacity=Percentage(37.5), state=QueueState.STOPPED,
-                              other_properties=(("acl_submit_applications", "bob"),)),
+                CapacityQueue(
+                    "root.b",
+                    capacity=Percentage(37.5),
+                    state=QueueState.STOPPED,
+                    other_properties=(("acl_submit_applications", "bob"),),
+                ),
             ),
         ),
         global_properties=(("yarn.scheduler.capacity.maximum-applications", "500"),),
-    )  # fmt: skip
+    )
     text = render_capacity(config)
     assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<configuration>\n  <property>')
     assert read_capacity_text(text) == config

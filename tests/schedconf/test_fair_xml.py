@@ -37,9 +37,14 @@ def reread(text: str) -> FairSchedulerConfig:
 def test_implicit_root_nested_queues_and_the_pool_synonym(document: FairDocument) -> None:
     config = document.config
     assert [q.path for q in config.queues()] == [
-        "root", "root.default", "root.eng", "root.eng.batch", "root.eng.adhoc",
-        "root.sci", "root.users",
-    ]  # fmt: skip
+        "root",
+        "root.default",
+        "root.eng",
+        "root.eng.batch",
+        "root.eng.adhoc",
+        "root.sci",
+        "root.users",
+    ]
     assert config.root == replace(config.root, weight=None, other_elements=())
     eng = config.find("root.eng")
     assert eng is not None and eng.declared_parent and eng.weight == 3.0
@@ -71,7 +76,10 @@ def test_known_elements_are_typed_and_simple_unknown_ones_kept(document: FairDoc
 def test_defaults_users_and_placement_policy(document: FairDocument) -> None:
     config = document.config
     assert config.default("defaultQueueSchedulingPolicy") == "drf"
-    assert [tag for tag, _ in config.defaults][:2] == ["queueMaxAMShareDefault", "queueMaxAppsDefault"]
+    assert [tag for tag, _ in config.defaults][:2] == [
+        "queueMaxAMShareDefault",
+        "queueMaxAppsDefault",
+    ]
     assert config.users == (FairUser("etl", 30), FairUser("intern", 2))
     assert config.placement_rules == (
         PlacementRule("specified", (("create", "false"),)),
@@ -120,7 +128,7 @@ def test_same_meaning_keeps_the_spelling_and_the_old_synonyms(document: FairDocu
     )
     text = document.render(same)
     assert text == FIXTURE.read_text()
-    assert "<pool name=\"sci\">" in text and "<schedulingMode>fifo</schedulingMode>" in text
+    assert '<pool name="sci">' in text and "<schedulingMode>fifo</schedulingMode>" in text
 
 
 def test_unknown_attributes_complex_elements_and_comments_survive_edits(
@@ -180,7 +188,9 @@ def test_an_implicit_root_stays_implicit_unless_root_gets_settings(document: Fai
     edited = config.with_queue(replace(config.root, scheduling_policy="drf"))
     text = document.render(edited)
     assert '<queue name="root">\n    <schedulingPolicy>drf</schedulingPolicy>' in text
-    assert '\n    <queue name="eng" type="parent" owner="team-eng">\n      <weight>3</weight>' in text
+    assert (
+        '\n    <queue name="eng" type="parent" owner="team-eng">\n      <weight>3</weight>' in text
+    )
     assert reread(text) == edited
 
 
@@ -190,15 +200,18 @@ def test_a_fresh_file_reads_back_as_the_same_config() -> None:
             "root",
             children=(
                 FairQueue("root.a", weight=2.0, max_am_share=0.4),
-                FairQueue("root.p", declared_parent=True,
-                          other_elements=(("aclSubmitApps", "alice"),)),
+                FairQueue(
+                    "root.p", declared_parent=True, other_elements=(("aclSubmitApps", "alice"),)
+                ),
             ),
         ),
         defaults=(("queueMaxAMShareDefault", "0.5"),),
         users=(FairUser("bob", 3),),
-        placement_rules=(PlacementRule("specified", (("create", "false"),)),
-                         PlacementRule("default")),
-    )  # fmt: skip
+        placement_rules=(
+            PlacementRule("specified", (("create", "false"),)),
+            PlacementRule("default"),
+        ),
+    )
     text = render_fair(config)
     assert reread(text) == config
     assert render_fair(reread(text)) == text

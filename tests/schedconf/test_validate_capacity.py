@@ -111,8 +111,11 @@ CASES = [
     ),
     # ---- modes among siblings
     Case("weights", {"root.a.capacity": "2w", "root.b.capacity": "1.5w"}),
-    Case("weight above 10000", {"root.a.capacity": "10001w", "root.b.capacity": "1w"},
-         [("root.a", "capacity", REFUSED)]),  # fmt: skip
+    Case(
+        "weight above 10000",
+        {"root.a.capacity": "10001w", "root.b.capacity": "1w"},
+        [("root.a", "capacity", REFUSED)],
+    ),
     Case(
         "weight mixed with percentage",
         {"root.a.capacity": "2w"},
@@ -125,8 +128,10 @@ CASES = [
     ),
     # YARN's flag logic forgets a percentage sibling seen before an absolute one.
     Case("percentage then absolute among siblings", {"root.b.capacity": "[memory=1024,vcores=1]"}),
-    Case("weights in non-legacy mode may mix",
-         {"root.a.capacity": "2w", "legacy-queue-mode.enabled": "false"}),  # fmt: skip
+    Case(
+        "weights in non-legacy mode may mix",
+        {"root.a.capacity": "2w", "legacy-queue-mode.enabled": "false"},
+    ),
     Case("absolute children within the parent", ABSOLUTE_PARENT),
     Case(
         "absolute children above the parent (memory)",
@@ -149,35 +154,48 @@ CASES = [
     ),
     # ---- user limits and AM share (not enforced by YARN 3.4)
     Case("user-limit-factor -1 (no limit)", {"root.a.user-limit-factor": "-1"}),
-    Case("user-limit-factor 0", {"root.a.user-limit-factor": "0"},
-         [("root.a", "user-limit-factor", ADVISORY)]),  # fmt: skip
+    Case(
+        "user-limit-factor 0",
+        {"root.a.user-limit-factor": "0"},
+        [("root.a", "user-limit-factor", ADVISORY)],
+    ),
     Case(
         "minimum-user-limit-percent 0 and 150",
         {"root.a.minimum-user-limit-percent": "0", "root.b.minimum-user-limit-percent": "150"},
-        [("root.a", "minimum-user-limit-percent", ADVISORY),
-         ("root.b", "minimum-user-limit-percent", ADVISORY)],
-    ),  # fmt: skip
+        [
+            ("root.a", "minimum-user-limit-percent", ADVISORY),
+            ("root.b", "minimum-user-limit-percent", ADVISORY),
+        ],
+    ),
     Case(
         "maximum-am-resource-percent above 1",
         {"root.a.maximum-am-resource-percent": "1.5", "maximum-am-resource-percent": "2"},
-        [("", "yarn.scheduler.capacity.maximum-am-resource-percent", ADVISORY),
-         ("root.a", "maximum-am-resource-percent", ADVISORY)],
-    ),  # fmt: skip
+        [
+            ("", "yarn.scheduler.capacity.maximum-am-resource-percent", ADVISORY),
+            ("root.a", "maximum-am-resource-percent", ADVISORY),
+        ],
+    ),
     # ---- ordering policies
     Case("leaf fair policy", {"root.a.ordering-policy": "fair"}),
     Case("leaf policy class name", {"root.a.ordering-policy": "org.example.MyPolicy"}),
-    Case("leaf with a parent policy", {"root.a.ordering-policy": "utilization"},
-         [("root.a", "ordering-policy", REFUSED)]),  # fmt: skip
+    Case(
+        "leaf with a parent policy",
+        {"root.a.ordering-policy": "utilization"},
+        [("root.a", "ordering-policy", REFUSED)],
+    ),
     Case(
         "parent with a leaf policy",
         {**NESTED, "root.a.ordering-policy": "fair"},
         [("root.a", "ordering-policy", REFUSED)],
     ),
-    Case("parent priority-utilization", {**NESTED, "root.a.ordering-policy": "priority-utilization"}),
+    Case(
+        "parent priority-utilization", {**NESTED, "root.a.ordering-policy": "priority-utilization"}
+    ),
     # ---- states
     Case("stopped, lower case", {"root.a.state": "stopped"}),
-    Case("DRAINING is not configurable", {"root.a.state": "DRAINING"},
-         [("root.a", "state", REFUSED)]),  # fmt: skip
+    Case(
+        "DRAINING is not configurable", {"root.a.state": "DRAINING"}, [("root.a", "state", REFUSED)]
+    ),
     Case(
         "RUNNING child of a STOPPED parent",
         {**NESTED, "root.a.state": "STOPPED", "root.a.x.state": "RUNNING"},
@@ -194,8 +212,12 @@ CASES = [
     ),
     Case(
         "child label not accessible to the parent",
-        {**LABELS, **NESTED, "root.a.x.accessible-node-labels": "gpu,ssd",
-         "root.a.x.accessible-node-labels.gpu.capacity": "100"},  # fmt: skip
+        {
+            **LABELS,
+            **NESTED,
+            "root.a.x.accessible-node-labels": "gpu,ssd",
+            "root.a.x.accessible-node-labels.gpu.capacity": "100",
+        },
         [("root.a.x", "accessible-node-labels", REFUSED)],
     ),
     Case(
@@ -212,7 +234,7 @@ CASES = [
         "absolute for one label, percentage for another",
         {**LABELS, "root.a.accessible-node-labels.gpu.capacity": "[memory=1024,vcores=1]"},
         [("root", "queues", REFUSED), ("root.a", "capacity", REFUSED)],
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -261,11 +283,17 @@ TRANSITIONS = [
     Transition(
         "move a RUNNING leaf to another parent",
         RUNNING,
-        {**RUNNING, "root.a.queues": "x", "root.a.x.capacity": "100", "root.b.queues": "z,y",
-         "root.b.z.capacity": "50", "root.b.y.capacity": "50"},
+        {
+            **RUNNING,
+            "root.a.queues": "x",
+            "root.a.x.capacity": "100",
+            "root.b.queues": "z,y",
+            "root.b.z.capacity": "50",
+            "root.b.y.capacity": "50",
+        },
         [("root.a.y", "state")],
         "cannot move to root.b.y",
-    ),  # fmt: skip
+    ),
     Transition(
         "turn a RUNNING leaf into a parent",
         RUNNING,
@@ -276,9 +304,13 @@ TRANSITIONS = [
     Transition(
         "turn a STOPPED leaf into a parent",
         {**RUNNING, "root.a.y.state": "STOPPED"},
-        {**RUNNING, "root.a.y.queues": "w", "root.a.y.w.capacity": "100",
-         "root.a.y.state": "STOPPED"},
-    ),  # fmt: skip
+        {
+            **RUNNING,
+            "root.a.y.queues": "w",
+            "root.a.y.w.capacity": "100",
+            "root.a.y.state": "STOPPED",
+        },
+    ),
     Transition(
         "shrink a leaf's maximum allocation",
         {**RUNNING, "root.a.x.maximum-allocation-mb": "4096"},
@@ -298,8 +330,10 @@ def test_capacity_transitions(case: Transition) -> None:
 
 def test_raise_if_invalid_gives_one_line_naming_the_file_queue_and_property() -> None:
     with pytest.raises(ConfigValidationError) as caught:
-        raise_if_invalid(capacity({"root.a.capacity": "60", "root.b.state": "DRAINING"}),
-                         source="conf/capacity-scheduler.xml")  # fmt: skip
+        raise_if_invalid(
+            capacity({"root.a.capacity": "60", "root.b.state": "DRAINING"}),
+            source="conf/capacity-scheduler.xml",
+        )
     message = caught.value.one_line()
     assert message.startswith("conf/capacity-scheduler.xml: root.")
     assert "(and 1 more)" in message

@@ -50,7 +50,10 @@ CASES = [
         '<queue name="a"><schedulingPolicy>lottery</schedulingPolicy></queue>',
         [("root.a", "schedulingPolicy", REFUSED)],
     ),
-    Case("policy names in any case", '<queue name="a"><schedulingPolicy>FIFO</schedulingPolicy></queue>'),
+    Case(
+        "policy names in any case",
+        '<queue name="a"><schedulingPolicy>FIFO</schedulingPolicy></queue>',
+    ),
     Case(
         "policy class name",
         '<queue name="a"><schedulingPolicy>org.example.Policy</schedulingPolicy></queue>',
@@ -104,13 +107,22 @@ CASES = [
     ),
     # ---- values YARN takes as given
     Case("weight 0", '<queue name="a"><weight>0</weight></queue>'),
-    Case("negative weight", '<queue name="a"><weight>-1</weight></queue>',
-         [("root.a", "weight", ADVISORY)]),  # fmt: skip
+    Case(
+        "negative weight",
+        '<queue name="a"><weight>-1</weight></queue>',
+        [("root.a", "weight", ADVISORY)],
+    ),
     Case("maxAMShare -1 (no limit)", '<queue name="a"><maxAMShare>-1</maxAMShare></queue>'),
-    Case("maxAMShare above 1", '<queue name="a"><maxAMShare>1.5</maxAMShare></queue>',
-         [("root.a", "maxAMShare", ADVISORY)]),  # fmt: skip
-    Case("negative maxRunningApps", '<queue name="a"><maxRunningApps>-2</maxRunningApps></queue>',
-         [("root.a", "maxRunningApps", ADVISORY)]),  # fmt: skip
+    Case(
+        "maxAMShare above 1",
+        '<queue name="a"><maxAMShare>1.5</maxAMShare></queue>',
+        [("root.a", "maxAMShare", ADVISORY)],
+    ),
+    Case(
+        "negative maxRunningApps",
+        '<queue name="a"><maxRunningApps>-2</maxRunningApps></queue>',
+        [("root.a", "maxRunningApps", ADVISORY)],
+    ),
     Case(
         "negative user maxRunningApps",
         '<user name="bob"><maxRunningApps>-1</maxRunningApps></user><queue name="a"/>',
@@ -167,8 +179,6 @@ def test_fair_rules(case: Case) -> None:
         assert str(issue).startswith(where + ": ")
 
 
-@pytest.mark.parametrize(
-    "name", ["fair-scheduler.xml", "fair-scheduler-explicit-root.xml"]
-)
+@pytest.mark.parametrize("name", ["fair-scheduler.xml", "fair-scheduler-explicit-root.xml"])
 def test_fixture_allocation_files_are_valid(name: str) -> None:
     assert validate(read_fair(FIXTURES / name).config) == []
