@@ -1,0 +1,92 @@
+"""Speed measurement for the simulator (issue 3: the FB-2009 day on 600 nodes x 8
+containers in at most 10 s) and a synthetic workload of the same shape for when no
+trace is at hand."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from yarn_adapt.model.apps import TaskType
+from yarn_adapt.model.capacity import CapacityQueue, CapacitySchedulerConfig, Percentage
+from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
+from yarn_adapt.sim.results import latency_stats
+from yarn_adapt.sim.run import simulate
+from yarn_adapt.sim.spec import ClusterSpec, SimulationOptions
+
+# The FB-2009 day as SWIM replays it (traces.md): 5,894 jobs over 86,400 s, 86 %
+# with one map; maps p99 1,441 and at most 131,777.
+FB_JOBS = 5894
+FB_SPAN_S = 86_400.0
+FB_TINY_SHARE = 0.86
+FB_MAX_MAPS = 131_777
+
+
+def synthetic_fb_workload(seed: int = 0, jobs: int = FB_JOBS) -> Workload:
+    """Jobs shaped like the FB-2009 sample: Poisson arrivals over a day, 86 % tiny
+    (one map, one reduce), the rest with log-normal map counts (median 50, sigma
+    2.3, capped at 131,777) and one reduce per 100 maps; a map runs 20-60 s and a
+    reduce 30-120 s, the same for every task of a job. For speed tests only."""
+    rng = np.random.default_rng(seed)
+    submits = np.sort(rng.uniform(0.0, FB_SPAN_S, jobs))
+    tiny = rng.random(jobs) < FB_TINY_SHARE
+    maps = np.where(tiny, 1, np.minimum(FB_MAX_MAPS, np.ceil(rng.lognormal(math.log(50), 2.3, jobs))))
+    map_s = rng.uniform(20.0, 60.0, jobs)
+    reduce_s = rng.uniform(30.0, 120.0, jobs)
+    specs = tuple(
+        _job(i, float(submits[i]), int(maps[i]), float(map_s[i]), float(reduce_s[i]))
+        for i in range(jobs)
+    )
+    return Workload(specs, source=f"synthetic-fb2009(seed={seed})")
+
+
+def _job(index: int, submit: float, maps: int, map_s: float, reduce_s: float) -> JobSpec:
+    reduces = max(1, maps // 100)
+    tasks = (TaskSpec(TaskType.MAP, round(map_s, 1)),) * maps + (
+        TaskSpec(TaskType.REDUCE, round(reduce_s, 1)),
+    ) * reduces
+    return JobSpec(f"job{index}", round(submit, 3), "default", tasks)
+
+
+def equal_share_config(queues: list[str]) -> CapacitySchedulerConfig:
+    """A Capacity Scheduler tree with one leaf per queue name, equal capacities."""
+    names = queues or ["default"]
+    base = math.floor(1000 / len(names)) / 10
+    shares = [base] * len(names)
+    shares[-1] = round(100 - base * (len(names) - 1), 1)
+    leaves = tuple(
+        CapacityQueue(f"root.{name}", capacity=Percentage(share))
+        for name, share in zip(names, shares, strict=True)
+    )
+    return CapacitySchedulerConfig(CapacityQueue("root", children=leaves))
+
+
+def run_speed_benchmark(
+    workload: Workload,
+    nodes: int = 600,
+    containers_per_node: int = 8,
+    config: CapacitySchedulerConfig | None = None,
+    options: SimulationOptions | None = None,
+) -> dict[str, Any]:
+    """Simulate ``workload`` once and time it. ``config`` defaults to one Capacity
+    Scheduler leaf per queue the workload names, equal shares."""
+    names = list(dict.fromkeys(job.queue.removeprefix("root.") for job in workload.jobs))
+    config = config or equal_share_config(names)
+    cluster = ClusterSpec.of_containers(nodes, containers_per_node)
+    began = time.perf_counter()
+    result = simulate(workload, config, cluster, options)
+    wall = time.perf_counter() - began
+    stats = latency_stats(result.jobs)
+    return {
+        "jobs": len(workload.jobs),
+        "finished": stats.count,
+        "wall_s": round(wall, 3),
+        "events": result.events,
+        "events_per_s": round(result.events / wall) if wall > 0 else 0,
+        "simulated_s": round(result.end_s, 1),
+        "mean_latency_s": round(stats.mean_s, 2),
+        "utilisation_memory": round(result.utilisation.memory, 4),
+    }

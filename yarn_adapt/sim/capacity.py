@@ -1,0 +1,584 @@
+"""Capacity Scheduler semantics (Hadoop 3.3/3.4 CapacityScheduler), simplified where
+the docstrings say so.
+
+* Capacities resolve to absolute guaranteed and maximum resources per queue:
+  absolute ``[memory=..,vcores=..]`` first, percentages of the parent's guarantee,
+  then weights share what the parent has left (the 3.4 capacity-vector order).
+  ``maximum-capacity`` is a percentage of the parent's maximum (unset: 100 %).
+* Child queues are tried least-served first (PriorityUtilizationQueueOrderingPolicy
+  "utilization": used / guaranteed; queues with zero capacity last; ties go to the
+  larger capacity, then configuration order).
+* A queue never goes over its limit, ``min(max, parent limit - parent used + used)``
+  (ParentQueue.getResourceLimitsOfChild, AbstractCSQueue.canAssignToThisQueue).
+* Leaf ``ordering-policy``: ``fifo`` (priority, then submission) or ``fair``
+  (FairOrderingPolicy: least memory used first, then submission).
+* User limit (UsersManager.computeUserLimit): ``max(used by active users /
+  #active users, current capacity x minimum-user-limit-percent)`` capped by
+  ``capacity x user-limit-factor``; a user may be granted while not *over* it
+  (LeafQueue.canAssignToUser), so one container past it. Users are active while
+  one of their apps asks for containers; user weights are 1.
+* AM limit (LeafQueue.activateApplications): an app is activated only if its AM
+  fits under ``max(guarantee, current limit) x maximum-am-resource-percent`` and the
+  per-user AM limit, except that a queue with no active app always activates one.
+  Activation is tried when an app arrives or leaves, as in YARN.
+* ``state=STOPPED`` (on the leaf or an ancestor) refuses new apps; running ones
+  finish. ``maximum-applications`` (per queue, or 10000 x absolute capacity) refuses
+  apps beyond it.
+* Resource comparisons follow the configured resource calculator: the default
+  (DefaultResourceCalculator) looks at memory only, also when fitting a container on
+  a node; DominantResourceCalculator compares dominant shares.
+
+Not modelled: node labels, reservations (a request that fits no node waits; later
+apps may be served), application priorities across queues, max-parallel-apps,
+preemption of reserved containers, auto-created queues.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+
+from yarn_adapt.model.capacity import (
+    AbsoluteCapacity,
+    CapacityQueue,
+    CapacitySchedulerConfig,
+    Percentage,
+    QueueState,
+    Weight,
+)
+from yarn_adapt.model.resources import Resources
+from yarn_adapt.sim.shares import ideal_shares
+from yarn_adapt.sim.spec import PreemptionOptions, SimulationOptions
+from yarn_adapt.sim.state import (
+    NO_DEMAND,
+    NO_FIT,
+    Claim,
+    LeafQueue,
+    QueueNode,
+    SchedulerModel,
+    SimApp,
+)
+
+MULTIPLE_ASSIGNMENTS = "per-node-heartbeat.multiple-assignments-enabled"
+MAX_ASSIGNMENTS = "per-node-heartbeat.maximum-container-assignments"
+MAX_OFFSWITCH = "per-node-heartbeat.maximum-offswitch-assignments"
+RESOURCE_CALCULATOR = "resource-calculator"
+MAX_APPLICATIONS = "maximum-applications"
+DEFAULT_MAX_APPLICATIONS = 10000  # CapacitySchedulerConfiguration
+DEFAULT_MAX_ASSIGNMENTS = 100  # 3.4; -1 (unlimited) in 3.3
+DEFAULT_MAX_OFFSWITCH = 1
+DEFAULT_MONITOR_INTERVAL_S = 3.0  # ProportionalCapacityPreemptionPolicy
+
+
+QueueKey = tuple[int, float, float, int]
+
+
+def _round_up(value: float, step: int) -> float:
+    return math.ceil(value / step - 1e-9) * step
+
+
+def _steps_within(used: float, limit: float, step: int) -> int:
+    """Grants of ``step`` that keep ``used`` at or under ``limit``."""
+    return max(0, math.floor((limit - used) / step + 1e-9)) if step else 1 << 30
+
+
+def _steps_below(used: float, step: float, cap: float, inclusive: bool) -> int:
+    """Largest m >= 0 with ``used + m * step`` below ``cap`` (or equal to it when
+    ``inclusive``), assuming m = 0 qualifies."""
+    if step <= 0:
+        return 1 << 30
+    room = (cap - used) / step - 1e-9  # rounding may only ever cost a grant, not add one
+    return max(0, math.floor(room) if inclusive else math.ceil(room) - 1)
+
+
+def _fair_app_order(app: SimApp) -> tuple[int, float, int]:
+    return (app.used_mem, app.submit_s, app.index)
+
+
+def _fair_steps(app: SimApp, rival: SimApp, memory: int) -> int:
+    """Grants after the first for which ``app`` stays first in a fair leaf."""
+    wins_tie = (app.submit_s, app.index) < (rival.submit_s, rival.index)
+    return _steps_below(app.used_mem, memory, rival.used_mem, wins_tie)
+
+
+class CapacityModel(SchedulerModel):
+    def __init__(
+        self,
+        config: CapacitySchedulerConfig,
+        minimum_allocation: Resources,
+        options: SimulationOptions,
+    ) -> None:
+        self.config = config
+        self.step_mem = minimum_allocation.memory_mb
+        self.step_vc = minimum_allocation.vcores
+        self.preemption = options.preemption
+        calculator = config.global_value(RESOURCE_CALCULATOR) or ""
+        self.memory_only = "DominantResourceCalculator" not in calculator
+        self._limit = _heartbeat_limit(config, options)
+        self._conf: dict[str, CapacityQueue] = {}
+        self._nodes: dict[str, QueueNode] = {}
+        root = self._build(config.root, None, 0)
+        leaves = [q for q in self._nodes.values() if isinstance(q, LeafQueue)]
+        super().__init__(leaves, root)
+        self._by_path = {q.path: q for q in leaves}
+        self._fit_blocked = False
+        self._path: list[tuple[QueueNode, QueueKey | None]] = []
+        self._leaf_limit = (0.0, 0.0)
+        self._user_cap_value: tuple[float, float] | None = None
+        self._passed_over_by_user = False
+        self._next_app: SimApp | None = None
+
+    # ------------------------------------------------------------------ build
+
+    def _build(self, conf: CapacityQueue, parent: QueueNode | None, position: int) -> QueueNode:
+        node: QueueNode = (
+            LeafQueue(conf.path, parent, position)
+            if conf.is_leaf
+            else QueueNode(conf.path, parent, position)
+        )
+        self._nodes[conf.path] = node
+        self._conf[conf.path] = conf
+        node.stopped = conf.effective_state is QueueState.STOPPED or bool(
+            parent and parent.stopped
+        )
+        if isinstance(node, LeafQueue):
+            self._configure_leaf(node, conf)
+        for index, child in enumerate(conf.children):
+            node.children.append(self._build(child, node, index))
+        return node
+
+    def _configure_leaf(self, leaf: LeafQueue, conf: CapacityQueue) -> None:
+        leaf.link()
+        leaf.policy = conf.effective_ordering_policy
+        leaf.am_percent = self.config.effective_am_percent(conf)
+        leaf.user_limit_factor = conf.effective_user_limit_factor
+        leaf.minimum_user_limit = conf.effective_minimum_user_limit_percent
+
+    def find_leaf(self, queue: str) -> LeafQueue | None:
+        conf = self.config.find_leaf_by_name(queue)
+        return None if conf is None else self._by_path.get(conf.path)
+
+    # ------------------------------------------------------------------ capacities
+
+    def resize(self, memory: int, vcores: int) -> None:
+        super().resize(memory, vcores)
+        root = self.root
+        root.guar_mem = root.max_mem = float(memory)
+        root.guar_vc = root.max_vc = float(vcores)
+        root.abs_capacity = 1.0
+        self._resolve_children(root)
+
+    def _resolve_children(self, parent: QueueNode) -> None:
+        confs = [self._conf[c.path] for c in parent.children]
+        guarantees = _guarantees(parent, confs)
+        for child, conf, (gm, gv) in zip(parent.children, confs, guarantees, strict=True):
+            mm, mv = _maximum(parent, conf)
+            child.guar_mem, child.guar_vc = gm, gv
+            child.max_mem, child.max_vc = max(mm, gm), max(mv, gv)
+            child.abs_capacity = gm / self.cluster_mem if self.cluster_mem else 0.0
+            if isinstance(child, LeafQueue):
+                child.max_apps = self._max_apps(conf, child.abs_capacity)
+            self._resolve_children(child)
+
+    def _max_apps(self, conf: CapacityQueue, abs_capacity: float) -> float:
+        own = conf.other(MAX_APPLICATIONS)
+        if own is not None:
+            return float(int(own))
+        system = self.config.global_value(MAX_APPLICATIONS)
+        total = DEFAULT_MAX_APPLICATIONS if system is None else int(system)
+        return float(int(total * abs_capacity))
+
+    # ------------------------------------------------------------------ admission
+
+    def admit(self, app: SimApp) -> str:
+        leaf = app.leaf
+        assert leaf is not None
+        if leaf.stopped:
+            return f"queue {leaf.path} is STOPPED"
+        if len(leaf.apps) >= leaf.max_apps:
+            return f"queue {leaf.path} already has {len(leaf.apps)} applications"
+        leaf.apps[app.index] = app
+        leaf.waiting.append(app)
+        self._activate(leaf)
+        return ""
+
+    def adopt_running(self, app: SimApp) -> None:
+        leaf = app.leaf
+        assert leaf is not None
+        leaf.apps[app.index] = app
+        self._start(leaf, app)
+
+    def remove(self, app: SimApp) -> None:
+        leaf = app.leaf
+        assert leaf is not None
+        if app.schedulable:
+            self.drop_schedulable(app)
+            self._charge_am(leaf, app, -1)
+        elif app in leaf.waiting:
+            leaf.waiting.remove(app)
+        leaf.apps.pop(app.index, None)
+        self._activate(leaf)
+
+    def _activate(self, leaf: LeafQueue) -> None:
+        for app in list(leaf.waiting):
+            if self._may_activate(leaf, app):
+                leaf.waiting.remove(app)
+                self._start(leaf, app)
+
+    def _start(self, leaf: LeafQueue, app: SimApp) -> None:
+        self._charge_am(leaf, app, 1)
+        self.make_schedulable(app)
+
+    def _charge_am(self, leaf: LeafQueue, app: SimApp, sign: int) -> None:
+        user = leaf.user(app.user)
+        leaf.am_used_mem += sign * app.am_mem
+        leaf.am_used_vc += sign * app.am_vc
+        user.am_mem += sign * app.am_mem
+        user.am_vc += sign * app.am_vc
+
+    def _may_activate(self, leaf: LeafQueue, app: SimApp) -> bool:
+        if leaf.am_used_mem <= 0 and leaf.am_used_vc <= 0:
+            return True  # "skipping enforcement to allow at least one application"
+        limit = self._am_limit(leaf)
+        if self._greater(leaf.am_used_mem + app.am_mem, leaf.am_used_vc + app.am_vc, *limit):
+            return False
+        user = leaf.user(app.user)
+        user_limit = self._user_am_limit(leaf, limit)
+        return not self._greater(user.am_mem + app.am_mem, user.am_vc + app.am_vc, *user_limit)
+
+    def _am_limit(self, leaf: LeafQueue) -> tuple[float, float]:
+        guar = (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc))
+        current = self._current_limit(leaf)
+        usable = current if self._greater(*current, *guar) else guar
+        return self._scaled_up(usable, leaf.am_percent)
+
+    def _user_am_limit(self, leaf: LeafQueue, am_limit: tuple[float, float]) -> tuple[float, float]:
+        active = max(1, sum(1 for u in leaf.users.values() if u.demand_apps > 0))
+        share = max(leaf.minimum_user_limit / 100.0, 1.0 / active)
+        guar = (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc))
+        factor = leaf.am_percent * share * max(leaf.user_limit_factor, 0.0)
+        user_limit = self._scaled_up(guar, factor)
+        return am_limit if self._greater(*user_limit, *am_limit) else user_limit
+
+    def _scaled_up(self, amount: tuple[float, float], factor: float) -> tuple[float, float]:
+        return (
+            _round_up(amount[0] * factor, self.step_mem),
+            _round_up(amount[1] * factor, self.step_vc),
+        )
+
+    def _current_limit(self, leaf: LeafQueue) -> tuple[float, float]:
+        limit_mem, limit_vc = float(self.cluster_mem), float(self.cluster_vc)
+        for queue in reversed(leaf.chain[:-1]):
+            parent = queue.parent
+            assert parent is not None
+            limit_mem = min(queue.max_mem, limit_mem - parent.used_mem + queue.used_mem)
+            limit_vc = min(queue.max_vc, limit_vc - parent.used_vc + queue.used_vc)
+        return limit_mem, limit_vc
+
+    # ------------------------------------------------------------------ choosing
+
+    def heartbeat_limit(self) -> int:
+        return self._limit
+
+    def choose(self, free_mem: int, free_vc: int) -> SimApp | int:
+        root = self.root
+        if root.demand_apps == 0:
+            return NO_DEMAND
+        self._fit_blocked = False
+        self._path.clear()
+        app = self._assign(root, root.max_mem, root.max_vc, free_mem, free_vc)
+        if app is not None:
+            return app
+        return NO_FIT if self._fit_blocked else NO_DEMAND
+
+    def _assign(
+        self, queue: QueueNode, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
+    ) -> SimApp | None:
+        if isinstance(queue, LeafQueue):
+            return self._assign_leaf(queue, limit_mem, limit_vc, free_mem, free_vc)
+        ranked = sorted((self._queue_order(c), c) for c in queue.children if c.demand_apps > 0)
+        headroom_mem = limit_mem - queue.used_mem
+        headroom_vc = limit_vc - queue.used_vc
+        for i, (_, child) in enumerate(ranked):
+            child_mem = min(child.max_mem, headroom_mem + child.used_mem)
+            child_vc = min(child.max_vc, headroom_vc + child.used_vc)
+            app = self._assign(child, child_mem, child_vc, free_mem, free_vc)
+            if app is not None:
+                self._path.append((child, ranked[i + 1][0] if i + 1 < len(ranked) else None))
+                return app
+        return None
+
+    def _queue_order(self, queue: QueueNode) -> QueueKey:
+        if queue.abs_capacity > 0:
+            return (0, self._ratio(queue), -queue.abs_capacity, queue.position)
+        used = queue.used_mem / self.cluster_mem if self.cluster_mem else 0.0
+        return (1, used, 0.0, queue.position)
+
+    def _ratio(self, queue: QueueNode) -> float:
+        if self.memory_only:
+            return queue.used_mem / queue.guar_mem if queue.guar_mem else 0.0
+        guaranteed = self._dominant(queue.guar_mem, queue.guar_vc)
+        return self._dominant(queue.used_mem, queue.used_vc) / guaranteed if guaranteed else 0.0
+
+    def _assign_leaf(
+        self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
+    ) -> SimApp | None:
+        self._leaf_limit = (limit_mem, limit_vc)
+        self._user_cap_value = None
+        self._passed_over_by_user = False
+        apps = self._apps_in_order(leaf)
+        for i, app in enumerate(apps):
+            want_mem, want_vc = app.request
+            if self._greater(leaf.used_mem + want_mem, leaf.used_vc + want_vc, limit_mem, limit_vc):
+                continue
+            if not self._within_user_limit(leaf, app.user):
+                self._passed_over_by_user = True
+                continue
+            if want_mem > free_mem or (want_vc > free_vc and not self.memory_only):
+                self._fit_blocked = True
+                continue
+            self._next_app = apps[i + 1] if leaf.policy == "fair" and i + 1 < len(apps) else None
+            return app
+        return None
+
+    def _apps_in_order(self, leaf: LeafQueue) -> list[SimApp]:
+        if leaf.policy == "fair":
+            return sorted(leaf.demand.values(), key=_fair_app_order)
+        return [app for _, app in leaf.ordered]
+
+    def repeat_count(self, app: SimApp, free_mem: int, free_vc: int, most: int) -> int:
+        """How many containers in a row, the one just chosen included, :meth:`choose`
+        would give ``app`` on this node: bounded by its current task group, the
+        node's room, the leaf's limit, the user limit as computed now (it only grows
+        as the user gets more), and the order of sibling queues and of apps in a
+        fair leaf. Any doubt gives 1."""
+        if app.awaiting_am or self._passed_over_by_user:
+            return 1
+        memory, vcores = app.request
+        leaf = app.leaf
+        assert leaf is not None
+        bounds = [most, app.groups[0].count, free_mem // memory]
+        if not self.memory_only:
+            bounds.append(free_vc // vcores if vcores else most)
+        bounds.append(_steps_within(leaf.used_mem, self._leaf_limit[0], memory))
+        if not self.memory_only:
+            bounds.append(_steps_within(leaf.used_vc, self._leaf_limit[1], vcores))
+        bounds.append(1 + self._user_steps(leaf, app, memory, vcores))
+        if self._next_app is not None:
+            bounds.append(1 + _fair_steps(app, self._next_app, memory))
+        for queue, next_key in self._path:
+            if next_key is not None:
+                bounds.append(1 + self._order_steps(queue, next_key, memory, vcores))
+        return max(1, min(bounds))
+
+    def _user_steps(self, leaf: LeafQueue, app: SimApp, memory: int, vcores: int) -> int:
+        """Grants after the first for which the user stays not over the limit."""
+        limit = self._user_cap_value
+        assert limit is not None
+        user = leaf.users[app.user]
+        steps = math.floor((limit[0] - user.used_mem) / memory)
+        if not self.memory_only and vcores:
+            steps = min(steps, math.floor((limit[1] - user.used_vc) / vcores))
+        return max(0, steps)
+
+    def _order_steps(self, queue: QueueNode, rival: QueueKey, memory: int, vcores: int) -> int:
+        """Grants after the first for which ``queue`` stays ahead of ``rival``."""
+        if queue.abs_capacity <= 0 or rival[0] == 1:
+            return 0 if queue.abs_capacity <= 0 else 1 << 30
+        wins_tie = (-queue.abs_capacity, queue.position) < (rival[2], rival[3])
+        if self.memory_only:
+            limits = [(queue.used_mem, memory, rival[1] * queue.guar_mem)]
+        else:
+            scale = self._dominant(queue.guar_mem, queue.guar_vc)
+            limits = [
+                (queue.used_mem / self.cluster_mem, memory / self.cluster_mem, rival[1] * scale),
+                (queue.used_vc / self.cluster_vc, vcores / self.cluster_vc, rival[1] * scale),
+            ]
+        return min(_steps_below(used, step, cap, wins_tie) for used, step, cap in limits)
+
+    def charge(self, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
+        super().charge(app, memory, vcores, is_am)
+        assert app.leaf is not None
+        user = app.leaf.user(app.user)
+        user.used_mem += memory
+        user.used_vc += vcores
+
+    def _demand_changed(self, app: SimApp, has_demand: bool) -> None:
+        leaf = app.leaf
+        assert leaf is not None
+        leaf.user(app.user).demand_apps += 1 if has_demand else -1
+        entry = ((-app.priority, app.index), app)
+        if has_demand:
+            insort(leaf.ordered, entry, key=lambda e: e[0])
+        else:
+            del leaf.ordered[bisect_left(leaf.ordered, entry[0], key=lambda e: e[0])]
+
+    # ------------------------------------------------------------------ user limit
+
+    def _within_user_limit(self, leaf: LeafQueue, user_name: str) -> bool:
+        limit = self._user_cap_value
+        if limit is None:
+            limit = self._user_cap_value = self.user_limit(leaf)
+        user = leaf.users[user_name]
+        if self.memory_only:
+            return user.used_mem <= limit[0]
+        return not self._greater(user.used_mem, user.used_vc, *limit)
+
+    def user_limit(self, leaf: LeafQueue) -> tuple[float, float]:
+        """UsersManager.computeUserLimit for an active user (user weights 1); the
+        same for every active user of the leaf."""
+        if self.memory_only:
+            return self._user_limit_memory(leaf), math.inf
+        step = (float(self.step_mem), float(self.step_vc))
+        capacity = self._max_of(
+            (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc)),
+            step,
+        )
+        used = (float(leaf.used_mem), float(leaf.used_vc))
+        if self._greater(*capacity, *used):
+            current = capacity
+        else:
+            current = (used[0] + step[0], used[1] + step[1])
+        active = [u for u in leaf.users.values() if u.demand_apps > 0]
+        count = max(1, len(active))
+        active_used = (
+            sum(u.used_mem for u in active) + step[0],
+            sum(u.used_vc for u in active) + step[1],
+        )
+        even_split = (math.ceil(active_used[0] / count), math.ceil(active_used[1] / count))
+        floor_share = leaf.minimum_user_limit / 100.0
+        minimum = (math.ceil(current[0] * floor_share), math.ceil(current[1] * floor_share))
+        limit = self._max_of(even_split, minimum)
+        limit = self._min_of(limit, self._user_cap(leaf, capacity))
+        return (_round_up(limit[0], self.step_mem), _round_up(limit[1], self.step_vc))
+
+    def _user_limit_memory(self, leaf: LeafQueue) -> float:
+        """The memory-only form of :meth:`user_limit` (DefaultResourceCalculator)."""
+        step = self.step_mem
+        capacity = max(_round_up(leaf.guar_mem, step), step)
+        current = capacity if leaf.used_mem < capacity else leaf.used_mem + step
+        users = leaf.users.values()
+        if len(leaf.users) == 1:
+            active_used = leaf.used_mem if leaf.demand_apps else 0
+            count = 1
+        else:
+            active_used = sum(u.used_mem for u in users if u.demand_apps > 0)
+            count = max(1, sum(1 for u in users if u.demand_apps > 0))
+        even_split = math.ceil((active_used + step) / count)
+        minimum = math.ceil(current * leaf.minimum_user_limit / 100.0)
+        factor = leaf.user_limit_factor
+        cap = leaf.max_mem if factor < 0 else math.floor(capacity * factor)
+        return _round_up(min(max(even_split, minimum), cap), step)
+
+    def _user_cap(self, leaf: LeafQueue, capacity: tuple[float, float]) -> tuple[float, float]:
+        factor = leaf.user_limit_factor
+        if factor < 0:  # -1 disables the factor (3.4): the queue's maximum caps the user
+            return leaf.max_mem, leaf.max_vc
+        return math.floor(capacity[0] * factor), math.floor(capacity[1] * factor)
+
+    # ------------------------------------------------------------------ comparisons
+
+    def _greater(self, a_mem: float, a_vc: float, b_mem: float, b_vc: float) -> bool:
+        if self.memory_only:
+            return a_mem > b_mem
+        return self._shares(a_mem, a_vc) > self._shares(b_mem, b_vc)
+
+    def _shares(self, memory: float, vcores: float) -> tuple[float, float]:
+        """DominantResourceCalculator's order: the larger share, then the other."""
+        mem_share = memory / self.cluster_mem if self.cluster_mem else 0.0
+        vc_share = vcores / self.cluster_vc if self.cluster_vc else 0.0
+        return (mem_share, vc_share) if mem_share >= vc_share else (vc_share, mem_share)
+
+    def _dominant(self, memory: float, vcores: float) -> float:
+        return self._shares(memory, vcores)[0]
+
+    def _max_of(self, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+        return a if self._greater(*a, *b) else b
+
+    def _min_of(self, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+        return b if self._greater(*a, *b) else a
+
+    # ------------------------------------------------------------------ preemption
+
+    @property
+    def default_monitor_interval_s(self) -> float:
+        return DEFAULT_MONITOR_INTERVAL_S
+
+    def preemption_claims(self, now: float) -> list[Claim]:
+        """ProportionalCapacityPreemptionPolicy, on memory: each leaf's ideal share
+        is the guarantee-weighted water-fill of what queues use and ask (capped by
+        maximum capacity); leaves over ``ideal x (1 + max_ignored_over_capacity)``
+        give back ``natural_termination_factor`` of the excess, all claims together
+        at most ``total_preemption_per_round`` of the cluster."""
+        ideal = ideal_shares(self.root, self.cluster_mem)
+        claims = [self._claim(leaf, ideal[leaf.path], self.preemption) for leaf in self.leaves]
+        wanted = [c for c in claims if c is not None]
+        return _cap_round(wanted, self.preemption.total_preemption_per_round * self.cluster_mem)
+
+    def _claim(self, leaf: LeafQueue, ideal: float, options: PreemptionOptions) -> Claim | None:
+        if leaf.used_mem <= ideal * (1 + options.max_ignored_over_capacity):
+            return None
+        take = (leaf.used_mem - ideal) * options.natural_termination_factor
+        take_vc = take * leaf.used_vc / leaf.used_mem if leaf.used_mem else 0.0
+        return Claim(leaf, math.ceil(take), math.ceil(take_vc))
+
+
+def _cap_round(claims: list[Claim], allowed: float) -> list[Claim]:
+    total = sum(c.memory for c in claims)
+    if total <= allowed or total == 0:
+        return claims
+    scale = allowed / total
+    return [
+        Claim(c.leaf, math.ceil(c.memory * scale), math.ceil(c.vcores * scale)) for c in claims
+    ]
+
+
+def _heartbeat_limit(config: CapacitySchedulerConfig, options: SimulationOptions) -> int:
+    if options.max_assignments_per_heartbeat is not None:
+        return options.max_assignments_per_heartbeat
+    multiple = (config.global_value(MULTIPLE_ASSIGNMENTS) or "true").strip().lower() == "true"
+    raw = config.global_value(MAX_ASSIGNMENTS)
+    limit = DEFAULT_MAX_ASSIGNMENTS if raw is None else int(raw)
+    limit = 1 if not multiple else (1 << 30 if limit < 0 else max(limit, 1))
+    if options.off_switch_requests:
+        raw_off = config.global_value(MAX_OFFSWITCH)
+        limit = min(limit, max(1, DEFAULT_MAX_OFFSWITCH if raw_off is None else int(raw_off)))
+    return limit
+
+
+def _guarantees(parent: QueueNode, confs: list[CapacityQueue]) -> list[tuple[float, float]]:
+    """Absolute first, then percentages of the parent's guarantee, then weights share
+    what is left."""
+    fixed: list[tuple[float, float] | None] = []
+    for conf in confs:
+        capacity = conf.capacity
+        if isinstance(capacity, AbsoluteCapacity):
+            fixed.append((float(capacity.resources.memory_mb), float(capacity.resources.vcores)))
+        elif isinstance(capacity, Weight):
+            fixed.append(None)
+        else:
+            percent = capacity.percent if isinstance(capacity, Percentage) else 0.0
+            fixed.append((parent.guar_mem * percent / 100, parent.guar_vc * percent / 100))
+    left_mem = max(0.0, parent.guar_mem - sum(f[0] for f in fixed if f))
+    left_vc = max(0.0, parent.guar_vc - sum(f[1] for f in fixed if f))
+    weights = [c.capacity.weight if isinstance(c.capacity, Weight) else 0.0 for c in confs]
+    total_weight = sum(weights)
+    return [
+        f if f is not None else _weighted(left_mem, left_vc, w, total_weight)
+        for f, w in zip(fixed, weights, strict=True)
+    ]
+
+
+def _weighted(memory: float, vcores: float, weight: float, total: float) -> tuple[float, float]:
+    share = weight / total if total > 0 else 0.0
+    return memory * share, vcores * share
+
+
+def _maximum(parent: QueueNode, conf: CapacityQueue) -> tuple[float, float]:
+    maximum = conf.maximum_capacity
+    if isinstance(maximum, Percentage):
+        return parent.max_mem * maximum.percent / 100, parent.max_vc * maximum.percent / 100
+    if isinstance(maximum, AbsoluteCapacity):
+        res = maximum.resources
+        return min(float(res.memory_mb), parent.max_mem), min(float(res.vcores), parent.max_vc)
+    return parent.max_mem, parent.max_vc

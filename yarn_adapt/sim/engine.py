@@ -1,0 +1,799 @@
+"""The discrete-event core: simulated time, nodes, heartbeats and containers.
+
+Heartbeats. Each NodeManager heartbeats every ``heartbeat_interval_s`` at its own
+phase (drawn from the seed). Only heartbeats that can matter are simulated:
+
+* a node with finished containers heartbeats once to report them, at its next
+  heartbeat after they end -- the RM frees their resources then, and schedules on
+  that node;
+* when demand the scheduler could serve exists and nodes have room, a *scan*
+  visits the nodes with room in heartbeat order, one heartbeat at a time, until
+  the scheduler says nothing else can be served now (every remaining ask is over a
+  queue/user/AM limit) or a full round of nodes granted nothing. New demand (an
+  arrival, an AM asking for its tasks, the reduce stage, a kill) restarts it.
+
+Idle heartbeats -- no room, or nothing to serve -- are never simulated, so a day of
+a 600-node cluster costs events in proportion to containers, not to time.
+``CONTINUOUS`` mode drops heartbeats: grants happen the moment room and demand meet.
+
+A task's end is known to its job at once (the AM hears it over the umbilical), so
+the reduce stage starts as soon as the last map ends; only the container's
+resources wait for the node's heartbeat.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from bisect import bisect_left, bisect_right, insort
+from collections import deque
+from collections.abc import Sequence
+
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.model.apps import TaskType
+
+from yarn_adapt.model.resources import Resources
+from yarn_adapt.model.workload import JobSpec, Workload
+from yarn_adapt.sim.hooks import (
+    CapacityChange,
+    HeartbeatNodePlacement,
+    LongRunningContainer,
+    PlacementRequest,
+)
+from yarn_adapt.sim.preemption import PreemptionMarks, select_victims
+from yarn_adapt.sim.results import (
+    Allocation,
+    JobResult,
+    JobStatus,
+    SimulationResult,
+    UsageSeries,
+    Utilisation,
+    read_only,
+)
+from yarn_adapt.sim.spec import ClusterSpec, SimulationOptions
+from yarn_adapt.sim.start import JobInProgress, RunningContainer, SimulationStart
+from yarn_adapt.sim.state import (
+    MAP_STAGE,
+    NO_DEMAND,
+    REDUCE_STAGE,
+    Batch,
+    SchedulerModel,
+    SimApp,
+    TaskGroup,
+    split_stages,
+)
+
+# Event kinds, most frequent first.
+_FINISH = 0
+_HEARTBEAT = 1
+_SUBMIT = 2
+_AM_READY = 3
+_JOB_END = 4
+_SAMPLE = 5
+_MONITOR = 6
+_CAPACITY = 7
+_LRA_START = 8
+_LRA_END = 9
+
+_MORE = 2  # a node stopped granting (full, heartbeat limit, no fit): others may serve
+
+
+class _NodeView:
+    """The ClusterView a placement policy sees."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @property
+    def node_ids(self) -> Sequence[str]:
+        return self._engine.node_ids
+
+    def free(self, node_id: str) -> Resources:
+        n = self._engine.node_index[node_id]
+        return Resources(self._engine.free_mem[n], self._engine.free_vc[n])
+
+    def fits(self, node_id: str, resources: Resources) -> bool:
+        n = self._engine.node_index[node_id]
+        return self._engine.fits(n, resources.memory_mb, resources.vcores)
+
+
+class Engine:
+    def __init__(
+        self,
+        workload: Workload,
+        model: SchedulerModel,
+        cluster: ClusterSpec,
+        options: SimulationOptions,
+        start: SimulationStart | None = None,
+    ) -> None:
+        self.model = model
+        self.options = options
+        self.now = start.time_s if start else 0.0
+        self.rng = random.Random(options.seed)
+        self.continuous = options.continuous
+        self.interval = options.heartbeat_interval_s
+        self.min_mem = cluster.minimum_allocation.memory_mb
+        self.min_vc = cluster.minimum_allocation.vcores
+        self.memory_only = model.memory_only
+        self._heap: list[tuple[float, int, int, int]] = []
+        self._seq = 0
+        self.events = 0
+        self._init_nodes(cluster)
+        self._init_hooks()
+        self.batches: dict[int, Batch] = {}
+        self._next_batch = 0
+        self._grants: dict[tuple[int, int, float, int, int], list[int]] = {}
+        self.apps: list[SimApp] = []
+        self.open_jobs = 0
+        self._init_accounting()
+        self._heartbeat_limit = (1 << 30) if self.continuous else model.heartbeat_limit()
+        self._marks = PreemptionMarks(options.preemption.max_wait_before_kill_s)
+        self.preempted = 0
+        self.allocations: list[Allocation] = []
+        self._add_jobs(workload.jobs)
+        model.resize(self.total_mem, self.total_vc)
+        if start is not None:
+            self._adopt(start)
+        self._schedule_background()
+
+    # ------------------------------------------------------------------ setup
+
+    def _init_nodes(self, cluster: ClusterSpec) -> None:
+        provider = self.options.hooks.node_capacity
+        self.node_ids = [n.id for n in cluster.nodes]
+        self.node_index = {node_id: i for i, node_id in enumerate(self.node_ids)}
+        visible = [provider.initial_capacity(n.id, n.resources) for n in cluster.nodes]
+        self.visible_mem = [v.memory_mb for v in visible]
+        self.visible_vc = [v.vcores for v in visible]
+        self.total_mem = sum(self.visible_mem)
+        self.total_vc = sum(self.visible_vc)
+        self.free_mem = list(self.visible_mem)
+        self.free_vc = list(self.visible_vc)
+        count = len(self.node_ids)
+        self.phase = [self.rng.random() * self.interval for _ in range(count)]
+        order = sorted(range(count), key=lambda n: (self.phase[n], n))
+        self.node_at_rank = order
+        self.rank_of = [0] * count
+        for rank, n in enumerate(order):
+            self.rank_of[n] = rank
+        self.rank_phase = [self.phase[n] for n in order]
+        self.heartbeat_at = [-1.0] * count
+        self.pending_release: list[list[tuple[SimApp, int, int, bool]]] = [[] for _ in range(count)]
+        self.lra_waiting: list[list[LongRunningContainer]] = [[] for _ in range(count)]
+        self.is_open = [False] * count
+        self.free_ranks: list[int] = []
+        for n in range(count):
+            self._update_open(n)
+        self.chain_node = -1
+        self.chain_idle = 0
+
+    def _init_hooks(self) -> None:
+        hooks = self.options.hooks
+        self.placement = hooks.placement
+        self._default_placement = isinstance(hooks.placement, HeartbeatNodePlacement)
+        self._view = _NodeView(self)
+        self.capacity_changes: list[CapacityChange] = sorted(
+            hooks.node_capacity.capacity_changes(), key=lambda c: c.time_s
+        )
+        self.lras: list[LongRunningContainer] = list(hooks.long_running.containers())
+        named = [c.node_id for c in self.capacity_changes] + [c.node_id for c in self.lras]
+        for node_id in named:
+            if node_id not in self.node_index:
+                raise _unknown_node(node_id)
+
+    def _init_accounting(self) -> None:
+        self.used_mem = 0
+        self.used_vc = 0
+        self._area_mem = 0.0
+        self._area_vc = 0.0
+        self._cap_area_mem = 0.0
+        self._cap_area_vc = 0.0
+        self._accounted_to = self.now
+        self.sample_times: list[float] = []
+        self.sample_used: list[tuple[list[int], list[int], int, int]] = []
+
+    def _add_jobs(self, jobs: Sequence[JobSpec]) -> None:
+        for job in jobs:
+            app = self._new_app(job)
+            self._push(max(job.submit_s, self.now), _SUBMIT, app.index)
+
+    def _new_app(self, job: JobSpec) -> SimApp:
+        app = SimApp(len(self.apps), job, self.model.find_leaf(job.queue))
+        if self.options.am_containers:
+            app.am_mem, app.am_vc = self._normalise(app.am_mem, app.am_vc)
+        else:
+            app.am_mem = app.am_vc = 0
+        self.apps.append(app)
+        self.open_jobs += 1
+        return app
+
+    def _normalise(self, memory: int, vcores: int) -> tuple[int, int]:
+        """YARN rounds requests up to multiples of the minimum allocation."""
+        step = self.min_mem
+        return max(step, -(-memory // step) * step), max(self.min_vc, vcores)
+
+    def _schedule_background(self) -> None:
+        for index, change in enumerate(self.capacity_changes):
+            self._push(max(change.time_s, self.now), _CAPACITY, index)
+        for index, lra in enumerate(self.lras):
+            self._push(max(lra.start_s, self.now), _LRA_START, index)
+            if lra.end_s is not None:
+                self._push(max(lra.end_s, self.now), _LRA_END, index)
+        self._push(self.now, _SAMPLE, 0)
+        if self.options.preemption.enabled:
+            self._push(self.now + self._monitor_interval, _MONITOR, 0)
+
+    @property
+    def _monitor_interval(self) -> float:
+        given = self.options.preemption.monitor_interval_s
+        return self.model.default_monitor_interval_s if given is None else given
+
+    # ------------------------------------------------------------------ snapshot start
+
+    def _adopt(self, start: SimulationStart) -> None:
+        for progress in start.jobs:
+            if progress.am_started_s is None:
+                self._push(self.now, _SUBMIT, self._new_app(progress.job).index)
+            else:
+                self._adopt_job(progress)
+
+    def _adopt_job(self, progress: JobInProgress) -> None:
+        app = self._new_app(progress.job)
+        if app.leaf is None:
+            self._reject(app, f"unknown or non-leaf queue {progress.job.queue!r}")
+            return
+        app.start_s = progress.am_started_s
+        self.model.adopt_running(app)
+        if app.am_mem > 0:
+            node = self._forced_node(progress.am_node_id, app.am_mem, app.am_vc)
+            app.am_batch = self._occupy(app, node, (0.0, app.am_mem, app.am_vc), 1, True)
+        maps, reduces = self._stages(progress.job)
+        running = [self._adopt_container(app, c) for c in progress.running]
+        running_maps = sum(1 for stage in running if stage == MAP_STAGE)
+        if maps or running_maps:
+            app.ahead = len(running) - running_maps
+            self._enter_stage(app, MAP_STAGE, maps, reduces, running_maps)
+        else:
+            self._enter_stage(app, REDUCE_STAGE, reduces, deque(), len(running))
+
+    def _adopt_container(self, app: SimApp, container: RunningContainer) -> int:
+        task = container.task
+        memory, vcores = self._normalise(task.resources.memory_mb, task.resources.vcores)
+        node = self._forced_node(container.node_id, memory, vcores)
+        app.stage = MAP_STAGE if task.kind is TaskType.MAP else REDUCE_STAGE
+        batch = self._occupy(app, node, (task.duration_s, memory, vcores), 1, False)
+        batch.start = container.started_s
+        self._push(max(self.now, container.started_s + task.duration_s), _FINISH, batch.id)
+        return batch.stage
+
+    def _forced_node(self, node_id: str | None, memory: int, vcores: int) -> int:
+        named = self.node_index.get(node_id) if node_id is not None else None
+        if named is not None and self.fits(named, memory, vcores):
+            return named
+        for n in range(len(self.node_ids)):
+            if self.fits(n, memory, vcores):
+                return n
+        return named if named is not None else 0
+
+    # ------------------------------------------------------------------ event loop
+
+    def _push(self, time: float, kind: int, arg: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (time, self._seq, kind, arg))
+
+    def run(self) -> SimulationResult:
+        heap = self._heap
+        pop = heapq.heappop
+        horizon = math.inf if self.options.horizon_s is None else self.options.horizon_s
+        while heap and self.open_jobs > 0:
+            time, _, kind, arg = pop(heap)
+            if time > horizon:
+                self.now = horizon
+                break
+            self.now = time
+            self.events += 1
+            if kind == _FINISH:
+                self._on_finish(arg)
+            elif kind == _HEARTBEAT:
+                self._on_heartbeat(arg)
+            else:
+                self._on_other(kind, arg)
+        self._account()
+        self._sample()
+        return self._result()
+
+    def _on_other(self, kind: int, arg: int) -> None:
+        if kind == _SUBMIT:
+            self._on_submit(self.apps[arg])
+        elif kind == _AM_READY:
+            self._begin_tasks(self.apps[arg])
+        elif kind == _JOB_END:
+            self._end_job(self.apps[arg])
+        elif kind == _SAMPLE:
+            self._sample()
+            self._push(self.now + self.options.sample_interval_s, _SAMPLE, 0)
+        elif kind == _MONITOR:
+            self._preempt()
+            self._push(self.now + self._monitor_interval, _MONITOR, 0)
+        elif kind == _CAPACITY:
+            self._change_capacity(self.capacity_changes[arg])
+        elif kind == _LRA_START:
+            self._start_lra(self.lras[arg])
+        else:
+            self._end_lra(self.lras[arg])
+
+    # ------------------------------------------------------------------ jobs
+
+    def _on_submit(self, app: SimApp) -> None:
+        if app.leaf is None:
+            self._reject(app, f"unknown or non-leaf queue {app.job.queue!r}")
+            return
+        if app.am_mem > 0:
+            app.awaiting_am = True
+        reason = self.model.admit(app)
+        if reason:
+            app.awaiting_am = False
+            self._reject(app, reason)
+            return
+        if app.awaiting_am:
+            self.model.add_pending(app, 1, app.am_mem, app.am_vc)
+            self._kick()
+        else:
+            self._begin_tasks(app)
+
+    def _reject(self, app: SimApp, reason: str) -> None:
+        app.reason = reason
+        self.open_jobs -= 1
+
+    def _stages(self, job: JobSpec) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
+        maps, reduces = split_stages(job.tasks)
+        for group in (*maps, *reduces):
+            group.memory, group.vcores = self._normalise(group.memory, group.vcores)
+        return maps, reduces
+
+    def _begin_tasks(self, app: SimApp) -> None:
+        maps, reduces = self._stages(app.job)
+        if maps:
+            self._enter_stage(app, MAP_STAGE, maps, reduces, 0)
+        else:
+            self._enter_stage(app, REDUCE_STAGE, reduces, deque(), 0)
+
+    def _enter_stage(
+        self,
+        app: SimApp,
+        stage: int,
+        groups: deque[TaskGroup],
+        reduces: deque[TaskGroup],
+        running: int,
+    ) -> None:
+        app.stage = stage
+        app.groups = groups
+        app.reduces = reduces
+        count = sum(g.count for g in groups)
+        app.stage_left = count + running
+        if app.stage_left == 0:
+            self._next_stage(app)
+            return
+        memory = sum(g.count * g.memory for g in groups)
+        vcores = sum(g.count * g.vcores for g in groups)
+        self.model.add_pending(app, count, memory, vcores)
+        self._kick()
+
+    def _next_stage(self, app: SimApp) -> None:
+        if app.stage == MAP_STAGE and (app.reduces or app.ahead):
+            running, app.ahead = app.ahead, 0
+            self._enter_stage(app, REDUCE_STAGE, app.reduces, deque(), running)
+        else:
+            self._tasks_done(app)
+
+    def _tasks_done(self, app: SimApp) -> None:
+        teardown = self.options.am_teardown_s
+        if teardown > 0:
+            self._push(self.now + teardown, _JOB_END, app.index)
+        else:
+            self._end_job(app)
+
+    def _end_job(self, app: SimApp) -> None:
+        app.finish_s = self.now
+        if app.start_s is None:
+            app.start_s = self.now
+        self.open_jobs -= 1
+        self.model.remove(app)
+        am = app.am_batch
+        if am is not None:
+            self._release_later(am.node, app, am.memory, am.vcores, True)
+        self._kick()
+
+    # ------------------------------------------------------------------ containers
+
+    def _on_finish(self, batch_id: int) -> None:
+        batch = self.batches.pop(batch_id, None)
+        if batch is None:
+            return
+        app = batch.app
+        del app.batches[batch_id]
+        if self.options.preemption.enabled:
+            self._marks.forget(batch_id)
+        count = batch.count
+        self._release_later(batch.node, app, batch.memory * count, batch.vcores * count, False)
+        if batch.stage != app.stage:
+            app.ahead -= count  # a reduce a snapshot found running before its maps ended
+            return
+        app.stage_left -= count
+        if app.stage_left == 0:
+            self._next_stage(app)
+
+    def _release_later(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
+        if self.continuous:
+            self._release(n, app, memory, vcores, is_am)
+            self._serve_lras(n)
+            self._sweep()
+            return
+        self.pending_release[n].append((app, memory, vcores, is_am))
+        if self.heartbeat_at[n] < 0:
+            self._schedule_heartbeat(n, self._next_heartbeat(n, self.now, strict=False))
+
+    def _release(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
+        self._account()
+        self.free_mem[n] += memory
+        self.free_vc[n] += vcores
+        self.used_mem -= memory
+        self.used_vc -= vcores
+        self.model.charge(app, -memory, -vcores, is_am)
+        self._update_open(n)
+
+    def _occupy(
+        self, app: SimApp, n: int, shape: tuple[float, int, int], count: int, is_am: bool
+    ) -> Batch:
+        """Containers of ``app`` on node ``n`` without asking the scheduler."""
+        memory, vcores = shape[1] * count, shape[2] * count
+        self._take(n, memory, vcores)
+        self.model.charge(app, memory, vcores, is_am)
+        batch = Batch(self._next_batch, app, n, count, shape, self.now, is_am)
+        self._next_batch += 1
+        if not is_am:
+            self.batches[batch.id] = batch
+            app.batches[batch.id] = batch
+        return batch
+
+    def _take(self, n: int, memory: int, vcores: int) -> None:
+        self._account()
+        self.free_mem[n] -= memory
+        self.free_vc[n] -= vcores
+        self.used_mem += memory
+        self.used_vc += vcores
+        self._update_open(n)
+
+    def fits(self, n: int, memory: int, vcores: int) -> bool:
+        if self.lra_waiting[n]:
+            return False
+        if memory > self.free_mem[n]:
+            return False
+        return self.memory_only or vcores <= self.free_vc[n]
+
+    def _update_open(self, n: int) -> None:
+        is_open = self.fits(n, self.min_mem, self.min_vc)
+        if is_open == self.is_open[n]:
+            return
+        self.is_open[n] = is_open
+        rank = self.rank_of[n]
+        if is_open:
+            insort(self.free_ranks, rank)
+        else:
+            del self.free_ranks[bisect_left(self.free_ranks, rank)]
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def _next_heartbeat(self, n: int, after: float, strict: bool) -> float:
+        phase = self.phase[n]
+        time = phase + math.ceil((after - phase) / self.interval) * self.interval
+        if time < after or (strict and time <= after):
+            time += self.interval
+        return time
+
+    def _schedule_heartbeat(self, n: int, time: float) -> None:
+        self.heartbeat_at[n] = time
+        self._push(time, _HEARTBEAT, n)
+
+    def _on_heartbeat(self, n: int) -> None:
+        self.heartbeat_at[n] = -1.0
+        chained = self.chain_node == n
+        if chained:
+            self.chain_node = -1
+        released = self.pending_release[n]
+        if released:
+            self.pending_release[n] = []
+            for app, memory, vcores, is_am in released:
+                self._release(n, app, memory, vcores, is_am)
+            self._serve_lras(n)
+        granted, status = self._schedule_node(n)
+        if status == NO_DEMAND:
+            return
+        if chained:
+            self.chain_idle = 0 if granted else self.chain_idle + 1
+            if self.chain_idle <= len(self.free_ranks):
+                self._chain_after(n)
+        elif self.chain_node < 0:
+            self.chain_idle = 0
+            self._chain_after(n)
+
+    def _chain_after(self, n: int) -> None:
+        """Continue the scan at the next node with room after ``n``."""
+        free = self.free_ranks
+        if not free:
+            return
+        i = bisect_right(free, self.rank_of[n])
+        if i < len(free):
+            m = self.node_at_rank[free[i]]
+            self._chain_to(m, self._next_heartbeat(m, self.now, strict=False))
+        else:
+            m = self.node_at_rank[free[0]]
+            self._chain_to(m, self._next_heartbeat(m, self.now, strict=True))
+
+    def _chain_to(self, m: int, time: float) -> None:
+        self.chain_node = m
+        if self.heartbeat_at[m] < 0:
+            self._schedule_heartbeat(m, time)
+
+    def _kick(self) -> None:
+        """New demand: make sure a scan is on its way."""
+        if self.continuous:
+            self._sweep()
+            return
+        if self.chain_node >= 0:
+            self.chain_idle = 0
+            return
+        free = self.free_ranks
+        if not free or self.model.root.demand_apps == 0:
+            return
+        position = self.now % self.interval
+        i = bisect_left(free, bisect_left(self.rank_phase, position))
+        m = self.node_at_rank[free[i] if i < len(free) else free[0]]
+        self.chain_idle = 0
+        self._chain_to(m, self._next_heartbeat(m, self.now, strict=False))
+
+    def _sweep(self) -> None:
+        """Continuous mode: serve demand on every node with room, now."""
+        if self.model.root.demand_apps == 0:
+            return
+        for rank in list(self.free_ranks):
+            n = self.node_at_rank[rank]
+            if self.is_open[n] and self._schedule_node(n)[1] == NO_DEMAND:
+                return
+
+    def _schedule_node(self, n: int) -> tuple[int, int]:
+        """One heartbeat's grants on node ``n``: (containers granted, why it stopped)."""
+        model = self.model
+        limit = self._heartbeat_limit
+        start_free = (self.free_mem[n], self.free_vc[n])
+        granted = 0
+        granted_mem = granted_vc = 0
+        status = _MORE
+        while granted < limit and self.is_open[n]:
+            pick = model.choose(self.free_mem[n], self.free_vc[n])
+            if isinstance(pick, int):
+                status = pick if pick == NO_DEMAND else _MORE
+                break
+            if self._default_placement:
+                target = n
+                count = model.repeat_count(pick, self.free_mem[n], self.free_vc[n], limit - granted)
+            else:
+                target, count = self._place(pick, n), 1
+                if target < 0:
+                    break
+            memory, vcores = self._grant(pick, target, count)
+            granted += count
+            granted_mem += memory
+            granted_vc += vcores
+            if not model.keep_assigning((granted_mem, granted_vc), start_free):
+                break
+        if self._grants:
+            self._flush_grants()
+        return granted, status
+
+    def _place(self, app: SimApp, n: int) -> int:
+        memory, vcores = app.request
+        assert app.leaf is not None
+        request = PlacementRequest(
+            app.job.id, app.leaf.path, Resources(memory, vcores), app.awaiting_am
+        )
+        chosen = self.placement.choose_node(request, self.node_ids[n], self._view, self.rng)
+        target = self.node_index.get(chosen, -1) if chosen is not None else -1
+        if target < 0 or not self.fits(target, memory, vcores):
+            return -1
+        return target
+
+    def _grant(self, app: SimApp, n: int, count: int) -> tuple[int, int]:
+        """Grant ``count`` containers (one if an AM) to ``app`` on node ``n``."""
+        model = self.model
+        if app.awaiting_am:
+            memory, vcores = app.am_mem, app.am_vc
+            app.awaiting_am = False
+            model.add_pending(app, -1, -memory, -vcores)
+            app.am_batch = self._occupy(app, n, (0.0, memory, vcores), 1, True)
+            app.start_s = self.now
+            self._push(self.now + self.options.am_startup_s, _AM_READY, app.index)
+            self._record(app, n, 1, True)
+            return memory, vcores
+        group = app.groups[0]
+        memory, vcores = group.memory * count, group.vcores * count
+        group.count -= count
+        if group.count == 0:
+            app.groups.popleft()
+        model.add_pending(app, -count, -memory, -vcores)
+        model.charge(app, memory, vcores, False)
+        self._take(n, memory, vcores)
+        key = (n, app.index, group.duration, group.memory, group.vcores)
+        slot = self._grants.get(key)
+        if slot is None:
+            self._grants[key] = [count]
+        else:
+            slot[0] += count
+        if app.start_s is None:
+            app.start_s = self.now
+        return memory, vcores
+
+    def _flush_grants(self) -> None:
+        for (n, index, duration, memory, vcores), (count,) in self._grants.items():
+            app = self.apps[index]
+            batch = Batch(self._next_batch, app, n, count, (duration, memory, vcores), self.now, False)
+            self._next_batch += 1
+            self.batches[batch.id] = batch
+            app.batches[batch.id] = batch
+            self._push(self.now + duration, _FINISH, batch.id)
+            self._record(app, n, count, False)
+        self._grants.clear()
+
+    def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
+        if self.options.record_allocations:
+            self.allocations.append(
+                Allocation(self.now, app.job.id, self.node_ids[n], count, is_am)
+            )
+
+    # ------------------------------------------------------------------ preemption
+
+    def _preempt(self) -> None:
+        claims = self.model.preemption_claims(self.now)
+        selected = select_victims(claims) if claims else {}
+        killed = 0
+        for batch, count in self._marks.due(selected, self.now):
+            self._kill(batch, count)
+            killed += count
+        if killed:
+            self._kick()
+
+    def _kill(self, batch: Batch, count: int) -> None:
+        app = batch.app
+        count = min(count, batch.count)
+        batch.count -= count
+        if batch.count == 0:
+            del self.batches[batch.id]
+            del app.batches[batch.id]
+            self._marks.forget(batch.id)
+        memory, vcores = batch.memory * count, batch.vcores * count
+        self._release(batch.node, app, memory, vcores, False)
+        again = TaskGroup(count, batch.duration, batch.memory, batch.vcores)
+        self.preempted += count
+        if batch.stage != app.stage:
+            app.ahead -= count
+            app.reduces.appendleft(again)
+            return
+        app.groups.appendleft(again)
+        self.model.add_pending(app, count, memory, vcores)
+
+    # ------------------------------------------------------------------ hooks
+
+    def _change_capacity(self, change: CapacityChange) -> None:
+        n = self.node_index[change.node_id]
+        self._account()
+        delta_mem = change.visible.memory_mb - self.visible_mem[n]
+        delta_vc = change.visible.vcores - self.visible_vc[n]
+        self.visible_mem[n] += delta_mem
+        self.visible_vc[n] += delta_vc
+        self.total_mem += delta_mem
+        self.total_vc += delta_vc
+        self.free_mem[n] += delta_mem
+        self.free_vc[n] += delta_vc
+        self.model.resize(self.total_mem, self.total_vc)
+        self._update_open(n)
+        self._kick()
+
+    def _start_lra(self, lra: LongRunningContainer) -> None:
+        n = self.node_index[lra.node_id]
+        self.lra_waiting[n].append(lra)
+        self._serve_lras(n)
+
+    def _serve_lras(self, n: int) -> None:
+        waiting = self.lra_waiting[n]
+        while waiting:
+            lra = waiting[0]
+            if lra.resources.memory_mb > self.free_mem[n] or lra.resources.vcores > self.free_vc[n]:
+                break
+            waiting.pop(0)
+            self.free_mem[n] -= lra.resources.memory_mb
+            self.free_vc[n] -= lra.resources.vcores
+        self._update_open(n)
+
+    def _end_lra(self, lra: LongRunningContainer) -> None:
+        n = self.node_index[lra.node_id]
+        if lra in self.lra_waiting[n]:
+            self.lra_waiting[n].remove(lra)
+        else:
+            self.free_mem[n] += lra.resources.memory_mb
+            self.free_vc[n] += lra.resources.vcores
+        self._serve_lras(n)
+        self._kick()
+
+    # ------------------------------------------------------------------ measuring
+
+    def _account(self) -> None:
+        elapsed = self.now - self._accounted_to
+        if elapsed > 0:
+            self._area_mem += self.used_mem * elapsed
+            self._area_vc += self.used_vc * elapsed
+            self._cap_area_mem += self.total_mem * elapsed
+            self._cap_area_vc += self.total_vc * elapsed
+            self._accounted_to = self.now
+
+    def _sample(self) -> None:
+        leaves = self.model.leaves
+        self.sample_times.append(self.now)
+        self.sample_used.append(
+            ([q.used_mem for q in leaves], [q.used_vc for q in leaves], self.used_mem, self.used_vc)
+        )
+
+    def _result(self) -> SimulationResult:
+        leaves = self.model.leaves
+        times = read_only(self.sample_times)
+        queues = {
+            leaf.path: UsageSeries(
+                times,
+                read_only(s[0][i] if i < len(s[0]) else 0 for s in self.sample_used),
+                read_only(s[1][i] if i < len(s[1]) else 0 for s in self.sample_used),
+            )
+            for i, leaf in enumerate(leaves)
+        }
+        cluster = UsageSeries(
+            times,
+            read_only(s[2] for s in self.sample_used),
+            read_only(s[3] for s in self.sample_used),
+        )
+        utilisation = Utilisation(
+            self._area_mem / self._cap_area_mem if self._cap_area_mem else 0.0,
+            self._area_vc / self._cap_area_vc if self._cap_area_vc else 0.0,
+        )
+        return SimulationResult(
+            jobs=tuple(_job_result(app) for app in self.apps),
+            queue_usage=queues,
+            cluster_usage=cluster,
+            utilisation=utilisation,
+            end_s=self.now,
+            events=self.events,
+            preempted_containers=self.preempted,
+            allocations=tuple(self.allocations),
+        )
+
+
+def _job_result(app: SimApp) -> JobResult:
+    if app.finish_s is not None:
+        status = JobStatus.FINISHED
+    elif app.reason:
+        status = JobStatus.REJECTED
+    else:
+        status = JobStatus.UNFINISHED
+    return JobResult(
+        id=app.job.id,
+        queue=app.leaf.path if app.leaf is not None else app.job.queue,
+        user=app.user,
+        submit_s=app.submit_s,
+        start_s=app.start_s,
+        finish_s=app.finish_s,
+        status=status,
+        tasks=len(app.job.tasks),
+        reason=app.reason,
+    )
+
+
+def _unknown_node(node_id: str) -> SettingsError:
+    return SettingsError(f"simulation hooks name a node the cluster spec lacks: {node_id}")

@@ -1,0 +1,433 @@
+"""Mutable run-time state of one simulation: applications, queues, container batches,
+and the interface every scheduler model implements.
+
+Hot-path objects use ``__slots__`` and plain ints (MiB, vcores): a run touches them
+millions of times. Containers are never objects of their own: a *batch* is the
+containers one heartbeat granted to one job for identical tasks, which start and end
+together.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from yarn_adapt.model.apps import TaskType
+from yarn_adapt.model.workload import JobSpec, TaskSpec
+
+MAP_STAGE = 0
+REDUCE_STAGE = 1
+
+# What ``SchedulerModel.choose`` returns when it grants nothing.
+NO_DEMAND = 0  # nothing any node could serve now (no demand, or all of it over limits)
+NO_FIT = 1  # some demand within limits does not fit this node; other nodes may serve it
+
+
+class TaskGroup:
+    """``count`` pending tasks of one stage with the same duration and container."""
+
+    __slots__ = ("count", "duration", "memory", "vcores")
+
+    def __init__(self, count: int, duration: float, memory: int, vcores: int) -> None:
+        self.count = count
+        self.duration = duration
+        self.memory = memory
+        self.vcores = vcores
+
+
+def group_tasks(tasks: Sequence[TaskSpec]) -> deque[TaskGroup]:
+    """Consecutive identical tasks merged into one group, order kept."""
+    groups: deque[TaskGroup] = deque()
+    for task in tasks:
+        res = task.resources
+        last = groups[-1] if groups else None
+        if (
+            last is not None
+            and last.duration == task.duration_s
+            and last.memory == res.memory_mb
+            and last.vcores == res.vcores
+        ):
+            last.count += 1
+        else:
+            groups.append(TaskGroup(1, task.duration_s, res.memory_mb, res.vcores))
+    return groups
+
+
+UNLIMITED = float("inf")
+
+
+class QueueNode:
+    """A queue of either scheduler.
+
+    ``used``: what its containers hold; ``pending``: what its schedulable apps still
+    ask for; ``demand_apps``: how many schedulable apps below it ask for anything.
+    ``guar``/``max``: the Capacity Scheduler's resolved capacity and maximum
+    capacity, or the Fair Scheduler's min and max resources. ``fair``: the Fair
+    Scheduler's instantaneous fair share. ``running_apps``: schedulable apps below.
+    """
+
+    __slots__ = (
+        "abs_capacity",
+        "children",
+        "demand_apps",
+        "fair_mem",
+        "fair_vc",
+        "guar_mem",
+        "guar_vc",
+        "max_mem",
+        "max_running",
+        "max_vc",
+        "name",
+        "parent",
+        "path",
+        "pending_mem",
+        "pending_vc",
+        "policy",
+        "position",
+        "running_apps",
+        "stopped",
+        "used_mem",
+        "used_vc",
+        "weight",
+    )
+
+    def __init__(self, path: str, parent: QueueNode | None, position: int) -> None:
+        self.path = path
+        self.name = path.rsplit(".", 1)[-1]
+        self.parent = parent
+        self.position = position
+        self.children: list[QueueNode] = []
+        self.used_mem = 0
+        self.used_vc = 0
+        self.pending_mem = 0
+        self.pending_vc = 0
+        self.demand_apps = 0
+        self.running_apps = 0
+        self.guar_mem = 0.0
+        self.guar_vc = 0.0
+        self.max_mem = UNLIMITED
+        self.max_vc = UNLIMITED
+        self.abs_capacity = 0.0
+        self.fair_mem = 0.0
+        self.fair_vc = 0.0
+        self.weight = 1.0
+        self.max_running = UNLIMITED
+        self.policy = ""
+        self.stopped = False
+
+    @property
+    def is_leaf(self) -> bool:
+        return False
+
+    def lineage(self) -> Iterator[QueueNode]:
+        """This queue, then each ancestor up to the root."""
+        node: QueueNode | None = self
+        while node is not None:
+            yield node
+            node = node.parent
+
+
+class LeafQueue(QueueNode):
+    """A leaf: its applications, those asking for containers, and per-user and AM
+    bookkeeping. ``waiting``: admitted apps not yet schedulable (Capacity: not
+    activated under the AM limit; Fair: over maxRunningApps)."""
+
+    __slots__ = (
+        "am_percent",
+        "am_used_mem",
+        "am_used_vc",
+        "apps",
+        "chain",
+        "demand",
+        "max_apps",
+        "minimum_user_limit",
+        "ordered",
+        "user_limit_factor",
+        "users",
+        "waiting",
+    )
+
+    def __init__(self, path: str, parent: QueueNode | None, position: int) -> None:
+        super().__init__(path, parent, position)
+        self.apps: dict[int, SimApp] = {}
+        self.demand: dict[int, SimApp] = {}
+        self.ordered: list[tuple[tuple[float, ...], SimApp]] = []
+        self.waiting: list[SimApp] = []
+        self.users: dict[str, UserUsage] = {}
+        self.am_used_mem = 0
+        self.am_used_vc = 0
+        self.am_percent = 0.0
+        self.user_limit_factor = 1.0
+        self.minimum_user_limit = 100.0
+        self.max_apps = UNLIMITED
+        self.chain: tuple[QueueNode, ...] = ()
+
+    @property
+    def is_leaf(self) -> bool:
+        return True
+
+    def link(self) -> None:
+        self.chain = tuple(self.lineage())
+
+    def user(self, name: str) -> UserUsage:
+        found = self.users.get(name)
+        if found is None:
+            found = self.users[name] = UserUsage()
+        return found
+
+
+class UserUsage:
+    """One user's share of a leaf (Capacity Scheduler user limits)."""
+
+    __slots__ = ("am_mem", "am_vc", "demand_apps", "used_mem", "used_vc")
+
+    def __init__(self) -> None:
+        self.used_mem = 0
+        self.used_vc = 0
+        self.am_mem = 0
+        self.am_vc = 0
+        self.demand_apps = 0
+
+
+class SimApp:
+    """One job while it runs through the simulated RM."""
+
+    __slots__ = (
+        "am_batch",
+        "am_mem",
+        "am_vc",
+        "awaiting_am",
+        "batches",
+        "finish_s",
+        "groups",
+        "index",
+        "ahead",
+        "job",
+        "leaf",
+        "pending_count",
+        "pending_mem",
+        "pending_vc",
+        "priority",
+        "reason",
+        "reduces",
+        "schedulable",
+        "stage",
+        "stage_left",
+        "start_s",
+        "submit_s",
+        "used_mem",
+        "used_vc",
+        "user",
+    )
+
+    def __init__(self, index: int, job: JobSpec, leaf: LeafQueue | None) -> None:
+        self.index = index
+        self.job = job
+        self.leaf = leaf
+        self.user = job.user
+        self.priority = job.features.priority
+        self.submit_s = job.submit_s
+        self.am_mem = job.am_resources.memory_mb
+        self.am_vc = job.am_resources.vcores
+        self.awaiting_am = False
+        self.am_batch: Batch | None = None
+        self.groups: deque[TaskGroup] = deque()
+        self.reduces: deque[TaskGroup] = deque()
+        self.stage = MAP_STAGE
+        self.stage_left = 0
+        self.ahead = 0
+        self.pending_count = 0
+        self.pending_mem = 0
+        self.pending_vc = 0
+        self.used_mem = 0
+        self.used_vc = 0
+        self.batches: dict[int, Batch] = {}
+        self.schedulable = False
+        self.start_s: float | None = None
+        self.finish_s: float | None = None
+        self.reason = ""
+
+    @property
+    def request(self) -> tuple[int, int]:
+        """The container size of the app's next grant."""
+        if self.awaiting_am:
+            return self.am_mem, self.am_vc
+        head = self.groups[0]
+        return head.memory, head.vcores
+
+
+def split_stages(tasks: Sequence[TaskSpec]) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
+    """The map groups and the reduce groups of ``tasks``."""
+    maps = [t for t in tasks if t.kind is TaskType.MAP]
+    reduces = [t for t in tasks if t.kind is not TaskType.MAP]
+    return group_tasks(maps), group_tasks(reduces)
+
+
+class Batch:
+    """Containers granted together: same job, node, moment, duration and size."""
+
+    __slots__ = (
+        "app",
+        "count",
+        "duration",
+        "id",
+        "is_am",
+        "memory",
+        "node",
+        "stage",
+        "start",
+        "vcores",
+    )
+
+    def __init__(
+        self,
+        batch_id: int,
+        app: SimApp,
+        node: int,
+        count: int,
+        group: tuple[float, int, int],
+        start: float,
+        is_am: bool,
+    ) -> None:
+        self.id = batch_id
+        self.app = app
+        self.node = node
+        self.count = count
+        self.duration, self.memory, self.vcores = group
+        self.start = start
+        self.is_am = is_am
+        self.stage = app.stage
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Preemption wants ``memory``/``vcores`` back from the apps of ``leaf``."""
+
+    leaf: LeafQueue
+    memory: int
+    vcores: int
+
+
+class SchedulerModel(ABC):
+    """A scheduler's decisions, driven by the engine. The engine owns time, nodes and
+    containers; the model owns queues and answers *which app gets the next container
+    on a node with this much free*."""
+
+    memory_only: bool = False
+
+    def __init__(self, leaves: Sequence[LeafQueue], root: QueueNode) -> None:
+        self.leaves = tuple(leaves)
+        self.root = root
+        self.cluster_mem = 0
+        self.cluster_vc = 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @abstractmethod
+    def find_leaf(self, queue: str) -> LeafQueue | None: ...
+
+    @abstractmethod
+    def admit(self, app: SimApp) -> str:
+        """Take a submitted app; the reason it is refused, or ``""``."""
+
+    @abstractmethod
+    def remove(self, app: SimApp) -> None:
+        """The app ended; it may let waiting apps become schedulable."""
+
+    @abstractmethod
+    def adopt_running(self, app: SimApp) -> None:
+        """An app whose AM already runs when the simulation starts (snapshot start):
+        schedulable at once, whatever the limits say now."""
+
+    def resize(self, memory: int, vcores: int) -> None:
+        self.cluster_mem = memory
+        self.cluster_vc = vcores
+
+    # ---------------------------------------------------------------- decisions
+
+    @abstractmethod
+    def choose(self, free_mem: int, free_vc: int) -> SimApp | int:
+        """The app that gets the next container on a node with this much free, or
+        ``NO_DEMAND`` / ``NO_FIT``."""
+
+    def repeat_count(self, app: SimApp, free_mem: int, free_vc: int, most: int) -> int:
+        """How many containers in a row (at most ``most``) :meth:`choose` would give
+        the app it just chose on a node with this much free. 1 is always right."""
+        return 1
+
+    @abstractmethod
+    def heartbeat_limit(self) -> int:
+        """How many containers one node heartbeat may grant."""
+
+    def keep_assigning(self, granted: tuple[int, int], start_free: tuple[int, int]) -> bool:
+        """Whether a heartbeat that has granted ``granted`` (MiB, vcores) on a node
+        that had ``start_free`` unallocated may grant another container."""
+        return True
+
+    @abstractmethod
+    def preemption_claims(self, now: float) -> list[Claim]:
+        """What to take back now, per victim leaf (empty when nothing is starved)."""
+
+    @property
+    @abstractmethod
+    def default_monitor_interval_s(self) -> float: ...
+
+    # ---------------------------------------------------------------- accounting
+
+    def make_schedulable(self, app: SimApp) -> None:
+        app.schedulable = True
+        self._add_pending_to_queues(app, app.pending_mem, app.pending_vc)
+        if app.pending_count > 0:
+            self._flip_demand(app, True)
+
+    def drop_schedulable(self, app: SimApp) -> None:
+        if not app.schedulable:
+            return
+        if app.pending_count > 0:
+            self._flip_demand(app, False)
+        self._add_pending_to_queues(app, -app.pending_mem, -app.pending_vc)
+        app.schedulable = False
+
+    def add_pending(self, app: SimApp, count: int, memory: int, vcores: int) -> None:
+        had = app.pending_count > 0
+        app.pending_count += count
+        app.pending_mem += memory
+        app.pending_vc += vcores
+        if not app.schedulable:
+            return
+        self._add_pending_to_queues(app, memory, vcores)
+        has = app.pending_count > 0
+        if had != has:
+            self._flip_demand(app, has)
+
+    def charge(self, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
+        """Containers of ``app`` granted (positive) or released (negative)."""
+        app.used_mem += memory
+        app.used_vc += vcores
+        assert app.leaf is not None
+        for queue in app.leaf.chain:
+            queue.used_mem += memory
+            queue.used_vc += vcores
+
+    def _add_pending_to_queues(self, app: SimApp, memory: int, vcores: int) -> None:
+        assert app.leaf is not None
+        for queue in app.leaf.chain:
+            queue.pending_mem += memory
+            queue.pending_vc += vcores
+
+    def _flip_demand(self, app: SimApp, has_demand: bool) -> None:
+        leaf = app.leaf
+        assert leaf is not None
+        step = 1 if has_demand else -1
+        for queue in leaf.chain:
+            queue.demand_apps += step
+        if has_demand:
+            leaf.demand[app.index] = app
+        else:
+            del leaf.demand[app.index]
+        self._demand_changed(app, has_demand)
+
+    def _demand_changed(self, app: SimApp, has_demand: bool) -> None:
+        """Hook for models that keep their own ordered structures."""
