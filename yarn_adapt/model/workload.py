@@ -15,7 +15,7 @@ from yarn_adapt.model.resources import Resources
 DEFAULT_CONTAINER = Resources(1024, 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskSpec:
     """One task: its stage, how long it runs once it has a container, and the
     container it asks for."""
@@ -27,13 +27,23 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class JobFeatures:
-    """What is known about a job before it runs: the task-time model's inputs."""
+    """What is known about a job before it runs: the task-time model's inputs.
+
+    ``map_tasks``/``reduce_tasks`` are the stage sizes (known at submission: input
+    splits and the configured reduces). ``cpu_request``/``memory_request`` are a
+    task's request in the trace's own units (Google 2011: fractions of the largest
+    machine), ``None`` where the trace has none.
+    """
 
     job_type: str = ""
     input_bytes: int | None = None
     shuffle_bytes: int | None = None
     output_bytes: int | None = None
     priority: int = 0
+    map_tasks: int | None = None
+    reduce_tasks: int | None = None
+    cpu_request: float | None = None
+    memory_request: float | None = None
 
 
 @dataclass(frozen=True)
