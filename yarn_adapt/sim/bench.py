@@ -33,7 +33,9 @@ def synthetic_fb_workload(seed: int = 0, jobs: int = FB_JOBS) -> Workload:
     rng = np.random.default_rng(seed)
     submits = np.sort(rng.uniform(0.0, FB_SPAN_S, jobs))
     tiny = rng.random(jobs) < FB_TINY_SHARE
-    maps = np.where(tiny, 1, np.minimum(FB_MAX_MAPS, np.ceil(rng.lognormal(math.log(50), 2.3, jobs))))
+    maps = np.where(
+        tiny, 1, np.minimum(FB_MAX_MAPS, np.ceil(rng.lognormal(math.log(50), 2.3, jobs)))
+    )
     map_s = rng.uniform(20.0, 60.0, jobs)
     reduce_s = rng.uniform(30.0, 120.0, jobs)
     specs = tuple(

@@ -138,9 +138,7 @@ class CapacityModel(SchedulerModel):
         )
         self._nodes[conf.path] = node
         self._conf[conf.path] = conf
-        node.stopped = conf.effective_state is QueueState.STOPPED or bool(
-            parent and parent.stopped
-        )
+        node.stopped = conf.effective_state is QueueState.STOPPED or bool(parent and parent.stopped)
         if isinstance(node, LeafQueue):
             self._configure_leaf(node, conf)
         for index, child in enumerate(conf.children):
@@ -386,6 +384,7 @@ class CapacityModel(SchedulerModel):
         if queue.abs_capacity <= 0 or rival[0] == 1:
             return 0 if queue.abs_capacity <= 0 else 1 << 30
         wins_tie = (-queue.abs_capacity, queue.position) < (rival[2], rival[3])
+        limits: list[tuple[float, float, float]]
         if self.memory_only:
             limits = [(queue.used_mem, memory, rival[1] * queue.guar_mem)]
         else:
@@ -528,9 +527,7 @@ def _cap_round(claims: list[Claim], allowed: float) -> list[Claim]:
     if total <= allowed or total == 0:
         return claims
     scale = allowed / total
-    return [
-        Claim(c.leaf, math.ceil(c.memory * scale), math.ceil(c.vcores * scale)) for c in claims
-    ]
+    return [Claim(c.leaf, math.ceil(c.memory * scale), math.ceil(c.vcores * scale)) for c in claims]
 
 
 def _heartbeat_limit(config: CapacitySchedulerConfig, options: SimulationOptions) -> int:

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.apps import TaskType
-
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, Workload
 from yarn_adapt.sim.hooks import (
@@ -75,6 +74,7 @@ _MONITOR = 6
 _CAPACITY = 7
 _LRA_START = 8
 _LRA_END = 9
+_SWEEP = 10
 
 _MORE = 2  # a node stopped granting (full, heartbeat limit, no fit): others may serve
 
@@ -167,6 +167,7 @@ class Engine:
             self._update_open(n)
         self.chain_node = -1
         self.chain_idle = 0
+        self._sweep_pending = False
 
     def _init_hooks(self) -> None:
         hooks = self.options.hooks
@@ -318,6 +319,9 @@ class Engine:
             self._push(self.now + self._monitor_interval, _MONITOR, 0)
         elif kind == _CAPACITY:
             self._change_capacity(self.capacity_changes[arg])
+        elif kind == _SWEEP:
+            self._sweep_pending = False
+            self._sweep()
         elif kind == _LRA_START:
             self._start_lra(self.lras[arg])
         else:
@@ -428,7 +432,7 @@ class Engine:
         if self.continuous:
             self._release(n, app, memory, vcores, is_am)
             self._serve_lras(n)
-            self._sweep()
+            self._kick()
             return
         self.pending_release[n].append((app, memory, vcores, is_am))
         if self.heartbeat_at[n] < 0:
@@ -537,9 +541,11 @@ class Engine:
             self._schedule_heartbeat(m, time)
 
     def _kick(self) -> None:
-        """New demand: make sure a scan is on its way."""
+        """New demand or room: make sure a scan is on its way."""
         if self.continuous:
-            self._sweep()
+            if not self._sweep_pending:
+                self._sweep_pending = True
+                self._push(self.now, _SWEEP, 0)
             return
         if self.chain_node >= 0:
             self.chain_idle = 0
@@ -554,7 +560,8 @@ class Engine:
         self._chain_to(m, self._next_heartbeat(m, self.now, strict=False))
 
     def _sweep(self) -> None:
-        """Continuous mode: serve demand on every node with room, now."""
+        """Continuous mode: serve demand on every node with room, once every event
+        of this instant has been handled."""
         if self.model.root.demand_apps == 0:
             return
         for rank in list(self.free_ranks):
@@ -637,7 +644,9 @@ class Engine:
     def _flush_grants(self) -> None:
         for (n, index, duration, memory, vcores), (count,) in self._grants.items():
             app = self.apps[index]
-            batch = Batch(self._next_batch, app, n, count, (duration, memory, vcores), self.now, False)
+            batch = Batch(
+                self._next_batch, app, n, count, (duration, memory, vcores), self.now, False
+            )
             self._next_batch += 1
             self.batches[batch.id] = batch
             app.batches[batch.id] = batch

@@ -83,7 +83,9 @@ class FairModel(SchedulerModel):
     def _build(self, conf: FairQueue, parent: QueueNode | None, position: int) -> QueueNode:
         leaf = conf.is_leaf and parent is not None
         node = (
-            LeafQueue(conf.path, parent, position) if leaf else QueueNode(conf.path, parent, position)
+            LeafQueue(conf.path, parent, position)
+            if leaf
+            else QueueNode(conf.path, parent, position)
         )
         self._nodes[conf.path] = node
         self._conf[conf.path] = conf
@@ -238,6 +240,9 @@ class FairModel(SchedulerModel):
                 assert app.leaf is not None
                 app.leaf.waiting.remove(app)
                 self._run(app)
+
+    def _demand_changed(self, app: SimApp, has_demand: bool) -> None:
+        """Nothing to keep: the Fair Scheduler sorts apps on every assignment."""
 
     def charge(self, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         super().charge(app, memory, vcores, is_am)
@@ -418,7 +423,9 @@ def _fair_standing(queue: QueueNode, demand_mem: float) -> tuple[bool, float]:
 
 
 def _fits_max_share(leaf: LeafQueue, memory: int, vcores: int) -> bool:
-    return all(q.used_mem + memory <= q.max_mem and q.used_vc + vcores <= q.max_vc for q in leaf.chain)
+    return all(
+        q.used_mem + memory <= q.max_mem and q.used_vc + vcores <= q.max_vc for q in leaf.chain
+    )
 
 
 def _heartbeat_limit(options: SimulationOptions) -> int:
@@ -433,4 +440,3 @@ def _heartbeat_limit(options: SimulationOptions) -> int:
 
 def _float_or(raw: str | None, fallback: float) -> float:
     return fallback if raw is None else float(raw)
-

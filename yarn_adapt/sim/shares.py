@@ -3,6 +3,7 @@ Capacity Scheduler preemption policy's ideal assignment."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from yarn_adapt.sim.state import QueueNode
@@ -19,14 +20,18 @@ def fair_shares(
 ) -> list[float]:
     """ComputeFairShares: find the ratio R with ``sum(clamp(w * R, min, max))`` equal
     to ``min(total, sum(max))`` and give each ``clamp(w * R, min, max)``, floored to a
-    whole unit as YARN does. A schedulable with weight 0 gets its minimum."""
+    whole unit as YARN does (the search stops once the floored shares add up). A
+    schedulable with weight 0 gets its minimum."""
     fixed = [minimums[i] if weights[i] <= 0 else None for i in range(len(weights))]
     taken = sum(f for f in fixed if f is not None)
     free = [i for i, f in enumerate(fixed) if f is None]
     target = min(max(total - taken, 0.0), sum(maximums[i] for i in free))
 
+    def share(i: int, ratio: float) -> float:
+        return float(math.floor(_clamp(weights[i] * ratio, minimums[i], maximums[i])))
+
     def used(ratio: float) -> float:
-        return sum(_clamp(weights[i] * ratio, minimums[i], maximums[i]) for i in free)
+        return sum(share(i, ratio) for i in free)
 
     high = 1.0
     while used(high) < target and high < 1e18:
@@ -34,19 +39,21 @@ def fair_shares(
     low = 0.0
     for _ in range(_BISECTIONS):
         middle = (low + high) / 2
-        low, high = (middle, high) if used(middle) < target else (low, middle)
-    shares = [
-        float(int(_clamp(weights[i] * high, minimums[i], maximums[i]))) if f is None else f
-        for i, f in enumerate(fixed)
-    ]
-    return shares
+        planned = used(middle)
+        if planned == target:
+            high = middle
+            break
+        low, high = (middle, high) if planned < target else (low, middle)
+    return [share(i, high) if f is None else f for i, f in enumerate(fixed)]
 
 
 def _clamp(value: float, low: float, high: float) -> float:
     return min(max(value, low), high)
 
 
-def proportional_fill(amount: float, wanted: Sequence[float], weights: Sequence[float]) -> list[float]:
+def proportional_fill(
+    amount: float, wanted: Sequence[float], weights: Sequence[float]
+) -> list[float]:
     """Give ``amount`` out in proportion to ``weights``, never more than a queue
     wants; what a satisfied queue leaves goes round again to the others."""
     given = [0.0] * len(wanted)

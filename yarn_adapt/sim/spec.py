@@ -189,7 +189,10 @@ class SimulationOptions:
             value = getattr(self, name)
             if not ok or not math.isfinite(value):
                 raise SettingsError(f"simulation option {name}: invalid value {value!r}")
-        if self.max_assignments_per_heartbeat is not None and self.max_assignments_per_heartbeat < 1:
+        if (
+            self.max_assignments_per_heartbeat is not None
+            and self.max_assignments_per_heartbeat < 1
+        ):
             raise SettingsError(
                 "simulation option max_assignments_per_heartbeat: must be at least 1, got "
                 f"{self.max_assignments_per_heartbeat}"

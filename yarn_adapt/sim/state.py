@@ -153,7 +153,7 @@ class LeafQueue(QueueNode):
         super().__init__(path, parent, position)
         self.apps: dict[int, SimApp] = {}
         self.demand: dict[int, SimApp] = {}
-        self.ordered: list[tuple[tuple[float, ...], SimApp]] = []
+        self.ordered: list[tuple[tuple[int, int], SimApp]] = []
         self.waiting: list[SimApp] = []
         self.users: dict[str, UserUsage] = {}
         self.am_used_mem = 0
@@ -195,6 +195,7 @@ class SimApp:
     """One job while it runs through the simulated RM."""
 
     __slots__ = (
+        "ahead",
         "am_batch",
         "am_mem",
         "am_vc",
@@ -203,7 +204,6 @@ class SimApp:
         "finish_s",
         "groups",
         "index",
-        "ahead",
         "job",
         "leaf",
         "pending_count",
@@ -429,5 +429,7 @@ class SchedulerModel(ABC):
             del leaf.demand[app.index]
         self._demand_changed(app, has_demand)
 
+    @abstractmethod
     def _demand_changed(self, app: SimApp, has_demand: bool) -> None:
-        """Hook for models that keep their own ordered structures."""
+        """An app started or stopped asking for containers (models keeping their
+        own ordered structures update them here)."""
