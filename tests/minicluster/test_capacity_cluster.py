@@ -118,7 +118,9 @@ def test_reset_brings_back_the_baseline_even_after_a_queue_was_added(
     capacity_cluster.write_scheduler_xml(capacity_xml({"default": 30, "a": 30, "b": 30, "c": 10}))
     assert capacity_cluster.refresh_queues().returncode == 0
     assert "root.c" in configured_capacities(capacity_cluster)
+    restarts = capacity_cluster.rm_restarts
     capacity_cluster.reset()  # c is RUNNING, so the RM refuses to drop it and is restarted
+    assert capacity_cluster.rm_restarts == restarts + 1
     assert configured_capacities(capacity_cluster) == BASELINE
     assert capacity_cluster.read_scheduler_xml() == capacity_cluster.spec.initial_scheduler_xml
 

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -45,6 +45,7 @@ ACTIVE_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 PORT_CLASH_SIGNS = ("java.net.BindException", "Address already in use")
 START_ATTEMPTS = 2
 CLIENT_TIMEOUT_S = 120.0
+QUEUE_SETTLE_S = 12.0  # the Fair Scheduler drops emptied queues every 10 s
 
 
 class _PortClash(MiniClusterError):
@@ -77,8 +78,10 @@ class MiniCluster:
         self._reaper: ManagedProcess | None = None
         self._baseline_mtime_ns = 0
         self._baseline_store: dict[str, str] = {}
+        self._baseline_queues: frozenset[str] = frozenset()
         self._state_lock = threading.Lock()
         self._running = False
+        self.rm_restarts = 0
 
     # ------------------------------------------------------------------ addresses
 
@@ -282,7 +285,9 @@ class MiniCluster:
     def _record_baseline(self) -> None:
         self._baseline_mtime_ns = self.scheduler_xml_path.stat().st_mtime_ns
         self.layout.admin_marker.unlink(missing_ok=True)
-        if self.spec.conf_store == "memory":
+        if not self._baseline_queues:
+            self._baseline_queues = self.queue_paths()
+        if self.spec.conf_store == "memory" and not self._baseline_store:
             self._baseline_store = self.scheduler_conf()
 
     # ------------------------------------------------------------------ REST
@@ -297,6 +302,12 @@ class MiniCluster:
 
     def node_ids(self) -> list[str]:
         return sorted(node["id"] for node in _nodes_of(self.rm_get("nodes")))
+
+    def queue_paths(self) -> frozenset[str]:
+        """Every queue the scheduler reports, as full paths (``root.a``)."""
+        info = self.rm_get("scheduler")["scheduler"]["schedulerInfo"]
+        top = info.get("rootQueue", info)
+        return frozenset(_queue_paths(top)) | {"root"}
 
     def scheduler_conf(self) -> dict[str, str]:
         """The RM's mutable scheduler configuration (memory store only)."""
@@ -468,9 +479,19 @@ class MiniCluster:
             restored = self.refresh_queues().returncode == 0
         else:
             restored = True
-        if not restored:
+        if not (restored and self._queues_back_to_baseline()):
             self.restart_resourcemanager()
         self._record_baseline()
+
+    def _queues_back_to_baseline(self) -> bool:
+        # The Fair Scheduler drops a queue that left the allocation file only once it is
+        # empty, on a later update pass, so give it a few seconds.
+        try:
+            poll(lambda: True if self.queue_paths() == self._baseline_queues else None,
+                 QUEUE_SETTLE_S, "the baseline queues")  # fmt: skip
+        except MiniClusterError:
+            return False
+        return True
 
     def _scheduler_file_changed(self) -> bool:
         # The mtime catches an edit that was later undone: the Fair Scheduler may have
@@ -497,6 +518,7 @@ class MiniCluster:
 
     def restart_resourcemanager(self) -> None:
         """Kill and start the RM again (it forgets all apps); NodeManagers re-register."""
+        self.rm_restarts += 1
         self._daemons["resourcemanager"].kill_group()
         self._daemons["resourcemanager"] = self._launch(
             "resourcemanager", self._java_commands().resource_manager()
@@ -532,6 +554,14 @@ def _nodes_of(body: Any) -> list[dict[str, Any]]:
 
 def _apps_of(body: Any) -> list[dict[str, Any]]:
     return _as_list(((body or {}).get("apps") or {}).get("app"))
+
+
+def _queue_paths(queue: dict[str, Any]) -> Iterator[str]:
+    """Walk a Capacity (``queues.queue``) or Fair (``childQueues.queue``) queue tree."""
+    children = queue.get("queues") or queue.get("childQueues") or {}
+    for child in _as_list(children.get("queue")):
+        yield child.get("queuePath") or child["queueName"]
+        yield from _queue_paths(child)
 
 
 def _tail(path: Path, lines: int) -> str:

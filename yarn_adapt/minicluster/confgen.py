@@ -27,6 +27,7 @@ NM_DIR_PROPERTY = "yarn.adapt.nm.dir"
 # Small JVMs for MR containers; C1 only and the serial GC keep their start cheap.
 TASK_JAVA_OPTS = "-Xmx200m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 TASK_MEMORY_MB = "256"
+CONTAINER_JVM_ENV = "JAVA_TOOL_OPTIONS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 LOG4J_PROPERTIES = """\
 # Console logging for every daemon and client; the harness sends each process's
@@ -117,7 +118,9 @@ def _nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99",
         "yarn.nodemanager.aux-services": "mapreduce_shuffle",
         "yarn.nodemanager.aux-services.mapreduce_shuffle.class": SHUFFLE_HANDLER,
-        "mapreduce.shuffle.port": "0",
+        # Reaches every container JVM, including application masters whose command
+        # line the harness does not control (distributed shell).
+        "yarn.nodemanager.admin-env": f"MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,{CONTAINER_JVM_ENV}",
     }
 
 
@@ -165,4 +168,8 @@ def mapred_site(layout: ClusterLayout, ports: Ports, jars: HadoopJars) -> dict[s
         "mapreduce.reduce.java.opts": TASK_JAVA_OPTS,
         "mapreduce.task.io.sort.mb": "16",
         "mapreduce.client.completion.pollinterval": "500",
+        # Any free port, so several clusters can run at once. It must be here: the
+        # ShuffleHandler reads a JobConf, where mapred-default.xml (13562) is loaded
+        # after yarn-site.xml and would win over a value set there.
+        "mapreduce.shuffle.port": "0",
     }
