@@ -43,9 +43,7 @@ def job(
     tasks = (TaskSpec(TaskType.MAP, duration, container),) * maps + (
         TaskSpec(TaskType.REDUCE, reduce_duration, container),
     ) * reduces
-    return JobSpec(
-        job_id, submit, queue, tasks, user=user, features=JobFeatures(priority=priority)
-    )
+    return JobSpec(job_id, submit, queue, tasks, user=user, features=JobFeatures(priority=priority))
 
 
 def workload(*jobs: JobSpec) -> Workload:
@@ -101,12 +99,8 @@ def granted_by(result: SimulationResult, time_s: float, tasks_only: bool = True)
     return dict(sorted(counts.items()))
 
 
-def _allocations(
-    result: SimulationResult, time_s: float, tasks_only: bool
-) -> Iterable[Allocation]:
-    return (
-        a for a in result.allocations if a.time_s <= time_s and not (tasks_only and a.is_am)
-    )
+def _allocations(result: SimulationResult, time_s: float, tasks_only: bool) -> Iterable[Allocation]:
+    return (a for a in result.allocations if a.time_s <= time_s and not (tasks_only and a.is_am))
 
 
 def run(

@@ -92,9 +92,7 @@ def test_leaf_ordering_policy(policy: str, granted: dict[str, int]) -> None:
     ],
 )
 def test_minimum_user_limit_percent(minimum_user_limit: float, granted: dict[str, int]) -> None:
-    config = capacity_tree(
-        capacity_leaf("a", 100, minimum_user_limit_percent=minimum_user_limit)
-    )
+    config = capacity_tree(capacity_leaf("a", 100, minimum_user_limit_percent=minimum_user_limit))
     jobs = [job("u1-job", "a", maps=10, user="u1"), job("u2-job", "a", maps=10, user="u2")]
     result = run(jobs, config, containers_per_node=10, options=CONTINUOUS)
     assert granted_by(result, 1.0) == granted

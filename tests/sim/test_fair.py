@@ -102,18 +102,18 @@ def test_max_resources_cap_a_queue_and_its_children() -> None:
 
 
 @pytest.mark.parametrize(
-    ("queue_fields", "defaults", "second_start"),
+    ("max_running_apps", "defaults", "second_start"),
     [
-        ({"max_running_apps": 1}, [], 100.0),
-        ({}, [("queueMaxAppsDefault", "1")], 100.0),
-        ({}, [("userMaxAppsDefault", "1")], 100.0),
-        ({}, [], 0.0),
+        (1, [], 100.0),
+        (None, [("queueMaxAppsDefault", "1")], 100.0),
+        (None, [("userMaxAppsDefault", "1")], 100.0),
+        (None, [], 0.0),
     ],
 )
 def test_max_running_apps_hold_apps_back(
-    queue_fields: dict[str, int], defaults: list[tuple[str, str]], second_start: float
+    max_running_apps: int | None, defaults: list[tuple[str, str]], second_start: float
 ) -> None:
-    config = fair_tree(fair_leaf("a", **queue_fields), defaults=defaults)
+    config = fair_tree(fair_leaf("a", max_running_apps=max_running_apps), defaults=defaults)
     jobs = [job("first", "a", duration=100), job("second", "a", duration=100)]
     result = run(jobs, config, containers_per_node=4)
     start = result.job("second").start_s

@@ -44,17 +44,30 @@ def _take_from(
 
 
 class PreemptionMarks:
-    """Containers marked for preemption and since when (batch id -> time)."""
+    """When each marked container was marked, per batch (batch id -> times, oldest
+    first): containers of a batch are alike, so a batch selected for ``k`` keeps its
+    ``k`` oldest marks."""
 
     def __init__(self, wait_s: float) -> None:
         self.wait_s = wait_s
-        self._since: dict[int, float] = {}
+        self._marked: dict[int, list[float]] = {}
 
     def due(self, selected: dict[int, tuple[Batch, int]], now: float) -> list[tuple[Batch, int]]:
-        """Record this round's selection; return what has waited long enough."""
-        since = {bid: self._since.get(bid, now) for bid in selected}
-        self._since = since
-        return [selected[bid] for bid, t in since.items() if now - t >= self.wait_s]
+        """Record this round's selection (marks of unselected containers lapse, as
+        in ProportionalCapacityPreemptionPolicy); return how many containers of each
+        batch have been marked for ``wait_s`` or longer."""
+        marked: dict[int, list[float]] = {}
+        kills = []
+        for batch_id, (batch, count) in selected.items():
+            times = self._marked.get(batch_id, [])[:count]
+            times += [now] * (count - len(times))
+            marked[batch_id] = times
+            ripe = sum(1 for t in times if now - t >= self.wait_s)
+            if ripe:
+                kills.append((batch, ripe))
+                marked[batch_id] = times[ripe:]
+        self._marked = marked
+        return kills
 
     def forget(self, batch_id: int) -> None:
-        self._since.pop(batch_id, None)
+        self._marked.pop(batch_id, None)
