@@ -381,16 +381,17 @@ def parse_scheduler(document: object, url: str) -> SchedulerStatus:
 def _capacity_queue(queue: Fields, parent: str | None) -> QueueStatus:
     name = queue.text("queueName")
     path = queue.opt_text("queuePath") or (f"{parent}.{name}" if parent else name)
+    children = tuple(_capacity_queue(c, path) for c in queue.items("queues", "queue"))
     default_partition = _default_partition(queue)
     return QueueStatus(
         path=path,
         state=queue.opt_text("state") or None,
-        capacity=queue.opt_number("capacity"),
-        maximum_capacity=queue.opt_number("maxCapacity"),
-        absolute_capacity=queue.opt_number("absoluteCapacity"),
-        absolute_maximum_capacity=queue.opt_number("absoluteMaxCapacity"),
-        used_capacity=queue.opt_number("usedCapacity"),
-        absolute_used_capacity=queue.opt_number("absoluteUsedCapacity"),
+        capacity=_percent(queue, "capacity"),
+        maximum_capacity=_percent(queue, "maxCapacity"),
+        absolute_capacity=_percent(queue, "absoluteCapacity"),
+        absolute_maximum_capacity=_percent(queue, "absoluteMaxCapacity"),
+        used_capacity=_percent(queue, "usedCapacity"),
+        absolute_used_capacity=_percent(queue, "absoluteUsedCapacity"),
         user_limit_factor=queue.opt_number("userLimitFactor"),
         minimum_user_limit_percent=queue.opt_number("userLimit"),
         ordering_policy=queue.opt_text("orderingPolicyInfo") or None,
@@ -399,13 +400,27 @@ def _capacity_queue(queue: Fields, parent: str | None) -> QueueStatus:
         configured_max_resource=_nonzero(default_partition, "configuredMaxResource"),
         weight=_weight(queue),
         mode=queue.opt_text("mode") or None,
-        used=_resources(queue.opt_obj("resourcesUsed")) or NO_RESOURCES,
+        used=_capacity_used(queue, children),
         num_applications=queue.count("numApplications"),
         num_active_applications=queue.count("numActiveApplications"),
         num_pending_applications=queue.count("numPendingApplications"),
         num_containers=queue.count("numContainers"),
-        children=tuple(_capacity_queue(c, path) for c in queue.items("queues", "queue")),
+        children=children,
     )
+
+
+def _percent(queue: Fields, key: str) -> float | None:
+    """A 0-100 percentage without the float32 noise the RM adds (30.000002 -> 30.0)."""
+    value = queue.opt_number(key)
+    return None if value is None else round(value, 4)
+
+
+def _capacity_used(queue: Fields, children: tuple[QueueStatus, ...]) -> Resources:
+    """``resourcesUsed``; the root does not report it, so it is its children's sum."""
+    reported = _resources(queue.opt_obj("resourcesUsed"))
+    if reported is not None:
+        return reported
+    return sum((child.used for child in children), NO_RESOURCES)
 
 
 def _default_partition(queue: Fields) -> Fields | None:
