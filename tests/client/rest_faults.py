@@ -195,3 +195,9 @@ def port_of(url: str) -> int:
     port = urlsplit(url).port
     assert port is not None
     return port
+
+
+def replayed_rm(name: str) -> Answer:
+    """A real RM answer recorded by record_rm_extra.py (tests/fixtures/rm-client/NAME.json)."""
+    recording = json.loads(recorded(f"rm-client/{name}.json"))
+    return Answer(recording["status"], recording["body"], content_type=recording["content_type"])

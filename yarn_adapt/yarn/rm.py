@@ -193,12 +193,21 @@ class ResourceManagerClient:
         try:
             reply = self._reply("POST", "/scheduler-conf/validate", body=Body.xml(sched_conf_xml))
         except YarnHTTPError as error:
-            if error.status in (404, 405):
+            if _endpoint_missing(error):
                 raise YarnNotSupported(
-                    error.method, error.url, error.status, "validation endpoint not offered"
+                    error.method, error.url, error.status, "this RM has no validation endpoint"
                 ) from error
             raise
         return parse.parse_scheduler_conf(reply.json(), reply.url)
+
+
+def _endpoint_missing(error: YarnHTTPError) -> bool:
+    """404/405, or the 503 the RM really sends for a method a path does not take:
+    its GenericExceptionHandler maps every unlisted exception, Jersey's 405
+    WebApplicationException included, to SERVICE_UNAVAILABLE without a message."""
+    if error.status in (404, 405):
+        return True
+    return error.status == 503 and error.message.startswith("WebApplicationException")
 
 
 def _without_none(**params: str | int | None) -> dict[str, str | int]:
