@@ -32,6 +32,7 @@ cache for a whole workload with one batch prediction.
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import statistics
@@ -45,7 +46,7 @@ import sklearn
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import KFold
 from sklearn.preprocessing import TargetEncoder
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from yarn_adapt.errors import InputError
 from yarn_adapt.model.apps import TaskType
@@ -255,10 +256,17 @@ def _fit_boosting(stages: list[_Stage], seed: int) -> _Boosting:
     return boosting
 
 
-def _one_thread() -> threadpool_limits:
+def _one_thread() -> Any:
     # The stage tables are small; OpenMP threads competing with other work on a busy
     # 2-core host made fitting 15x and predicting 35x slower than one thread.
-    return threadpool_limits(limits=1, user_api="openmp")
+    return _thread_controller().limit(limits=1, user_api="openmp")
+
+
+@functools.cache
+def _thread_controller() -> ThreadpoolController:
+    # One controller: threadpool_limits() rescans the loaded libraries (~2 ms) on
+    # every call, a limit from a kept controller costs ~0.05 ms.
+    return ThreadpoolController()
 
 
 # --------------------------------------------------------------------------- evaluation
