@@ -148,6 +148,10 @@ def read_scheduler_document(path: str | os.PathLike[str]) -> SchedulerDocument:
     if raw.root_name == "allocations":
         return FairDocument(raw, fair_xml.parse_fair_document(raw))
     if raw.root_name == "configuration":
+        if not capacity_xml.has_capacity_properties(raw):
+            raise raw.error(
+                "no yarn.scheduler.capacity.* property: not a capacity-scheduler.xml", raw.root
+            )
         return CapacityDocument(raw, capacity_xml.parse_capacity_document(raw))
     raise raw.error(
         f"root element is <{raw.root_name}>: neither <configuration> "

@@ -289,10 +289,6 @@ def parse_capacity_document(document: RawDocument) -> CapacitySchedulerConfig:
     property) for a wrong root element or a value that does not parse."""
     _check_root(document)
     effective = effective_nodes(property_nodes(document))
-    if not any(name.startswith(CAPACITY_PREFIX) for name in effective):
-        raise document.error(
-            f"no {CAPACITY_PREFIX}* property: not a capacity-scheduler.xml", document.root
-        )
     children = _queue_tree(document, effective)
     per_queue: dict[str, list[tuple[str, PropertyNode]]] = {path: [] for path in children}
     global_properties: list[tuple[str, str]] = []
@@ -304,6 +300,12 @@ def parse_capacity_document(document: RawDocument) -> CapacitySchedulerConfig:
             per_queue[owner[0]].append((owner[1], node))
     root = _build_queue(document, ROOT, children, per_queue)
     return CapacitySchedulerConfig(root, tuple(global_properties))
+
+
+def has_capacity_properties(document: RawDocument) -> bool:
+    """True when some property is a yarn.scheduler.capacity.* one (tells a
+    capacity-scheduler.xml from another Hadoop configuration file)."""
+    return any(node.name.startswith(CAPACITY_PREFIX) for node in property_nodes(document))
 
 
 def _check_root(document: RawDocument) -> None:
@@ -398,6 +400,7 @@ def patch_capacity_document(
     new_paths = frozenset(queue.path for queue in new.queues())
     _remove_stale(document, original, {p.name for p in desired}, new_paths)
     _write_values(document, desired, new_paths)
+    _keep_model_order(document, new)
 
 
 def _remove_stale(
@@ -432,6 +435,16 @@ def _write_values(
             _insert_property(document, placed, prop, unit)
         elif node.value is None or not same_meaning(prop.suffix or None, node.value, prop.value):
             _set_value(node, prop.value)
+
+
+def _keep_model_order(document: RawDocument, new: CapacitySchedulerConfig) -> None:
+    """Global and unknown per-queue properties are read back in file order, so the
+    file must list them in the model's order."""
+    effective = effective_nodes(property_nodes(document))
+    groups = [[name for name, _ in new.global_properties]]
+    groups += [[queue_key(q.path, s) for s, _ in q.other_properties] for q in new.queues()]
+    for names in groups:
+        xmlio.arrange([effective[name].element for name in names if name in effective])
 
 
 def _owner_path(name: str, paths: frozenset[str]) -> str:

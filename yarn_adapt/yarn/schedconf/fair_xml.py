@@ -359,8 +359,12 @@ class _Editor:
         for element in existing:
             if all(element is not m for m in matched):
                 xmlio.remove_element(element)
+        placed = []
         for user, found in zip(desired, matched, strict=True):
-            self._sync_user(found if found is not None else self._new_user(user.name), user)
+            element = found if found is not None else self._new_user(user.name)
+            self._sync_user(element, user)
+            placed.append(element)
+        xmlio.arrange(placed)
 
     def _new_user(self, name: str) -> Element:
         element = xmlio.new_child_element(self.allocations, USER)
@@ -497,21 +501,12 @@ class _Editor:
         return element
 
     def _order_children(self, parent: Element, names: list[str]) -> None:
-        slots = [
-            e
+        by_name = {
+            (e.get("name") or "").strip(): e
             for e in xmlio.child_elements(parent)
             if xmlio.local_name(e) in QUEUE_TAGS and not is_explicit_root(e)
-        ]
-        by_name = {(e.get("name") or "").strip(): e for e in slots}
-        if [(e.get("name") or "").strip() for e in slots] == names:
-            return
-        tails = [e.tail for e in slots]
-        holders = [xmlio.new_child_element(parent, "placeholder") for _ in slots]
-        for slot, holder in zip(slots, holders, strict=True):
-            parent.replace(slot, holder)
-        for holder, name, tail in zip(holders, names, tails, strict=True):
-            parent.replace(holder, by_name[name])
-            by_name[name].tail = tail
+        }
+        xmlio.arrange([by_name[name] for name in names])
 
     # ---- element level
 
@@ -556,12 +551,15 @@ class _Editor:
         for element in existing:
             if all(element is not m for m in matched):
                 xmlio.remove_element(element)
+        placed = []
         for (tag, text), found in zip(desired, matched, strict=True):
             target = found if found is not None else xmlio.new_child_element(parent, tag)
             if found is None:
                 insert(target)
             if xmlio.text_of(target) != text:
                 target.text = text or None
+            placed.append(target)
+        xmlio.arrange(placed)
 
 
 def _match_by_occurrence(

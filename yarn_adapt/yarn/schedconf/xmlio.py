@@ -255,6 +255,30 @@ def remove_element(element: Element) -> None:
     parent.remove(element)
 
 
+def arrange(elements: list[Element]) -> None:
+    """Put ``elements`` into the places they occupy now, in the order given (each
+    place keeps its surrounding whitespace). Used when a model reorders things the
+    file lists: unknown properties, child queues."""
+    if len(elements) < 2:
+        return
+    root = elements[0].getroottree().getroot()
+    position = {id(node): index for index, node in enumerate(root.iter())}
+    current = sorted(elements, key=lambda element: position[id(element)])
+    if current == elements:
+        return
+    tails = [element.tail for element in current]
+    holders = [etree.Comment("slot") for _ in current]
+    for element, holder in zip(current, holders, strict=True):
+        parent = element.getparent()
+        assert parent is not None, "cannot move the document root"
+        parent.replace(element, holder)
+    for holder, element, tail in zip(holders, elements, tails, strict=True):
+        parent = holder.getparent()
+        assert parent is not None
+        parent.replace(holder, element)
+        element.tail = tail
+
+
 def new_child_element(parent: Element, tag: str) -> Element:
     """A detached element in the same namespace as ``parent``."""
     namespace = etree.QName(parent).namespace
