@@ -43,6 +43,21 @@ def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str) -> T:
         time.sleep(0.3)
 
 
+def new_app_id(rm: ResourceManagerClient, known: set[str]) -> str:
+    """The id of the app submitted after ``known`` was taken, read from the RM itself."""
+    return wait_for(
+        lambda: next((app.id for app in rm.apps() if app.id not in known), None), 90, "a new app"
+    )
+
+
+def wait_finished(rm: ResourceManagerClient, app_id: str, timeout_s: float = 300) -> None:
+    wait_for(lambda: True if rm.app(app_id).is_finished else None, timeout_s, f"{app_id} to end")
+
+
+def job_id_of(app_id: str) -> str:
+    return app_id.replace("application_", "job_", 1)
+
+
 @pytest.fixture
 def rm(request: pytest.FixtureRequest) -> Iterator[ResourceManagerClient]:
     cluster: MiniCluster = request.getfixturevalue(_cluster_fixture(request))
@@ -91,8 +106,9 @@ def test_capacity_scheduler_queues(capacity_cluster: MiniCluster, rm: ResourceMa
 def test_an_app_seen_running_then_finished(
     capacity_cluster: MiniCluster, rm: ResourceManagerClient
 ):
-    submitted = capacity_cluster.submit_sleep_app("a", containers=2, sleep_s=4, name="client-ds")
-    app_id = submitted.application_id()
+    known = {app.id for app in rm.apps()}
+    capacity_cluster.submit_sleep_app("a", containers=2, sleep_s=4, name="client-ds")
+    app_id = new_app_id(rm, known)
 
     def queue_a_busy() -> int | None:
         queue = rm.scheduler().find("root.a")
@@ -106,7 +122,7 @@ def test_an_app_seen_running_then_finished(
     assert app_id in {app.id for app in rm.apps(states=[AppState.RUNNING], queue="root.a")}
     [attempt] = rm.app_attempts(app_id)
     assert (attempt.attempt_id, attempt.container_id.startswith("container_")) == (1, True)
-    submitted.wait(180)
+    wait_finished(rm, app_id)
     finished = rm.app(app_id)
     assert (finished.state, finished.final_status) == (AppState.FINISHED, FinalStatus.SUCCEEDED)
     assert finished.latency_ms is not None and finished.latency_ms >= 4000
@@ -144,21 +160,22 @@ def test_update_node_resource_changes_the_node_total(
 def test_mapreduce_job_with_tasks_from_job_history(
     capacity_cluster: MiniCluster, rm: ResourceManagerClient
 ):
-    submitted = capacity_cluster.submit_mr_sleep_job(
-        "b", maps=2, reduces=1, map_ms=500, reduce_ms=500
-    )
-    submitted.wait(300)
-    capacity_cluster.wait_for_history_job(submitted.job_id, 60)
+    known = {app.id for app in rm.apps()}
+    capacity_cluster.submit_mr_sleep_job("b", maps=2, reduces=1, map_ms=500, reduce_ms=500)
+    app_id = new_app_id(rm, known)
+    wait_finished(rm, app_id)
+    job_id = job_id_of(app_id)
+    capacity_cluster.wait_for_history_job(job_id, 60)
     with JobHistoryClient(capacity_cluster.jhs_url, SETTINGS) as history:
         assert history.info().hadoop_version.startswith("3.4.")
         listed = history.jobs(queue="root.b", state=JobState.SUCCEEDED, limit=10)
-        job = history.job_with_tasks(submitted.job_id)
-        maps_only = history.tasks(submitted.job_id, TaskType.MAP)
-    assert submitted.job_id in {j.id for j in listed}
+        job = history.job_with_tasks(job_id)
+        maps_only = history.tasks(job_id, TaskType.MAP)
+    assert job_id in {j.id for j in listed}
     assert (job.state, job.queue, job.maps_total, job.reduces_total) == (
         JobState.SUCCEEDED, "root.b", 2, 1,
     )  # fmt: skip
-    assert job.application_id == submitted.application_id()
+    assert job.application_id == app_id
     assert job.avg_map_time_ms is not None and job.avg_map_time_ms >= 500
     assert sorted(t.task_type for t in job.tasks) == [TaskType.MAP, TaskType.MAP, TaskType.REDUCE]
     assert {t.id for t in maps_only} == {t.id for t in job.tasks if t.task_type is TaskType.MAP}
@@ -170,16 +187,18 @@ def test_mapreduce_job_with_tasks_from_job_history(
 def test_observe_cluster_builds_a_snapshot(
     capacity_cluster: MiniCluster, rm: ResourceManagerClient
 ):
-    submitted = capacity_cluster.submit_mr_sleep_job("a", maps=1, reduces=0, map_ms=200)
-    submitted.wait(300)
-    capacity_cluster.wait_for_history_job(submitted.job_id, 60)
+    known = {app.id for app in rm.apps()}
+    capacity_cluster.submit_mr_sleep_job("a", maps=1, reduces=0, map_ms=200)
+    app_id = new_app_id(rm, known)
+    wait_finished(rm, app_id)
+    capacity_cluster.wait_for_history_job(job_id_of(app_id), 60)
     with JobHistoryClient(capacity_cluster.jhs_url, SETTINGS) as history:
         observation = observe_cluster(rm, history)
     snapshot = observation.snapshot
     assert observation.problems == ()
     assert snapshot.schedulable_resources == NODE
-    assert submitted.application_id() in {app.id for app in snapshot.apps}
-    [job] = [j for j in snapshot.jobs if j.id == submitted.job_id]
+    assert app_id in {app.id for app in snapshot.apps}
+    [job] = [j for j in snapshot.jobs if j.id == job_id_of(app_id)]
     assert len(job.tasks) == 1
 
 
