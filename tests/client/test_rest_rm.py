@@ -3,12 +3,14 @@ without the validation endpoint. Bodies are real RM answers (record_rm_extra.py)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
-from rest_faults import ScriptedServer, replayed, replayed_rm
+from rest_faults import Answer, ScriptedServer, recorded, replayed, replayed_rm
 
-from yarn_adapt.errors import YarnHTTPError, YarnNotSupported
+from yarn_adapt.errors import YarnHTTPError, YarnMalformedResponse, YarnNotSupported
+from yarn_adapt.yarn.history import JobHistoryClient
 from yarn_adapt.yarn.http import INFO_PATH, HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -59,3 +61,52 @@ def test_an_rm_without_the_endpoint_is_reported_as_not_supported(
     assert "this RM has no validation endpoint" in str(caught.value)
     assert "\n" not in str(caught.value)
     assert server.count("POST", VALIDATE) == 1
+
+
+def test_a_wrong_shape_names_the_full_request_url(
+    fault_server: Callable[[], ScriptedServer], fast_settings: HttpSettings
+):
+    apps = json.loads(recorded("rm/capacity-apps.json"))
+    del apps["apps"]["app"][1]["id"]
+    server = fault_server().on("GET", INFO_PATH, replayed("active-info"))
+    server.on("GET", "/ws/v1/cluster/apps", Answer(200, json.dumps(apps)))
+    with (
+        ResourceManagerClient(server.url, fast_settings) as rm,
+        pytest.raises(YarnMalformedResponse) as caught,
+    ):
+        rm.apps(states=["RUNNING"], limit=3)
+    assert str(caught.value) == (
+        f"{server.url}/ws/v1/cluster/apps?states=RUNNING&limit=3&deSelects=resourceRequests"
+        ": malformed response: apps.app[1].id: missing"
+    )
+
+
+def test_an_html_page_instead_of_json_is_malformed(
+    fault_server: Callable[[], ScriptedServer], fast_settings: HttpSettings
+):
+    page = replayed_rm("unknown-path-404")
+    server = fault_server().on("GET", INFO_PATH, replayed("active-info"))
+    server.on("GET", "/ws/v1/cluster/metrics", Answer(200, page.body, content_type="text/html"))
+    with (
+        ResourceManagerClient(server.url, fast_settings) as rm,
+        pytest.raises(
+            YarnMalformedResponse,
+            match=r"/ws/v1/cluster/metrics: malformed response: body is not JSON",
+        ),
+    ):
+        rm.cluster_metrics()
+
+
+def test_job_history_redirects_are_refused(
+    fault_server: Callable[[], ScriptedServer], fast_settings: HttpSettings
+):
+    server = fault_server().on(
+        "GET", "/ws/v1/history/info", Answer(307, "", {"Location": "http://elsewhere.invalid/"})
+    )
+    with (
+        JobHistoryClient(server.url, fast_settings) as history,
+        pytest.raises(
+            YarnHTTPError, match=r"HTTP 307: unexpected redirect to http://elsewhere.invalid/"
+        ),
+    ):
+        history.info()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from yarn_adapt.errors import YarnError
 from yarn_adapt.model import Application, AppState, ClusterSnapshot, MapReduceJob
@@ -58,7 +58,6 @@ def observe_cluster(
     MapReduce jobs that finished in the same window, with their tasks."""
     taken_ms = now_ms()
     since_ms = taken_ms - app_window_ms
-    jobs, problems = _recent_jobs(history, since_ms, job_limit, task_attempts)
     snapshot = ClusterSnapshot(
         taken_ms=taken_ms,
         info=rm.cluster_info(),
@@ -66,9 +65,9 @@ def observe_cluster(
         scheduler=rm.scheduler(),
         nodes=rm.nodes(),
         apps=_recent_apps(rm, since_ms),
-        jobs=jobs,
     )
-    return Observation(snapshot, problems)
+    jobs, problems = _recent_jobs(history, since_ms, job_limit, task_attempts)
+    return Observation(replace(snapshot, jobs=jobs), problems)
 
 
 def _recent_apps(rm: ResourceManagerClient, since_ms: int) -> tuple[Application, ...]:
