@@ -52,6 +52,8 @@ class ClusterPool:
                 other.stop()
         if name in self._start_failures:
             unavailable(self._start_failures[name])
+        if cluster.running and not cluster.healthy():
+            cluster.stop()  # a daemon died (e.g. a test killed it): start afresh
         if not cluster.running:
             self._start(name, cluster)
         return cluster
@@ -114,8 +116,14 @@ def _cluster_baseline(request: pytest.FixtureRequest) -> Iterator[None]:
     pool: ClusterPool = request.getfixturevalue("cluster_pool")
     cluster = pool.activate(name)
     yield
-    if cluster.running:
+    if not cluster.healthy():
+        cluster.stop()
+        return
+    try:
         cluster.reset()
+    except BaseException:
+        cluster.stop()  # the next test gets a fresh cluster instead of a dirty one
+        raise
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

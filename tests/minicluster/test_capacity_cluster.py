@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pytest
 
-from tests.minicluster.support import as_list, capacity_queues, capacity_xml, configured_capacities
 from yarn_adapt.minicluster import MiniCluster
+
+from .support import as_list, capacity_queues, capacity_xml, configured_capacities
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -27,7 +29,7 @@ def test_cluster_is_active_with_the_baseline_queues_and_one_full_node(
 
 
 def test_distributed_shell_app_runs_in_queue_a_and_finishes(capacity_cluster: MiniCluster) -> None:
-    submitted = capacity_cluster.submit_sleep_app("a", containers=2, sleep_s=4, name="ds-a")
+    submitted = capacity_cluster.submit_sleep_app("a", containers=2, sleep_s=5, name="ds-a")
     running = submitted.wait_running(120)
     assert running["state"] == "RUNNING"
     queue_a = capacity_queues(capacity_cluster)["root.a"]
@@ -84,8 +86,6 @@ def test_refresh_queues_applies_an_edited_capacity_file(capacity_cluster: MiniCl
 
 
 def test_refresh_command_is_a_standalone_command_line(capacity_cluster: MiniCluster) -> None:
-    import subprocess
-
     capacity_cluster.write_scheduler_xml(capacity_xml({"default": 50, "a": 25, "b": 25}))
     done = subprocess.run(
         capacity_cluster.refresh_command, capture_output=True, text=True, check=False
@@ -132,3 +132,17 @@ def test_node_resource_update_changes_total_resource(capacity_cluster: MiniClust
     assert (node["totalResource"]["memory"], node["totalResource"]["vCores"]) == (4096, 4)
     metrics = capacity_cluster.rm_get("metrics")["clusterMetrics"]
     assert (metrics["totalMB"], metrics["totalVirtualCores"]) == (4096, 4)
+
+
+def test_yarn_script_runs_the_usual_client_commands(capacity_cluster: MiniCluster) -> None:
+    [node_id] = capacity_cluster.node_ids()
+    nodes = capacity_cluster.yarn("node", "-list")
+    assert nodes.returncode == 0, nodes.stderr
+    assert node_id in nodes.stdout
+    queue = capacity_cluster.yarn("queue", "-status", "a")
+    assert queue.returncode == 0, queue.stderr
+    assert "\tCapacity : 30.00%" in queue.stdout
+    classpath = capacity_cluster.yarn("classpath")
+    assert classpath.stdout.strip().startswith(str(capacity_cluster.conf_dir))
+    unknown = capacity_cluster.yarn("frobnicate")
+    assert unknown.returncode == 1 and "unknown command" in unknown.stderr

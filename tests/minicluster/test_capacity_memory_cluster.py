@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.minicluster.support import configured_capacities
 from yarn_adapt.minicluster import MiniCluster
+
+from .support import configured_capacities
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -61,3 +62,21 @@ def test_reset_removes_a_queue_added_through_the_api(capacity_memory_cluster: Mi
     capacity_memory_cluster.reset()
     assert configured_capacities(capacity_memory_cluster) == BASELINE
     assert f"{PREFIX}root.c.capacity" not in capacity_memory_cluster.scheduler_conf()
+
+
+def test_schedulerconf_cli_goes_through_the_same_api(capacity_memory_cluster: MiniCluster) -> None:
+    done = capacity_memory_cluster.yarn(
+        "schedulerconf", "-update", "root.a:capacity=20;root.b:capacity=40"
+    )
+    assert done.returncode == 0, done.stderr
+    assert configured_capacities(capacity_memory_cluster) == {
+        "root.default": 40.0, "root.a": 20.0, "root.b": 40.0,
+    }  # fmt: skip
+
+
+def test_refresh_queues_is_refused_while_the_store_is_mutable(
+    capacity_memory_cluster: MiniCluster,
+) -> None:
+    done = capacity_memory_cluster.refresh_queues()
+    assert done.returncode != 0
+    assert "refreshQueues is not allowed" in done.stderr

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from tests.minicluster.support import as_list, fair_queues
 from yarn_adapt.minicluster import DEFAULT_FAIR_XML, MiniCluster
+
+from .support import as_list, fair_queues
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

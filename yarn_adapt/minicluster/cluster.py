@@ -79,7 +79,7 @@ class MiniCluster:
         self._baseline_mtime_ns = 0
         self._baseline_store: dict[str, str] = {}
         self._baseline_queues: frozenset[str] = frozenset()
-        self._state_lock = threading.Lock()
+        self._state_lock = threading.RLock()  # stop() may re-enter from a signal handler
         self._running = False
         self.rm_restarts = 0
 
@@ -149,16 +149,11 @@ class MiniCluster:
         if self._running:
             return self
         began = time.monotonic()
-        jars = self._jars or resolve_hadoop_jars()
-        layout = ClusterLayout(Path(tempfile.mkdtemp(prefix=f"yarn-adapt-{self.spec.label}-",
-                                                     dir=self._base_dir)))  # fmt: skip
-        layout.create()
-        self._layout = layout
-        self._java = JavaCommands(java_home=find_java_home(), jars=jars, layout=layout)
+        self._prepare_directory()
         _LIVE_CLUSTERS.add(self)
         _install_exit_hooks()
         self._running = True
-        self._reaper = start_reaper(layout.root, layout.logs_dir / "reaper.log")
+        self._reaper = start_reaper(self.root, self.layout.logs_dir / "reaper.log")
         try:
             self._start_daemons(began + self.start_timeout_s)
         except BaseException:
@@ -167,6 +162,13 @@ class MiniCluster:
         self._record_baseline()
         self.start_seconds = time.monotonic() - began
         return self
+
+    def _prepare_directory(self) -> None:
+        jars = self._jars or resolve_hadoop_jars()
+        prefix = f"yarn-adapt-{self.spec.label}-"
+        self._layout = ClusterLayout(Path(tempfile.mkdtemp(prefix=prefix, dir=self._base_dir)))
+        self._layout.create()
+        self._java = JavaCommands(java_home=find_java_home(), jars=jars, layout=self._layout)
 
     def stop(self, *, keep_dir: bool | None = None) -> None:
         """Kill every process of the cluster; safe to call twice and from signal handlers."""
@@ -180,9 +182,18 @@ class MiniCluster:
             kill_marked_processes(self._layout.root)
         if self._reaper is not None:
             self._reaper.kill_group()
+        # Forget the handles so no later kill can hit a process group id the kernel
+        # has since given to someone else.
+        self._clients.clear()
+        self._daemons.clear()
+        self._reaper = None
         _LIVE_CLUSTERS.discard(self)
         if self._layout is not None and not (self._keep_dir if keep_dir is None else keep_dir):
             shutil.rmtree(self._layout.root, ignore_errors=True)
+
+    def healthy(self) -> bool:
+        """Running, with every daemon process still alive."""
+        return self._running and all(p.alive() for p in self._daemons.values())
 
     def _start_daemons(self, deadline: float) -> None:
         for attempt in range(1, START_ATTEMPTS + 1):
