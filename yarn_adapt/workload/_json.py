@@ -37,9 +37,9 @@ def json_objects(path: Path, rows: MalformedRows) -> Iterator[JsonObject]:
         yield from _array_items(path, text, rows)
         return
     decoder = json.JSONDecoder()
-    index = 0
+    index, line, counted = 0, 1, 0
     while position < len(text):
-        line = text.count("\n", 0, position) + 1
+        line, counted = line + text.count("\n", counted, position), position
         try:
             value, end = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:

@@ -139,9 +139,10 @@ class _SlsParser:
     def jobs(self, job: Mapping[str, object], index: int) -> list[JobSpec]:
         if index == 1 and "job.tasks" not in job and ("num.nodes" in job or "num.racks" in job):
             return []
-        tasks = tuple(
+        listed = [
             task for item in _non_empty(_list(job, "job.tasks")) for task in self._tasks(item)
-        )
+        ]
+        tasks = tuple(sorted(listed, key=lambda task: task.kind is TaskType.REDUCE))
         base = JobSpec(
             id=_text(job, "job.id", f"job_{index}"),
             submit_s=_non_negative(_optional_integer(job, "job.start.ms", 0), "job.start.ms")

@@ -292,21 +292,26 @@ class _SwimJobBuilder:
         rng = np.random.default_rng([self.seed, line_no])
         priority = int(rng.choice(self.priorities))
         shape = swim_shape(row.input_bytes, row.shuffle_bytes, row.output_bytes, self.settings)
-        noise = rng.lognormal(0.0, self.durations.noise_sigma, size=shape.maps + shape.reduces)
-        tasks = self._tasks(TaskType.MAP, self.durations.map_seconds(shape), noise[: shape.maps])
-        tasks += self._tasks(
-            TaskType.REDUCE, self.durations.reduce_seconds(shape), noise[shape.maps :]
+        maps = self._tasks(TaskType.MAP, self.durations.map_seconds(shape), shape.maps, rng)
+        reduces = self._tasks(
+            TaskType.REDUCE, self.durations.reduce_seconds(shape), shape.reduces, rng
         )
         return JobSpec(
             row.job_id,
             row.submit_s,
             self.queues.queue_for(priority),
-            tasks,
+            maps + reduces,
             features=self._features(row, shape, priority),
         )
 
-    def _tasks(self, kind: TaskType, seconds: float, noise: np.ndarray) -> tuple[TaskSpec, ...]:
+    def _tasks(
+        self, kind: TaskType, seconds: float, count: int, rng: np.random.Generator
+    ) -> tuple[TaskSpec, ...]:
         resources = self.settings.task_resources
+        if self.durations.noise_sigma == 0:
+            # One shared spec per stage: FB-2010 unscaled has 20 million tasks.
+            return (TaskSpec(kind, seconds, resources),) * count
+        noise = rng.lognormal(0.0, self.durations.noise_sigma, size=count)
         return tuple(TaskSpec(kind, float(s), resources) for s in (seconds * noise).tolist())
 
     def _features(self, row: _SwimRow, shape: SwimShape, priority: int) -> JobFeatures:
