@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,7 @@ from yarn_adapt.errors import TraceError
 from yarn_adapt.model.apps import JobState, MapReduceJob, MapReduceTask, TaskAttempt, TaskType
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.workload import QueueMapping, workload_from_history
+from yarn_adapt.yarn import parse
 
 T0 = 1_700_000_000_000
 
@@ -153,3 +156,60 @@ def test_lenient_skips_and_counts_the_broken_job(caplog: pytest.LogCaptureFixtur
         )
     assert ([j.id for j in workload.jobs], workload.skipped_rows) == (["job_1_1"], 1)
     assert "job_1_2" in caplog.text
+
+
+# --------------------------------------------------------------------------- recorded
+
+
+JHS = Path(__file__).resolve().parent.parent / "fixtures" / "jhs"
+ATTEMPT_FILES = {
+    "m_000000": "attempts-map-0.json",
+    "m_000001": "attempts-map-1.json",
+    "r_000000": "attempts-reduce.json",
+}
+
+
+def _recorded_sleep_job() -> MapReduceJob:
+    """The SleepJob a real Hadoop 3.4 JobHistory Server reported (tests/fixtures/jhs),
+    parsed by the REST client's own parser."""
+
+    def document(name: str) -> object:
+        return json.loads((JHS / name).read_text())
+
+    tasks = parse.parse_tasks(document("tasks.json"), "tasks.json")
+    with_attempts = tuple(
+        replace(t, attempts=parse.parse_task_attempts(document(ATTEMPT_FILES[t.id[-8:]]), t.id))
+        for t in tasks
+    )
+    return replace(parse.parse_job(document("job.json"), "job.json"), tasks=with_attempts)
+
+
+def test_recorded_jobhistory_sleep_job() -> None:
+    (spec,) = workload_from_history([_recorded_sleep_job()]).jobs
+    assert (spec.id, spec.queue, spec.name, spec.submit_s) == (
+        "job_1795312196869_0001",
+        "b",
+        "Sleep job",
+        0.0,
+    )
+    # attempts: m_000001 2,855 ms, m_000000 3,090 ms, r_000000 2,217 ms
+    assert [(t.kind, t.duration_s) for t in spec.tasks] == [
+        (TaskType.MAP, 2.855),
+        (TaskType.MAP, 3.09),
+        (TaskType.REDUCE, 2.217),
+    ]
+
+
+def test_recorded_job_without_tasks_uses_the_reported_averages() -> None:
+    summary = replace(_recorded_sleep_job(), tasks=())
+    reported = json.loads((JHS / "job.json").read_text())["job"]
+    phases = replace(
+        summary,
+        avg_shuffle_time_ms=reported["avgShuffleTime"],
+        avg_merge_time_ms=reported["avgMergeTime"],
+    )
+    durations = [t.duration_s for t in workload_from_history([phases]).jobs[0].tasks]
+    # avgShuffleTime 1,638 + avgMergeTime 24 + avgReduceTime 555 = the attempt's 2,217 ms
+    assert durations == [2.972, 2.972, 2.217]
+    # Without the phase averages only the reduce phase is known.
+    assert [t.duration_s for t in workload_from_history([summary]).jobs[0].reduces] == [0.555]

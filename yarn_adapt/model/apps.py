@@ -151,6 +151,10 @@ class MapReduceJob:
     avg_map_time_ms: int | None = None
     avg_reduce_time_ms: int | None = None
     tasks: tuple[MapReduceTask, ...] = ()
+    # JobHistory's avgReduceTime is the reduce phase only; a whole reduce attempt is
+    # avgShuffleTime + avgMergeTime + avgReduceTime.
+    avg_shuffle_time_ms: int | None = None
+    avg_merge_time_ms: int | None = None
 
     @property
     def latency_ms(self) -> int | None:

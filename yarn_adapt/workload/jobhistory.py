@@ -9,8 +9,9 @@ Rules:
   the attempt's ``elapsedTime``). Without fetched attempts, the task's own
   SUCCEEDED times are used. Failed and killed attempts are not tasks of the replay.
 * A job fetched without its tasks is rebuilt from its totals: ``maps_completed``
-  maps of ``avg_map_time_ms`` and ``reduces_completed`` reduces of
-  ``avg_reduce_time_ms`` (what /jobs reports).
+  maps of ``avg_map_time_ms`` and ``reduces_completed`` reduces of average shuffle
+  + merge + reduce time (JobHistory's ``avgReduceTime`` is the reduce phase only;
+  when shuffle and merge averages are unknown the reduces come out too short).
 * Submit times are seconds after the earliest submit of the list.
 * Queue names are reduced to the leaf (``root.a.b`` -> ``b``); ``queues`` may
   instead map the job's priority (0 from JobHistory) to a queue.
@@ -97,7 +98,7 @@ def _tasks(job: MapReduceJob) -> tuple[TaskSpec, ...]:
 def _tasks_from_totals(job: MapReduceJob) -> tuple[TaskSpec, ...]:
     stages = (
         (TaskType.MAP, job.maps_completed, job.avg_map_time_ms),
-        (TaskType.REDUCE, job.reduces_completed, job.avg_reduce_time_ms),
+        (TaskType.REDUCE, job.reduces_completed, _whole_reduce_ms(job)),
     )
     tasks: list[TaskSpec] = []
     for kind, count, average_ms in stages:
@@ -107,6 +108,12 @@ def _tasks_from_totals(job: MapReduceJob) -> tuple[TaskSpec, ...]:
             )
         tasks += [TaskSpec(kind, (average_ms or 0) / 1000, MR_TASK_CONTAINER)] * count
     return tuple(tasks)
+
+
+def _whole_reduce_ms(job: MapReduceJob) -> int | None:
+    if job.avg_reduce_time_ms is None:
+        return None
+    return job.avg_reduce_time_ms + (job.avg_shuffle_time_ms or 0) + (job.avg_merge_time_ms or 0)
 
 
 def _task_seconds(task: MapReduceTask) -> float:

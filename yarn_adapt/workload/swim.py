@@ -171,7 +171,9 @@ class SwimDurationModel:
       figure exists for FB-2009, so this is an assumption, cross-checked on real
       data: Apache Hadoop's SLS sample ``2jobs2min-rumen-jh.json`` has 192 TeraGen
       maps each writing 416.7 MB to HDFS in 11.1-47.0 s (median 19.6 s); this model
-      gives 5 + 416.7/40 = 15.4 s, inside that range (tests assert it).
+      gives 5 + 416.7/40 = 15.4 s, inside that range (tests assert it). On today's
+      hardware the fixed part is smaller: the real Hadoop 3.4 SleepJob recorded in
+      tests/fixtures/jhs ran 0.5 s sleeps in map attempts of 2.9-3.1 s.
     * ``noise_sigma = 0.25``: spread of identical tasks' runtimes. Measured on the
       same sample: the log-runtime standard deviation of the two TeraGen jobs' maps
       is 0.30 and 0.16. Set 0 for deterministic durations.
