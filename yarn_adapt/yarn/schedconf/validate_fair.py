@@ -6,9 +6,10 @@ package ``...scheduler.fair``), mirrored by :class:`Enforcement`:
 * ``REFUSED``: ``AllocationFileLoaderService.reloadAllocations`` throws, the RM logs
   "Failed to reload fair scheduler config file" and keeps the previous allocations
   (``AllocationFileParser``, ``AllocationFileQueueParser``, ``QueuePlacementPolicy``).
-* ``IGNORED``: the file loads but a setting is dropped with an ERROR in the log
-  (policy hierarchy: ``FSQueue.verifyAndSetPolicyFromConf``,
-  ``SchedulingPolicy.isChildPolicyAllowed``).
+* ``IGNORED``: the file loads but the RM logs an ERROR and drops part of it: a new
+  queue whose policy its parent does not allow is not created, an existing one keeps
+  its old policy (``QueueManager.createQueue``, ``FSQueue.verifyAndSetPolicyFromConf``,
+  ``SchedulingPolicy.isChildPolicyAllowed``; seen on a 3.4.3 RM).
 * ``ADVISORY``: YARN takes the value as is (or only logs a warning) but the result is
   surely unintended: negative weights or limits, min above max.
 """
@@ -184,7 +185,8 @@ def _policy_rules(config: FairSchedulerConfig, queue: FairQueue) -> Issues:
         yield ignored(
             queue.path,
             SCHEDULING_POLICY,
-            "fifo is only for leaf queues; YARN logs an error and keeps the old policies",
+            "fifo is only for leaf queues; YARN logs an error and does not create the "
+            "queue (an existing one keeps its old policies)",
         )
         return
     for child in queue.children:
@@ -193,8 +195,8 @@ def _policy_rules(config: FairSchedulerConfig, queue: FairQueue) -> Issues:
             yield ignored(
                 child.path,
                 SCHEDULING_POLICY,
-                f"drf under the fair parent {queue.path}; YARN logs an error and keeps "
-                "the old policies (make the parent drf)",
+                f"drf under the fair parent {queue.path}; YARN logs an error and does not "
+                "create the queue, an existing one keeps its old policy (make the parent drf)",
             )
 
 
