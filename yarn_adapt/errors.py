@@ -106,6 +106,10 @@ class SettingsError(InputError):
     """yarn-adapt's own settings (yarn-adapt.toml, CLI options) are wrong."""
 
 
+class TaskTimeModelError(InputError):
+    """A saved task-time model cannot be loaded (wrong file, incompatible version)."""
+
+
 # --------------------------------------------------------------------------- yarn edge
 
 

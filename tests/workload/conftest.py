@@ -9,6 +9,7 @@ import pytest
 
 from yarn_adapt.model.workload import Workload
 from yarn_adapt.workload import load_google, load_swim
+from yarn_adapt.workload.bundled import bundled_traces_dir
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "workload"
 RUMEN_SAMPLE = FIXTURES / "2jobs2min-rumen-jh.json"
@@ -22,13 +23,11 @@ GOOGLE_PART = "google-2011"
 
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
-    """The shared real traces; skipped with the reason when absent, failed on CI."""
-    root = Path(os.environ.get("YARN_ADAPT_TRACES", "/work/shared/data/traces"))
-    if not (root / FB_2009).is_file() or not (root / GOOGLE_PART).is_dir():
-        message = f"shared traces not found in {root} (set YARN_ADAPT_TRACES)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    """The real traces: the package's bundled copies, or YARN_ADAPT_TRACES if set."""
+    override = os.environ.get("YARN_ADAPT_TRACES")
+    root = Path(override) if override else bundled_traces_dir()
+    assert (root / FB_2009).is_file(), f"FB-2009 trace missing in {root}"
+    assert (root / GOOGLE_PART).is_dir(), f"Google 2011 trace missing in {root}"
     return root
 
 

@@ -15,6 +15,7 @@ Queues are short leaf names chosen by a :class:`QueueMapping` of priority ranges
 (SWIM, Google) or taken from the trace's leaf queue (SLS, Rumen, JobHistory).
 """
 
+from yarn_adapt.errors import TaskTimeModelError
 from yarn_adapt.workload.google import GoogleResourceMapping, group_by_application, load_google
 from yarn_adapt.workload.jobhistory import workload_from_history
 from yarn_adapt.workload.queues import (
@@ -43,7 +44,6 @@ from yarn_adapt.workload.taskmodel import (
     HeldOutReport,
     TaskTimeErrors,
     TaskTimeModel,
-    TaskTimeModelError,
     fit_task_time_model,
     held_out_report,
     load_task_time_model,

@@ -51,7 +51,7 @@ from sklearn.model_selection import KFold
 from sklearn.preprocessing import TargetEncoder
 from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
-from yarn_adapt.errors import InputError
+from yarn_adapt.errors import InputError, TaskTimeModelError
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobFeatures, JobSpec, TaskSpec, Workload
 
@@ -73,10 +73,6 @@ NUMERIC_FEATURES = (
 )
 
 StageKey = tuple[JobFeatures, TaskType]
-
-
-class TaskTimeModelError(InputError):
-    """A saved task-time model cannot be loaded (wrong file or library version)."""
 
 
 # --------------------------------------------------------------------------- features
