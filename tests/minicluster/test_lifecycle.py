@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from yarn_adapt.minicluster import MiniCluster, MiniClusterError
+from yarn_adapt.minicluster import MiniCluster, MiniClusterError, MiniClusterSpec
 from yarn_adapt.minicluster.processes import kill_marked_processes
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
 OWNER_SCRIPT = """
 import sys, time
-from yarn_adapt.minicluster import MiniCluster, MiniClusterError
+from yarn_adapt.minicluster import MiniCluster, MiniClusterError, MiniClusterSpec
 try:
     cluster = MiniCluster(keep_dir=True).start()
 except MiniClusterError as exc:
@@ -59,13 +59,16 @@ def no_pool_cluster(cluster_pool: object) -> None:
 
 
 @pytest.mark.usefixtures("no_pool_cluster")
-def test_stop_twice_leaves_no_process_and_no_directory() -> None:
-    cluster = MiniCluster()
+def test_two_nodemanagers_register_and_stop_twice_leaves_nothing() -> None:
+    cluster = MiniCluster(MiniClusterSpec(nodemanagers=2, nm_memory_mb=2048, nm_vcores=2))
     try:
         cluster.start()
     except MiniClusterError as exc:
         cannot_start(exc.one_line())
     root = cluster.root
+    assert len(cluster.node_ids()) == 2
+    metrics = cluster.rm_get("metrics")["clusterMetrics"]
+    assert (metrics["totalMB"], metrics["totalVirtualCores"]) == (4096, 4)
     cluster.submit_sleep_app("a", containers=2, sleep_s=600)
     wait_for_am_container(root)
     cluster.stop()
