@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.capacity import CapacityQueue, CapacitySchedulerConfig, Percentage
+from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
 from yarn_adapt.sim.results import latency_stats
 from yarn_adapt.sim.run import simulate
@@ -53,6 +55,12 @@ def _job(index: int, submit: float, maps: int, map_s: float, reduce_s: float) ->
     return JobSpec(f"job{index}", round(submit, 3), "default", tasks)
 
 
+def typical_container(workload: Workload) -> Resources:
+    """The container size most jobs' first task asks for (1 GiB, 1 vcore if none)."""
+    sizes = Counter(job.tasks[0].resources for job in workload.jobs if job.tasks)
+    return sizes.most_common(1)[0][0] if sizes else Resources(1024, 1)
+
+
 def equal_share_config(queues: list[str]) -> CapacitySchedulerConfig:
     """A Capacity Scheduler tree with one leaf per queue name, equal capacities."""
     names = queues or ["default"]
@@ -73,11 +81,14 @@ def run_speed_benchmark(
     config: CapacitySchedulerConfig | None = None,
     options: SimulationOptions | None = None,
 ) -> dict[str, Any]:
-    """Simulate ``workload`` once and time it. ``config`` defaults to one Capacity
-    Scheduler leaf per queue the workload names, equal shares."""
+    """Simulate ``workload`` once and time it. Each node holds
+    ``containers_per_node`` of the workload's most common task container; ``config``
+    defaults to one Capacity Scheduler leaf per queue the workload names, equal
+    shares."""
     names = list(dict.fromkeys(job.queue.removeprefix("root.") for job in workload.jobs))
     config = config or equal_share_config(names)
-    cluster = ClusterSpec.of_containers(nodes, containers_per_node)
+    container = typical_container(workload)
+    cluster = ClusterSpec.uniform(nodes, container * containers_per_node)
     began = time.perf_counter()
     result = simulate(workload, config, cluster, options)
     wall = time.perf_counter() - began

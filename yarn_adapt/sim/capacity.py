@@ -91,7 +91,7 @@ def _steps_below(used: float, step: float, cap: float, inclusive: bool) -> int:
     return max(0, math.floor(room) if inclusive else math.ceil(room) - 1)
 
 
-def _fair_app_order(app: SimApp) -> tuple[int, float, int]:
+def _fair_app_order(app: SimApp) -> tuple[float, ...]:
     return (app.used_mem, app.submit_s, app.index)
 
 
@@ -127,6 +127,7 @@ class CapacityModel(SchedulerModel):
         self._user_cap_value: tuple[float, float] | None = None
         self._passed_over_by_user = False
         self._next_app: SimApp | None = None
+        self._single_user_limits: dict[str, tuple[tuple[int, float, bool], float]] = {}
 
     # ------------------------------------------------------------------ build
 
@@ -294,9 +295,18 @@ class CapacityModel(SchedulerModel):
     ) -> SimApp | None:
         if isinstance(queue, LeafQueue):
             return self._assign_leaf(queue, limit_mem, limit_vc, free_mem, free_vc)
-        ranked = sorted((self._queue_order(c), c) for c in queue.children if c.demand_apps > 0)
+        asking = [c for c in queue.children if c.demand_apps > 0]
         headroom_mem = limit_mem - queue.used_mem
         headroom_vc = limit_vc - queue.used_vc
+        if len(asking) == 1:
+            child = asking[0]
+            child_mem = min(child.max_mem, headroom_mem + child.used_mem)
+            child_vc = min(child.max_vc, headroom_vc + child.used_vc)
+            app = self._assign(child, child_mem, child_vc, free_mem, free_vc)
+            if app is not None:
+                self._path.append((child, None))
+            return app
+        ranked = sorted((self._queue_order(c), c) for c in asking)
         for i, (_, child) in enumerate(ranked):
             child_mem = min(child.max_mem, headroom_mem + child.used_mem)
             child_vc = min(child.max_vc, headroom_vc + child.used_vc)
@@ -321,28 +331,48 @@ class CapacityModel(SchedulerModel):
     def _assign_leaf(
         self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
     ) -> SimApp | None:
+        """The first app in the leaf's order that its queue limit, its user's limit
+        and the node's room allow. Users over their limit, and asks at least as big
+        as one the queue limit refused (memory-only), are skipped without checks:
+        the answer cannot differ within one call."""
         self._leaf_limit = (limit_mem, limit_vc)
         self._user_cap_value = None
         self._passed_over_by_user = False
-        apps = self._apps_in_order(leaf)
-        for i, app in enumerate(apps):
+        memory_only = self.memory_only
+        over_limit: set[str] = set()
+        refused_mem = math.inf
+        entries = self._apps_in_order(leaf)
+        for i, (_, app) in enumerate(entries):
             want_mem, want_vc = app.request
-            if self._greater(leaf.used_mem + want_mem, leaf.used_vc + want_vc, limit_mem, limit_vc):
+            if memory_only:
+                if want_mem >= refused_mem:
+                    continue
+                if leaf.used_mem + want_mem > limit_mem:
+                    refused_mem = want_mem
+                    continue
+            elif self._greater(
+                leaf.used_mem + want_mem, leaf.used_vc + want_vc, limit_mem, limit_vc
+            ):
+                continue
+            if app.user in over_limit:
                 continue
             if not self._within_user_limit(leaf, app.user):
                 self._passed_over_by_user = True
+                over_limit.add(app.user)
                 continue
-            if want_mem > free_mem or (want_vc > free_vc and not self.memory_only):
+            if want_mem > free_mem or (want_vc > free_vc and not memory_only):
                 self._fit_blocked = True
                 continue
-            self._next_app = apps[i + 1] if leaf.policy == "fair" and i + 1 < len(apps) else None
+            fair = leaf.policy == "fair" and i + 1 < len(entries)
+            self._next_app = entries[i + 1][1] if fair else None
             return app
         return None
 
-    def _apps_in_order(self, leaf: LeafQueue) -> list[SimApp]:
+    def _apps_in_order(self, leaf: LeafQueue) -> list[tuple[tuple[float, ...], SimApp]]:
+        """(order key, app) pairs of the apps asking for containers, first first."""
         if leaf.policy == "fair":
-            return sorted(leaf.demand.values(), key=_fair_app_order)
-        return [app for _, app in leaf.ordered]
+            return sorted((_fair_app_order(a), a) for a in leaf.demand.values())
+        return leaf.ordered  # type: ignore[return-value]
 
     def repeat_count(self, app: SimApp, free_mem: int, free_vc: int, most: int) -> int:
         """How many containers in a row, the one just chosen included, :meth:`choose`
@@ -353,11 +383,16 @@ class CapacityModel(SchedulerModel):
         if app.awaiting_am or self._passed_over_by_user:
             return 1
         memory, vcores = app.request
+        if memory > free_mem // 2 or (vcores > free_vc // 2 and not self.memory_only):
+            return 1  # no room for a second one on this node
         leaf = app.leaf
         assert leaf is not None
-        bounds = [most, app.groups[0].count, free_mem // memory]
-        if not self.memory_only:
-            bounds.append(free_vc // vcores if vcores else most)
+        room = free_mem // memory
+        if not self.memory_only and vcores:
+            room = min(room, free_vc // vcores)
+        bounds = [app.head_run(min(most, room))]
+        if bounds[0] == 1:
+            return 1
         bounds.append(_steps_within(leaf.used_mem, self._leaf_limit[0], memory))
         if not self.memory_only:
             bounds.append(_steps_within(leaf.used_vc, self._leaf_limit[1], vcores))
@@ -396,9 +431,14 @@ class CapacityModel(SchedulerModel):
         return min(_steps_below(used, step, cap, wins_tie) for used, step, cap in limits)
 
     def charge(self, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
-        super().charge(app, memory, vcores, is_am)
-        assert app.leaf is not None
-        user = app.leaf.user(app.user)
+        app.used_mem += memory
+        app.used_vc += vcores
+        leaf = app.leaf
+        assert leaf is not None
+        for queue in leaf.chain:
+            queue.used_mem += memory
+            queue.used_vc += vcores
+        user = leaf.users[app.user]
         user.used_mem += memory
         user.used_vc += vcores
 
@@ -452,7 +492,19 @@ class CapacityModel(SchedulerModel):
         return (_round_up(limit[0], self.step_mem), _round_up(limit[1], self.step_vc))
 
     def _user_limit_memory(self, leaf: LeafQueue) -> float:
-        """The memory-only form of :meth:`user_limit` (DefaultResourceCalculator)."""
+        """The memory-only form of :meth:`user_limit` (DefaultResourceCalculator).
+        With one user it depends on the queue's use alone, so it is kept per use."""
+        if len(leaf.users) == 1:
+            key = (leaf.used_mem, leaf.guar_mem, leaf.demand_apps > 0)
+            cached = self._single_user_limits.get(leaf.path)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            value = self._compute_user_limit_memory(leaf)
+            self._single_user_limits[leaf.path] = (key, value)
+            return value
+        return self._compute_user_limit_memory(leaf)
+
+    def _compute_user_limit_memory(self, leaf: LeafQueue) -> float:
         step = self.step_mem
         capacity = max(_round_up(leaf.guar_mem, step), step)
         current = capacity if leaf.used_mem < capacity else leaf.used_mem + step

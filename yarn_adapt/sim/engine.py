@@ -76,6 +76,7 @@ _LRA_START = 8
 _LRA_END = 9
 _SWEEP = 10
 
+_REPORTS_FIRST = 1 << 62
 _MORE = 2  # a node stopped granting (full, heartbeat limit, no fit): others may serve
 
 
@@ -115,6 +116,7 @@ class Engine:
         self.interval = options.heartbeat_interval_s
         self.min_mem = cluster.minimum_allocation.memory_mb
         self.min_vc = cluster.minimum_allocation.vcores
+        self._normalised: dict[tuple[int, int], tuple[int, int]] = {}
         self.memory_only = model.memory_only
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
@@ -211,8 +213,12 @@ class Engine:
 
     def _normalise(self, memory: int, vcores: int) -> tuple[int, int]:
         """YARN rounds requests up to multiples of the minimum allocation."""
-        step = self.min_mem
-        return max(step, -(-memory // step) * step), max(self.min_vc, vcores)
+        known = self._normalised.get((memory, vcores))
+        if known is None:
+            step = self.min_mem
+            known = (max(step, -(-memory // step) * step), max(self.min_vc, vcores))
+            self._normalised[(memory, vcores)] = known
+        return known
 
     def _schedule_background(self) -> None:
         for index, change in enumerate(self.capacity_changes):
@@ -265,7 +271,8 @@ class Engine:
         app.stage = MAP_STAGE if task.kind is TaskType.MAP else REDUCE_STAGE
         batch = self._occupy(app, node, (task.duration_s, memory, vcores), 1, False)
         batch.start = container.started_s
-        self._push(max(self.now, container.started_s + task.duration_s), _FINISH, batch.id)
+        batch.end = max(self.now, container.started_s + task.duration_s)
+        self._push_report(batch)
         return batch.stage
 
     def _forced_node(self, node_id: str | None, memory: int, vcores: int) -> int:
@@ -282,6 +289,14 @@ class Engine:
     def _push(self, time: float, kind: int, arg: int) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (time, self._seq, kind, arg))
+
+    def _push_report(self, batch: Batch) -> None:
+        """A batch's end reaches the RM with its node's next heartbeat; such reports
+        sort before every other event of the same instant, so that heartbeat sees
+        all of them."""
+        time = batch.end if self.continuous else self._next_heartbeat(batch.node, batch.end, False)
+        self._seq += 1
+        heapq.heappush(self._heap, (time, self._seq - _REPORTS_FIRST, _FINISH, batch.id))
 
     def run(self) -> SimulationResult:
         heap = self._heap
@@ -310,7 +325,7 @@ class Engine:
         elif kind == _AM_READY:
             self._begin_tasks(self.apps[arg])
         elif kind == _JOB_END:
-            self._end_job(self.apps[arg])
+            self._end_job(self.apps[arg], self.now)
         elif kind == _SAMPLE:
             self._sample()
             self._push(self.now + self.options.sample_interval_s, _SAMPLE, 0)
@@ -392,14 +407,17 @@ class Engine:
             self._tasks_done(app)
 
     def _tasks_done(self, app: SimApp) -> None:
-        teardown = self.options.am_teardown_s
-        if teardown > 0:
-            self._push(self.now + teardown, _JOB_END, app.index)
+        """Every task ended; the job ends ``am_teardown_s`` after its last task (it
+        leaves the scheduler then, or now if that moment was reported late)."""
+        ended = app.last_end if app.last_end is not None else self.now
+        finish = ended + self.options.am_teardown_s
+        if finish > self.now:
+            self._push(finish, _JOB_END, app.index)
         else:
-            self._end_job(app)
+            self._end_job(app, finish)
 
-    def _end_job(self, app: SimApp) -> None:
-        app.finish_s = self.now
+    def _end_job(self, app: SimApp, finish: float) -> None:
+        app.finish_s = finish
         if app.start_s is None:
             app.start_s = self.now
         self.open_jobs -= 1
@@ -412,21 +430,48 @@ class Engine:
     # ------------------------------------------------------------------ containers
 
     def _on_finish(self, batch_id: int) -> None:
+        """The node heartbeat that reports a batch's end: free its containers,
+        advance its job, then (after the node's last report of this instant) let
+        the heartbeat schedule on the node."""
         batch = self.batches.pop(batch_id, None)
         if batch is None:
-            return
+            return  # killed by preemption
         app = batch.app
         del app.batches[batch_id]
         if self.options.preemption.enabled:
             self._marks.forget(batch_id)
         count = batch.count
-        self._release_later(batch.node, app, batch.memory * count, batch.vcores * count, False)
+        n = batch.node
+        memory, vcores = batch.memory * count, batch.vcores * count
+        self._shift(n, -memory, -vcores)
+        self.model.charge(app, -memory, -vcores, False)
         if batch.stage != app.stage:
             app.ahead -= count  # a reduce a snapshot found running before its maps ended
-            return
-        app.stage_left -= count
-        if app.stage_left == 0:
-            self._next_stage(app)
+        else:
+            app.stage_left -= count
+            if app.last_end is None or batch.end > app.last_end:
+                app.last_end = batch.end
+            if app.stage_left == 0:
+                self._next_stage(app)
+        if self.continuous:
+            self._serve_lras(n)
+            self._kick()
+        elif not self._more_reports(n):
+            self._heartbeat(n, chained=False)
+
+    def _more_reports(self, n: int) -> bool:
+        """Whether node ``n`` heartbeats again at this instant: another report of
+        it comes next, or a scheduled heartbeat event does."""
+        if self.heartbeat_at[n] == self.now:
+            return True
+        heap = self._heap
+        if not heap:
+            return False
+        time, _, kind, arg = heap[0]
+        if time != self.now or kind != _FINISH:
+            return False
+        following = self.batches.get(arg)
+        return following is not None and following.node == n
 
     def _release_later(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         if self.continuous:
@@ -439,20 +484,15 @@ class Engine:
             self._schedule_heartbeat(n, self._next_heartbeat(n, self.now, strict=False))
 
     def _release(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
-        self._account()
-        self.free_mem[n] += memory
-        self.free_vc[n] += vcores
-        self.used_mem -= memory
-        self.used_vc -= vcores
+        self._shift(n, -memory, -vcores)
         self.model.charge(app, -memory, -vcores, is_am)
-        self._update_open(n)
 
     def _occupy(
         self, app: SimApp, n: int, shape: tuple[float, int, int], count: int, is_am: bool
     ) -> Batch:
         """Containers of ``app`` on node ``n`` without asking the scheduler."""
         memory, vcores = shape[1] * count, shape[2] * count
-        self._take(n, memory, vcores)
+        self._shift(n, memory, vcores)
         self.model.charge(app, memory, vcores, is_am)
         batch = Batch(self._next_batch, app, n, count, shape, self.now, is_am)
         self._next_batch += 1
@@ -461,13 +501,31 @@ class Engine:
             app.batches[batch.id] = batch
         return batch
 
-    def _take(self, n: int, memory: int, vcores: int) -> None:
-        self._account()
-        self.free_mem[n] -= memory
-        self.free_vc[n] -= vcores
+    def _shift(self, n: int, memory: int, vcores: int) -> None:
+        """Batch containers on node ``n`` grow by ``memory``/``vcores`` (shrink when
+        negative): the time integral of use, the node's room and whether it is open
+        are kept up to date. Written out in one piece: it runs twice per task."""
+        now = self.now
+        if now > self._accounted_to:
+            elapsed = now - self._accounted_to
+            self._area_mem += self.used_mem * elapsed
+            self._area_vc += self.used_vc * elapsed
+            self._cap_area_mem += self.total_mem * elapsed
+            self._cap_area_vc += self.total_vc * elapsed
+            self._accounted_to = now
         self.used_mem += memory
         self.used_vc += vcores
-        self._update_open(n)
+        free_mem = self.free_mem[n] - memory
+        free_vc = self.free_vc[n] - vcores
+        self.free_mem[n] = free_mem
+        self.free_vc[n] = free_vc
+        is_open = (
+            free_mem >= self.min_mem
+            and (self.memory_only or free_vc >= self.min_vc)
+            and not self.lra_waiting[n]
+        )
+        if is_open != self.is_open[n]:
+            self._set_open(n, is_open)
 
     def fits(self, n: int, memory: int, vcores: int) -> bool:
         if self.lra_waiting[n]:
@@ -478,8 +536,10 @@ class Engine:
 
     def _update_open(self, n: int) -> None:
         is_open = self.fits(n, self.min_mem, self.min_vc)
-        if is_open == self.is_open[n]:
-            return
+        if is_open != self.is_open[n]:
+            self._set_open(n, is_open)
+
+    def _set_open(self, n: int, is_open: bool) -> None:
         self.is_open[n] = is_open
         rank = self.rank_of[n]
         if is_open:
@@ -505,12 +565,20 @@ class Engine:
         chained = self.chain_node == n
         if chained:
             self.chain_node = -1
+        self._heartbeat(n, chained)
+
+    def _heartbeat(self, n: int, chained: bool) -> None:
+        """Node ``n`` heartbeats: report released AM containers, schedule on the
+        node, and keep the scan going while demand may remain."""
         released = self.pending_release[n]
         if released:
             self.pending_release[n] = []
             for app, memory, vcores, is_am in released:
                 self._release(n, app, memory, vcores, is_am)
+        if self.lra_waiting[n]:
             self._serve_lras(n)
+        if self.model.root.demand_apps == 0:
+            return
         granted, status = self._schedule_node(n)
         if status == NO_DEMAND:
             return
@@ -573,6 +641,7 @@ class Engine:
         """One heartbeat's grants on node ``n``: (containers granted, why it stopped)."""
         model = self.model
         limit = self._heartbeat_limit
+        capped_by_amount = model.caps_heartbeat_amount
         start_free = (self.free_mem[n], self.free_vc[n])
         granted = 0
         granted_mem = granted_vc = 0
@@ -591,10 +660,11 @@ class Engine:
                     break
             memory, vcores = self._grant(pick, target, count)
             granted += count
-            granted_mem += memory
-            granted_vc += vcores
-            if not model.keep_assigning((granted_mem, granted_vc), start_free):
-                break
+            if capped_by_amount:
+                granted_mem += memory
+                granted_vc += vcores
+                if not model.keep_assigning((granted_mem, granted_vc), start_free):
+                    break
         if self._grants:
             self._flush_grants()
         return granted, status
@@ -623,20 +693,27 @@ class Engine:
             self._push(self.now + self.options.am_startup_s, _AM_READY, app.index)
             self._record(app, n, 1, True)
             return memory, vcores
-        group = app.groups[0]
-        memory, vcores = group.memory * count, group.vcores * count
-        group.count -= count
-        if group.count == 0:
-            app.groups.popleft()
+        groups = app.groups
+        head = groups[0]
+        memory, vcores = head.memory * count, head.vcores * count
+        grants = self._grants
+        left = count
+        while left:
+            group = groups[0]
+            taken = min(left, group.count)
+            group.count -= taken
+            left -= taken
+            if group.count == 0:
+                groups.popleft()
+            key = (n, app.index, group.duration, group.memory, group.vcores)
+            slot = grants.get(key)
+            if slot is None:
+                grants[key] = [taken]
+            else:
+                slot[0] += taken
         model.add_pending(app, -count, -memory, -vcores)
         model.charge(app, memory, vcores, False)
-        self._take(n, memory, vcores)
-        key = (n, app.index, group.duration, group.memory, group.vcores)
-        slot = self._grants.get(key)
-        if slot is None:
-            self._grants[key] = [count]
-        else:
-            slot[0] += count
+        self._shift(n, memory, vcores)
         if app.start_s is None:
             app.start_s = self.now
         return memory, vcores
@@ -650,8 +727,9 @@ class Engine:
             self._next_batch += 1
             self.batches[batch.id] = batch
             app.batches[batch.id] = batch
-            self._push(self.now + duration, _FINISH, batch.id)
-            self._record(app, n, count, False)
+            self._push_report(batch)
+            if self.options.record_allocations:
+                self._record(app, n, count, False)
         self._grants.clear()
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:

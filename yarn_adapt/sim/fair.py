@@ -72,6 +72,9 @@ class FairModel(SchedulerModel):
         leaves = [q for q in self._nodes.values() if isinstance(q, LeafQueue)]
         super().__init__(leaves, root)
         self._limit = _heartbeat_limit(options)
+        self.caps_heartbeat_amount = (
+            options.fair_assign_multiple and options.fair_dynamic_max_assign
+        )
         self._user_running: dict[str, int] = {}
         self._user_max = _float_or(config.default("userMaxAppsDefault"), UNLIMITED)
         self._shares_dirty = True

@@ -205,6 +205,7 @@ class SimApp:
         "groups",
         "index",
         "job",
+        "last_end",
         "leaf",
         "pending_count",
         "pending_mem",
@@ -247,6 +248,7 @@ class SimApp:
         self.schedulable = False
         self.start_s: float | None = None
         self.finish_s: float | None = None
+        self.last_end: float | None = None
         self.reason = ""
 
     @property
@@ -256,6 +258,25 @@ class SimApp:
             return self.am_mem, self.am_vc
         head = self.groups[0]
         return head.memory, head.vcores
+
+    def head_run(self, most: int) -> int:
+        """Pending tasks at the head that ask for the same container as the first,
+        counted up to ``most``: one grant run can take them whatever their
+        durations."""
+        groups = self.groups
+        head = groups[0]
+        run = head.count
+        if run >= most or len(groups) == 1:
+            return min(run, most)
+        for group in groups:
+            if group is head:
+                continue
+            if group.memory != head.memory or group.vcores != head.vcores:
+                break
+            run += group.count
+            if run >= most:
+                return most
+        return run
 
 
 def split_stages(tasks: Sequence[TaskSpec]) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
@@ -272,6 +293,7 @@ class Batch:
         "app",
         "count",
         "duration",
+        "end",
         "id",
         "is_am",
         "memory",
@@ -297,6 +319,7 @@ class Batch:
         self.count = count
         self.duration, self.memory, self.vcores = group
         self.start = start
+        self.end = start + self.duration
         self.is_am = is_am
         self.stage = app.stage
 
@@ -316,6 +339,7 @@ class SchedulerModel(ABC):
     on a node with this much free*."""
 
     memory_only: bool = False
+    caps_heartbeat_amount: bool = False  # keep_assigning looks at what was granted
 
     def __init__(self, leaves: Sequence[LeafQueue], root: QueueNode) -> None:
         self.leaves = tuple(leaves)
@@ -397,7 +421,10 @@ class SchedulerModel(ABC):
         app.pending_vc += vcores
         if not app.schedulable:
             return
-        self._add_pending_to_queues(app, memory, vcores)
+        assert app.leaf is not None
+        for queue in app.leaf.chain:
+            queue.pending_mem += memory
+            queue.pending_vc += vcores
         has = app.pending_count > 0
         if had != has:
             self._flip_demand(app, has)
