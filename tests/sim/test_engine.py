@@ -265,3 +265,11 @@ def test_capacity_limits_hold_on_a_busy_mixed_run() -> None:
     assert max(result.queue_usage["root.b"].memory_mb) <= 0.9 * capacity
     assert max(result.cluster_usage.memory_mb) <= capacity
     assert all(j.status is JobStatus.FINISHED for j in result.jobs)
+
+
+def test_a_container_larger_than_every_node_is_refused() -> None:
+    huge = job("huge", "a", container=Resources(8192, 1))
+    result = run([huge, job("fine", "a")], ONE_QUEUE, nodes=2, containers_per_node=4)
+    assert result.job("huge").status is JobStatus.REJECTED
+    assert "fits no node" in result.job("huge").reason
+    assert result.job("fine").status is JobStatus.FINISHED

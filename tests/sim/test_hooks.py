@@ -129,6 +129,15 @@ def test_waiting_long_running_container_goes_before_batch() -> None:
     assert result.job("y").start_s == 50.0
 
 
+def test_waiting_long_running_container_is_served_at_a_heartbeat() -> None:
+    service = LongRunningContainer("svc", NODE, Resources(2048, 2), 5.0, 50.0)
+    jobs = [job("x", "a", maps=2, duration=10), job("y", "a", duration=10, submit=6)]
+    options = SimulationOptions(am_containers=False, hooks=lras(service))
+    result = run(jobs, ONE_QUEUE, 1, 2, options)
+    start = result.job("y").start_s
+    assert start is not None and 50.0 <= start < 51.0
+
+
 def test_hooks_naming_unknown_nodes_are_refused() -> None:
     from yarn_adapt.errors import SettingsError
 

@@ -252,11 +252,15 @@ class CapacityModel(SchedulerModel):
         return self._scaled_up(usable, leaf.am_percent)
 
     def _user_am_limit(self, leaf: LeafQueue, am_limit: tuple[float, float]) -> tuple[float, float]:
+        """LeafQueue.getUserAMResourceLimitPerPartition: the guarantee x AM percent x
+        the user's share x user-limit-factor, at most the queue's AM limit (which
+        alone applies when the factor is disabled with -1)."""
+        if leaf.user_limit_factor < 0:
+            return am_limit
         active = max(1, sum(1 for u in leaf.users.values() if u.demand_apps > 0))
         share = max(leaf.minimum_user_limit / 100.0, 1.0 / active)
         guar = (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc))
-        factor = leaf.am_percent * share * max(leaf.user_limit_factor, 0.0)
-        user_limit = self._scaled_up(guar, factor)
+        user_limit = self._scaled_up(guar, leaf.am_percent * share * leaf.user_limit_factor)
         return am_limit if self._greater(*user_limit, *am_limit) else user_limit
 
     def _scaled_up(self, amount: tuple[float, float], factor: float) -> tuple[float, float]:

@@ -3,22 +3,30 @@
 Heartbeats. Each NodeManager heartbeats every ``heartbeat_interval_s`` at its own
 phase (drawn from the seed). Only heartbeats that can matter are simulated:
 
-* a node with finished containers heartbeats once to report them, at its next
-  heartbeat after they end -- the RM frees their resources then, and schedules on
-  that node;
+* a node whose containers ended heartbeats once to report them, at its next
+  heartbeat after they end: the RM frees their resources and schedules on that
+  node in the same heartbeat (several ends within one interval share it);
 * when demand the scheduler could serve exists and nodes have room, a *scan*
   visits the nodes with room in heartbeat order, one heartbeat at a time, until
   the scheduler says nothing else can be served now (every remaining ask is over a
   queue/user/AM limit) or a full round of nodes granted nothing. New demand (an
   arrival, an AM asking for its tasks, the reduce stage, a kill) restarts it.
 
-Idle heartbeats -- no room, or nothing to serve -- are never simulated, so a day of
-a 600-node cluster costs events in proportion to containers, not to time.
-``CONTINUOUS`` mode drops heartbeats: grants happen the moment room and demand meet.
+Idle heartbeats (no room, or nothing to serve) are never simulated, so a day of a
+600-node cluster costs events in proportion to containers, not to time. Grants are
+made in runs: after the scheduler picks an app, the model says how many containers
+in a row it would pick the same app (``SchedulerModel.repeat_count``), and those are
+granted at once -- the same outcome as one at a time (tests/sim/test_batching.py).
 
-A task's end is known to its job at once (the AM hears it over the umbilical), so
-the reduce stage starts as soon as the last map ends; only the container's
-resources wait for the node's heartbeat.
+Task ends. The job learns of a task's end when the RM does, at that heartbeat: the
+reduce stage starts then, standing in for the MapReduce AM's own allocate
+heartbeat (also at most one interval). The job's recorded finish is still its
+last task's true end (+ ``am_teardown_s``). ``CONTINUOUS`` mode has no heartbeats:
+grants happen once every event of the instant has been handled, task ends are
+known at once, and no per-heartbeat assignment limit applies.
+
+Not modelled: container launch and localisation delays (fold them into task
+durations or ``am_startup_s``), data locality, node failures, AM retries.
 """
 
 from __future__ import annotations
@@ -150,6 +158,8 @@ class Engine:
         self.visible_vc = [v.vcores for v in visible]
         self.total_mem = sum(self.visible_mem)
         self.total_vc = sum(self.visible_vc)
+        self.largest_mem = max(n.resources.memory_mb for n in cluster.nodes)
+        self.largest_vc = max(n.resources.vcores for n in cluster.nodes)
         self.free_mem = list(self.visible_mem)
         self.free_vc = list(self.visible_vc)
         count = len(self.node_ids)
@@ -348,6 +358,10 @@ class Engine:
         if app.leaf is None:
             self._reject(app, f"unknown or non-leaf queue {app.job.queue!r}")
             return
+        oversized = self._oversized(app)
+        if oversized:
+            self._reject(app, oversized)
+            return
         if app.am_mem > 0:
             app.awaiting_am = True
         reason = self.model.admit(app)
@@ -360,6 +374,17 @@ class Engine:
             self._kick()
         else:
             self._begin_tasks(app)
+
+    def _oversized(self, app: SimApp) -> str:
+        """Why no node could ever hold one of the app's containers, or "" (YARN
+        refuses requests above the maximum allocation)."""
+        shapes = {(app.am_mem, app.am_vc)} | {
+            self._normalise(t.resources.memory_mb, t.resources.vcores) for t in app.job.tasks
+        }
+        for memory, vcores in shapes:
+            if memory > self.largest_mem or (vcores > self.largest_vc and not self.memory_only):
+                return f"a container of {memory} MiB, {vcores} vcores fits no node"
+        return ""
 
     def _reject(self, app: SimApp, reason: str) -> None:
         app.reason = reason

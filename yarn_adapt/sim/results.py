@@ -70,8 +70,8 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Utilisation:
-    """Time-averaged share of batch-visible capacity in use by batch containers,
-    from the first submission to the last finish."""
+    """Time-averaged share of batch-visible capacity held by batch containers over
+    the simulated span (from 0, or the snapshot time, to the end)."""
 
     memory: float
     vcores: float
