@@ -1,0 +1,222 @@
+"""Group-level optimizer: ``L*(o_i, r)`` at a group's candidate resource levels, and the
+whole tuning round (every group's search in parallel, then Algorithm 3).
+
+For one group the optimizer searches the group's configuration space (RRS or
+exhaustive, :mod:`yarn_adapt.tuning.search`) once per candidate resource level ``r``
+and keeps the best latency and point. The levels lie between two bounds (§3.4):
+
+* ``lower`` -- an AM container for every job plus one task container for every queue
+  that has jobs (the least with which every job can start and every queue can make
+  progress);
+* ``upper`` -- demand saturation: every job's AM and every task of its widest stage
+  at once; more containers cannot shorten any job. Capped at the cluster's size.
+
+When the bounds are at most ``max_levels`` apart every level is a candidate;
+otherwise the levels are ``lower`` plus extras spaced geometrically up to ``upper``
+(dense where a container more matters most, as latency falls roughly like
+``1 / r``). The DP then chooses among exactly these levels.
+
+Each search draws from its own generator seeded by ``(seed, crc32(group name),
+level)``, so a round gives the same answer serially, in a process pool or on Dask.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol
+
+import numpy as np
+
+from yarn_adapt.model.workload import JobSpec
+from yarn_adapt.tuning.cluster_dp import ClusterAllocation, GroupCurve, best_cluster_allocation
+from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
+from yarn_adapt.tuning.search import (
+    Point,
+    RRSSettings,
+    SearchResult,
+    SearchSpace,
+    Strategy,
+    search,
+)
+
+DEFAULT_MAX_LEVELS = 8
+
+
+@dataclass(frozen=True)
+class ResourceBounds:
+    """The least and most containers worth giving a group."""
+
+    lower: int
+    upper: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.lower <= self.upper:
+            raise ValueError(f"resource bounds need 0 <= lower <= upper, got {self}")
+
+
+def resource_bounds(jobs: Sequence[JobSpec], cluster_containers: int) -> ResourceBounds:
+    """Bounds for a job mix where every task and AM takes one container."""
+    queues = len({job.queue for job in jobs})
+    lower = min(len(jobs) + queues, cluster_containers)
+    saturated = sum(1 + _widest_stage(job) for job in jobs)
+    return ResourceBounds(lower, max(lower, min(saturated, cluster_containers)))
+
+
+def _widest_stage(job: JobSpec) -> int:
+    return max(len(job.maps), len(job.reduces))
+
+
+def candidate_levels(
+    bounds: ResourceBounds, max_levels: int = DEFAULT_MAX_LEVELS
+) -> tuple[int, ...]:
+    """Every level, or ``max_levels`` of them with geometric spacing above ``lower``."""
+    if max_levels < 2:
+        raise ValueError(f"need at least 2 candidate levels (lower and upper), got {max_levels}")
+    span = bounds.upper - bounds.lower
+    if span + 1 <= max_levels:
+        return tuple(range(bounds.lower, bounds.upper + 1))
+    extras = [0]
+    for target in np.geomspace(1, span, max_levels - 1):
+        extras.append(max(extras[-1] + 1, round(float(target))))
+    extras[-1] = span
+    return tuple(bounds.lower + e for e in extras)
+
+
+class GroupObjective(Protocol):
+    """The job-latency comparison ``L(r, J_i, C, S_i)`` of one group's jobs: the
+    average latency at ``containers`` for each point of the group's space."""
+
+    def __call__(self, containers: int, points: Sequence[Point]) -> Sequence[float]: ...
+
+
+@dataclass(frozen=True)
+class GroupProblem:
+    """One group to tune: its space, its comparator, its bounds. Must pickle (it
+    travels to pool and Dask workers)."""
+
+    name: str
+    space: SearchSpace
+    objective: GroupObjective
+    bounds: ResourceBounds
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupSearchSettings:
+    rrs: RRSSettings = field(default_factory=RRSSettings)
+    strategy: Strategy = "auto"
+    max_levels: int = DEFAULT_MAX_LEVELS
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """The best configuration found for one resource level."""
+
+    containers: int
+    point: Point
+    latency: float
+    evaluations: int
+    samples: int
+    strategy: str
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """A group's ``L*`` curve and what computing it cost."""
+
+    name: str
+    levels: tuple[LevelResult, ...]
+    elapsed_s: float
+
+    @property
+    def evaluations(self) -> int:
+        return sum(level.evaluations for level in self.levels)
+
+    @property
+    def samples(self) -> int:
+        return sum(level.samples for level in self.levels)
+
+    def curve(self) -> GroupCurve:
+        return GroupCurve(
+            self.name,
+            tuple(level.containers for level in self.levels),
+            tuple(level.latency for level in self.levels),
+        )
+
+    def at(self, containers: int) -> LevelResult:
+        return next(level for level in self.levels if level.containers == containers)
+
+
+def optimize_group(problem: GroupProblem, settings: GroupSearchSettings) -> GroupOutcome:
+    """``L*(o_i, r)`` for each candidate level ``r`` of ``problem``."""
+    began = time.perf_counter()
+    levels = tuple(
+        _best_at(problem, settings, containers)
+        for containers in candidate_levels(problem.bounds, settings.max_levels)
+    )
+    return GroupOutcome(problem.name, levels, time.perf_counter() - began)
+
+
+def _best_at(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> LevelResult:
+    rng = np.random.default_rng([settings.seed, zlib.crc32(problem.name.encode()), containers])
+    objective = partial(problem.objective, containers)
+    found: SearchResult = search(problem.space, objective, settings.rrs, rng, settings.strategy)
+    return LevelResult(
+        containers, found.point, found.value, found.evaluations, found.samples, found.strategy
+    )
+
+
+def optimize_groups(
+    problems: Sequence[GroupProblem],
+    settings: GroupSearchSettings,
+    handle: ExecutorHandle | None = None,
+) -> list[GroupOutcome]:
+    """Every group's curve, on ``handle``'s executor (inline when ``None``)."""
+    run = partial(optimize_group, settings=settings)
+    if handle is None:
+        return [run(problem) for problem in problems]
+    return map_in_chunks(handle, run, problems)
+
+
+@dataclass(frozen=True)
+class TuningRound:
+    """Group curves, the cluster split, and where the time went."""
+
+    outcomes: tuple[GroupOutcome, ...]
+    allocation: ClusterAllocation
+    group_search_s: float
+    dp_s: float
+
+    @property
+    def wall_s(self) -> float:
+        return self.group_search_s + self.dp_s
+
+    def best_point(self, index: int) -> Point:
+        """The configuration found for group ``index`` at its allotted containers."""
+        return self.outcomes[index].at(self.allocation.containers[index]).point
+
+
+def tune_round(
+    problems: Sequence[GroupProblem],
+    total_containers: int,
+    settings: GroupSearchSettings,
+    handle: ExecutorHandle | None = None,
+) -> TuningRound:
+    """All group searches (in parallel on ``handle``), then Algorithm 3."""
+    began = time.perf_counter()
+    outcomes = optimize_groups(problems, settings, handle)
+    searched = time.perf_counter()
+    allocation = best_cluster_allocation([o.curve() for o in outcomes], total_containers)
+    return TuningRound(
+        tuple(outcomes), allocation, searched - began, time.perf_counter() - searched
+    )
+
+
+def evaluations_bound(space: SearchSpace, settings: GroupSearchSettings) -> int:
+    """Most distinct comparator calls one level's search can make."""
+    return min(math.prod(d.size for d in space.dimensions), settings.rrs.planned_samples)

@@ -1,0 +1,251 @@
+"""Group-level search: Recursive Random Search (RRS) and exhaustive search over a grid.
+
+A group's configuration space is a finite grid: dimension ``j`` has ``shape[j]``
+levels (a quantized capacity or weight, or a policy choice). Ordered dimensions have a
+meaningful neighbourhood; categorical ones (a scheduling policy) do not. The search
+sees only level indices and an objective that maps a batch of points to latencies
+(lower is better); what a point means is the space's business.
+
+RRS as AdaptiveConfig §3.3.3 uses it (after Ye & Kalyanaraman, SIGMETRICS 2003):
+
+* Sampling ``n`` points uniformly from a region puts at least one of them in the
+  region's best share ``g`` with probability ``1 - (1 - g)**n``; so
+  ``n = ln(1 - p) / ln(1 - g)`` samples reach confidence ``p``.
+* Iteration 0 samples the whole space at the initial granularity ``g0``. Each next
+  iteration realigns the region on the best point so far and shrinks the region's
+  volume and the granularity by the scaling factor ``gamma``, so the relative
+  granularity (and ``n``) stays the same while the absolute one becomes
+  ``g0 * gamma**t``.
+* The search stops after the last iteration whose granularity is not finer than the
+  required ``gt``: ``x = floor(log_gamma(gt / g0)) + 1`` iterations.
+
+Proposition 3.1 counts ``n * x`` samples; the paper's example (``g = g0 = 1/27``,
+``gt = 1/270``, ``p = 0.99``, ``gamma = 0.5``) gives ``122.03 * 4 = 488``. Samples are
+whole numbers here, so an iteration takes ``ceil(n)`` of them (123; 492 in all) and
+the confidence is never below ``p``. Inside an iteration points are drawn without
+replacement (never less likely to hit the best share than with replacement), and
+every point is evaluated once: repeated points across iterations come from a memo, so
+``evaluations`` (distinct comparator calls) is at most ``samples``.
+
+When the whole grid is no larger than the samples RRS would draw, enumerating it is
+cheaper and exact: ``strategy="auto"`` then searches exhaustively.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from yarn_adapt.tuning.space import Dimension
+
+Point = tuple[int, ...]
+BatchObjective = Callable[[Sequence[Point]], Sequence[float]]
+Strategy = Literal["auto", "rrs", "exhaustive"]
+
+_LOG_SLACK = 1e-9  # log_gamma(0.1) is 3.3219..., but log_0.5(1/8) must count as 3
+
+
+class SearchSpace(Protocol):
+    """What the search needs of a configuration space (``space.ConfigSpace`` has it)."""
+
+    @property
+    def dimensions(self) -> tuple[Dimension, ...]: ...
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A bare grid (tests and benchmarks that need no decoding)."""
+
+    dimensions: tuple[Dimension, ...]
+
+    @classmethod
+    def of(cls, *sizes: int, categorical: Sequence[int] = ()) -> Grid:
+        """A grid of ``sizes``; the dimensions at indices ``categorical`` are unordered."""
+        return cls(
+            tuple(Dimension(f"x{i}", size, i not in categorical) for i, size in enumerate(sizes))
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RRSSettings:
+    """RRS parameters named as in Proposition 3.1 (defaults: the paper's example)."""
+
+    confidence: float = 0.99
+    initial_granularity: float = 1 / 27
+    final_granularity: float = 1 / 270
+    scale: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
+        if not 0.0 < self.final_granularity <= self.initial_granularity < 1.0:
+            raise ValueError(
+                "granularities must satisfy 0 < final <= initial < 1, got "
+                f"{self.final_granularity} and {self.initial_granularity}"
+            )
+        if not 0.0 < self.scale < 1.0:
+            raise ValueError(f"scale must be in (0, 1), got {self.scale}")
+
+    @classmethod
+    def for_levels(
+        cls, coarse_levels: int, *, refinement: float = 10.0, **kw: float
+    ) -> RRSSettings:
+        """Settings whose initial granularity is one point of a ``coarse_levels`` grid
+        and whose required granularity is ``refinement`` times finer (§4.5.1: 10)."""
+        initial = 1.0 / coarse_levels
+        return cls(initial_granularity=initial, final_granularity=initial / refinement, **kw)
+
+    @property
+    def exact_samples_per_iteration(self) -> float:
+        """``ln(1 - p) / ln(1 - g)``, not rounded."""
+        return math.log1p(-self.confidence) / math.log1p(-self.initial_granularity)
+
+    @property
+    def samples_per_iteration(self) -> int:
+        return math.ceil(self.exact_samples_per_iteration - _LOG_SLACK)
+
+    @property
+    def iterations(self) -> int:
+        """``floor(log_gamma(gt / g0)) + 1``."""
+        ratio = self.final_granularity / self.initial_granularity
+        return math.floor(math.log(ratio) / math.log(self.scale) + _LOG_SLACK) + 1
+
+    @property
+    def proposition_samples(self) -> float:
+        """Proposition 3.1's count ``n * x`` with ``n`` unrounded (the paper's figures)."""
+        return self.exact_samples_per_iteration * self.iterations
+
+    @property
+    def planned_samples(self) -> int:
+        """Samples this implementation draws at most (whole samples per iteration)."""
+        return self.samples_per_iteration * self.iterations
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best point found and what finding it cost."""
+
+    point: Point
+    value: float
+    evaluations: int
+    samples: int
+    iterations: int
+    strategy: Literal["rrs", "exhaustive"]
+
+
+def search(
+    space: SearchSpace,
+    objective: BatchObjective,
+    settings: RRSSettings,
+    rng: np.random.Generator,
+    strategy: Strategy = "auto",
+) -> SearchResult:
+    """Minimise ``objective`` over ``space``: RRS, or exhaustive when that is cheaper
+    (``auto``) or asked for."""
+    if strategy == "exhaustive" or (
+        strategy == "auto" and grid_size(_shape(space)) <= settings.planned_samples
+    ):
+        return exhaustive_search(space, objective)
+    return recursive_random_search(space, objective, settings, rng)
+
+
+def grid_size(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def _shape(space: SearchSpace) -> tuple[int, ...]:
+    return tuple(d.size for d in space.dimensions)
+
+
+def exhaustive_search(space: SearchSpace, objective: BatchObjective) -> SearchResult:
+    """Evaluate every point (in row-major order; the first of equal minima wins)."""
+    points = [tuple(int(i) for i in p) for p in np.ndindex(*_shape(space))]
+    values = np.asarray(objective(points), dtype=float)
+    best = int(np.argmin(values))
+    return SearchResult(
+        points[best], float(values[best]), len(points), len(points), 1, "exhaustive"
+    )
+
+
+def recursive_random_search(
+    space: SearchSpace,
+    objective: BatchObjective,
+    settings: RRSSettings,
+    rng: np.random.Generator,
+) -> SearchResult:
+    """RRS as described in the module docstring; deterministic for a seeded ``rng``."""
+    memo = _Memo(objective)
+    shape = np.asarray(_shape(space), dtype=np.int64)
+    ordered = np.asarray([d.ordered for d in space.dimensions], dtype=bool)
+    best: Point | None = None
+    samples = 0
+    for iteration in range(settings.iterations):
+        low, widths = _region(shape, ordered, best, settings.scale**iteration)
+        points = _sample_region(low, widths, settings.samples_per_iteration, rng)
+        samples += len(points)
+        best = memo.best_of(points, incumbent=best)
+    assert best is not None  # at least one iteration always runs
+    return SearchResult(
+        best, memo.value(best), memo.evaluations, samples, settings.iterations, "rrs"
+    )
+
+
+def _region(
+    shape: np.ndarray, ordered: np.ndarray, centre: Point | None, volume_share: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The box (lowest corner, widths) of ``volume_share`` of the grid around ``centre``.
+
+    Only ordered dimensions shrink, each by the same factor; categorical ones stay
+    whole. The box is shifted to lie inside the grid (RRS's realignment)."""
+    if centre is None:
+        return np.zeros_like(shape), shape.copy()
+    per_dimension = volume_share ** (1.0 / max(1, int(ordered.sum())))
+    shrunk = np.maximum(1, np.ceil(shape * per_dimension - _LOG_SLACK)).astype(np.int64)
+    widths = np.where(ordered, shrunk, shape)
+    low = np.clip(np.asarray(centre) - (widths - 1) // 2, 0, shape - widths)
+    return np.where(ordered, low, 0), widths
+
+
+def _sample_region(
+    low: np.ndarray, widths: np.ndarray, wanted: int, rng: np.random.Generator
+) -> list[Point]:
+    """``wanted`` distinct uniform points of the box, or all of it if it is smaller."""
+    size = grid_size([int(w) for w in widths])
+    flat = np.arange(size) if size <= wanted else rng.choice(size, wanted, replace=False)
+    offsets = np.stack(np.unravel_index(flat, tuple(int(w) for w in widths)), axis=1)
+    return [tuple(int(v) for v in row) for row in offsets + low]
+
+
+class _Memo:
+    """Evaluates each distinct point once, in batches."""
+
+    def __init__(self, objective: BatchObjective) -> None:
+        self._objective = objective
+        self._values: dict[Point, float] = {}
+
+    @property
+    def evaluations(self) -> int:
+        return len(self._values)
+
+    def value(self, point: Point) -> float:
+        return self._values[point]
+
+    def best_of(self, points: Iterable[Point], incumbent: Point | None) -> Point:
+        """The best of ``points`` and ``incumbent`` (the incumbent wins ties)."""
+        candidates = list(points)
+        self._evaluate_new(candidates)
+        best = incumbent if incumbent is not None else candidates[0]
+        for point in candidates:
+            if self._values[point] < self._values[best]:
+                best = point
+        return best
+
+    def _evaluate_new(self, points: list[Point]) -> None:
+        new = list(dict.fromkeys(p for p in points if p not in self._values))
+        if new:
+            values = self._objective(new)
+            self._values.update(zip(new, (float(v) for v in values), strict=True))
