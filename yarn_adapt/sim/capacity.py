@@ -24,6 +24,10 @@ the docstrings say so.
 * ``state=STOPPED`` (on the leaf or an ancestor) refuses new apps; running ones
   finish. ``maximum-applications`` (per queue, or 10000 x absolute capacity) refuses
   apps beyond it.
+* A node heartbeat grants up to ``per-node-heartbeat.maximum-container-assignments``
+  (100; -1 unlimited) containers while ``multiple-assignments-enabled`` (true),
+  and at most ``maximum-offswitch-assignments`` (1) when requests are ANY-only
+  (``SimulationOptions.off_switch_requests``); CapacityScheduler.canAllocateMore.
 * Resource comparisons follow the configured resource calculator: the default
   (DefaultResourceCalculator) looks at memory only, also when fitting a container on
   a node; DominantResourceCalculator compares dominant shares.

@@ -37,6 +37,7 @@ import random
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Sequence
+from types import MappingProxyType
 
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.apps import TaskType
@@ -392,8 +393,10 @@ class Engine:
 
     def _stages(self, job: JobSpec) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
         maps, reduces = split_stages(job.tasks)
-        for group in (*maps, *reduces):
-            group.memory, group.vcores = self._normalise(group.memory, group.vcores)
+        normalise = self._normalise
+        for stage in (maps, reduces):
+            for group in stage:
+                group.memory, group.vcores = normalise(group.memory, group.vcores)
         return maps, reduces
 
     def _begin_tasks(self, app: SimApp) -> None:
@@ -877,7 +880,7 @@ class Engine:
         )
         return SimulationResult(
             jobs=tuple(_job_result(app) for app in self.apps),
-            queue_usage=queues,
+            queue_usage=MappingProxyType(queues),
             cluster_usage=cluster,
             utilisation=utilisation,
             end_s=self.now,

@@ -40,18 +40,20 @@ class TaskGroup:
 def group_tasks(tasks: Sequence[TaskSpec]) -> deque[TaskGroup]:
     """Consecutive identical tasks merged into one group, order kept."""
     groups: deque[TaskGroup] = deque()
+    last: TaskGroup | None = None
     for task in tasks:
         res = task.resources
-        last = groups[-1] if groups else None
+        duration = task.duration_s
         if (
             last is not None
-            and last.duration == task.duration_s
+            and last.duration == duration
             and last.memory == res.memory_mb
             and last.vcores == res.vcores
         ):
             last.count += 1
         else:
-            groups.append(TaskGroup(1, task.duration_s, res.memory_mb, res.vcores))
+            last = TaskGroup(1, duration, res.memory_mb, res.vcores)
+            groups.append(last)
     return groups
 
 
@@ -281,9 +283,11 @@ class SimApp:
 
 def split_stages(tasks: Sequence[TaskSpec]) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
     """The map groups and the reduce groups of ``tasks``."""
-    maps = [t for t in tasks if t.kind is TaskType.MAP]
-    reduces = [t for t in tasks if t.kind is not TaskType.MAP]
-    return group_tasks(maps), group_tasks(reduces)
+    map_kind = TaskType.MAP
+    maps = [t for t in tasks if t.kind is map_kind]
+    if len(maps) == len(tasks):
+        return group_tasks(maps), deque()
+    return group_tasks(maps), group_tasks([t for t in tasks if t.kind is not map_kind])
 
 
 class Batch:
