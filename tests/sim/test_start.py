@@ -78,3 +78,17 @@ def test_finished_running_containers_end_at_the_start() -> None:
     start = SimulationStart(100.0, (in_progress((), (MAP,), started=10.0),))
     result = simulate(Workload(()), CONFIG, cluster(1, 4), OPTIONS, start=start)
     assert result.job("old").finish_s == 100.0
+
+
+def test_observed_waiting_job_keeps_its_fifo_place() -> None:
+    # the snapshot's waiting job was submitted before the new one: FIFO serves it first
+    waiting = JobInProgress(JobSpec("earlier", 50.0, "a", (MAP,)))
+    later = workload(job("later", "a", submit=100.0, duration=10))
+    options = SimulationOptions(am_containers=False)
+    result = simulate(
+        later, CONFIG, cluster(1, 1), options, start=SimulationStart(100.0, (waiting,))
+    )
+    earlier_start, later_start = result.job("earlier").start_s, result.job("later").start_s
+    assert earlier_start is not None and later_start is not None
+    assert earlier_start < later_start
+    assert [j.id for j in result.jobs] == ["earlier", "later"]

@@ -142,10 +142,15 @@ class Engine:
         self._marks = PreemptionMarks(options.preemption.max_wait_before_kill_s)
         self.preempted = 0
         self.allocations: list[Allocation] = []
-        self._add_jobs(workload.jobs)
+        # Apps are numbered in submission order, as YARN numbers applications
+        # (the Capacity Scheduler's FIFO orders by that number).
+        progress = sorted(start.jobs, key=lambda p: p.job.submit_s) if start else []
+        adopted = [self._new_app(p.job) for p in progress]
+        for job in sorted(workload.jobs, key=lambda j: j.submit_s):
+            self._push(max(job.submit_s, self.now), _SUBMIT, self._new_app(job).index)
         model.resize(self.total_mem, self.total_vc)
-        if start is not None:
-            self._adopt(start)
+        for app, observed in zip(adopted, progress, strict=True):
+            self._adopt(app, observed)
         self._schedule_background()
 
     # ------------------------------------------------------------------ setup
@@ -207,11 +212,6 @@ class Engine:
         self.sample_times: list[float] = []
         self.sample_used: list[tuple[list[int], list[int], int, int]] = []
 
-    def _add_jobs(self, jobs: Sequence[JobSpec]) -> None:
-        for job in jobs:
-            app = self._new_app(job)
-            self._push(max(job.submit_s, self.now), _SUBMIT, app.index)
-
     def _new_app(self, job: JobSpec) -> SimApp:
         app = SimApp(len(self.apps), job, self.model.find_leaf(job.queue))
         if self.options.am_containers:
@@ -249,15 +249,10 @@ class Engine:
 
     # ------------------------------------------------------------------ snapshot start
 
-    def _adopt(self, start: SimulationStart) -> None:
-        for progress in start.jobs:
-            if progress.am_started_s is None:
-                self._push(self.now, _SUBMIT, self._new_app(progress.job).index)
-            else:
-                self._adopt_job(progress)
-
-    def _adopt_job(self, progress: JobInProgress) -> None:
-        app = self._new_app(progress.job)
+    def _adopt(self, app: SimApp, progress: JobInProgress) -> None:
+        if progress.am_started_s is None:
+            self._push(self.now, _SUBMIT, app.index)
+            return
         if app.leaf is None:
             self._reject(app, f"unknown or non-leaf queue {progress.job.queue!r}")
             return

@@ -79,6 +79,8 @@ class Utilisation:
 
 @dataclass(frozen=True, eq=False)
 class SimulationResult:
+    """``jobs`` in submission order (jobs of a snapshot start first)."""
+
     jobs: tuple[JobResult, ...]
     queue_usage: Mapping[str, UsageSeries]
     cluster_usage: UsageSeries
