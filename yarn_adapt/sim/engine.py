@@ -374,12 +374,14 @@ class Engine:
     def _oversized(self, app: SimApp) -> str:
         """Why no node could ever hold one of the app's containers, or "" (YARN
         refuses requests above the maximum allocation)."""
-        shapes = {(app.am_mem, app.am_vc)} | {
-            self._normalise(t.resources.memory_mb, t.resources.vcores) for t in app.job.tasks
-        }
-        for memory, vcores in shapes:
+        tasks = app.job.tasks
+        widest = self._normalise(
+            max((t.resources.memory_mb for t in tasks), default=0),
+            max((t.resources.vcores for t in tasks), default=0),
+        )
+        for memory, vcores in ((app.am_mem, app.am_vc), widest if tasks else (0, 0)):
             if memory > self.largest_mem or (vcores > self.largest_vc and not self.memory_only):
-                return f"a container of {memory} MiB, {vcores} vcores fits no node"
+                return f"a container of {memory} MiB or {vcores} vcores fits no node"
         return ""
 
     def _reject(self, app: SimApp, reason: str) -> None:
