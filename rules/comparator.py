@@ -1,0 +1,75 @@
+"""The comparator: L(R·c_i, J_i, C_i, S_i) for many candidate configurations of one
+group (AdaptiveConfig §3.3.1-3.3.2).
+
+:class:`Comparator` holds what does not change between candidates -- the job mix,
+the resources, the constraints, the rule book -- and answers
+:meth:`Comparator.latency` for each :class:`~rules.inputs.GroupConfig`. The rules
+compile a mechanism per categorical signature (cached); the numeric engine runs
+Algorithm 1 with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rules.compiler import MechanismCompiler, signature
+from rules.engine import Estimate, evaluate
+from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
+from rules.mechanism import Mechanism
+from rules.rulebook import DEFAULT_BOOK, RuleBook
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate's place in a comparison."""
+
+    index: int
+    config: GroupConfig
+    estimate: Estimate
+
+
+class Comparator:
+    """Compares candidate configurations of one group on one job mix."""
+
+    def __init__(
+        self,
+        mix: JobMix,
+        resources: GroupResources,
+        constraints: GroupConstraints = NO_CONSTRAINTS,
+        *,
+        book: RuleBook = DEFAULT_BOOK,
+        compiler: MechanismCompiler | None = None,
+    ) -> None:
+        self.mix = mix
+        self.resources = resources
+        self.constraints = constraints
+        self.compiler = compiler or MechanismCompiler(book)
+        self.evaluations = 0
+
+    def mechanism(self, config: GroupConfig) -> Mechanism:
+        """What the rules decide for ``config`` on this mix."""
+        return self.compiler.compile(signature(config, self.mix, self.constraints))
+
+    def estimate(self, config: GroupConfig, resources: GroupResources | None = None) -> Estimate:
+        """Algorithm 1 for ``config`` (on ``resources``, default the comparator's)."""
+        self.evaluations += 1
+        return evaluate(
+            self.mechanism(config),
+            config,
+            self.mix,
+            resources or self.resources,
+            self.constraints,
+        )
+
+    def latency(self, config: GroupConfig, resources: GroupResources | None = None) -> float:
+        """Mean job latency (s) under ``config``: the value the searches minimise."""
+        return self.estimate(config, resources).mean_latency_s
+
+    def rank(self, configs: Iterable[GroupConfig]) -> list[Ranked]:
+        """Candidates from the lowest estimated mean latency up (ties keep input order)."""
+        ranked = [Ranked(i, c, self.estimate(c)) for i, c in enumerate(configs)]
+        return sorted(ranked, key=lambda r: (r.estimate.mean_latency_s, r.index))
+
+    def best(self, configs: Sequence[GroupConfig]) -> Ranked:
+        return self.rank(configs)[0]

@@ -1,0 +1,161 @@
+"""What the comparator L(R·c_i, J_i, C_i, S_i) takes: the group's resources R·c_i
+(:class:`GroupResources`), its jobs J_i (:class:`JobMix`), its configuration C_i
+(:class:`GroupConfig`) and its constraints S_i (:class:`GroupConstraints`).
+
+All frozen data, built once per tuning pass and reused for every candidate
+configuration: only :class:`GroupConfig` changes between evaluations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.model.fair import FairResources
+from yarn_adapt.model.resources import Resources
+
+ONE_UNIT = Resources(1024, 1)
+
+# (count, seconds) of identical tasks; a stage is a run of these, maps then reduces.
+TaskGroupSpec = tuple[int, float]
+StageSpec = tuple[TaskGroupSpec, ...]
+
+
+@dataclass(frozen=True)
+class RunningTasks:
+    """Tasks of a job that hold containers when the mix starts: ``count`` of them end
+    ``remaining_s`` from the mix's start. ``stage`` is 0 (maps) or 1 (reduces)."""
+
+    count: int
+    remaining_s: float
+    stage: int = 0
+
+
+@dataclass(frozen=True)
+class MixJob:
+    """One job as the comparator sees it. ``stages``: the tasks *not yet started*, per
+    stage (maps, then reduces; a stage starts when the previous one has ended), in
+    the order the job runs them. ``task`` is one task's container, ``am`` the
+    ApplicationMaster's. ``am_running``: the AM already holds its container (the job
+    is active); ``running``: containers already busy. ``deadline_s`` feeds EDF;
+    ``allowed_share``: the share of the group's containers on machines the job may
+    use (a placement constraint, §3.2 S^Job), ``None`` for anywhere."""
+
+    id: str
+    queue: str
+    submit_s: float
+    stages: tuple[StageSpec, ...]
+    task: Resources = ONE_UNIT
+    am: Resources = ONE_UNIT
+    priority: int = 0
+    deadline_s: float | None = None
+    allowed_share: float | None = None
+    am_running: bool = False
+    running: tuple[RunningTasks, ...] = ()
+    user: str = "user"
+
+    def __post_init__(self) -> None:
+        for stage in self.stages:
+            for count, seconds in stage:
+                if count < 0 or not math.isfinite(seconds) or seconds < 0:
+                    raise SettingsError(f"job {self.id}: bad task group ({count}, {seconds})")
+
+    @property
+    def task_count(self) -> int:
+        return sum(count for stage in self.stages for count, _ in stage)
+
+    @property
+    def work_s(self) -> float:
+        """Task-seconds left (pending tasks only)."""
+        return sum(count * seconds for stage in self.stages for count, seconds in stage)
+
+
+@dataclass(frozen=True)
+class JobMix:
+    """J_i: the jobs of one group from ``now_s`` on. ``framework`` names how tasks use
+    containers: ``mapreduce`` (a container per task, returned to the scheduler when the
+    task ends) or ``reuse`` (a job keeps a container for its next task, as Algorithm
+    2 assumes; Tez/Spark executors). ``am_containers``: jobs need an AM container."""
+
+    jobs: tuple[MixJob, ...]
+    now_s: float = 0.0
+    framework: str = "mapreduce"
+    am_containers: bool = True
+
+    def queues(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(job.queue for job in self.jobs))
+
+    def for_queues(self, names: Iterable[str]) -> JobMix:
+        wanted = set(names)
+        jobs = tuple(j for j in self.jobs if j.queue in wanted)
+        return JobMix(jobs, self.now_s, self.framework, self.am_containers)
+
+
+@dataclass(frozen=True)
+class GroupResources:
+    """R·c_i: what the group may use, and the scheduler's allocation unit
+    (``yarn.scheduler.minimum-allocation-*``; requests round up to multiples of it)."""
+
+    total: Resources
+    unit: Resources = ONE_UNIT
+
+    @classmethod
+    def of_containers(cls, count: int, container: Resources) -> GroupResources:
+        return cls(Resources(container.memory_mb * count, container.vcores * count), container)
+
+    @property
+    def units(self) -> int:
+        return self.total.memory_mb // self.unit.memory_mb
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """One leaf queue's configured values, as read from the scheduler configuration
+    (no default applied here that YARN would not apply). Capacity: ``capacity`` and
+    ``maximum`` are percents of the group; Fair: ``weight``, ``min_resources`` and
+    ``max_resources``. ``am_share``: maximum-am-resource-percent (Capacity, 0-1) or
+    maxAMShare (Fair, -1 disables); ``user_limit_factor`` and
+    ``minimum_user_limit_percent``: the Capacity Scheduler's user limit."""
+
+    name: str
+    policy: str
+    capacity: float = 0.0
+    maximum: float = 100.0
+    weight: float = 1.0
+    min_resources: FairResources | None = None
+    max_resources: FairResources | None = None
+    am_share: float = 0.1
+    user_limit_factor: float = 1.0
+    minimum_user_limit_percent: float = 100.0
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """C_i: the scheduler kind (``capacity`` or ``fair``), the group's leaf queues, and
+    the parent's policy (Fair: ``fair`` or ``drf`` orders the queues)."""
+
+    scheduler: str
+    queues: tuple[QueueConfig, ...]
+    parent_policy: str = "fair"
+    calculator: str = "default"
+
+    def queue(self, name: str) -> QueueConfig:
+        return next(q for q in self.queues if q.name == name)
+
+
+@dataclass(frozen=True)
+class GroupConstraints:
+    """S_i: per-queue bounds (fractions of the group's resources; §4.2 uses 10 % and
+    90 %) that hold whatever the configuration says."""
+
+    queue_min: Mapping[str, float] = field(default_factory=dict)
+    queue_max: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def bounded(self) -> bool:
+        return bool(self.queue_min or self.queue_max)
+
+
+NO_CONSTRAINTS = GroupConstraints()

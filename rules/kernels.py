@@ -1,0 +1,336 @@
+"""Numeric kernels, looked up by the names the rules emit (:mod:`rules.rulebook`).
+
+A kernel does arithmetic the rules chose; it never chooses. Four registries, one per
+activation group:
+
+* :data:`ALLOCATION` -- how queues are ranked for the next container and what their
+  share/ceiling/floor are (resolved from the configuration by the rule's bindings);
+* :data:`ORDERING` -- how a queue ranks its jobs;
+* :data:`CONSTRAINTS` -- checks: queue bounds, AM containers, placement, user limit,
+  which resource dimensions must fit;
+* :data:`ESTIMATION` -- how a granted container turns into task execution.
+
+A binding names where a number comes from (``capacity``, ``maximum``, ``weight``,
+``min_resources``, ``max_resources``): :data:`VALUE_SOURCES` reads it from a
+:class:`~rules.inputs.QueueConfig`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from rules.inputs import GroupConstraints, QueueConfig
+from rules.mechanism import KernelChoice
+from rules.state import INFINITY, JobState, QueueState
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.model.fair import FairResources
+from yarn_adapt.model.resources import Resources
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The group's resources and allocation unit, as plain numbers."""
+
+    memory: int
+    vcores: int
+    unit_mem: int
+    unit_vc: int
+
+    @classmethod
+    def of(cls, total: Resources, unit: Resources) -> Totals:
+        return cls(total.memory_mb, total.vcores, unit.memory_mb, unit.vcores)
+
+
+Amount = tuple[float, float]
+
+
+def _percent_of(percent: float, totals: Totals) -> Amount:
+    return percent / 100.0 * totals.memory, percent / 100.0 * totals.vcores
+
+
+def _fair_amount(value: FairResources | None, totals: Totals, absent: float) -> Amount:
+    if value is None:
+        return absent, absent
+    resolved = value.resolve(Resources(totals.memory, totals.vcores))
+    return float(resolved.memory_mb), float(resolved.vcores)
+
+
+VALUE_SOURCES: Mapping[str, Callable[[QueueConfig, Totals], Amount]] = {
+    "capacity": lambda q, t: _percent_of(q.capacity, t),
+    "maximum": lambda q, t: _percent_of(q.maximum, t),
+    "min_resources": lambda q, t: _fair_amount(q.min_resources, t, 0.0),
+    "max_resources": lambda q, t: _fair_amount(q.max_resources, t, INFINITY),
+    "group": lambda q, t: (float(t.memory), float(t.vcores)),
+}
+
+
+def value(choice: KernelChoice, key: str, queue: QueueConfig, totals: Totals) -> Amount:
+    source = choice.binding(key)
+    reader = VALUE_SOURCES.get(source)
+    if reader is None:
+        raise SettingsError(f"kernel {choice.kernel}: no value source {source!r} for {key}")
+    return reader(queue, totals)
+
+
+QueueKey = Callable[[QueueState], tuple[float, ...]]
+JobKey = Callable[[JobState], tuple[float, ...]]
+
+
+# --------------------------------------------------------------------------- allocation
+
+
+class Allocation(Protocol):
+    def configure(self, queue: QueueState, config: QueueConfig) -> None: ...
+
+    def key(self, queue: QueueState) -> tuple[float, ...]: ...
+
+
+class GuaranteedShare:
+    """Capacity Scheduler: queues below their floor first, then the least
+    used/guaranteed (queues without a guarantee last), ties to the larger guarantee,
+    then configuration order (PriorityUtilizationQueueOrderingPolicy)."""
+
+    def __init__(self, choice: KernelChoice, totals: Totals) -> None:
+        self.choice = choice
+        self.totals = totals
+
+    def configure(self, queue: QueueState, config: QueueConfig) -> None:
+        queue.share_mem, queue.share_vc = value(self.choice, "share", config, self.totals)
+        ceiling = value(self.choice, "ceiling", config, self.totals)
+        queue.ceiling_mem = max(ceiling[0], queue.share_mem)
+        queue.ceiling_vc = max(ceiling[1], queue.share_vc)
+
+    def key(self, queue: QueueState) -> tuple[float, ...]:
+        needy = (
+            0.0
+            if queue.used_mem < min(queue.floor_mem, queue.used_mem + queue.pending_mem)
+            else 1.0
+        )
+        if queue.share_mem > 0:
+            return (needy, 0.0, queue.used_mem / queue.share_mem, -queue.share_mem, queue.position)
+        return (needy, 1.0, queue.used_mem / self.totals.memory, 0.0, queue.position)
+
+
+class WeightedFair:
+    """Fair Scheduler (FairSharePolicy / DominantResourceFairnessPolicy between
+    queues): queues below ``min(floor, demand)`` first by usage/floor, then by usage
+    per weight (memory, or the dominant share), then name."""
+
+    def __init__(self, choice: KernelChoice, totals: Totals) -> None:
+        self.choice = choice
+        self.totals = totals
+        self.dominant = choice.binding("measure") == "dominant"
+
+    def configure(self, queue: QueueState, config: QueueConfig) -> None:
+        queue.weight = config.weight
+        queue.floor_mem, queue.floor_vc = value(self.choice, "floor", config, self.totals)
+        queue.ceiling_mem, queue.ceiling_vc = value(self.choice, "ceiling", config, self.totals)
+
+    def key(self, queue: QueueState) -> tuple[float, ...]:
+        demand = min(queue.used_mem + queue.pending_mem, queue.ceiling_mem)
+        minimum = min(queue.floor_mem, demand)
+        if queue.used_mem < minimum:
+            return (0.0, queue.used_mem / max(minimum, 1.0), queue.position)
+        used = self._measure(queue) if self.dominant else float(queue.used_mem)
+        ratio = used / queue.weight if queue.weight > 0 else INFINITY
+        return (1.0, ratio, queue.position)
+
+    def _measure(self, queue: QueueState) -> float:
+        return max(queue.used_mem / self.totals.memory, queue.used_vc / max(self.totals.vcores, 1))
+
+
+ALLOCATION: Mapping[str, Callable[[KernelChoice, Totals], Allocation]] = {
+    "guaranteed_share": GuaranteedShare,
+    "weighted_fair": WeightedFair,
+}
+
+
+# --------------------------------------------------------------------------- ordering
+
+
+def _fifo(choice: KernelChoice, totals: Totals) -> JobKey:
+    return lambda j: (-j.priority, j.submit, j.index)
+
+
+def _least_used(choice: KernelChoice, totals: Totals) -> JobKey:
+    if choice.binding("measure") == "dominant":
+        memory, vcores = float(totals.memory), float(max(totals.vcores, 1))
+        return lambda j: (max(j.used_mem / memory, j.used_vc / vcores), j.submit, j.index)
+    return lambda j: (j.used_mem, j.submit, j.index)
+
+
+def _earliest_deadline(choice: KernelChoice, totals: Totals) -> JobKey:
+    return lambda j: (j.deadline, j.submit, j.index)
+
+
+def _least_remaining_time(choice: KernelChoice, totals: Totals) -> JobKey:
+    return lambda j: (j.work_left, j.submit, j.index)
+
+
+ORDERING: Mapping[str, Callable[[KernelChoice, Totals], JobKey]] = {
+    "fifo": _fifo,
+    "least_used": _least_used,
+    "earliest_deadline": _earliest_deadline,
+    "least_remaining_time": _least_remaining_time,
+}
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+class Bounds:
+    """Queue bounds: the configuration's (already set by the allocation kernel) or
+    also S^Queue's fractions of the group."""
+
+    def __init__(self, choice: KernelChoice, totals: Totals, constraints: GroupConstraints) -> None:
+        self.from_constraints = choice.binding("source") == "constraints"
+        self.totals = totals
+        self.constraints = constraints
+
+    def configure(self, queue: QueueState) -> None:
+        if not self.from_constraints:
+            return
+        upper = self.constraints.queue_max.get(queue.name)
+        if upper is not None:
+            queue.ceiling_mem = min(queue.ceiling_mem, upper * self.totals.memory)
+            queue.ceiling_vc = min(queue.ceiling_vc, upper * self.totals.vcores)
+        lower = self.constraints.queue_min.get(queue.name)
+        if lower is not None:
+            queue.floor_mem = max(queue.floor_mem, lower * self.totals.memory)
+            queue.floor_vc = max(queue.floor_vc, lower * self.totals.vcores)
+
+
+class AmPolicy(Protocol):
+    needs_am: bool
+    on_activation: bool
+
+    def allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool: ...
+
+
+class NoAm:
+    needs_am = False
+    on_activation = False
+
+    def __init__(self, choice: KernelChoice, totals: Totals) -> None:
+        pass
+
+    def allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+        return True
+
+
+class AmLimit:
+    """AM containers within a share of a base amount. ``queue_limit`` (Capacity,
+    LeafQueue.activateApplications): checked when a job is activated, against
+    max(guarantee, current limit) x maximum-am-resource-percent rounded up to the
+    unit, a queue with no active job always activating one. ``fair_share`` (Fair,
+    FSLeafQueue.canRunAppAM): checked when the AM is granted, against the queue's
+    instantaneous fair share x maxAMShare (-1 disables; no share: the free
+    resources)."""
+
+    needs_am = True
+
+    def __init__(self, choice: KernelChoice, totals: Totals) -> None:
+        self.totals = totals
+        self.on_activation = choice.binding("base") == "queue_limit"
+        self.at_least_one = choice.binding("at_least_one") == "yes"
+
+    def allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+        if self.on_activation:
+            return self._activation_allows(queue, job, cluster_used)
+        return self._grant_allows(queue, job, cluster_used)
+
+    def _activation_allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+        if self.at_least_one and queue.am_used_mem <= 0:
+            return True
+        step = self.totals.unit_mem
+        current = min(queue.ceiling_mem, self.totals.memory - cluster_used + queue.used_mem)
+        base = max(_round_up(queue.share_mem, step), current)
+        limit = _round_up(base * queue.am_fraction, step)
+        return queue.am_used_mem + job.am_mem <= limit
+
+    def _grant_allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+        if abs(queue.am_fraction + 1.0) < 1e-4:
+            return True
+        base = queue.fair_mem or min(self.totals.memory - cluster_used, queue.ceiling_mem)
+        return queue.am_used_mem + job.am_mem <= math.ceil(base * queue.am_fraction)
+
+
+def _round_up(amount: float, step: int) -> float:
+    return math.ceil(amount / step - 1e-9) * step
+
+
+class UserCheck(Protocol):
+    def allows(self, queue: QueueState, job: JobState) -> bool: ...
+
+
+class NoUserLimit:
+    def __init__(self, choice: KernelChoice, totals: Totals) -> None:
+        pass
+
+    def allows(self, queue: QueueState, job: JobState) -> bool:
+        return True
+
+
+class UserLimit:
+    """UsersManager.computeUserLimit on memory (user weights 1): a user may be granted
+    while not over ``min(max(even split of active users' use, current capacity x
+    minimum-user-limit-percent), capacity x user-limit-factor)``, rounded up to the
+    unit; a factor of -1 lets the queue's ceiling cap it."""
+
+    def __init__(self, choice: KernelChoice, totals: Totals) -> None:
+        self.step = totals.unit_mem
+
+    def allows(self, queue: QueueState, job: JobState) -> bool:
+        used = queue.users.get(job.user)
+        return used is None or used[0] <= self._limit(queue)
+
+    def _limit(self, queue: QueueState) -> float:
+        step = self.step
+        capacity = max(_round_up(queue.share_mem, step), step)
+        current = capacity if queue.used_mem < capacity else queue.used_mem + step
+        active = [u for u in queue.users.values() if u[1] > 0]
+        count = max(1, len(active))
+        even = math.ceil((sum(u[0] for u in active) + step) / count)
+        minimum = math.ceil(current * queue.user_minimum / 100.0)
+        factor = queue.user_factor
+        cap = queue.ceiling_mem if factor < 0 else math.floor(capacity * factor)
+        return _round_up(min(max(even, minimum), cap), step)
+
+
+def _placement_cap(choice: KernelChoice, totals: Totals) -> Callable[[JobState], float]:
+    if choice.kernel == "allowed_machines":
+        return lambda j: (
+            INFINITY if j.spec.allowed_share is None else j.spec.allowed_share * totals.memory
+        )
+    return lambda j: INFINITY
+
+
+CONSTRAINTS: Mapping[str, Callable[..., object]] = {
+    "queue_bounds": Bounds,
+    "no_am": NoAm,
+    "am_limit": AmLimit,
+    "no_user_limit": NoUserLimit,
+    "user_limit": UserLimit,
+    "any_machine": _placement_cap,
+    "allowed_machines": _placement_cap,
+    "fit": lambda choice, totals: choice.binding("dimensions") != "memory",
+}
+
+
+# --------------------------------------------------------------------------- estimation
+
+# Whether a container stays with its job for the job's next pending task.
+ESTIMATION: Mapping[str, bool] = {
+    "per_task_containers": False,
+    "container_reuse": True,
+}
+
+
+def lookup(registry: Mapping[str, object], choice: KernelChoice) -> object:
+    found = registry.get(choice.kernel)
+    if found is None:
+        raise SettingsError(f"no numeric kernel {choice.kernel!r} (chosen by rule {choice.rule})")
+    return found

@@ -1,0 +1,68 @@
+"""Job mixes from the workload model: what the comparator sees of a set of jobs.
+
+:func:`mix_from_workload` turns :class:`~yarn_adapt.model.workload.JobSpec` s into
+:class:`~rules.inputs.MixJob` s, with task durations either as given (ground truth, a
+replay) or as the task-time model estimates them -- the comparator in the tuner
+only ever sees estimates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rules.inputs import JobMix, MixJob, StageSpec
+from yarn_adapt.model.apps import TaskType
+from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
+from yarn_adapt.workload.taskmodel import TaskTimeModel
+
+STAGE_ORDER = (TaskType.MAP, TaskType.REDUCE)
+
+
+def runs(durations: Iterable[float]) -> StageSpec:
+    """Consecutive equal durations merged into (count, seconds) runs, order kept."""
+    merged: list[list[float]] = []
+    for seconds in durations:
+        if merged and merged[-1][1] == seconds:
+            merged[-1][0] += 1
+        else:
+            merged.append([1, seconds])
+    return tuple((int(count), float(seconds)) for count, seconds in merged)
+
+
+def stages_of(tasks: Sequence[TaskSpec], seconds: Sequence[float]) -> tuple[StageSpec, ...]:
+    """Maps then reduces, each as runs of ``seconds`` (one per task, task order)."""
+    return tuple(
+        runs(s for t, s in zip(tasks, seconds, strict=True) if t.kind is kind)
+        for kind in STAGE_ORDER
+    )
+
+
+def mix_job(job: JobSpec, model: TaskTimeModel | None = None) -> MixJob:
+    """The comparator's view of ``job``: real durations, or ``model``'s estimates."""
+    seconds = [t.duration_s for t in job.tasks] if model is None else list(model.estimate_job(job))
+    task = job.tasks[0].resources if job.tasks else job.am_resources
+    return MixJob(
+        id=job.id,
+        queue=job.queue.rsplit(".", 1)[-1],
+        submit_s=job.submit_s,
+        stages=stages_of(job.tasks, seconds),
+        task=max((t.resources for t in job.tasks), default=task),
+        am=job.am_resources,
+        priority=job.features.priority,
+        user=job.user,
+    )
+
+
+def mix_from_workload(
+    workload: Workload,
+    model: TaskTimeModel | None = None,
+    *,
+    am_containers: bool = True,
+    framework: str = "mapreduce",
+    now_s: float = 0.0,
+) -> JobMix:
+    """All jobs of ``workload`` as one mix (``model``: estimated durations)."""
+    if model is not None:
+        model.prime(workload)
+    jobs = tuple(mix_job(job, model) for job in workload.jobs)
+    return JobMix(jobs, now_s=now_s, framework=framework, am_containers=am_containers)
