@@ -29,6 +29,7 @@ The objective is Eqn. (3): the sum over groups of each group's average job laten
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,7 +55,7 @@ class GroupCurve:
     def __post_init__(self) -> None:
         if not self.levels or len(self.levels) != len(self.latencies):
             raise ValueError(f"group {self.name!r}: levels and latencies must pair up")
-        if any(b <= a for a, b in zip(self.levels, self.levels[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(self.levels)):
             raise ValueError(f"group {self.name!r}: levels must strictly increase")
         if self.levels[0] < 0:
             raise ValueError(f"group {self.name!r}: negative lower bound {self.levels[0]}")

@@ -1,0 +1,153 @@
+"""Executors: the ``--executor`` values, and the same tuning round serially, in a
+local process pool and on a real Dask LocalCluster."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.tuning.test_group_optimizer import bowl_problem
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.tuning.executors import (
+    ExecutorSpec,
+    ExecutorSpecError,
+    ExecutorUnavailable,
+    SerialExecutor,
+    map_in_chunks,
+    open_executor,
+    parse_executor_spec,
+)
+from yarn_adapt.tuning.group_optimizer import GroupSearchSettings, TuningRound, tune_round
+from yarn_adapt.tuning.search import RRSSettings
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        (None, ExecutorSpec("process")),
+        ("process", ExecutorSpec("process")),
+        ("process:3", ExecutorSpec("process", workers=3)),
+        ("serial", ExecutorSpec("serial", workers=1)),
+        ("dask://scheduler.example:8786", ExecutorSpec("dask", address="scheduler.example:8786")),
+        ("dask://10.0.0.7:8786/", ExecutorSpec("dask", address="10.0.0.7:8786")),
+        ("dask://[::1]:8786", ExecutorSpec("dask", address="[::1]:8786")),
+    ],
+)
+def test_executor_specs(text: str | None, spec: ExecutorSpec) -> None:
+    assert parse_executor_spec(text) == spec
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "dask://host",
+            "--executor 'dask://host': expected 'serial', 'process', 'process:N' or "
+            "'dask://HOST:PORT'",
+        ),
+        ("dask://host:0", "--executor 'dask://host:0': port 0 is not in 1-65535"),
+        ("dask://host:70000", "--executor 'dask://host:70000': port 70000 is not in 1-65535"),
+        ("process:0", "--executor 'process:0': the worker count must be at least 1"),
+        ("tcp://host:8786", None),
+        ("threads", None),
+    ],
+)
+def test_bad_executor_specs_are_one_line_settings_errors(text: str, message: str | None) -> None:
+    with pytest.raises(ExecutorSpecError) as raised:
+        parse_executor_spec(text)
+    assert isinstance(raised.value, SettingsError)
+    assert "\n" not in str(raised.value)
+    if message is not None:
+        assert str(raised.value) == message
+
+
+def test_serial_executor_hands_back_results_and_errors() -> None:
+    executor = SerialExecutor()
+    assert executor.submit(divmod, 7, 2).result() == (3, 1)
+    with pytest.raises(ZeroDivisionError):
+        executor.submit(divmod, 1, 0).result()
+
+
+def test_chunks_keep_the_order() -> None:
+    with open_executor("process:2") as handle:
+        assert map_in_chunks(handle, abs, list(range(-25, 0))) == list(range(25, 0, -1))
+        assert map_in_chunks(handle, abs, []) == []
+
+
+PROBLEMS = [
+    bowl_problem(f"group-{i}", work=100.0 * (i + 1), lower=1 + i % 3, upper=20 + 7 * i)
+    for i in range(7)
+]
+SETTINGS = GroupSearchSettings(rrs=RRSSettings.for_levels(15), strategy="rrs", seed=9)
+
+
+def same_answers(a: TuningRound, b: TuningRound) -> bool:
+    searched = [o.levels for o in a.outcomes] == [o.levels for o in b.outcomes]
+    return searched and a.allocation == b.allocation
+
+
+@pytest.fixture(scope="module")
+def serial_round() -> TuningRound:
+    with open_executor("serial") as handle:
+        return tune_round(PROBLEMS, 150, SETTINGS, handle)
+
+
+def test_inline_and_serial_agree(serial_round: TuningRound) -> None:
+    assert same_answers(tune_round(PROBLEMS, 150, SETTINGS), serial_round)
+
+
+def test_a_process_pool_gives_the_serial_answer(serial_round: TuningRound) -> None:
+    with open_executor("process:2") as handle:
+        assert handle.workers == 2
+        assert same_answers(tune_round(PROBLEMS, 150, SETTINGS, handle), serial_round)
+
+
+@pytest.fixture(scope="module")
+def dask_address() -> Iterator[str]:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        yield cluster.scheduler_address.removeprefix("tcp://")
+
+
+def test_a_dask_cluster_gives_the_serial_answer(
+    serial_round: TuningRound, dask_address: str
+) -> None:
+    with open_executor(f"dask://{dask_address}") as handle:
+        assert handle.workers == 2
+        assert same_answers(tune_round(PROBLEMS, 150, SETTINGS, handle), serial_round)
+
+
+def test_an_unreachable_scheduler_is_one_clear_line() -> None:
+    pytest.importorskip("distributed")
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with (
+        pytest.raises(ExecutorUnavailable) as raised,
+        open_executor(f"dask://127.0.0.1:{port}", connect_timeout_s=1.0),
+    ):
+        pass
+    assert raised.value.one_line() == (
+        f"--executor dask://127.0.0.1:{port}: no Dask scheduler answered within 1 s"
+    )
+
+
+def test_dask_missing_is_named_with_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # what an absent package looks like
+    with pytest.raises(ExecutorSpecError) as raised, open_executor("dask://127.0.0.1:8786"):
+        pass
+    assert str(raised.value) == (
+        "--executor dask://127.0.0.1:8786: dask is not installed (pip install 'yarn-adapt[dask]')"
+    )
