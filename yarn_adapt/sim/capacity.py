@@ -349,7 +349,7 @@ class CapacityModel(SchedulerModel):
         memory_only = self.memory_only
         over_limit: set[str] = set()
         refused_mem = math.inf
-        entries = self._apps_in_order(leaf)
+        entries = self._apps_in_order(leaf) if leaf.policy == "fair" else leaf.ordered
         for i, (_, app) in enumerate(entries):
             want_mem, want_vc = app.request
             if memory_only:
@@ -464,11 +464,13 @@ class CapacityModel(SchedulerModel):
 
     def _within_user_limit(self, leaf: LeafQueue, user_name: str) -> bool:
         limit = self._user_cap_value
-        if limit is None:
-            limit = self._user_cap_value = self.user_limit(leaf)
         user = leaf.users[user_name]
         if self.memory_only:
+            if limit is None:
+                limit = self._user_cap_value = (self._user_limit_memory(leaf), math.inf)
             return user.used_mem <= limit[0]
+        if limit is None:
+            limit = self._user_cap_value = self.user_limit(leaf)
         return not self._greater(user.used_mem, user.used_vc, *limit)
 
     def user_limit(self, leaf: LeafQueue) -> tuple[float, float]:
