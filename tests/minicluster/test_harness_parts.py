@@ -21,7 +21,7 @@ from yarn_adapt.minicluster.spec import DEFAULT_CAPACITY_XML, DEFAULT_FAIR_XML
 
 def parse_properties(text: str) -> dict[str, str]:
     root = etree.fromstring(text.encode())
-    return {p.findtext("name"): p.findtext("value") for p in root.iter("property")}
+    return {p.findtext("name", ""): p.findtext("value", "") for p in root.iter("property")}
 
 
 def test_site_xml_round_trips_values_that_need_escaping() -> None:

@@ -466,10 +466,11 @@ class MiniCluster:
 
     def reset(self) -> None:
         """Back to the state right after start: no running apps, node sizes, scheduler config."""
-        self.kill_active_apps()
+        # Clients first, so none can submit after the RM was asked what runs.
         for client in self._clients:
             client.kill_group()
         self._clients.clear()
+        self.kill_active_apps()
         self._restore_node_resources()
         self.restore_initial_scheduler_config()
 
