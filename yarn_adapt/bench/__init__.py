@@ -109,4 +109,4 @@ def _load_all() -> None:
         importlib.import_module(module)
 
 
-_BENCH_MODULES: list[str] = []
+_BENCH_MODULES: list[str] = ["yarn_adapt.bench.search_scale"]

@@ -16,6 +16,7 @@ item: a group search is milliseconds, a round trip to a worker is not much less.
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 import re
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 from yarn_adapt.errors import SettingsError
 
@@ -178,14 +179,42 @@ def map_in_chunks(
     fn: Callable[[T], R],
     items: Sequence[T],
     chunks_per_worker: int = 2,
+    weights: Sequence[float] | None = None,
 ) -> list[R]:
-    """``[fn(item) for item in items]`` on the executor, in a few chunks, in order."""
+    """``[fn(item) for item in items]`` on the executor, in a few chunks, in order.
+
+    With ``weights`` (an estimate of each item's cost) the chunks are balanced by
+    longest-processing-time-first: the heaviest item goes to the lightest chunk, and
+    the heaviest chunks are submitted first so no worker is left with a big one at
+    the end."""
     if not items:
         return []
-    size = math.ceil(len(items) / (handle.workers * chunks_per_worker))
-    parts = [items[i : i + size] for i in range(0, len(items), size)]
-    futures = [handle.executor.submit(_apply_all, fn, part) for part in parts]
-    return [result for future in futures for result in future.result()]
+    chunks = min(len(items), handle.workers * chunks_per_worker)
+    if weights is None:
+        size = math.ceil(len(items) / chunks)
+        parts = [list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size)]
+    else:
+        parts = _balanced(weights, chunks)
+    futures = [
+        (part, handle.executor.submit(_apply_all, fn, [items[i] for i in part])) for part in parts
+    ]
+    results: list[R | None] = [None] * len(items)
+    for part, future in futures:
+        for index, result in zip(part, future.result(), strict=True):
+            results[index] = result
+    return cast("list[R]", results)
+
+
+def _balanced(weights: Sequence[float], chunks: int) -> list[list[int]]:
+    """Indices split into ``chunks`` parts of similar total weight, heaviest first."""
+    loads = [(0.0, c) for c in range(chunks)]
+    parts: list[list[int]] = [[] for _ in range(chunks)]
+    for index in sorted(range(len(weights)), key=lambda i: -weights[i]):
+        load, chunk = heapq.heappop(loads)
+        parts[chunk].append(index)
+        heapq.heappush(loads, (load + weights[index], chunk))
+    totals = {chunk: load for load, chunk in loads}
+    return [parts[c] for c in sorted(totals, key=lambda c: -totals[c]) if parts[c]]
 
 
 def _apply_all(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

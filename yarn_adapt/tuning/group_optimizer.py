@@ -25,13 +25,24 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol
 
 import numpy as np
 
+from rules.comparator import Comparator
+from rules.compiler import MechanismCompiler
+from rules.inputs import (
+    NO_CONSTRAINTS,
+    GroupConfig,
+    GroupConstraints,
+    GroupResources,
+    JobMix,
+    QueueConfig,
+)
+from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.tuning.cluster_dp import ClusterAllocation, GroupCurve, best_cluster_allocation
 from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
@@ -43,8 +54,12 @@ from yarn_adapt.tuning.search import (
     Strategy,
     search,
 )
+from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, Scheduler
 
 DEFAULT_MAX_LEVELS = 8
+
+LevelKey = Callable[[int, Point], Hashable]
+"""``key(containers, point)``: points with equal keys score alike at that level."""
 
 
 @dataclass(frozen=True)
@@ -94,15 +109,93 @@ class GroupObjective(Protocol):
     def __call__(self, containers: int, points: Sequence[Point]) -> Sequence[float]: ...
 
 
+def candidate_config(base: GroupConfig, setting: GroupSetting) -> GroupConfig:
+    """``base`` (the group's C_i as configured) with what the space tunes replaced:
+    each queue's share (Capacity percent of the group, or Fair weight), maximum and
+    policy. Everything the space does not tune (AM share, user limits, min/max
+    resources, the parent's policy) stays as configured."""
+    configured = {queue.name: queue for queue in base.queues}
+    queues = tuple(
+        _tuned_queue(
+            configured.get(q.name, QueueConfig(q.name, q.policy)),
+            q.share,
+            q.maximum,
+            q.policy,
+            setting.scheduler,
+        )
+        for q in setting.queues
+    )
+    return GroupConfig(str(setting.scheduler), queues, base.parent_policy, base.calculator)
+
+
+def _tuned_queue(
+    queue: QueueConfig, share: float, maximum: float | None, policy: str, scheduler: Scheduler
+) -> QueueConfig:
+    if scheduler is Scheduler.FAIR:
+        return replace(queue, weight=share, policy=policy)
+    return replace(queue, capacity=share, maximum=max(share, maximum or 100.0), policy=policy)
+
+
+_COMPILERS: dict[str, MechanismCompiler] = {}
+
+
+def _shared_compiler() -> MechanismCompiler:
+    """One rule compiler per process: every group's search reuses the mechanisms the
+    rules already decided for a signature."""
+    return _COMPILERS.setdefault("default", MechanismCompiler())
+
+
+@dataclass(frozen=True)
+class ComparatorObjective:
+    """``L(r, J_i, C, S_i)`` through the rules comparator: a point of ``space`` becomes
+    a configuration (:func:`candidate_config` on ``base``), ``r`` containers of size
+    ``container`` become the group's resources."""
+
+    space: ConfigSpace
+    mix: JobMix
+    base: GroupConfig
+    container: Resources
+    constraints: GroupConstraints = NO_CONSTRAINTS
+
+    def __call__(self, containers: int, points: Sequence[Point]) -> Sequence[float]:
+        comparator = self._comparator(containers)
+        return [comparator.latency(self.config_at(point)) for point in points]
+
+    def config_at(self, point: Point) -> GroupConfig:
+        return candidate_config(self.base, self.space.decode(point))
+
+    def evaluation_key(self, containers: int, point: Point) -> Hashable:
+        """What the comparator's answer for ``point`` depends on: the kernels the rules
+        chose (not which rule chose them) and the configuration's numbers. The rules
+        decide mechanism from the categorical facts -- policy names included -- and
+        the numeric engine sees policies only through the kernels, so two points
+        with equal keys score alike (e.g. Fair's ``drf`` and ``fair`` queues when
+        every container has one shape)."""
+        config = self.config_at(point)
+        mechanism = self._comparator(containers).mechanism(config)
+        choices = (mechanism.allocation, *mechanism.ordering, *mechanism.constraints)
+        kernels = tuple((c.kernel, c.bindings) for c in (*choices, mechanism.estimation))
+        numbers = replace(config, queues=tuple(replace(q, policy="") for q in config.queues))
+        return kernels, numbers
+
+    def _comparator(self, containers: int) -> Comparator:
+        resources = GroupResources.of_containers(containers, self.container)
+        return Comparator(self.mix, resources, self.constraints, compiler=_shared_compiler())
+
+
 @dataclass(frozen=True)
 class GroupProblem:
-    """One group to tune: its space, its comparator, its bounds. Must pickle (it
-    travels to pool and Dask workers)."""
+    """One group to tune: its space, its comparator, its bounds, optionally RRS
+    settings of its own (granularities depend on the space) and a key under which
+    points score alike (``ComparatorObjective.evaluation_key``). Must pickle: it
+    travels to pool and Dask workers."""
 
     name: str
     space: SearchSpace
     objective: GroupObjective
     bounds: ResourceBounds
+    rrs: RRSSettings | None = None
+    key: LevelKey | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +204,7 @@ class GroupSearchSettings:
     strategy: Strategy = "auto"
     max_levels: int = DEFAULT_MAX_LEVELS
     seed: int = 0
+    chunks_per_worker: int = 4
 
 
 @dataclass(frozen=True)
@@ -165,7 +259,9 @@ def optimize_group(problem: GroupProblem, settings: GroupSearchSettings) -> Grou
 def _best_at(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> LevelResult:
     rng = np.random.default_rng([settings.seed, zlib.crc32(problem.name.encode()), containers])
     objective = partial(problem.objective, containers)
-    found: SearchResult = search(problem.space, objective, settings.rrs, rng, settings.strategy)
+    rrs = problem.rrs or settings.rrs
+    key = partial(problem.key, containers) if problem.key is not None else None
+    found: SearchResult = search(problem.space, objective, rrs, rng, settings.strategy, key)
     return LevelResult(
         containers, found.point, found.value, found.evaluations, found.samples, found.strategy
     )
@@ -175,12 +271,14 @@ def optimize_groups(
     problems: Sequence[GroupProblem],
     settings: GroupSearchSettings,
     handle: ExecutorHandle | None = None,
+    costs: Sequence[float] | None = None,
 ) -> list[GroupOutcome]:
-    """Every group's curve, on ``handle``'s executor (inline when ``None``)."""
+    """Every group's curve, on ``handle``'s executor (inline when ``None``); ``costs``
+    (estimates, any unit) balance the work between workers."""
     run = partial(optimize_group, settings=settings)
     if handle is None:
         return [run(problem) for problem in problems]
-    return map_in_chunks(handle, run, problems)
+    return map_in_chunks(handle, run, problems, settings.chunks_per_worker, costs)
 
 
 @dataclass(frozen=True)
@@ -206,10 +304,11 @@ def tune_round(
     total_containers: int,
     settings: GroupSearchSettings,
     handle: ExecutorHandle | None = None,
+    costs: Sequence[float] | None = None,
 ) -> TuningRound:
     """All group searches (in parallel on ``handle``), then Algorithm 3."""
     began = time.perf_counter()
-    outcomes = optimize_groups(problems, settings, handle)
+    outcomes = optimize_groups(problems, settings, handle, costs)
     searched = time.perf_counter()
     allocation = best_cluster_allocation([o.curve() for o in outcomes], total_containers)
     return TuningRound(

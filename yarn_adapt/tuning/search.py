@@ -25,7 +25,9 @@ whole numbers here, so an iteration takes ``ceil(n)`` of them (123; 492 in all) 
 the confidence is never below ``p``. Inside an iteration points are drawn without
 replacement (never less likely to hit the best share than with replacement), and
 every point is evaluated once: repeated points across iterations come from a memo, so
-``evaluations`` (distinct comparator calls) is at most ``samples``.
+``evaluations`` (distinct comparator calls) is at most ``samples``. A caller that
+knows some points must score alike (say, two policies the rules map to the same
+mechanism) passes a ``key``; points sharing a key are evaluated once.
 
 When the whole grid is no larger than the samples RRS would draw, enumerating it is
 cheaper and exact: ``strategy="auto"`` then searches exhaustively.
@@ -34,7 +36,7 @@ cheaper and exact: ``strategy="auto"`` then searches exhaustively.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -44,6 +46,7 @@ from yarn_adapt.tuning.space import Dimension
 
 Point = tuple[int, ...]
 BatchObjective = Callable[[Sequence[Point]], Sequence[float]]
+PointKey = Callable[[Point], Hashable]
 Strategy = Literal["auto", "rrs", "exhaustive"]
 
 _LOG_SLACK = 1e-9  # log_gamma(0.1) is 3.3219..., but log_0.5(1/8) must count as 3
@@ -143,14 +146,16 @@ def search(
     settings: RRSSettings,
     rng: np.random.Generator,
     strategy: Strategy = "auto",
+    key: PointKey | None = None,
 ) -> SearchResult:
     """Minimise ``objective`` over ``space``: RRS, or exhaustive when that is cheaper
-    (``auto``) or asked for."""
+    (``auto``) or asked for. Points with the same ``key`` are known to score the same
+    and are evaluated once."""
     if strategy == "exhaustive" or (
         strategy == "auto" and grid_size(_shape(space)) <= settings.planned_samples
     ):
-        return exhaustive_search(space, objective)
-    return recursive_random_search(space, objective, settings, rng)
+        return exhaustive_search(space, objective, key)
+    return recursive_random_search(space, objective, settings, rng, key)
 
 
 def grid_size(shape: Sequence[int]) -> int:
@@ -161,14 +166,14 @@ def _shape(space: SearchSpace) -> tuple[int, ...]:
     return tuple(d.size for d in space.dimensions)
 
 
-def exhaustive_search(space: SearchSpace, objective: BatchObjective) -> SearchResult:
+def exhaustive_search(
+    space: SearchSpace, objective: BatchObjective, key: PointKey | None = None
+) -> SearchResult:
     """Evaluate every point (in row-major order; the first of equal minima wins)."""
+    memo = _Memo(objective, key)
     points = [tuple(int(i) for i in p) for p in np.ndindex(*_shape(space))]
-    values = np.asarray(objective(points), dtype=float)
-    best = int(np.argmin(values))
-    return SearchResult(
-        points[best], float(values[best]), len(points), len(points), 1, "exhaustive"
-    )
+    best = memo.best_of(points, incumbent=None)
+    return SearchResult(best, memo.value(best), memo.evaluations, len(points), 1, "exhaustive")
 
 
 def recursive_random_search(
@@ -176,9 +181,10 @@ def recursive_random_search(
     objective: BatchObjective,
     settings: RRSSettings,
     rng: np.random.Generator,
+    key: PointKey | None = None,
 ) -> SearchResult:
     """RRS as described in the module docstring; deterministic for a seeded ``rng``."""
-    memo = _Memo(objective)
+    memo = _Memo(objective, key)
     shape = np.asarray(_shape(space), dtype=np.int64)
     ordered = np.asarray([d.ordered for d in space.dimensions], dtype=bool)
     best: Point | None = None
@@ -221,31 +227,43 @@ def _sample_region(
 
 
 class _Memo:
-    """Evaluates each distinct point once, in batches."""
+    """Evaluates each distinct point -- each distinct key -- once, in batches."""
 
-    def __init__(self, objective: BatchObjective) -> None:
+    def __init__(self, objective: BatchObjective, key: PointKey | None) -> None:
         self._objective = objective
-        self._values: dict[Point, float] = {}
+        self._key: PointKey = key if key is not None else _itself
+        self._values: dict[Hashable, float] = {}
+        self._keys: dict[Point, Hashable] = {}
 
     @property
     def evaluations(self) -> int:
         return len(self._values)
 
     def value(self, point: Point) -> float:
-        return self._values[point]
+        return self._values[self._keys[point]]
 
     def best_of(self, points: Iterable[Point], incumbent: Point | None) -> Point:
-        """The best of ``points`` and ``incumbent`` (the incumbent wins ties)."""
+        """The best of ``points`` and ``incumbent`` (the earlier point wins ties)."""
         candidates = list(points)
         self._evaluate_new(candidates)
         best = incumbent if incumbent is not None else candidates[0]
         for point in candidates:
-            if self._values[point] < self._values[best]:
+            if self.value(point) < self.value(best):
                 best = point
         return best
 
     def _evaluate_new(self, points: list[Point]) -> None:
-        new = list(dict.fromkeys(p for p in points if p not in self._values))
-        if new:
-            values = self._objective(new)
-            self._values.update(zip(new, (float(v) for v in values), strict=True))
+        fresh: dict[Hashable, Point] = {}
+        for point in points:
+            key = self._keys.get(point)
+            if key is None:
+                key = self._keys[point] = self._key(point)
+            if key not in self._values:
+                fresh.setdefault(key, point)
+        if fresh:
+            values = self._objective(list(fresh.values()))
+            self._values.update(zip(fresh, (float(v) for v in values), strict=True))
+
+
+def _itself(point: Point) -> Hashable:
+    return point
