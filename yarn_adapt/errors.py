@@ -76,7 +76,7 @@ class ValidationIssue:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.queue}.{self.prop}" if self.prop else self.queue
+        where = ".".join(part for part in (self.queue, self.prop) if part) or "configuration"
         return f"{where}: {self.message}"
 
 

@@ -197,6 +197,9 @@ def test_job_history_info_jobs_and_job():
     )  # fmt: skip
     assert summary.avg_map_time_ms is None  # not in the summary
     assert job.avg_map_time_ms is not None and job.avg_map_time_ms >= 500
+    # the reduce attempt's time is shuffle + merge + reduce (each reported apart)
+    reduce_phases = (job.avg_shuffle_time_ms, job.avg_merge_time_ms, job.avg_reduce_time_ms)
+    assert None not in reduce_phases and reduce_phases[0] > reduce_phases[2]
     assert job.latency_ms is not None and job.latency_ms > 0
     assert job.application_id.startswith("application_")
 

@@ -449,7 +449,8 @@ def _fair_queue(queue: Fields) -> QueueStatus:
     pending = queue.count("numPendingApps")
     return QueueStatus(
         path=queue.text("queueName"),
-        scheduling_policy=queue.opt_text("schedulingPolicy") or None,
+        # FS reports its policies by getName(): "fair", but "FIFO" and "DRF".
+        scheduling_policy=(queue.opt_text("schedulingPolicy") or "").lower() or None,
         min_resources=_resources(queue.opt_obj("minResources")),
         max_resources=_resources(queue.opt_obj("maxResources")),
         fair_share=_resources(queue.opt_obj("fairResources")),
@@ -521,6 +522,8 @@ def _job(job: Fields) -> MapReduceJob:
         reduces_completed=job.count("reducesCompleted"),
         avg_map_time_ms=job.time_ms("avgMapTime"),
         avg_reduce_time_ms=job.time_ms("avgReduceTime"),
+        avg_shuffle_time_ms=job.time_ms("avgShuffleTime"),
+        avg_merge_time_ms=job.time_ms("avgMergeTime"),
     )
 
 

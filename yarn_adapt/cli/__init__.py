@@ -1,0 +1,111 @@
+"""The ``yarn-adapt`` command line.
+
+Every command is a thin shell over library functions: it parses options, calls the
+library, prints. Errors from the project's error tree become ``yarn-adapt: <message>``
+on one line with the error class's exit code; a traceback only with ``--debug``.
+Unexpected exceptions are bugs: they keep their traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from yarn_adapt import bench as bench_registry
+from yarn_adapt.errors import YarnAdaptError
+
+log = logging.getLogger("yarn_adapt")
+
+
+class _State:
+    debug = False
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress to stderr.")
+def cli(debug: bool, verbose: bool) -> None:
+    """Workload-adaptive scheduler configuration for Hadoop YARN."""
+    _State.debug = debug
+    level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@cli.command("bench")
+@click.argument("name", required=False)
+@click.option("--quick", is_flag=True, help="A small version that finishes in under a minute.")
+@click.option("--trace", type=click.Path(path_type=Path), help="Another workload file.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Benchmark-specific setting (repeatable).",
+)
+@click.option("--list", "list_only", is_flag=True, help="List the benchmarks.")
+def bench_command(
+    name: str | None,
+    quick: bool,
+    trace: Path | None,
+    seed: int,
+    settings: Sequence[str],
+    list_only: bool,
+) -> None:
+    """Run benchmark NAME; the last line of output is one JSON object of figures."""
+    if list_only or name is None:
+        for item in bench_registry.available():
+            click.echo(f"{item.name:24} {item.summary}")
+        return
+    options = bench_registry.BenchOptions(
+        quick=quick, trace=trace, seed=seed, extra=_parse_settings(settings)
+    )
+    bench_registry.run_and_print(name, options, sys.stdout)
+
+
+def _register_commands() -> None:
+    from yarn_adapt.cli.apply import apply_command, recover_command
+    from yarn_adapt.cli.config import config_group
+    from yarn_adapt.cli.observe import observe_command
+
+    for command in (observe_command, config_group, apply_command, recover_command):
+        cli.add_command(command)
+
+
+_register_commands()
+
+
+def _parse_settings(settings: Sequence[str]) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--set")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point: run the CLI, turning project errors into one line."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except YarnAdaptError as exc:
+        if _State.debug:
+            raise
+        click.echo(f"yarn-adapt: {exc.one_line()}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("yarn-adapt: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""``yarn-adapt apply FILE``: make the RM run a scheduler configuration, safely."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import click
+
+from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
+from yarn_adapt.yarn.apply import (
+    DEFAULT_REFRESH_COMMAND,
+    Applier,
+    ApplySettings,
+    ApplyStep,
+    DryRun,
+    FileApplier,
+    MutationApplier,
+    PollSettings,
+    RefreshCommand,
+    WaitForReload,
+    unfinished,
+)
+from yarn_adapt.yarn.confxml import load_scheduler_config, raise_if_invalid
+from yarn_adapt.yarn.site import hadoop_conf_dir, read_properties
+
+
+def default_state_dir() -> Path:
+    configured = os.environ.get("YARN_ADAPT_STATE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "yarn-adapt"
+
+
+@click.command("apply")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@yarn_options
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--via",
+    type=click.Choice(["file", "mutation"]),
+    default="file",
+    show_default=True,
+    help="Capacity Scheduler: rewrite the file + refresh, or the scheduler-conf API.",
+)
+@click.option(
+    "--target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The scheduler file the RM reads. Default: from $HADOOP_CONF_DIR.",
+)
+@click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_state_dir,
+    help="Lock, backups and journal.  [default: ~/.local/state/yarn-adapt]",
+)
+@click.option(
+    "--verify-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the RM.",
+)
+def apply_command(
+    file: Path,
+    dry_run: bool,
+    via: str,
+    target: Path | None,
+    refresh_command: str,
+    state_dir: Path,
+    verify_timeout: float,
+    **connection: object,
+) -> None:
+    """Apply FILE (capacity-scheduler.xml or fair-scheduler.xml) to the running RM:
+    validate, back up, write atomically, refresh, confirm, roll back on failure."""
+    desired = load_scheduler_config(file)
+    raise_if_invalid(desired, source=str(file))
+    endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
+    applier = _applier(desired, via, target, refresh_command, settings, endpoints)
+    if dry_run:
+        click.echo(DryRun(applier).apply(desired).plan.render())
+        return
+    outcome = applier.apply(desired)
+    click.echo(outcome.summary())
+
+
+@click.command("recover")
+@yarn_options
+@click.option("--target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
+@click.option(
+    "--state-dir", type=click.Path(file_okay=False, path_type=Path), default=default_state_dir
+)
+def recover_command(
+    target: Path | None, refresh_command: str, state_dir: Path, **connection: object
+) -> None:
+    """Finish or roll back applies a crash interrupted (from the journal)."""
+    endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    settings = ApplySettings(state_dir=state_dir)
+    pending = unfinished(settings.default_journal())
+    if not pending:
+        click.echo("no interrupted applies")
+        return
+    with endpoints.rm_client() as rm:
+        for entry in pending:
+            if entry.applier.startswith("file+"):
+                activation = _activation_for(Path(entry.target), refresh_command)
+                step: ApplyStep = FileApplier(Path(entry.target), rm, activation, settings).recover(
+                    entry
+                )
+            else:
+                step = MutationApplier(rm, settings).recover(entry)
+            click.echo(f"{entry.apply_id}: {entry.target}: {step}")
+
+
+def _applier(
+    desired: SchedulerConfig,
+    via: str,
+    target: Path | None,
+    refresh_command: str,
+    settings: ApplySettings,
+    endpoints: YarnEndpoints,
+) -> Applier[SchedulerConfig]:
+    rm = endpoints.rm_client()
+    if isinstance(desired, CapacitySchedulerConfig) and via == "mutation":
+        return MutationApplier(rm, settings)  # type: ignore[return-value]
+    path = target or _default_target(desired)
+    return FileApplier(path, rm, _activation_for_config(desired, refresh_command), settings)
+
+
+def _activation_for_config(
+    desired: SchedulerConfig, refresh_command: str
+) -> RefreshCommand | WaitForReload:
+    if isinstance(desired, CapacitySchedulerConfig):
+        return RefreshCommand(tuple(shlex.split(refresh_command)))
+    return WaitForReload()
+
+
+def _activation_for(path: Path, refresh_command: str) -> RefreshCommand | WaitForReload:
+    desired = load_scheduler_config(path)
+    return _activation_for_config(desired, refresh_command)
+
+
+def _default_target(desired: SchedulerConfig) -> Path:
+    conf_dir = hadoop_conf_dir()
+    if conf_dir is None:
+        raise SettingsError("no target file: pass --target PATH or set HADOOP_CONF_DIR")
+    if isinstance(desired, CapacitySchedulerConfig):
+        return conf_dir / "capacity-scheduler.xml"
+    site = read_properties(conf_dir / "yarn-site.xml")
+    configured = site.get("yarn.scheduler.fair.allocation.file", "fair-scheduler.xml")
+    path = Path(configured.removeprefix("file://"))
+    return path if path.is_absolute() else conf_dir / path

@@ -1,0 +1,74 @@
+"""The act side toward YARN: appliers that change the cluster and prove the change.
+
+Every applier is idempotent (nothing to do when the target already says it), takes
+the one apply lock, journals each step, verifies what the RM reports, and restores the
+previous state when the RM refuses or does not report the change.
+
+- :class:`FileApplier` with :class:`RefreshCommand` -- capacity-scheduler.xml + refreshQueues
+- :class:`FileApplier` with :class:`WaitForReload` -- fair-scheduler.xml reload
+- :class:`MutationApplier` -- PUT /scheduler-conf (mutable configuration store)
+- :class:`NodeResourceApplier` -- POST /nodes/{id}/resource
+- :class:`DryRun` -- wraps any of them: plans, never acts
+"""
+
+from yarn_adapt.yarn.apply.activation import (
+    DEFAULT_REFRESH_COMMAND,
+    Activation,
+    ActivationFailed,
+    RefreshCommand,
+    WaitForReload,
+)
+from yarn_adapt.yarn.apply.base import (
+    Applier,
+    ApplyOutcome,
+    ApplyPlan,
+    ApplyResult,
+    ApplySettings,
+    DryRun,
+    SchedulerReader,
+    new_apply_id,
+)
+from yarn_adapt.yarn.apply.expectations import mismatches
+from yarn_adapt.yarn.apply.file_applier import FileApplier
+from yarn_adapt.yarn.apply.journal import (
+    ApplyJournal,
+    ApplyStep,
+    JournalEntry,
+    JsonlJournal,
+    MemoryJournal,
+    unfinished,
+)
+from yarn_adapt.yarn.apply.lock import ApplyLock
+from yarn_adapt.yarn.apply.mutation_applier import MutationApplier, config_from_properties
+from yarn_adapt.yarn.apply.node_resource import NodeResourceApplier, NodeResourceTarget
+from yarn_adapt.yarn.apply.polling import PollSettings
+
+__all__ = [
+    "DEFAULT_REFRESH_COMMAND",
+    "Activation",
+    "ActivationFailed",
+    "Applier",
+    "ApplyJournal",
+    "ApplyLock",
+    "ApplyOutcome",
+    "ApplyPlan",
+    "ApplyResult",
+    "ApplySettings",
+    "ApplyStep",
+    "DryRun",
+    "FileApplier",
+    "JournalEntry",
+    "JsonlJournal",
+    "MemoryJournal",
+    "MutationApplier",
+    "NodeResourceApplier",
+    "NodeResourceTarget",
+    "PollSettings",
+    "RefreshCommand",
+    "SchedulerReader",
+    "WaitForReload",
+    "config_from_properties",
+    "mismatches",
+    "new_apply_id",
+    "unfinished",
+]

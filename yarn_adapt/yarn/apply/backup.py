@@ -1,0 +1,51 @@
+"""Timestamped backups of scheduler files, taken before every write."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from pathlib import Path
+
+from yarn_adapt.errors import ConfigFileError
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class BackupStore:
+    """Copies of ``<name>`` kept as ``<dir>/<name>.<UTC timestamp>.<sequence>``; the
+    sequence only grows, so the newest backup is always the last one."""
+
+    def __init__(self, directory: Path, keep: int = 50) -> None:
+        self.directory = directory
+        self.keep = keep
+
+    def save(self, source: Path) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        sequence = 1 + max((_sequence(p) for p in self.backups_of(source.name)), default=0)
+        target = self.directory / f"{source.name}.{stamp}.{sequence:06d}"
+        try:
+            shutil.copy2(source, target)
+            with target.open("rb") as stream:
+                os.fsync(stream.fileno())
+        except OSError as exc:
+            raise ConfigFileError(str(source), f"cannot back up to {target}: {exc}") from exc
+        self._prune(source.name)
+        return target
+
+    def backups_of(self, name: str) -> list[Path]:
+        """Oldest first."""
+        return sorted(self.directory.glob(f"{name}.*"), key=_sequence)
+
+    def _prune(self, name: str) -> None:
+        for old in self.backups_of(name)[: -self.keep]:
+            old.unlink(missing_ok=True)
+
+
+def _sequence(path: Path) -> int:
+    suffix = path.name.rsplit(".", 1)[-1]
+    return int(suffix) if suffix.isdigit() else 0
