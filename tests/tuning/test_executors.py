@@ -12,6 +12,7 @@ import pytest
 from tests.tuning.test_group_optimizer import bowl_problem
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.executors import (
+    ExecutorHandle,
     ExecutorSpec,
     ExecutorSpecError,
     ExecutorUnavailable,
@@ -151,3 +152,26 @@ def test_dask_missing_is_named_with_the_extra_to_install(
     assert str(raised.value) == (
         "--executor dask://127.0.0.1:8786: dask is not installed (pip install 'yarn-adapt[dask]')"
     )
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_weighted_chunks_keep_the_order_and_balance_the_load(workers: int) -> None:
+    weights = [float(w) for w in (50, 1, 1, 1, 30, 2, 2, 20, 5, 5, 5, 1)]
+    handle = ExecutorHandle(RecordingExecutor(), workers, ExecutorSpec("serial"))
+    results = map_in_chunks(handle, float, weights, chunks_per_worker=1, weights=weights)
+    assert results == weights
+    loads = [sum(chunk) for chunk in handle.executor.chunks]  # type: ignore[attr-defined]
+    assert len(loads) == min(workers, len(weights))
+    assert loads == sorted(loads, reverse=True)  # heaviest chunk first
+    assert max(loads) - min(loads) <= max(weights[1:])  # LPT: within one item of even
+
+
+class RecordingExecutor(SerialExecutor):
+    """Runs inline and remembers the chunks it was handed."""
+
+    def __init__(self) -> None:
+        self.chunks: list[list[float]] = []
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.chunks.append(list(args[1]))
+        return super().submit(fn, *args, **kwargs)

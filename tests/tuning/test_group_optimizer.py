@@ -4,18 +4,26 @@ whole tuning round (group searches, then Algorithm 3)."""
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rules.comparator import Comparator
+from rules.inputs import GroupConfig, GroupResources, JobMix, QueueConfig
+from rules.mixes import mix_job
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobSpec, TaskSpec
+from yarn_adapt.sim.bench import typical_container
 from yarn_adapt.tuning.group_optimizer import (
+    ComparatorObjective,
     GroupProblem,
     GroupSearchSettings,
     ResourceBounds,
+    candidate_config,
     candidate_levels,
     optimize_group,
     optimize_groups,
@@ -23,6 +31,8 @@ from yarn_adapt.tuning.group_optimizer import (
     tune_round,
 )
 from yarn_adapt.tuning.search import Grid, Point, RRSSettings
+from yarn_adapt.tuning.space import Scheduler, paper_space
+from yarn_adapt.workload import load_swim
 
 
 @dataclass(frozen=True)
@@ -134,3 +144,84 @@ def test_a_round_gives_the_big_group_more_and_reports_its_parts() -> None:
     assert round_.best_point(1) == (big % 40, big % 3)
     predicted = 20.0 / small + 2000.0 / big
     assert round_.allocation.predicted_total_latency == pytest.approx(predicted)
+
+
+# --------------------------------------------------------------------------- the real comparator
+
+FB_SAMPLE = (
+    Path(__file__).parents[1] / "fixtures/workload/FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+)
+TWO = ("root.q1", "root.q2")
+
+
+def comparator_objective(scheduler: Scheduler, jobs: slice) -> ComparatorObjective:
+    workload = load_swim(FB_SAMPLE, seed=3)
+    chosen = workload.jobs[jobs]
+    mix = JobMix(tuple(mix_job(job) for job in chosen), now_s=chosen[0].submit_s)
+    space = paper_space(scheduler, "root", TWO)
+    base = GroupConfig(str(scheduler), (QueueConfig("q1", "fifo"), QueueConfig("q2", "fifo")))
+    return ComparatorObjective(space, mix, base, typical_container(workload))
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "point", "expected"),
+    [
+        # Capacity: the split's percents; maximum unset means 100 (YARN's default)
+        (
+            Scheduler.CAPACITY,
+            (0,),
+            [("q1", "fifo", 16.67, 100.0, 1.0), ("q2", "fifo", 83.33, 100.0, 1.0)],
+        ),
+        # Fair: the split in twelfths as weights, the policy on every queue
+        (Scheduler.FAIR, (1, 2), [("q1", "drf", 0.0, 100.0, 4.0), ("q2", "drf", 0.0, 100.0, 8.0)]),
+    ],
+)
+def test_a_point_becomes_the_configuration_it_names(
+    scheduler: Scheduler, point: Point, expected: list[tuple[str, str, float, float, float]]
+) -> None:
+    config = comparator_objective(scheduler, slice(0, 4)).config_at(point)
+    got = [(q.name, q.policy, q.capacity, q.maximum, q.weight) for q in config.queues]
+    assert got == expected
+    assert config.scheduler == str(scheduler)
+
+
+def test_what_the_space_does_not_tune_stays_as_configured() -> None:
+    base = GroupConfig(
+        "capacity",
+        (QueueConfig("q1", "fifo", am_share=0.3, user_limit_factor=2.0), QueueConfig("q2", "fair")),
+        calculator="dominant",
+    )
+    setting = paper_space(Scheduler.CAPACITY, "root", TWO).decode((2,))
+    config = candidate_config(base, setting)
+    assert (config.queues[0].am_share, config.queues[0].user_limit_factor) == (0.3, 2.0)
+    assert config.calculator == "dominant"
+    assert [q.capacity for q in config.queues] == [50.0, 50.0]
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "containers"), [(Scheduler.CAPACITY, 4), (Scheduler.FAIR, 12)]
+)
+def test_the_objective_is_the_comparators_latency(scheduler: Scheduler, containers: int) -> None:
+    objective = comparator_objective(scheduler, slice(32, 38))
+    points = list(objective.space.points())
+    got = objective(containers, points)
+    resources = GroupResources.of_containers(containers, objective.container)
+    comparator = Comparator(objective.mix, resources)
+    assert got == [comparator.latency(objective.config_at(p)) for p in points]
+    assert len(set(got)) > 1  # the configurations really differ on this mix
+
+
+def test_points_with_equal_keys_score_alike() -> None:
+    objective = comparator_objective(Scheduler.FAIR, slice(30, 38))
+    points = list(objective.space.points())
+    for containers in (4, 8, 12, 30):
+        scores: dict[object, set[float]] = {}
+        for point, value in zip(points, objective(containers, points), strict=True):
+            scores.setdefault(objective.evaluation_key(containers, point), set()).add(value)
+        assert all(len(values) == 1 for values in scores.values())
+
+
+def test_the_objective_travels_to_other_processes() -> None:
+    objective = comparator_objective(Scheduler.FAIR, slice(0, 4))
+    copy = pickle.loads(pickle.dumps(objective))
+    assert copy(8, [(0, 0), (4, 2)]) == objective(8, [(0, 0), (4, 2)])

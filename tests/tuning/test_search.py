@@ -272,3 +272,16 @@ def test_the_papers_spaces_are_searchable(scheduler: Scheduler, queues: int) -> 
     )
     assert found.value == min(scores.values())
     assert found.evaluations == space.size
+
+
+def test_points_sharing_a_key_are_evaluated_once() -> None:
+    grid = Grid.of(12, 3, categorical=[1])
+    objective = bowl((5, 0))
+
+    def key(point: Point) -> tuple[int, int]:
+        return (point[0], min(point[1], 1))  # levels 1 and 2 of the policy score alike
+
+    found = search(grid, objective, RRSSettings(), np.random.default_rng(0), "exhaustive", key)
+    assert found.evaluations == 24 == len(objective.asked)
+    assert {p[1] for p in objective.asked} == {0, 1}
+    assert found.point == (5, 0)
