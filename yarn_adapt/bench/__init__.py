@@ -109,4 +109,7 @@ def _load_all() -> None:
         importlib.import_module(module)
 
 
-_BENCH_MODULES: list[str] = ["yarn_adapt.bench.search_scale"]
+_BENCH_MODULES: list[str] = [
+    "yarn_adapt.bench.sim_speed",
+    "yarn_adapt.bench.search_scale",
+]

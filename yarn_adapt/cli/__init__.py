@@ -71,8 +71,9 @@ def _register_commands() -> None:
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.observe import observe_command
+    from yarn_adapt.cli.sim import sim_command
 
-    for command in (observe_command, config_group, apply_command, recover_command):
+    for command in (observe_command, config_group, apply_command, recover_command, sim_command):
         cli.add_command(command)
 
 

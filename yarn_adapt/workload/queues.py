@@ -85,6 +85,24 @@ class QueueMapping:
         return cls(tuple(PriorityRange(lo, hi, f"q{i}") for i, (lo, hi) in enumerate(bounds, 1)))
 
 
+def spread_over(
+    leaves: Sequence[str], priorities: Sequence[int] = BEST_EFFORT_PRIORITIES
+) -> QueueMapping:
+    """Split ``priorities`` into contiguous ranges, one per leaf, the larger ranges
+    first: two leaves give the paper's 2-5 / 6-8, four give 2-3 / 4-5 / 6-7 / 8."""
+    if not leaves:
+        raise InputError("no leaf queues to spread priorities over")
+    ordered = sorted(priorities)
+    base, extra = divmod(len(ordered), len(leaves))
+    ranges, start = [], 0
+    for index, leaf in enumerate(leaves):
+        size = base + (1 if index < extra else 0)
+        chunk = ordered[start : start + size] or ordered[-1:]
+        ranges.append(PriorityRange(chunk[0], chunk[-1], leaf))
+        start += size
+    return QueueMapping(tuple(ranges))
+
+
 def _parse_range(item: str) -> PriorityRange:
     problem = f"bad queue mapping item {item.strip()!r}: want LOW-HIGH:QUEUE"
     span, sep, queue = item.strip().partition(":")

@@ -1,0 +1,158 @@
+"""``yarn-adapt sim``: replay a trace on a simulated cluster under a scheduler file."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import click
+
+from yarn_adapt.errors import InputError
+from yarn_adapt.model import (
+    CapacitySchedulerConfig,
+    FairSchedulerConfig,
+    Resources,
+    SchedulerConfig,
+    Workload,
+)
+from yarn_adapt.sim import (
+    ClusterSpec,
+    LatencyStats,
+    SimulationResult,
+    latency_stats,
+    latency_stats_by_queue,
+    simulate,
+)
+from yarn_adapt.workload import load_trace
+from yarn_adapt.workload.bundled import bundled_trace
+from yarn_adapt.workload.queues import QueueMapping, spread_over
+from yarn_adapt.yarn.confxml import load_scheduler_config
+
+CONTAINER = Resources(2048, 1)  # AdaptiveConfig §4.2: 1 core and 2 GB per container
+
+
+def leaf_names(config: SchedulerConfig) -> list[str]:
+    return [queue.name for queue in config.leaves()]
+
+
+def load_for_config(
+    trace: Path, config: SchedulerConfig, queues: str | None, *, lenient: bool, seed: int
+) -> Workload:
+    """The trace with its jobs sent to the config's leaves: by ``queues`` when given,
+    else priorities 2..8 spread over the leaves as the paper does."""
+    mapping = QueueMapping.parse(queues) if queues else spread_over(leaf_names(config))
+    return load_trace(trace, lenient=lenient, seed=seed, queues=mapping)
+
+
+def within_hours(workload: Workload, hours: float | None) -> Workload:
+    if hours is None:
+        return workload
+    first = workload.jobs[0].submit_s if workload.jobs else 0.0
+    jobs = tuple(job for job in workload.jobs if job.submit_s - first < hours * 3600)
+    return Workload(jobs, workload.source, workload.skipped_rows)
+
+
+@click.command("sim")
+@click.option(
+    "--trace",
+    type=click.Path(dir_okay=True, path_type=Path),
+    default=None,
+    help="SWIM .tsv, Google 2011 dir, SLS or Rumen JSON.  [default: the bundled FB-2009 day]",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="capacity-scheduler.xml or fair-scheduler.xml",
+)
+@click.option("--nodes", type=int, default=600, show_default=True)
+@click.option(
+    "--containers-per-node",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Node size in 2 GB / 1 vcore containers.",
+)
+@click.option(
+    "--queues",
+    help="Priority ranges to leaves, e.g. '2-5:q1,6-8:q2'.  [default: spread 2..8 over the leaves]",
+)
+@click.option("--hours", type=float, help="Only the first N hours of the trace.")
+@click.option(
+    "--lenient", is_flag=True, help="Skip malformed trace rows (counted) instead of failing."
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def sim_command(
+    trace: Path | None, config_path: Path, nodes: int, containers_per_node: int, queues: str | None,
+    hours: float | None, lenient: bool, seed: int, as_json: bool,
+) -> None:  # fmt: skip
+    """Print job latency statistics per queue for TRACE under CONFIG."""
+    if nodes <= 0 or containers_per_node <= 0:
+        raise InputError("--nodes and --containers-per-node must be positive")
+    config = load_scheduler_config(config_path)
+    workload = within_hours(
+        load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed), hours
+    )
+    cluster = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
+    began = time.perf_counter()
+    result = simulate(workload, config, cluster)
+    summary = summarize(result, workload, time.perf_counter() - began)
+    click.echo(json.dumps(summary) if as_json else render_summary(summary, config))
+
+
+def summarize(result: SimulationResult, workload: Workload, wall_s: float) -> dict[str, object]:
+    return {
+        "jobs": len(workload.jobs),
+        "skipped_rows": workload.skipped_rows,
+        "simulated_s": round(result.end_s, 1),
+        "wall_s": round(wall_s, 3),
+        "utilisation_memory": round(result.utilisation.memory, 4),
+        "queues": {q: _stats(s) for q, s in latency_stats_by_queue(result).items()},
+        "all": _stats(latency_stats(result.jobs)),
+    }
+
+
+def _stats(stats: LatencyStats) -> dict[str, float | int | None]:
+    def clean(value: float) -> float | None:
+        return None if math.isnan(value) else round(value, 2)
+
+    return {
+        "jobs": stats.count,
+        "mean_latency_s": clean(stats.mean_s),
+        "median_latency_s": clean(stats.median_s),
+        "p95_latency_s": clean(stats.p95_s),
+        "mean_wait_s": clean(stats.mean_wait_s),
+    }
+
+
+def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> str:
+    kind = (
+        "capacity"
+        if isinstance(config, CapacitySchedulerConfig)
+        else "fair"
+        if isinstance(config, FairSchedulerConfig)
+        else "?"
+    )
+    lines = [
+        f"{summary['jobs']} jobs ({summary['skipped_rows']} rows skipped) on the {kind} scheduler",
+        f"{summary['simulated_s']} s simulated in {summary['wall_s']} s; "
+        f"memory utilisation {summary['utilisation_memory']}",
+        f"{'queue':12} {'jobs':>6} {'mean s':>9} {'median s':>9} {'p95 s':>9} {'wait s':>9}",
+    ]
+    queues = dict(summary["queues"])  # type: ignore[call-overload]
+    for queue, stats in [*queues.items(), ("all", summary["all"])]:
+        cells = [
+            _cell(stats[key])
+            for key in ("mean_latency_s", "median_latency_s", "p95_latency_s", "mean_wait_s")
+        ]
+        lines.append(f"{queue:12} {stats['jobs']:>6} " + " ".join(f"{c:>9}" for c in cells))
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else f"{value}"
