@@ -334,7 +334,10 @@ def _per_level(outcome: GroupOutcome) -> float:
 
 
 def _row(result: SizeResult) -> dict[str, Any]:
+    """One size. ``group_s_*``: each group's own search time (inside its worker); the
+    paper ran one group per VM, where the wall time is about ``group_s_max + dp_s``."""
     timing = result.round
+    elapsed = [outcome.elapsed_s for outcome in timing.outcomes]
     return {
         "nodes": result.nodes,
         "groups": result.groups,
@@ -342,6 +345,9 @@ def _row(result: SizeResult) -> dict[str, Any]:
         "wall_s": round(timing.wall_s, 3),
         "group_search_s": round(timing.group_search_s, 3),
         "dp_s": round(timing.dp_s, 4),
+        "group_s_sum": round(float(sum(elapsed)), 2),
+        "group_s_median": round(float(np.median(elapsed)), 3),
+        "group_s_max": round(float(max(elapsed)), 3),
         "jobs_per_group": round(result.jobs / result.groups, 2),
         "levels_per_group": round(result.levels / result.groups, 2),
         "evals_per_group": _evaluations_per_group(result),

@@ -1,0 +1,117 @@
+"""The search-scale benchmark's parts: the §4.5.1 sizes, the refined §4.3 spaces and
+their RRS settings, settings parsing, and groups built from a real SWIM sample."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yarn_adapt.bench import BenchOptions
+from yarn_adapt.bench import search_scale as bench
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.tuning.group_optimizer import ComparatorObjective, GroupSearchSettings, tune_round
+from yarn_adapt.tuning.space import Scheduler
+
+FB_SAMPLE = (
+    Path(__file__).parents[1] / "fixtures/workload/FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+)
+KINDS = {
+    "capacity-2": bench.GroupKind(Scheduler.CAPACITY, 2),
+    "capacity-4": bench.GroupKind(Scheduler.CAPACITY, 4),
+    "fair-2": bench.GroupKind(Scheduler.FAIR, 2),
+    "fair-4": bench.GroupKind(Scheduler.FAIR, 4),
+}
+
+
+def test_ten_sizes_from_300_to_12000_nodes_and_10_to_500_groups() -> None:
+    sizes = bench.FULL_SIZES
+    assert len(sizes) == 10
+    assert (sizes[0], sizes[-1]) == ((300, 10), (12_000, 500))
+    assert all(b[0] > a[0] and b[1] > a[1] for a, b in itertools.pairwise(sizes))
+
+
+@pytest.mark.parametrize(
+    ("label", "points", "planned", "proposition"),
+    [
+        # ten times the §4.3 set; RRS from one point of that set down to a tenth of it
+        ("capacity-2", 50, 84, 83),
+        ("capacity-4", 100, 160, 156),  # §4.3's four-queue Capacity set has 9, not 10
+        ("fair-2", 150, 268, 267),
+        ("fair-4", 300, 492, 488),
+    ],
+)
+def test_refined_spaces_and_their_rrs_settings(
+    label: str, points: int, planned: int, proposition: int
+) -> None:
+    kind = KINDS[label]
+    space = bench.refined_paper_space(kind, "root.g0")
+    settings = bench.rrs_settings(kind)
+    assert space.size == points
+    assert len({space.decode(p) for p in space.points()}) == points
+    assert (settings.planned_samples, round(settings.proposition_samples)) == (planned, proposition)
+
+
+def test_refined_splits_stay_in_the_papers_range() -> None:
+    space = bench.refined_paper_space(KINDS["capacity-2"], "root.g0")
+    firsts = [space.decode(p).queues[0].share for p in space.points()]
+    assert min(firsts) == pytest.approx(100 / 6, abs=0.01)
+    assert max(firsts) == pytest.approx(500 / 6, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("extra", "labels"),
+    [
+        ({}, ["capacity-2", "capacity-4", "fair-2", "fair-4"]),
+        ({"scheduler": "fair"}, ["fair-2", "fair-4"]),
+        ({"scheduler": "capacity", "queues": "4"}, ["capacity-4"]),
+    ],
+)
+def test_group_kinds_from_settings(extra: dict[str, str], labels: list[str]) -> None:
+    settings = bench._settings(BenchOptions(extra=extra))
+    assert [k.label for k in settings.kinds] == labels
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"scheduler": "yarn"}, "search-scale: --set scheduler=yarn: want capacity|fair|mix"),
+        ({"queues": "3"}, "search-scale: --set queues=3: want 2|4|mix"),
+        ({"levels": "1"}, "search-scale: --set levels=1: want a whole number 2-1000"),
+        ({"sizes": "11"}, "search-scale: --set sizes=11: want a whole number 1-10"),
+        ({"colour": "red"}, "search-scale: unknown --set colour"),
+    ],
+)
+def test_bad_settings_are_one_line_errors(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        bench._settings(BenchOptions(extra=extra))
+    assert str(raised.value) == message
+
+
+def test_groups_from_a_real_swim_sample_are_tuned_with_the_real_comparator() -> None:
+    """Groups cut from the first 50 FB-2009 jobs (their submissions span ~20 minutes,
+    so 5-minute windows); a tuning round over them gives an allocation the DP can
+    stand behind: every group within its bounds and its latency from the comparator."""
+    options = BenchOptions(trace=FB_SAMPLE, seed=2, extra={"window_s": "300", "levels": "3"})
+    settings = bench._settings(options)
+    workloads = bench._workloads(FB_SAMPLE, seed=2)
+    built = bench.build_problems(4, 400, settings, workloads)
+    assert [kind.label for kind, _, _ in built] == list(KINDS)
+    for kind, problem, jobs in built:
+        assert jobs >= 1
+        assert isinstance(problem.objective, ComparatorObjective)
+        assert {j.queue for j in problem.objective.mix.jobs} <= {f"q{i}" for i in range(1, 5)}
+        assert problem.bounds.lower >= jobs  # an AM container per job
+        assert problem.rrs == bench.rrs_settings(kind)
+    problems = [problem for _, problem, _ in built[:2]]  # Capacity: the cheap ones
+    round_ = tune_round(problems, 400, GroupSearchSettings(strategy="rrs", max_levels=3))
+    for problem, containers, outcome in zip(
+        problems, round_.allocation.containers, round_.outcomes, strict=True
+    ):
+        assert problem.bounds.lower <= containers <= problem.bounds.upper
+        level = outcome.at(containers)
+        assert isinstance(problem.objective, ComparatorObjective)
+        assert problem.objective(containers, [level.point]) == [level.latency]
+    assert np.isfinite(round_.allocation.predicted_total_latency)
