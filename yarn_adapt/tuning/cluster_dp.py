@@ -147,9 +147,10 @@ def _relax(
     if extra >= len(values):
         return
     candidate = base[: len(values) - extra] + gain
-    better = candidate > values[extra:]
-    values[extra:][better] = candidate[better]
-    choice[extra:][better] = index
+    current = values[extra:]
+    better = candidate > current  # strict: ties keep fewer containers
+    np.maximum(current, candidate, out=current)
+    np.putmask(choice[extra:], better, index)
 
 
 def _index_dtype(levels: int) -> type[np.unsignedinteger]:
