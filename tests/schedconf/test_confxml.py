@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -236,12 +235,14 @@ def test_a_fresh_file_and_a_kind_mismatch(tmp_path: Path) -> None:
         write_scheduler_file(target, capacity_config, fair_document)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write into a read-only directory")
-def test_an_unwritable_directory_is_a_config_file_error(tmp_path: Path) -> None:
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o500)
+def test_an_unwritable_target_is_a_config_file_error(tmp_path: Path) -> None:
+    # A regular file where the directory should be: unwritable even for root (ENOTDIR).
+    not_a_directory = tmp_path / "conf"
+    not_a_directory.write_text("")
     with pytest.raises(ConfigFileError, match="cannot write"):
-        write_scheduler_file(locked / "fair.xml", read_fair(FIXTURES / "fair-scheduler.xml").config)
+        write_scheduler_file(
+            not_a_directory / "fair.xml", read_fair(FIXTURES / "fair-scheduler.xml").config
+        )
 
 
 def test_write_to_a_missing_directory_is_a_config_file_error(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ YARN's defaults (CapacitySchedulerConfiguration) for decision code.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+from yarn_adapt.model.queue_tree import QueueNode, QueueTree
 from yarn_adapt.model.resources import Resources
 
 CAPACITY_PREFIX = "yarn.scheduler.capacity."
@@ -141,7 +141,7 @@ def _parse_memory_mb(raw: str) -> int:
 
 
 @dataclass(frozen=True)
-class CapacityQueue:
+class CapacityQueue(QueueNode):
     """One queue of the Capacity Scheduler tree. ``path`` is the full dotted path
     (``root.eng.batch``). ``other_properties`` keeps every per-queue property the
     model does not know (suffix after the queue path, value), in file order."""
@@ -156,14 +156,6 @@ class CapacityQueue:
     maximum_am_resource_percent: float | None = None
     children: tuple[CapacityQueue, ...] = ()
     other_properties: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit(".", 1)[-1]
-
-    @property
-    def parent_path(self) -> str | None:
-        return self.path.rsplit(".", 1)[0] if "." in self.path else None
 
     @property
     def is_leaf(self) -> bool:
@@ -191,36 +183,18 @@ class CapacityQueue:
             return self.ordering_policy
         return DEFAULT_ORDERING_POLICY if self.is_leaf else "utilization"
 
-    def walk(self) -> Iterator[CapacityQueue]:
-        """This queue and every descendant, parents before children."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-    def child(self, name: str) -> CapacityQueue | None:
-        return next((c for c in self.children if c.name == name), None)
-
     def other(self, suffix: str) -> str | None:
         return next((v for k, v in self.other_properties if k == suffix), None)
 
 
 @dataclass(frozen=True)
-class CapacitySchedulerConfig:
+class CapacitySchedulerConfig(QueueTree[CapacityQueue]):
     """A whole capacity-scheduler.xml: the queue tree plus every property that is not
     a known queue's (``yarn.scheduler.capacity.maximum-am-resource-percent``,
     resource calculator, node-locality-delay, ...), in file order."""
 
     root: CapacityQueue
     global_properties: tuple[tuple[str, str], ...] = field(default=())
-
-    def queues(self) -> Iterator[CapacityQueue]:
-        return self.root.walk()
-
-    def leaves(self) -> Iterator[CapacityQueue]:
-        return (q for q in self.root.walk() if q.is_leaf)
-
-    def find(self, path: str) -> CapacityQueue | None:
-        return next((q for q in self.root.walk() if q.path == path), None)
 
     def find_leaf_by_name(self, name: str) -> CapacityQueue | None:
         """A leaf by full path or by its short name (YARN accepts either when unique)."""
@@ -243,15 +217,3 @@ class CapacitySchedulerConfig:
         if queue.maximum_am_resource_percent is not None:
             return queue.maximum_am_resource_percent
         return self.maximum_am_resource_percent
-
-    def with_queue(self, updated: CapacityQueue) -> CapacitySchedulerConfig:
-        """A copy with the queue at ``updated.path`` replaced (children included)."""
-        return replace(self, root=_replace_in_tree(self.root, updated))
-
-
-def _replace_in_tree(node: CapacityQueue, updated: CapacityQueue) -> CapacityQueue:
-    if node.path == updated.path:
-        return updated
-    if not updated.path.startswith(node.path + "."):
-        return node
-    return replace(node, children=tuple(_replace_in_tree(c, updated) for c in node.children))

@@ -7,10 +7,10 @@ Scheduler's defaults (weight 1, policy fair, maxAMShare 0.5).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from yarn_adapt.model.queue_tree import QueueNode, QueueTree
 from yarn_adapt.model.resources import Resources
 
 DEFAULT_WEIGHT = 1.0
@@ -146,7 +146,7 @@ def _with_amount(result: FairResources, dimension: str, raw: str) -> FairResourc
 
 
 @dataclass(frozen=True)
-class FairQueue:
+class FairQueue(QueueNode):
     """One queue of the allocation file. ``path`` is the full name (``root.eng``).
     ``other_elements`` keeps simple child elements the model does not know
     (tag, text), in file order; complex unknown elements are kept by the XML layer."""
@@ -163,28 +163,12 @@ class FairQueue:
     other_elements: tuple[tuple[str, str], ...] = ()
 
     @property
-    def name(self) -> str:
-        return self.path.rsplit(".", 1)[-1]
-
-    @property
-    def parent_path(self) -> str | None:
-        return self.path.rsplit(".", 1)[0] if "." in self.path else None
-
-    @property
     def is_leaf(self) -> bool:
         return not self.children and not self.declared_parent
 
     @property
     def effective_weight(self) -> float:
         return DEFAULT_WEIGHT if self.weight is None else self.weight
-
-    def walk(self) -> Iterator[FairQueue]:
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-    def child(self, name: str) -> FairQueue | None:
-        return next((c for c in self.children if c.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -218,7 +202,7 @@ class PlacementRule:
 
 
 @dataclass(frozen=True)
-class FairSchedulerConfig:
+class FairSchedulerConfig(QueueTree[FairQueue]):
     """A whole allocation file. ``root`` always exists in the model even when the file
     leaves it implicit. ``defaults`` holds the top-level simple elements
     (``defaultQueueSchedulingPolicy``, ``queueMaxAMShareDefault``, ...), in file order;
@@ -229,15 +213,6 @@ class FairSchedulerConfig:
     users: tuple[FairUser, ...] = ()
     # None: the file has no <queuePlacementPolicy> (YARN's default: specified, default).
     placement_rules: tuple[PlacementRule, ...] | None = None
-
-    def queues(self) -> Iterator[FairQueue]:
-        return self.root.walk()
-
-    def leaves(self) -> Iterator[FairQueue]:
-        return (q for q in self.root.walk() if q.is_leaf)
-
-    def find(self, path: str) -> FairQueue | None:
-        return next((q for q in self.root.walk() if q.path == path), None)
 
     def find_leaf_by_name(self, name: str) -> FairQueue | None:
         full = name if name.startswith("root") else f"root.{name}"
@@ -261,14 +236,3 @@ class FairSchedulerConfig:
             return queue.max_am_share
         raw = self.default("queueMaxAMShareDefault")
         return DEFAULT_MAX_AM_SHARE if raw is None else float(raw)
-
-    def with_queue(self, updated: FairQueue) -> FairSchedulerConfig:
-        return replace(self, root=_replace_in_tree(self.root, updated))
-
-
-def _replace_in_tree(node: FairQueue, updated: FairQueue) -> FairQueue:
-    if node.path == updated.path:
-        return updated
-    if not updated.path.startswith(node.path + "."):
-        return node
-    return replace(node, children=tuple(_replace_in_tree(c, updated) for c in node.children))

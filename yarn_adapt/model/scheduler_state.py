@@ -6,10 +6,10 @@ configuration they wrote, and the tuner reads queue usage from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
+from yarn_adapt.model.queue_tree import QueueNode, QueueTree
 from yarn_adapt.model.resources import NO_RESOURCES, Resources
 
 
@@ -20,7 +20,7 @@ class SchedulerKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class QueueStatus:
+class QueueStatus(QueueNode):
     """One queue's reported configuration and usage. Percentages are 0-100 as the RM
     reports them; ``None`` where this scheduler does not report the field."""
 
@@ -57,26 +57,11 @@ class QueueStatus:
     children: tuple[QueueStatus, ...] = ()
 
     @property
-    def name(self) -> str:
-        return self.path.rsplit(".", 1)[-1]
-
-    @property
     def is_leaf(self) -> bool:
         return not self.children
 
-    def walk(self) -> Iterator[QueueStatus]:
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
 
 @dataclass(frozen=True)
-class SchedulerStatus:
+class SchedulerStatus(QueueTree["QueueStatus"]):
     kind: SchedulerKind
     root: QueueStatus
-
-    def queues(self) -> Iterator[QueueStatus]:
-        return self.root.walk()
-
-    def find(self, path: str) -> QueueStatus | None:
-        return next((q for q in self.root.walk() if q.path == path), None)
