@@ -143,7 +143,8 @@ def limit_native_threads() -> None:
     """Keep BLAS/OpenMP pools to one thread in this (worker) process."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-    _THREAD_LIMITS.append(threadpool_limits(limits=1))
+    if not _THREAD_LIMITS:  # a Dask worker may be asked more than once
+        _THREAD_LIMITS.append(threadpool_limits(limits=1))
 
 
 @contextmanager

@@ -22,7 +22,6 @@ level)``, so a round gives the same answer serially, in a process pool or on Das
 
 from __future__ import annotations
 
-import math
 import time
 import zlib
 from collections.abc import Callable, Hashable, Sequence
@@ -314,8 +313,3 @@ def tune_round(
     return TuningRound(
         tuple(outcomes), allocation, searched - began, time.perf_counter() - searched
     )
-
-
-def evaluations_bound(space: SearchSpace, settings: GroupSearchSettings) -> int:
-    """Most distinct comparator calls one level's search can make."""
-    return min(math.prod(d.size for d in space.dimensions), settings.rrs.planned_samples)

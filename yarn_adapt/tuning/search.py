@@ -1,10 +1,11 @@
 """Group-level search: Recursive Random Search (RRS) and exhaustive search over a grid.
 
-A group's configuration space is a finite grid: dimension ``j`` has ``shape[j]``
-levels (a quantized capacity or weight, or a policy choice). Ordered dimensions have a
-meaningful neighbourhood; categorical ones (a scheduling policy) do not. The search
-sees only level indices and an objective that maps a batch of points to latencies
-(lower is better); what a point means is the space's business.
+A group's configuration space is a finite grid, quantized at the required
+granularity: dimension ``j`` has ``dimensions[j].size`` values (a quantized capacity
+or weight, or a policy choice). Ordered dimensions have a meaningful neighbourhood;
+categorical ones (a scheduling policy) do not. The search sees only value indices and
+an objective that maps a batch of points to latencies (lower is better); what a point
+means is the space's business. Granularities below are shares of the whole grid.
 
 RRS as AdaptiveConfig §3.3.3 uses it (after Ye & Kalyanaraman, SIGMETRICS 2003):
 
