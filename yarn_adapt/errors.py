@@ -13,7 +13,10 @@ traces), always with ``raise ... from exc`` so ``--debug`` shows the cause.
     │   ├── ConfigFileError                      unreadable / malformed / wrong root XML
     │   ├── ConfigValidationError                a config YARN would refuse (issues listed)
     │   ├── TraceError                           a broken trace row (file:line)
-    │   └── SettingsError                        yarn-adapt's own settings file
+    │   ├── SettingsError                        yarn-adapt's own settings file
+    │   ├── ProposalNotFound (+KeyError)         no stored proposal has that id
+    │   └── ProposalStateError                   an action the proposal's state does not
+    │                                            allow (approved twice, stale, ...)
     ├── YarnError                       exit 3   talking to the RM or JobHistory failed
     │   ├── YarnUnavailable (+ConnectionError)   no address answered
     │   ├── YarnTimeout (+TimeoutError)          an address answered too slowly
@@ -104,6 +107,18 @@ class TraceError(InputError):
 
 class SettingsError(InputError):
     """yarn-adapt's own settings (yarn-adapt.toml, CLI options) are wrong."""
+
+
+class ProposalNotFound(InputError, KeyError):
+    """The service has no proposal with that id."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "no such proposal"
+
+
+class ProposalStateError(InputError):
+    """An operator action the proposal's current state does not allow; nothing was
+    done (approving twice, applying a rejected proposal, a stale proposal)."""
 
 
 class TaskTimeModelError(InputError):

@@ -1,0 +1,168 @@
+"""Operator actions on proposals: approve, reject, apply, roll back.
+
+Each action first moves the proposal through the state machine in one SQL
+transaction (:meth:`Store.transition` / :meth:`Store.begin_apply`), then acts. Only
+the caller that wins the transition acts, so approving or applying twice never
+applies twice. Applies go through the backend's real applier, which journals every
+step into the same database (:class:`~yarn_adapt.service.store.SqliteJournal`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from yarn_adapt.errors import (
+    ApplyNotVerified,
+    ApplyRejected,
+    ProposalStateError,
+    RollbackFailed,
+    YarnAdaptError,
+)
+from yarn_adapt.model import SchedulerConfig
+from yarn_adapt.service.backend import ClusterBackend
+from yarn_adapt.service.metrics import ServiceMetrics
+from yarn_adapt.service.records import ProposalRecord, ProposalState
+from yarn_adapt.service.statemachine import Action
+from yarn_adapt.service.store import SqliteJournal, Store
+from yarn_adapt.service.xmltext import parse_scheduler_text
+from yarn_adapt.yarn.apply import ApplyStep, new_apply_id
+from yarn_adapt.yarn.confxml import diff_configs
+
+log = logging.getLogger(__name__)
+
+
+class ProposalDesk:
+    def __init__(
+        self,
+        store: Store,
+        backend: ClusterBackend,
+        metrics: ServiceMetrics,
+        *,
+        new_id: Callable[[], str] = new_apply_id,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.metrics = metrics
+        self.journal = SqliteJournal(store)
+        self._new_id = new_id
+
+    # ------------------------------------------------------------------ actions
+
+    def approve(self, proposal_id: int, actor: str) -> ProposalRecord:
+        """Approve and apply at once: an approval is the operator's consent to act."""
+        self.store.transition(proposal_id, Action.APPROVE, actor)
+        return self.apply(proposal_id, actor)
+
+    def reject(self, proposal_id: int, actor: str, why: str = "") -> ProposalRecord:
+        return self.store.transition(proposal_id, Action.REJECT, actor, why or "rejected")
+
+    def apply(self, proposal_id: int, actor: str) -> ProposalRecord:
+        """Apply an approved proposal (again, after an apply that could not start)."""
+        proposal = self.store.proposal(proposal_id)
+        apply_id = f"p{proposal_id}-{self._new_id()}"
+        self.store.begin_apply(
+            proposal_id, Action.BEGIN_APPLY, apply_id, actor, proposal.proposed_xml
+        )
+        held_back = self._precheck(proposal)
+        if held_back is not None:
+            action, why = held_back
+            return self._end(apply_id, "not-started", why, action, actor)
+        desired = parse_scheduler_text(proposal.proposed_xml, proposal.target)
+        return self._run(apply_id, desired, actor, rollback=False)
+
+    def rollback(self, proposal_id: int, actor: str) -> ProposalRecord:
+        """Make the RM run the configuration this proposal replaced. Only the
+        proposal whose configuration runs now can be rolled back."""
+        current = self.store.latest_applied()
+        if current is None or current.id != proposal_id:
+            state = self.store.proposal(proposal_id).state
+            running = f"proposal {current.id}" if current else "no applied proposal"
+            raise ProposalStateError(
+                f"proposal {proposal_id} is {state}; only the configuration running now "
+                f"({running}) can be rolled back"
+            )
+        apply_id = f"p{proposal_id}-rb-{self._new_id()}"
+        self.store.begin_apply(
+            proposal_id, Action.BEGIN_ROLLBACK, apply_id, actor, current.base_xml
+        )
+        desired = parse_scheduler_text(current.base_xml, current.target)
+        return self._run(apply_id, desired, actor, rollback=True)
+
+    # ------------------------------------------------------------------ acting
+
+    def _run(
+        self, apply_id: str, desired: SchedulerConfig, actor: str, *, rollback: bool
+    ) -> ProposalRecord:
+        kind = "rollback" if rollback else "apply"
+        try:
+            outcome = self.backend.applier(self.journal).apply(desired, apply_id=apply_id)
+        except RollbackFailed as exc:
+            self.metrics.failure("rollback-failed")
+            why = exc.one_line()
+            return self._end(apply_id, "rollback-failed", why, Action.NEEDS_OPERATOR, actor)
+        except (ApplyRejected, ApplyNotVerified) as exc:
+            self.metrics.failure(f"{kind}-refused")
+            refused = Action.ROLLBACK_REFUSED if rollback else Action.APPLY_REFUSED
+            return self._end(apply_id, "refused", exc.one_line(), refused, actor)
+        except YarnAdaptError as exc:
+            self.metrics.failure(f"{kind}-error")
+            return self._settle_from_journal(apply_id, exc, actor, rollback=rollback)
+        done = Action.ROLLBACK_SUCCEEDED if rollback else Action.APPLY_SUCCEEDED
+        self.metrics.applied(kind)
+        result = "rolled-back" if rollback else "applied"
+        return self._end(apply_id, result, outcome.summary(), done, actor)
+
+    def _settle_from_journal(
+        self, apply_id: str, error: YarnAdaptError, actor: str, *, rollback: bool
+    ) -> ProposalRecord:
+        """An error outside the applier's own refusals (the RM unreachable, the lock
+        held, a file unreadable): if nothing was written, the proposal goes back to
+        where it was; if something was, recover it now as a restart would."""
+        entries = self.store.journal_entries(apply_id)
+        written = [e for e in entries if e.step not in (ApplyStep.PLANNED, ApplyStep.FAILED)]
+        if not written:
+            undone = Action.ROLLBACK_REFUSED if rollback else Action.APPLY_NOT_STARTED
+            return self._end(apply_id, "not-started", error.one_line(), undone, actor)
+        log.warning("apply %s stopped after writing (%s); recovering", apply_id, error.one_line())
+        step = self.backend.recover(entries[-1], self.journal)
+        return settle(self.store, apply_id, step, actor, rollback=rollback)
+
+    def _end(
+        self, apply_id: str, result: str, detail: str, action: Action, actor: str
+    ) -> ProposalRecord:
+        return self.store.end_apply(apply_id, result, detail, action, actor)
+
+    def _precheck(self, proposal: ProposalRecord) -> tuple[Action, str] | None:
+        """Why the proposal cannot be applied now, and where that leaves it: back to
+        approved when the RM cannot be read, superseded when the running
+        configuration is no longer the one it was computed against."""
+        try:
+            running = self.backend.document().config
+        except YarnAdaptError as exc:
+            why = f"cannot read the running configuration: {exc.one_line()}"
+            return Action.APPLY_NOT_STARTED, why
+        base = parse_scheduler_text(proposal.base_xml, proposal.target)
+        if type(running) is not type(base) or diff_configs(base, running):
+            why = "the running configuration changed since this proposal was made"
+            return Action.APPLY_STALE, why
+        return None
+
+
+def settle(
+    store: Store, apply_id: str, step: ApplyStep, actor: str, *, rollback: bool
+) -> ProposalRecord:
+    """Close an apply whose journal reached ``step`` (a final step)."""
+    if step in (ApplyStep.VERIFIED, ApplyStep.NOTHING_TO_DO):
+        result, action = (
+            ("rolled-back", Action.ROLLBACK_SUCCEEDED)
+            if rollback
+            else ("applied", Action.APPLY_SUCCEEDED)
+        )
+        return store.end_apply(apply_id, result, f"journal: {step}", action, actor)
+    refused = Action.ROLLBACK_REFUSED if rollback else Action.APPLY_REFUSED
+    return store.end_apply(apply_id, "refused", f"journal: {step}", refused, actor)
+
+
+def is_settled(proposal: ProposalRecord) -> bool:
+    return proposal.state not in (ProposalState.APPLYING, ProposalState.ROLLING_BACK)

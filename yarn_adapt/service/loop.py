@@ -1,0 +1,308 @@
+"""The tuning round and the schedule that repeats it.
+
+One round, each step timed::
+
+    reconcile (until it once succeeds) -> observe -> measure realized latency
+      -> propose (triggered groups, minus those cooling down) -> decide (gates)
+      -> act (the mode's actuator) -> record
+
+A round never overlaps another (a non-blocking lock; a round that finds it held is
+recorded as skipped). When the RM cannot be read -- down, every address a standby,
+too slow -- the round takes no action, records why, and the next one comes after an
+exponential backoff instead of the interval. Every decision is stored with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
+from yarn_adapt.service.actuators import Actuator, Plan
+from yarn_adapt.service.backend import ClusterBackend, Observed
+from yarn_adapt.service.hysteresis import Verdict, cooling_groups, judge
+from yarn_adapt.service.metrics import ServiceMetrics
+from yarn_adapt.service.proposer import Proposer
+from yarn_adapt.service.realized import latency_by_group
+from yarn_adapt.service.reconcile import reconcile
+from yarn_adapt.service.records import (
+    Decision,
+    DecisionKind,
+    ProposalRecord,
+    ProposalState,
+    RealizedLatency,
+    RoundReport,
+    RoundStatus,
+    Suggestion,
+)
+from yarn_adapt.service.settings import Settings
+from yarn_adapt.service.store import Store
+from yarn_adapt.yarn.confxml import diff_configs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Backoff:
+    """Consecutive failures to read the RM and the delay they call for."""
+
+    initial_s: float
+    max_s: float
+    failures: int = 0
+    reason: str = ""
+
+    def failed(self, reason: str) -> float:
+        self.failures += 1
+        self.reason = reason
+        return self.delay_s()
+
+    def succeeded(self) -> None:
+        self.failures, self.reason = 0, ""
+
+    def delay_s(self) -> float:
+        return float(min(self.max_s, self.initial_s * 2.0 ** max(0, self.failures - 1)))
+
+
+@dataclass
+class StepTimer:
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings_s[name] = round(time.perf_counter() - began, 4)
+
+
+class RoundSkipped(Exception):
+    """Internal: the round ends early with a recorded decision."""
+
+    def __init__(self, decision: Decision, status: RoundStatus) -> None:
+        super().__init__(decision.reason)
+        self.decision = decision
+        self.status = status
+
+
+class TuningLoop:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        backend: ClusterBackend,
+        proposer: Proposer,
+        actuator: Actuator,
+        metrics: ServiceMetrics,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.backend = backend
+        self.proposer = proposer
+        self.actuator = actuator
+        self.metrics = metrics
+        self.clock = clock
+        self.backoff = Backoff(settings.backoff.initial_s, settings.backoff.max_s)
+        self.reconciled = False
+        self.last_round: RoundReport | None = None
+        self.next_round_at: float | None = None
+        self._busy = threading.Lock()
+        self._last_taken_ms: int | None = None
+
+    # ------------------------------------------------------------------ schedule
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Rounds every interval (or after the backoff) until ``stop`` is set."""
+        while not stop.is_set():
+            self.run_round()
+            delay = self.next_delay_s()
+            self.next_round_at = self.clock() + delay
+            stop.wait(delay)
+
+    def next_delay_s(self) -> float:
+        if self.backoff.failures:
+            return self.backoff.delay_s()
+        return self.settings.service.interval_s
+
+    # ------------------------------------------------------------------ one round
+
+    def run_round(self) -> RoundReport:
+        if not self._busy.acquire(blocking=False):
+            return self._skipped_overlap()
+        try:
+            report = self._round()
+        finally:
+            self._busy.release()
+        self.last_round = report
+        return report
+
+    def _skipped_overlap(self) -> RoundReport:
+        reason = "the previous round is still running"
+        round_id = self.store.begin_round(self.clock())
+        decision = Decision(DecisionKind.FAILED, reason)
+        self.store.record_decision(round_id, decision)
+        self.store.finish_round(round_id, RoundStatus.SKIPPED, reason, {})
+        self.metrics.rounds.labels(status=str(RoundStatus.SKIPPED)).inc()
+        return RoundReport(round_id, self.clock(), RoundStatus.SKIPPED, (decision,), {}, reason)
+
+    def _round(self) -> RoundReport:
+        started = self.clock()
+        round_id = self.store.begin_round(started)
+        timer = StepTimer()
+        began = time.perf_counter()
+        try:
+            decisions, status = self._steps(round_id, started, timer), RoundStatus.DONE
+        except RoundSkipped as skipped:
+            decisions, status = [skipped.decision], skipped.status
+        except YarnAdaptError as exc:  # the tuner or the store refused: record, go on
+            log.error("round %d failed: %s", round_id, exc.one_line())
+            self.metrics.failure("round")
+            decisions, status = [Decision(DecisionKind.FAILED, exc.one_line())], RoundStatus.FAILED
+        with timer.step("record"):
+            for decision in decisions:
+                self.store.record_decision(round_id, decision)
+                self.metrics.decisions.labels(kind=str(decision.kind)).inc()
+        reason = "; ".join(d.reason for d in decisions)
+        self.store.finish_round(round_id, status, reason, timer.timings_s)
+        self._count(status, time.perf_counter() - began, timer)
+        return RoundReport(round_id, started, status, tuple(decisions), timer.timings_s, reason)
+
+    def _count(self, status: RoundStatus, seconds: float, timer: StepTimer) -> None:
+        self.metrics.rounds.labels(status=str(status)).inc()
+        self.metrics.round_seconds.labels(status=str(status)).observe(seconds)
+        for step, step_seconds in timer.timings_s.items():
+            self.metrics.step_seconds.labels(step=step).observe(step_seconds)
+
+    def _steps(self, round_id: int, started: float, timer: StepTimer) -> list[Decision]:
+        with timer.step("observe"):
+            observed = self._observe()
+        with timer.step("reconcile"):
+            self._reconcile_once()
+        with timer.step("measure"):
+            self._measure_realized(observed, started)
+        cooling = cooling_groups(
+            self.store.last_change_per_group(), started, self.settings.tuning.cooldown_s
+        )
+        with timer.step("propose"):
+            suggestion = self.proposer.propose(observed, frozenset(cooling))
+        if suggestion is None:
+            reason = "no group has new submissions since the last round"
+            return [Decision(DecisionKind.NOTHING_TRIGGERED, reason)]
+        with timer.step("decide"):
+            plan, verdict = self._decide(round_id, observed, suggestion, cooling)
+        if plan is None:
+            assert verdict.kind is not None
+            return [Decision(verdict.kind, verdict.reason)]
+        with timer.step("act"):
+            return [self.actuator.act(plan)]
+
+    def _observe(self) -> Observed:
+        try:
+            observed = self.backend.observe()
+        except YarnError as exc:
+            raise self._rm_unavailable(exc) from exc
+        self.backoff.succeeded()
+        self.metrics.rm_available.set(1)
+        return observed
+
+    def _rm_unavailable(self, exc: YarnError) -> RoundSkipped:
+        what = "every RM is a standby" if isinstance(exc, YarnStandby) else "the RM is unreachable"
+        delay = self.backoff.failed(f"{what}: {exc.one_line()}")
+        self.metrics.rm_available.set(0)
+        self.metrics.failure("rm-unavailable")
+        reason = f"{what}; no action taken; next try in {delay:g} s ({exc.one_line()})"
+        log.warning("round skipped: %s", reason)
+        return RoundSkipped(Decision(DecisionKind.RM_UNAVAILABLE, reason), RoundStatus.SKIPPED)
+
+    def _reconcile_once(self) -> None:
+        """Settle interrupted applies before anything new is proposed or applied."""
+        if not self.reconciled:
+            reconcile(self.store, self.backend)
+            self.reconciled = True
+
+    def _decide(
+        self, round_id: int, observed: Observed, suggestion: Suggestion, cooling: dict[str, float]
+    ) -> tuple[Plan | None, Verdict]:
+        changes = tuple(diff_configs(observed.config, suggestion.config))
+        verdict = judge(suggestion, changes, observed.config, cooling, self.settings.tuning)
+        if not verdict.propose:
+            return None, verdict
+        draft = self._draft(round_id, observed, suggestion, verdict)
+        return Plan(suggestion, verdict, draft), verdict
+
+    def _draft(
+        self, round_id: int, observed: Observed, suggestion: Suggestion, verdict: Verdict
+    ) -> ProposalRecord:
+        return ProposalRecord(
+            id=0,
+            created_at=0.0,
+            updated_at=0.0,
+            state=ProposalState.PENDING,
+            round_id=round_id,
+            target=self.backend.target,
+            base_xml=observed.text,
+            proposed_xml=observed.render(suggestion.config),
+            changes=tuple(diff_configs(observed.config, suggestion.config)),
+            groups=suggestion.groups,
+            cluster_before_s=suggestion.cluster_before_s,
+            cluster_after_s=suggestion.cluster_after_s,
+            reasons=suggestion.reasons,
+            gate="" if verdict.auto_apply else verdict.reason,
+        )
+
+    # ------------------------------------------------------------------ realized
+
+    def _measure_realized(self, observed: Observed, started: float) -> None:
+        """One more interval of realized latency for the configuration running now,
+        until ``[realized] intervals`` are recorded. The window is from the previous
+        observation to this one (the first starts just before the apply)."""
+        previous, self._last_taken_ms = self._last_taken_ms, observed.taken_ms
+        running = self.store.latest_applied()
+        if running is None or not self._applied_before(running, started):
+            return
+        measured = self.store.intervals_measured(running.id)
+        if measured >= self.settings.realized.intervals:
+            return
+        interval_ms = int(self.settings.service.interval_s * 1000)
+        window = (previous or observed.taken_ms - interval_ms, observed.taken_ms)
+        groups = {g.group: g.after_s for g in running.groups}
+        by_group = latency_by_group(observed.finished, observed.config, window, groups)
+        for group, latency in by_group.items():
+            self.store.record_realized(
+                RealizedLatency(
+                    running.id, group, measured + 1, *window, latency.jobs, latency.mean_s,
+                    groups[group],
+                )
+            )  # fmt: skip
+
+    def _applied_before(self, proposal: ProposalRecord, started: float) -> bool:
+        applies = self.store.applies(limit=1, proposal_id=proposal.id)
+        finished = applies[0].finished_at if applies else None
+        return finished is not None and finished < started
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, object]:
+        last = self.last_round
+        return {
+            "mode": str(self.settings.service.mode),
+            "interval_s": self.settings.service.interval_s,
+            "rm_available": self.backoff.failures == 0,
+            "rm_problem": self.backoff.reason,
+            "consecutive_failures": self.backoff.failures,
+            "next_round_at": self.next_round_at,
+            "last_round": None
+            if last is None
+            else {
+                "id": last.id,
+                "status": str(last.status),
+                "reason": last.reason,
+                "timings_s": last.timings_s,
+            },
+        }

@@ -1,0 +1,178 @@
+"""What the service decides, stores and shows: frozen records, no behaviour beyond
+small derived properties.
+
+A :class:`Suggestion` is what a proposer hands the service (the tuner's proposal in
+the service's terms); a :class:`ProposalRecord` is a suggestion stored for review,
+with its state; a :class:`Decision` is what a round did and why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from yarn_adapt.model import SchedulerConfig
+from yarn_adapt.yarn.confxml import ConfigChange
+
+
+@dataclass(frozen=True)
+class GroupPrediction:
+    """Predicted mean job latency of one group (a parent queue and its leaves)
+    under the running configuration and under the proposed one."""
+
+    group: str
+    before_s: float
+    after_s: float
+    jobs: int = 0
+
+    @property
+    def improvement(self) -> float:
+        """Relative reduction, 0.25 = 25 % faster; 0 when nothing is known."""
+        return relative_improvement(self.before_s, self.after_s)
+
+
+def relative_improvement(before_s: float, after_s: float) -> float:
+    if not (math.isfinite(before_s) and math.isfinite(after_s)) or before_s <= 0:
+        return 0.0
+    return (before_s - after_s) / before_s
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A proposer's answer: the configuration it proposes, its predictions and the
+    reason for each change. ``triggered`` are the groups that were re-tuned."""
+
+    config: SchedulerConfig
+    groups: tuple[GroupPrediction, ...]
+    cluster_before_s: float
+    cluster_after_s: float
+    reasons: tuple[str, ...] = ()
+    triggered: tuple[str, ...] = ()
+
+    @property
+    def improvement(self) -> float:
+        return relative_improvement(self.cluster_before_s, self.cluster_after_s)
+
+
+class ProposalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    APPLYING = "applying"
+    APPLIED = "applied"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    SUPERSEDED = "superseded"
+    ROLLING_BACK = "rolling-back"
+    ROLLED_BACK = "rolled-back"
+    NEEDS_OPERATOR = "needs-operator"
+
+
+@dataclass(frozen=True)
+class ProposalRecord:
+    """A stored proposal. ``base_xml`` is the scheduler file as it was when the
+    proposal was made, ``proposed_xml`` the file the proposal would write (the XML
+    diff is between the two); ``changes`` the per-queue property diff."""
+
+    id: int
+    created_at: float
+    updated_at: float
+    state: ProposalState
+    round_id: int | None
+    target: str
+    base_xml: str
+    proposed_xml: str
+    changes: tuple[ConfigChange, ...]
+    groups: tuple[GroupPrediction, ...]
+    cluster_before_s: float
+    cluster_after_s: float
+    reasons: tuple[str, ...]
+    gate: str = ""
+    apply_id: str = ""
+    note: str = ""
+
+    @property
+    def improvement(self) -> float:
+        return relative_improvement(self.cluster_before_s, self.cluster_after_s)
+
+
+class DecisionKind(StrEnum):
+    OBSERVED = "observed"  # observe mode: what would have been proposed
+    PROPOSED = "proposed"  # stored for review
+    APPLIED = "applied"
+    NOT_APPLIED = "not-applied"  # enforce mode: a gate held it back for an operator
+    NO_CHANGE = "no-change"  # the tuner proposes what runs already
+    BELOW_THRESHOLD = "below-threshold"
+    COOLDOWN = "cooldown"
+    NOTHING_TRIGGERED = "nothing-triggered"
+    RM_UNAVAILABLE = "rm-unavailable"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: DecisionKind
+    reason: str
+    proposal_id: int | None = None
+    group: str = ""
+
+
+class RoundStatus(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    SKIPPED = "skipped"  # the RM could not be read, or a round was still running
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    id: int
+    started_at: float
+    status: RoundStatus
+    decisions: tuple[Decision, ...] = ()
+    timings_s: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def proposal_ids(self) -> tuple[int, ...]:
+        return tuple(d.proposal_id for d in self.decisions if d.proposal_id is not None)
+
+
+@dataclass(frozen=True)
+class ApplyRecord:
+    """One attempt to make the RM run a configuration (an apply or a rollback)."""
+
+    id: int
+    proposal_id: int
+    apply_id: str
+    kind: str  # "apply" | "rollback"
+    actor: str
+    started_at: float
+    finished_at: float | None
+    result: str
+    detail: str
+    config_xml: str
+
+
+@dataclass(frozen=True)
+class RealizedLatency:
+    """The mean job latency a group showed in one interval after an apply, beside
+    what the proposal predicted for it."""
+
+    proposal_id: int
+    group: str
+    interval: int
+    window_start_ms: int
+    window_end_ms: int
+    jobs: int
+    mean_s: float | None
+    predicted_s: float
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    at: float
+    actor: str
+    action: str
+    proposal_id: int | None
+    detail: str

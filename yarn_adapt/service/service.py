@@ -1,0 +1,70 @@
+"""One running service: settings, store, backend, proposer, desk, loop and metrics,
+wired once. The CLI (``yarn-adapt serve`` / ``demo``) builds it, the web app reads and
+acts through it, tests build it against a real mini cluster."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from yarn_adapt.errors import YarnError
+from yarn_adapt.service.actuators import actuator_for
+from yarn_adapt.service.backend import ClusterBackend
+from yarn_adapt.service.desk import ProposalDesk
+from yarn_adapt.service.loop import TuningLoop
+from yarn_adapt.service.metrics import ServiceMetrics
+from yarn_adapt.service.proposer import Proposer
+from yarn_adapt.service.reconcile import reconcile
+from yarn_adapt.service.settings import Settings
+from yarn_adapt.service.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Service:
+    settings: Settings
+    store: Store
+    backend: ClusterBackend
+    desk: ProposalDesk
+    loop: TuningLoop
+    metrics: ServiceMetrics
+    token: str | None
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        backend: ClusterBackend,
+        proposer: Proposer,
+        *,
+        token: str | None,
+        store: Store | None = None,
+    ) -> Service:
+        store = store or Store(settings.state.database_path)
+        metrics = ServiceMetrics(store)
+        desk = ProposalDesk(store, backend, metrics)
+        actuator = actuator_for(
+            settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
+        )
+        loop = TuningLoop(settings, store, backend, proposer, actuator, metrics)
+        return cls(settings, store, backend, desk, loop, metrics, token)
+
+    def start(self) -> list[str]:
+        """Reconcile interrupted applies before anything else; when the RM cannot
+        be read yet, the first round that reaches it does it."""
+        try:
+            done = reconcile(self.store, self.backend)
+        except YarnError as exc:
+            log.warning("reconcile postponed, the RM cannot be read: %s", exc.one_line())
+            return [f"postponed: {exc.one_line()}"]
+        self.loop.reconciled = True
+        return done
+
+    def run_forever(self, stop: threading.Event) -> None:
+        self.loop.run_forever(stop)
+
+    def close(self) -> None:
+        self.backend.close()
+        self.store.close()

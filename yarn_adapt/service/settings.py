@@ -1,0 +1,291 @@
+"""The service's settings: ``yarn-adapt.toml`` (read with :mod:`tomllib`) into frozen
+dataclasses, one per table.
+
+Every key has a default (``conf/yarn-adapt.toml`` lists them all, commented), so an
+empty file is a valid configuration. A key the service does not know, a value of the
+wrong type or out of range, or a file that is not TOML raises
+:class:`~yarn_adapt.errors.SettingsError` naming the file and the key, on one line;
+nothing starts with half-read settings.
+
+The write token is never a plain setting that ends up in logs: it comes from the
+``YARN_ADAPT_TOKEN`` environment variable, else ``[http] token_file``, else
+``[http] token``; the dataclass' ``repr`` masks it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
+
+from yarn_adapt.errors import SettingsError
+
+TOKEN_ENV = "YARN_ADAPT_TOKEN"
+DEFAULT_REFRESH_COMMAND = ("yarn", "rmadmin", "-refreshQueues")
+
+
+class Mode(StrEnum):
+    """What a round does with a proposal (see :mod:`yarn_adapt.service.actuators`)."""
+
+    OBSERVE = "observe"  # log what it would propose; store nothing, change nothing
+    RECOMMEND = "recommend"  # store the proposal for an operator to approve
+    ENFORCE = "enforce"  # apply it when the hysteresis gates allow
+
+
+def default_state_dir() -> str:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return str(Path(base) / "yarn-adapt")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceSection:
+    mode: Mode = Mode.RECOMMEND
+    interval_s: float = 120.0
+    auto_approve: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class YarnSection:
+    rm: tuple[str, ...] = ()
+    history: str = ""
+    user: str = ""
+    timeout_s: float = 30.0
+    retries: int = 3
+    kerberos: bool = False
+    ca_bundle: str = ""
+    verify_tls: bool = True
+    app_window_s: float = 900.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerSection:
+    file: str = ""
+    via: str = "file"
+    refresh_command: tuple[str, ...] = DEFAULT_REFRESH_COMMAND
+    verify_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuningSection:
+    min_improvement: float = 0.05
+    cooldown_s: float = 600.0
+    max_queue_changes: int = 8
+    max_share_step: float = 30.0
+    executor: str = ""
+    seed: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateSection:
+    dir: str = field(default_factory=default_state_dir)
+    database: str = ""
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.dir).expanduser()
+
+    @property
+    def database_path(self) -> Path:
+        if self.database:
+            return Path(self.database).expanduser()
+        return self.state_dir / "yarn-adapt.db"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpSection:
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str = field(default="", repr=False)
+    token_file: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackoffSection:
+    initial_s: float = 10.0
+    max_s: float = 600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RealizedSection:
+    intervals: int = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """All of ``yarn-adapt.toml``; ``source`` is the file it came from."""
+
+    service: ServiceSection = field(default_factory=ServiceSection)
+    yarn: YarnSection = field(default_factory=YarnSection)
+    scheduler: SchedulerSection = field(default_factory=SchedulerSection)
+    tuning: TuningSection = field(default_factory=TuningSection)
+    state: StateSection = field(default_factory=StateSection)
+    http: HttpSection = field(default_factory=HttpSection)
+    backoff: BackoffSection = field(default_factory=BackoffSection)
+    realized: RealizedSection = field(default_factory=RealizedSection)
+    source: str = "<defaults>"
+
+    def with_overrides(self, **sections: object) -> Settings:
+        return replace(self, **sections)  # type: ignore[arg-type]
+
+
+SECTIONS: dict[str, type[Any]] = {
+    "service": ServiceSection,
+    "yarn": YarnSection,
+    "scheduler": SchedulerSection,
+    "tuning": TuningSection,
+    "state": StateSection,
+    "http": HttpSection,
+    "backoff": BackoffSection,
+    "realized": RealizedSection,
+}
+
+# --------------------------------------------------------------------------- reading
+
+
+def load_settings(path: str | os.PathLike[str]) -> Settings:
+    """Read and check ``path``; SettingsError (one line, file and key) when wrong."""
+    source = os.fspath(path)
+    try:
+        with Path(source).open("rb") as stream:
+            raw = tomllib.load(stream)
+    except FileNotFoundError as exc:
+        raise SettingsError(f"{source}: no such settings file") from exc
+    except OSError as exc:
+        raise SettingsError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
+    return settings_from_mapping(raw, source)
+
+
+def settings_from_mapping(raw: Mapping[str, Any], source: str = "<settings>") -> Settings:
+    sections: dict[str, object] = {}
+    for name, table in raw.items():
+        section_type = SECTIONS.get(name)
+        if section_type is None:
+            raise SettingsError(f"{source}: unknown table [{name}] (known: {', '.join(SECTIONS)})")
+        if not isinstance(table, Mapping):
+            raise SettingsError(f"{source}: {name} must be a table ([{name}])")
+        sections[name] = _section(section_type, name, table, source)
+    settings = Settings(**sections, source=source)  # type: ignore[arg-type]
+    check_settings(settings)
+    return settings
+
+
+S = TypeVar("S")
+
+
+def _section(section_type: type[S], name: str, table: Mapping[str, Any], source: str) -> S:
+    hints = get_type_hints(section_type)
+    known = {f.name for f in fields(section_type)}  # type: ignore[arg-type]
+    values: dict[str, object] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise SettingsError(
+                f"{source}: unknown setting [{name}] {key} (known: {', '.join(sorted(known))})"
+            )
+        values[key] = _coerce(value, hints[key], f"{source}: [{name}] {key}")
+    return section_type(**values)
+
+
+def _coerce(value: object, wanted: Any, where: str) -> object:
+    """``value`` as TOML gave it, checked against the field's type."""
+    if isinstance(wanted, type) and issubclass(wanted, StrEnum):
+        allowed = [member.value for member in wanted]
+        if value not in allowed:
+            raise SettingsError(f"{where}: expected one of {', '.join(allowed)}, got {value!r}")
+        return wanted(value)
+    if isinstance(wanted, types.GenericAlias):  # tuple[str, ...]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{where}: expected a list of strings, got {value!r}")
+        return tuple(value)
+    checks: dict[Any, Callable[[object], bool]] = {
+        bool: lambda v: isinstance(v, bool),
+        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        str: lambda v: isinstance(v, str),
+    }
+    if not checks[wanted](value):
+        raise SettingsError(f"{where}: expected {_NAMES[wanted]}, got {value!r}")
+    return float(value) if wanted is float else value  # type: ignore[arg-type]
+
+
+_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+# --------------------------------------------------------------------------- checking
+
+
+def check_settings(settings: Settings) -> None:
+    """Ranges and choices the types cannot say."""
+    rules: list[tuple[str, bool, str]] = [
+        ("[service] interval_s", settings.service.interval_s > 0, "must be positive"),
+        ("[yarn] timeout_s", settings.yarn.timeout_s > 0, "must be positive"),
+        ("[yarn] retries", settings.yarn.retries >= 0, "must be 0 or more"),
+        ("[yarn] app_window_s", settings.yarn.app_window_s > 0, "must be positive"),
+        ("[scheduler] via", settings.scheduler.via in ("file", "mutation"), "file or mutation"),
+        ("[scheduler] refresh_command", bool(settings.scheduler.refresh_command), "is empty"),
+        ("[scheduler] verify_timeout_s", settings.scheduler.verify_timeout_s > 0, "positive"),
+        ("[tuning] min_improvement", 0 <= settings.tuning.min_improvement < 1, "in [0, 1)"),
+        ("[tuning] cooldown_s", settings.tuning.cooldown_s >= 0, "must be 0 or more"),
+        ("[tuning] max_queue_changes", settings.tuning.max_queue_changes >= 1, "at least 1"),
+        ("[tuning] max_share_step", 0 < settings.tuning.max_share_step <= 100, "in (0, 100]"),
+        ("[http] port", 0 <= settings.http.port <= 65535, "in 0..65535"),
+        ("[http] host", bool(settings.http.host), "is empty"),
+        ("[backoff] initial_s", settings.backoff.initial_s > 0, "must be positive"),
+        ("[backoff] max_s", settings.backoff.max_s >= settings.backoff.initial_s, ">= initial_s"),
+        ("[realized] intervals", settings.realized.intervals >= 1, "at least 1"),
+        ("[state] dir", bool(settings.state.dir), "is empty"),
+    ]
+    for key, ok, expectation in rules:
+        if not ok:
+            raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
+
+
+def _value(settings: Settings, key: str) -> str:
+    table, name = key.strip("[").split("] ")
+    return repr(getattr(getattr(settings, table), name))
+
+
+# --------------------------------------------------------------------------- the token
+
+
+def write_token(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
+    """The token write actions need: ``$YARN_ADAPT_TOKEN``, else the first line of
+    ``[http] token_file``, else ``[http] token``; ``None`` when none is configured."""
+    environ = os.environ if environ is None else environ
+    if environ.get(TOKEN_ENV):
+        return environ[TOKEN_ENV].strip()
+    if settings.http.token_file:
+        return _token_from_file(Path(settings.http.token_file).expanduser(), settings.source)
+    return settings.http.token or None
+
+
+def _token_from_file(path: Path, source: str) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SettingsError(f"{source}: [http] token_file {path}: {exc.strerror or exc}") from exc
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise SettingsError(f"{source}: [http] token_file {path}: the file is empty")
+    return token
+
+
+def defaults() -> Settings:
+    return Settings()
+
+
+def field_defaults(section: str) -> dict[str, object]:
+    """``{key: default}`` of one table (the example file is checked against it)."""
+    result: dict[str, object] = {}
+    for f in fields(SECTIONS[section]):
+        if f.default is not MISSING:
+            result[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            result[f.name] = f.default_factory()
+    return result

@@ -1,0 +1,633 @@
+"""The service's state in one embedded SQLite database (stdlib :mod:`sqlite3`, WAL).
+
+Tables: ``rounds``, ``decisions``, ``proposals``, ``applies`` (every apply and
+rollback: the configuration made to run, its result), ``audit`` (who did what),
+``journal`` (the appliers' step-by-step apply journal, :class:`SqliteJournal`) and
+``realized`` (measured latency after an apply beside the prediction).
+
+The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` moves
+an older database forward at open, in one transaction per step. Every write is a
+transaction of its own (``BEGIN IMMEDIATE``), so a crash leaves each record either
+whole or absent; WAL keeps readers (the web page) from blocking the loop.
+
+Each thread gets its own connection (sqlite3 connections are not shared across
+threads); the web server's worker threads and the loop thread all open the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from yarn_adapt.errors import ProposalNotFound, ProposalStateError, SettingsError
+from yarn_adapt.service.records import (
+    ApplyRecord,
+    AuditEntry,
+    Decision,
+    DecisionKind,
+    GroupPrediction,
+    ProposalRecord,
+    ProposalState,
+    RealizedLatency,
+    RoundReport,
+    RoundStatus,
+)
+from yarn_adapt.service.statemachine import Action, allowed_from, refusal, target_of
+from yarn_adapt.yarn.apply import ApplyStep, JournalEntry
+from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
+
+SCHEMA_V1 = """
+CREATE TABLE rounds (
+    id INTEGER PRIMARY KEY,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT NOT NULL DEFAULT 'running',
+    reason TEXT NOT NULL DEFAULT '',
+    timings TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE proposals (
+    id INTEGER PRIMARY KEY,
+    round_id INTEGER REFERENCES rounds(id),
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    state TEXT NOT NULL,
+    target TEXT NOT NULL,
+    base_xml TEXT NOT NULL,
+    proposed_xml TEXT NOT NULL,
+    changes TEXT NOT NULL,
+    groups TEXT NOT NULL,
+    changed_groups TEXT NOT NULL DEFAULT '[]',
+    cluster_before_s REAL NOT NULL,
+    cluster_after_s REAL NOT NULL,
+    reasons TEXT NOT NULL,
+    gate TEXT NOT NULL DEFAULT '',
+    apply_id TEXT NOT NULL DEFAULT '',
+    note TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX proposals_state ON proposals(state);
+CREATE TABLE decisions (
+    id INTEGER PRIMARY KEY,
+    round_id INTEGER REFERENCES rounds(id),
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    grp TEXT NOT NULL DEFAULT '',
+    proposal_id INTEGER REFERENCES proposals(id)
+);
+CREATE TABLE applies (
+    id INTEGER PRIMARY KEY,
+    proposal_id INTEGER NOT NULL REFERENCES proposals(id),
+    apply_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    result TEXT NOT NULL DEFAULT 'running',
+    detail TEXT NOT NULL DEFAULT '',
+    config_xml TEXT NOT NULL
+);
+CREATE TABLE audit (
+    id INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    proposal_id INTEGER,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE journal (
+    seq INTEGER PRIMARY KEY,
+    apply_id TEXT NOT NULL,
+    step TEXT NOT NULL,
+    applier TEXT NOT NULL,
+    target TEXT NOT NULL,
+    backup TEXT NOT NULL DEFAULT '',
+    new_sha256 TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    at REAL NOT NULL
+);
+CREATE INDEX journal_apply ON journal(apply_id);
+CREATE TABLE realized (
+    proposal_id INTEGER NOT NULL REFERENCES proposals(id),
+    grp TEXT NOT NULL,
+    interval INTEGER NOT NULL,
+    window_start_ms INTEGER NOT NULL,
+    window_end_ms INTEGER NOT NULL,
+    jobs INTEGER NOT NULL,
+    mean_s REAL,
+    predicted_s REAL NOT NULL,
+    PRIMARY KEY (proposal_id, grp, interval)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1,)
+"""``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class Store:
+    """All reads and writes of the service's database."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+
+    # ------------------------------------------------------------------ connections
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.connection = connection
+            with self._all_lock:
+                self._all.append(connection)
+        return connection
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            connection = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=FULL")
+            connection.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            raise SettingsError(f"{self.path}: not a usable SQLite database: {exc}") from exc
+        return connection
+
+    def close(self) -> None:
+        with self._all_lock:
+            for connection in self._all:
+                connection.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise SettingsError(
+                f"{self.path}: schema version {version} is newer than this yarn-adapt "
+                f"({SCHEMA_VERSION}); upgrade yarn-adapt"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            with self._transaction() as db:
+                for statement in _statements(MIGRATIONS[step]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {step + 1}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # ------------------------------------------------------------------ rounds
+
+    def begin_round(self, started_at: float) -> int:
+        with self._transaction() as db:
+            cursor = db.execute("INSERT INTO rounds (started_at) VALUES (?)", (started_at,))
+            return int(cursor.lastrowid or 0)
+
+    def finish_round(
+        self, round_id: int, status: RoundStatus, reason: str, timings: dict[str, float]
+    ) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE rounds SET finished_at=?, status=?, reason=?, timings=? WHERE id=?",
+                (time.time(), str(status), reason, json.dumps(timings), round_id),
+            )
+
+    def record_decision(self, round_id: int | None, decision: Decision) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO decisions (round_id, at, kind, reason, grp, proposal_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    round_id,
+                    time.time(),
+                    str(decision.kind),
+                    decision.reason,
+                    decision.group,
+                    decision.proposal_id,
+                ),
+            )
+
+    def rounds(self, limit: int = 20) -> list[RoundReport]:
+        rows = self._db.execute("SELECT * FROM rounds ORDER BY id DESC LIMIT ?", (limit,))
+        return [self._round(row) for row in rows.fetchall()]
+
+    def _round(self, row: sqlite3.Row) -> RoundReport:
+        decisions = self._db.execute(
+            "SELECT * FROM decisions WHERE round_id=? ORDER BY id", (row["id"],)
+        ).fetchall()
+        return RoundReport(
+            id=row["id"],
+            started_at=row["started_at"],
+            status=RoundStatus(row["status"]),
+            decisions=tuple(_decision(d) for d in decisions),
+            timings_s=json.loads(row["timings"]),
+            reason=row["reason"],
+        )
+
+    def decisions(self, limit: int = 50) -> list[tuple[float, Decision]]:
+        rows = self._db.execute("SELECT * FROM decisions ORDER BY id DESC LIMIT ?", (limit,))
+        return [(row["at"], _decision(row)) for row in rows.fetchall()]
+
+    # ------------------------------------------------------------------ proposals
+
+    def create_proposal(
+        self, draft: ProposalRecord, changed_groups: Sequence[str], actor: str = "service"
+    ) -> ProposalRecord:
+        """Store ``draft`` (its id and times are assigned here) as pending; older
+        pending or approved proposals are superseded: they were computed against a
+        cluster that has moved on."""
+        now = time.time()
+        with self._transaction() as db:
+            for row in db.execute(
+                "SELECT id FROM proposals WHERE state IN (?, ?)",
+                (ProposalState.PENDING.value, ProposalState.APPROVED.value),
+            ).fetchall():
+                self._move(db, row["id"], Action.SUPERSEDE, actor, "a newer proposal replaced it")
+            cursor = db.execute(
+                "INSERT INTO proposals (round_id, created_at, updated_at, state, target,"
+                " base_xml, proposed_xml, changes, groups, changed_groups, cluster_before_s,"
+                " cluster_after_s, reasons, gate) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    draft.round_id,
+                    now,
+                    now,
+                    ProposalState.PENDING.value,
+                    draft.target,
+                    draft.base_xml,
+                    draft.proposed_xml,
+                    json.dumps([_change_json(c) for c in draft.changes]),
+                    json.dumps([asdict(g) for g in draft.groups]),
+                    json.dumps(list(changed_groups)),
+                    _finite(draft.cluster_before_s),
+                    _finite(draft.cluster_after_s),
+                    json.dumps(list(draft.reasons)),
+                    draft.gate,
+                ),
+            )
+            proposal_id = int(cursor.lastrowid or 0)
+            _audit(db, actor, "propose", proposal_id, draft.gate or "stored for review")
+        return self.proposal(proposal_id)
+
+    def proposal(self, proposal_id: int) -> ProposalRecord:
+        row = self._db.execute("SELECT * FROM proposals WHERE id=?", (proposal_id,)).fetchone()
+        if row is None:
+            raise ProposalNotFound(f"no proposal {proposal_id}")
+        return _proposal(row)
+
+    def proposals(
+        self, limit: int = 50, states: Iterable[ProposalState] | None = None
+    ) -> list[ProposalRecord]:
+        if states is None:
+            rows = self._db.execute("SELECT * FROM proposals ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            wanted = [str(s) for s in states]
+            marks = ",".join("?" * len(wanted))
+            rows = self._db.execute(
+                f"SELECT * FROM proposals WHERE state IN ({marks}) ORDER BY id DESC LIMIT ?",
+                (*wanted, limit),
+            )
+        return [_proposal(row) for row in rows.fetchall()]
+
+    def transition(
+        self, proposal_id: int, action: Action, actor: str, note: str = "", apply_id: str = ""
+    ) -> ProposalRecord:
+        """Move the proposal by ``action`` or raise ProposalStateError; the check and
+        the write are one transaction, so concurrent callers cannot both succeed."""
+        with self._transaction() as db:
+            self._move(db, proposal_id, action, actor, note, apply_id)
+        return self.proposal(proposal_id)
+
+    def _move(
+        self,
+        db: sqlite3.Connection,
+        proposal_id: int,
+        action: Action,
+        actor: str,
+        note: str,
+        apply_id: str = "",
+    ) -> None:
+        row = db.execute("SELECT state FROM proposals WHERE id=?", (proposal_id,)).fetchone()
+        if row is None:
+            raise ProposalNotFound(f"no proposal {proposal_id}")
+        state = ProposalState(row["state"])
+        if state not in allowed_from(action):
+            raise ProposalStateError(refusal(action, proposal_id, state))
+        db.execute(
+            "UPDATE proposals SET state=?, updated_at=?, note=?,"
+            " apply_id=CASE WHEN ?='' THEN apply_id ELSE ? END WHERE id=?",
+            (str(target_of(action)), time.time(), note, apply_id, apply_id, proposal_id),
+        )
+        _audit(db, actor, str(action), proposal_id, note)
+
+    def latest_applied(self) -> ProposalRecord | None:
+        """The proposal whose configuration runs now (the last one applied and not
+        rolled back since), if any."""
+        row = self._db.execute(
+            "SELECT p.* FROM proposals p JOIN applies a ON a.proposal_id = p.id"
+            " WHERE a.result IN ('applied', 'rolled-back') ORDER BY a.finished_at DESC LIMIT 1"
+        ).fetchone()
+        if row is None or row["state"] != ProposalState.APPLIED.value:
+            return None
+        return _proposal(row)
+
+    def last_change_per_group(self) -> dict[str, float]:
+        """When each group's queues were last changed by an apply or a rollback."""
+        rows = self._db.execute(
+            "SELECT p.changed_groups, a.finished_at FROM applies a"
+            " JOIN proposals p ON p.id = a.proposal_id"
+            " WHERE a.result IN ('applied', 'rolled-back') AND a.finished_at IS NOT NULL"
+        ).fetchall()
+        last: dict[str, float] = {}
+        for row in rows:
+            for group in json.loads(row["changed_groups"]):
+                last[group] = max(last.get(group, 0.0), row["finished_at"])
+        return last
+
+    # ------------------------------------------------------------------ applies
+
+    def begin_apply(
+        self,
+        proposal_id: int,
+        action: Action,
+        apply_id: str,
+        actor: str,
+        config_xml: str,
+        note: str = "",
+    ) -> ProposalRecord:
+        """Move the proposal into applying / rolling-back and open its ``applies``
+        row in one transaction: either both happen or neither."""
+        kind = "rollback" if action is Action.BEGIN_ROLLBACK else "apply"
+        with self._transaction() as db:
+            self._move(db, proposal_id, action, actor, note, apply_id)
+            db.execute(
+                "INSERT INTO applies (proposal_id, apply_id, kind, actor, started_at, config_xml)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (proposal_id, apply_id, kind, actor, time.time(), config_xml),
+            )
+        return self.proposal(proposal_id)
+
+    def end_apply(
+        self, apply_id: str, result: str, detail: str, action: Action, actor: str
+    ) -> ProposalRecord:
+        """Close the ``applies`` row and move its proposal by ``action``, together."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT proposal_id FROM applies WHERE apply_id=?", (apply_id,)
+            ).fetchone()
+            if row is None:
+                raise ProposalNotFound(f"no apply {apply_id}")
+            db.execute(
+                "UPDATE applies SET finished_at=?, result=?, detail=? WHERE apply_id=?",
+                (time.time(), result, detail, apply_id),
+            )
+            self._move(db, row["proposal_id"], action, actor, detail)
+        return self.proposal(row["proposal_id"])
+
+    def apply_record(self, apply_id: str) -> ApplyRecord | None:
+        row = self._db.execute("SELECT * FROM applies WHERE apply_id=?", (apply_id,)).fetchone()
+        return _apply(row) if row is not None else None
+
+    def applies(self, limit: int = 50, proposal_id: int | None = None) -> list[ApplyRecord]:
+        if proposal_id is None:
+            rows = self._db.execute("SELECT * FROM applies ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM applies WHERE proposal_id=? ORDER BY id DESC LIMIT ?",
+                (proposal_id, limit),
+            )
+        return [_apply(row) for row in rows.fetchall()]
+
+    def unfinished_applies(self) -> list[ApplyRecord]:
+        rows = self._db.execute("SELECT * FROM applies WHERE finished_at IS NULL ORDER BY id")
+        return [_apply(row) for row in rows.fetchall()]
+
+    def count_applies(self, proposal_id: int, kind: str) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM applies WHERE proposal_id=? AND kind=?", (proposal_id, kind)
+        ).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------ audit
+
+    def audit(self, actor: str, action: str, proposal_id: int | None, detail: str = "") -> None:
+        with self._transaction() as db:
+            _audit(db, actor, action, proposal_id, detail)
+
+    def audit_log(self, limit: int = 100, proposal_id: int | None = None) -> list[AuditEntry]:
+        if proposal_id is None:
+            rows = self._db.execute("SELECT * FROM audit ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM audit WHERE proposal_id=? ORDER BY id DESC LIMIT ?",
+                (proposal_id, limit),
+            )
+        return [
+            AuditEntry(r["at"], r["actor"], r["action"], r["proposal_id"], r["detail"])
+            for r in rows.fetchall()
+        ]
+
+    # ------------------------------------------------------------------ journal
+
+    def record_journal(self, entry: JournalEntry) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO journal (apply_id, step, applier, target, backup, new_sha256,"
+                " detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    entry.apply_id,
+                    str(entry.step),
+                    entry.applier,
+                    entry.target,
+                    entry.backup,
+                    entry.new_sha256,
+                    entry.detail,
+                    entry.at,
+                ),
+            )
+
+    def journal_entries(self, apply_id: str | None = None) -> list[JournalEntry]:
+        if apply_id is None:
+            rows = self._db.execute("SELECT * FROM journal ORDER BY seq")
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM journal WHERE apply_id=? ORDER BY seq", (apply_id,)
+            )
+        return [_journal_entry(row) for row in rows.fetchall()]
+
+    # ------------------------------------------------------------------ realized
+
+    def record_realized(self, realized: RealizedLatency) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO realized (proposal_id, grp, interval, window_start_ms,"
+                " window_end_ms, jobs, mean_s, predicted_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    realized.proposal_id,
+                    realized.group,
+                    realized.interval,
+                    realized.window_start_ms,
+                    realized.window_end_ms,
+                    realized.jobs,
+                    realized.mean_s,
+                    _finite(realized.predicted_s),
+                ),
+            )
+
+    def realized(self, proposal_id: int | None = None) -> list[RealizedLatency]:
+        if proposal_id is None:
+            rows = self._db.execute("SELECT * FROM realized ORDER BY proposal_id, grp, interval")
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM realized WHERE proposal_id=? ORDER BY grp, interval",
+                (proposal_id,),
+            )
+        return [_realized(row) for row in rows.fetchall()]
+
+    def intervals_measured(self, proposal_id: int) -> int:
+        row = self._db.execute(
+            "SELECT COALESCE(MAX(interval), 0) FROM realized WHERE proposal_id=?", (proposal_id,)
+        ).fetchone()
+        return int(row[0])
+
+
+class SqliteJournal:
+    """The :class:`~yarn_adapt.yarn.apply.ApplyJournal` of the service: the appliers'
+    steps go into the ``journal`` table, each in its own committed transaction
+    (``synchronous=FULL``) before the next step starts."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def record(self, entry: JournalEntry) -> None:
+        self.store.record_journal(entry)
+
+    def entries(self) -> list[JournalEntry]:
+        return self.store.journal_entries()
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _audit(
+    db: sqlite3.Connection, actor: str, action: str, proposal_id: int | None, detail: str
+) -> None:
+    db.execute(
+        "INSERT INTO audit (at, actor, action, proposal_id, detail) VALUES (?, ?, ?, ?, ?)",
+        (time.time(), actor, action, proposal_id, detail),
+    )
+
+
+def _finite(value: float) -> float:
+    # SQLite stores NaN as NULL; a prediction that is unknown is kept as -1.
+    return value if value == value else -1.0
+
+
+def _change_json(change: ConfigChange) -> dict[str, Any]:
+    return {
+        "kind": str(change.kind),
+        "queue": change.queue,
+        "prop": change.prop,
+        "old": change.old,
+        "new": change.new,
+    }
+
+
+def _change(raw: dict[str, Any]) -> ConfigChange:
+    return ConfigChange(ChangeKind(raw["kind"]), raw["queue"], raw["prop"], raw["old"], raw["new"])
+
+
+def _proposal(row: sqlite3.Row) -> ProposalRecord:
+    return ProposalRecord(
+        id=row["id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        state=ProposalState(row["state"]),
+        round_id=row["round_id"],
+        target=row["target"],
+        base_xml=row["base_xml"],
+        proposed_xml=row["proposed_xml"],
+        changes=tuple(_change(c) for c in json.loads(row["changes"])),
+        groups=tuple(GroupPrediction(**g) for g in json.loads(row["groups"])),
+        cluster_before_s=row["cluster_before_s"],
+        cluster_after_s=row["cluster_after_s"],
+        reasons=tuple(json.loads(row["reasons"])),
+        gate=row["gate"],
+        apply_id=row["apply_id"],
+        note=row["note"],
+    )
+
+
+def _decision(row: sqlite3.Row) -> Decision:
+    return Decision(DecisionKind(row["kind"]), row["reason"], row["proposal_id"], row["grp"])
+
+
+def _apply(row: sqlite3.Row) -> ApplyRecord:
+    return ApplyRecord(
+        id=row["id"],
+        proposal_id=row["proposal_id"],
+        apply_id=row["apply_id"],
+        kind=row["kind"],
+        actor=row["actor"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        result=row["result"],
+        detail=row["detail"],
+        config_xml=row["config_xml"],
+    )
+
+
+def _journal_entry(row: sqlite3.Row) -> JournalEntry:
+    return JournalEntry(
+        apply_id=row["apply_id"],
+        step=ApplyStep(row["step"]),
+        applier=row["applier"],
+        target=row["target"],
+        backup=row["backup"],
+        new_sha256=row["new_sha256"],
+        detail=row["detail"],
+        at=row["at"],
+    )
+
+
+def _realized(row: sqlite3.Row) -> RealizedLatency:
+    return RealizedLatency(
+        proposal_id=row["proposal_id"],
+        group=row["grp"],
+        interval=row["interval"],
+        window_start_ms=row["window_start_ms"],
+        window_end_ms=row["window_end_ms"],
+        jobs=row["jobs"],
+        mean_s=row["mean_s"],
+        predicted_s=row["predicted_s"],
+    )
