@@ -76,7 +76,7 @@ FULL_SIZES = tuple(
     (round(n), round(g))
     for n, g in zip(np.linspace(300, 12_000, 10), np.linspace(10, 500, 10), strict=True)
 )
-QUICK_SIZES = FULL_SIZES[:2]
+QUICK_SIZES = FULL_SIZES[:1]
 # YARN defaults: maximum-am-resource-percent 0.1 (Capacity), maxAMShare 0.5 (Fair).
 AM_SHARE = {Scheduler.CAPACITY: 0.1, Scheduler.FAIR: 0.5}
 # §4.5.1: RRS needs 83 / 175 iterations (Capacity 2 / 4 queues), 267 / 488 (Fair).
