@@ -1,0 +1,306 @@
+"""A simulated cluster the service can drive exactly as it drives a real RM: the
+backend of ``yarn-adapt demo`` (no Java, no Hadoop).
+
+:class:`SimulatedCluster` replays a workload in the simulator one segment at a time:
+each :meth:`~SimulatedCluster.advance` simulates up to a horizon under the current
+configuration, then carries the state over -- jobs in progress keep their
+ApplicationMaster, their running containers and their unstarted tasks
+(:class:`~yarn_adapt.sim.SimulationStart`) -- so the next segment continues under
+whatever configuration was applied in between. Which tasks a job has started is
+read from the simulator's allocation records, in the order the scheduler takes a
+stage's tasks.
+
+:class:`SimulatedBackend` exposes it through the :class:`ClusterBackend` interface:
+the scheduler configuration lives in a real file in the state directory, and
+:class:`SimulatedApplier` applies to it with the same discipline as the real
+appliers (validate, back up, journal each step, write atomically, activate, verify,
+recover after a crash) -- activation being "the simulated RM loads the file".
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from yarn_adapt.errors import ApplyNotVerified
+from yarn_adapt.model import SchedulerConfig, TaskSpec, Workload
+from yarn_adapt.model.workload import JobSpec
+from yarn_adapt.service.backend import FinishedJob, Observed
+from yarn_adapt.service.xmltext import parse_scheduler_text
+from yarn_adapt.sim import (
+    Allocation,
+    ClusterSpec,
+    JobInProgress,
+    JobResult,
+    JobStatus,
+    RunningContainer,
+    SimulationOptions,
+    SimulationStart,
+    simulate,
+)
+from yarn_adapt.yarn.apply import (
+    ApplyOutcome,
+    ApplyPlan,
+    ApplyResult,
+    ApplySettings,
+    ApplyStep,
+    JournalEntry,
+    new_apply_id,
+)
+from yarn_adapt.yarn.apply.backup import sha256_text
+from yarn_adapt.yarn.apply.journal import ApplyJournal
+from yarn_adapt.yarn.confxml import (
+    SchedulerDocument,
+    diff_configs,
+    raise_if_invalid,
+    read_scheduler_document,
+)
+from yarn_adapt.yarn.schedconf.xmlio import write_atomically
+
+FINISHED_MEMORY = 2000
+"""How many finished jobs the cluster remembers for realized latency."""
+
+
+@dataclass
+class _Progress:
+    """What a job has received so far: its AM, and its tasks in start order."""
+
+    spec: JobSpec
+    am_started_s: float | None = None
+    am_node: str | None = None
+    started: list[tuple[TaskSpec, float, str]] = field(default_factory=list)
+
+    @property
+    def task_order(self) -> tuple[TaskSpec, ...]:
+        return (*self.spec.maps, *self.spec.reduces)
+
+    def grant(self, allocation: Allocation) -> None:
+        if allocation.is_am:
+            self.am_started_s, self.am_node = allocation.time_s, allocation.node_id
+            return
+        order = self.task_order
+        first = len(self.started)
+        for task in order[first : first + allocation.count]:
+            self.started.append((task, allocation.time_s, allocation.node_id))
+
+    def in_progress(self, now_s: float) -> JobInProgress:
+        remaining = self.task_order[len(self.started) :]
+        running = tuple(
+            RunningContainer(task, started_s, node)
+            for task, started_s, node in self.started
+            if started_s + task.duration_s > now_s
+        )
+        job = replace(self.spec, tasks=remaining)
+        return JobInProgress(job, running, self.am_started_s, self.am_node)
+
+
+@dataclass(frozen=True)
+class SimulatedView:
+    """What the proposer reads of a simulated cluster: the time, the jobs in
+    progress (as a simulation start), the jobs submitted in the last segment, the
+    cluster and the options the simulator runs with."""
+
+    time_s: float
+    start: SimulationStart
+    recent: tuple[JobSpec, ...]
+    cluster: ClusterSpec
+    options: SimulationOptions
+
+
+class SimulatedCluster:
+    def __init__(
+        self,
+        workload: Workload,
+        cluster: ClusterSpec,
+        config: SchedulerConfig,
+        options: SimulationOptions | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.options = options or SimulationOptions()
+        jobs = sorted(workload.jobs, key=lambda job: job.submit_s)
+        self.clock_s = jobs[0].submit_s if jobs else 0.0
+        self._upcoming = deque(jobs)
+        self._progress: dict[str, _Progress] = {}
+        self.finished: deque[JobResult] = deque(maxlen=FINISHED_MEMORY)
+        self.recent: tuple[JobSpec, ...] = ()
+
+    @property
+    def done(self) -> bool:
+        return not self._upcoming and not self._progress
+
+    def load(self, config: SchedulerConfig) -> None:
+        """Take a new scheduler configuration from the next segment on (what
+        ``refreshQueues`` does to a real RM)."""
+        self.config = config
+
+    def start_state(self) -> SimulationStart:
+        jobs = tuple(p.in_progress(self.clock_s) for p in self._progress.values())
+        return SimulationStart(self.clock_s, jobs)
+
+    def advance(self, seconds: float) -> None:
+        """Simulate ``seconds`` more under the current configuration."""
+        until = self.clock_s + seconds
+        arriving = self._arrivals(until)
+        options = replace(self.options, horizon_s=until, record_allocations=True)
+        start = self.start_state()
+        result = simulate(Workload(arriving), self.config, self.cluster, options, start=start)
+        for job in arriving:
+            self._progress[job.id] = _Progress(job)
+        for allocation in result.allocations:
+            self._progress[allocation.job_id].grant(allocation)
+        self._settle(result.jobs)
+        self.recent = arriving
+        self.clock_s = until
+
+    def _arrivals(self, until: float) -> tuple[JobSpec, ...]:
+        arriving: list[JobSpec] = []
+        while self._upcoming and self._upcoming[0].submit_s < until:
+            arriving.append(self._upcoming.popleft())
+        return tuple(arriving)
+
+    def _settle(self, results: Iterable[JobResult]) -> None:
+        for job in results:
+            if job.status is JobStatus.UNFINISHED:
+                continue
+            self._progress.pop(job.id, None)
+            if job.status is JobStatus.FINISHED:
+                self.finished.append(job)
+
+    def view(self) -> SimulatedView:
+        return SimulatedView(
+            self.clock_s, self.start_state(), self.recent, self.cluster, self.options
+        )
+
+
+# --------------------------------------------------------------------------- backend
+
+
+class SimulatedBackend:
+    """The :class:`~yarn_adapt.service.backend.ClusterBackend` of a simulated
+    cluster. Each observation first simulates ``step_s`` more seconds, so the
+    service's rounds drive simulated time (the demo's accelerated clock)."""
+
+    def __init__(
+        self, cluster: SimulatedCluster, path: Path, settings: ApplySettings, step_s: float
+    ) -> None:
+        self.cluster = cluster
+        self.path = path
+        self.settings = settings
+        self.step_s = step_s
+
+    @property
+    def target(self) -> str:
+        return str(self.path)
+
+    def document(self) -> SchedulerDocument:
+        return read_scheduler_document(self.path)
+
+    def observe(self) -> Observed:
+        self.cluster.advance(self.step_s)
+        finished = tuple(_finished(job) for job in self.cluster.finished)
+        taken_ms = int(self.cluster.clock_s * 1000)
+        return Observed(taken_ms, self.document(), finished, self.cluster.view())
+
+    def applier(self, journal: ApplyJournal) -> SimulatedApplier:
+        return SimulatedApplier(self.cluster, self.path, self.settings, journal)
+
+    def recover(self, entry: JournalEntry, journal: ApplyJournal) -> ApplyStep:
+        return self.applier(journal).recover(entry)
+
+    def close(self) -> None:
+        return None
+
+
+def _finished(job: JobResult) -> FinishedJob:
+    assert job.finish_s is not None
+    return FinishedJob(job.id, job.queue, int(job.submit_s * 1000), int(job.finish_s * 1000))
+
+
+class SimulatedApplier:
+    """Apply to the simulated cluster's scheduler file and make it load it."""
+
+    name = "file+simulated-refresh"
+
+    def __init__(
+        self,
+        cluster: SimulatedCluster,
+        path: Path,
+        settings: ApplySettings,
+        journal: ApplyJournal,
+    ) -> None:
+        self.cluster = cluster
+        self.path = path
+        self.settings = settings
+        self.journal = journal
+
+    def plan(self, desired: SchedulerConfig) -> ApplyPlan:
+        document = read_scheduler_document(self.path)
+        changes = tuple(diff_configs(document.config, desired))
+        payload = document.render(desired) if changes else ""  # type: ignore[arg-type]
+        steps = (
+            f"back up and write {self.path}",
+            "the simulated RM loads the file",
+            "confirm the simulated RM runs it",
+        )
+        return ApplyPlan(self.name, str(self.path), changes, steps, payload)
+
+    def apply(self, desired: SchedulerConfig, *, apply_id: str | None = None) -> ApplyOutcome:
+        apply_id = apply_id or new_apply_id()
+        with self.settings.lock:
+            document = read_scheduler_document(self.path)
+            plan = self.plan(desired)
+            if plan.is_empty and not diff_configs(self.cluster.config, desired):
+                self._record(apply_id, ApplyStep.NOTHING_TO_DO)
+                return ApplyOutcome(apply_id, ApplyResult.ALREADY_APPLIED, plan)
+            raise_if_invalid(desired, document.config, source=str(self.path))
+            sha = sha256_text(plan.payload)
+            self._record(apply_id, ApplyStep.PLANNED, new_sha256=sha)
+            backup = self.settings.backups.save(self.path)
+            self._record(apply_id, ApplyStep.BACKED_UP, new_sha256=sha, backup=str(backup))
+            write_atomically(self.path, plan.payload)
+            self._record(apply_id, ApplyStep.WRITTEN, new_sha256=sha, backup=str(backup))
+            self._activate(apply_id, desired)
+            return ApplyOutcome(apply_id, ApplyResult.APPLIED, plan, backup)
+
+    def _activate(self, apply_id: str, desired: SchedulerConfig) -> None:
+        self.cluster.load(parse_scheduler_text(self.path.read_text("utf-8"), str(self.path)))
+        self._record(apply_id, ApplyStep.ACTIVATED)
+        if diff_configs(self.cluster.config, desired):
+            self._record(apply_id, ApplyStep.FAILED, detail="the simulated RM runs another config")
+            raise ApplyNotVerified(f"{self.path}: the simulated RM does not run the new config")
+        self._record(apply_id, ApplyStep.VERIFIED)
+
+    def recover(self, interrupted: JournalEntry) -> ApplyStep:
+        """A crash after the write: the file says what the cluster should run, so
+        load it (finishing the apply); before the write: nothing changed."""
+        with self.settings.lock:
+            text = self.path.read_text("utf-8")
+            if sha256_text(text) != interrupted.new_sha256:
+                self._record(interrupted.apply_id, ApplyStep.ROLLED_BACK, detail="never written")
+                return ApplyStep.ROLLED_BACK
+            self._activate(interrupted.apply_id, parse_scheduler_text(text, str(self.path)))
+            return ApplyStep.VERIFIED
+
+    def _record(
+        self,
+        apply_id: str,
+        step: ApplyStep,
+        *,
+        new_sha256: str = "",
+        backup: str = "",
+        detail: str = "",
+    ) -> None:
+        self.journal.record(
+            JournalEntry(
+                apply_id=apply_id,
+                step=step,
+                applier=self.name,
+                target=str(self.path),
+                backup=backup,
+                new_sha256=new_sha256,
+                detail=detail,
+            )
+        )
