@@ -1,0 +1,187 @@
+"""The HTTP API and the pages through Flask's test client (the browser test and the
+live tests use a real server): tokens, CSRF, state conflicts, what a page shows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tests.service.factories import TOKEN, sim_service
+from yarn_adapt.service.service import Service
+from yarn_adapt.service.web.app import create_app
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Service:
+    service = sim_service(tmp_path)
+    service.loop.run_round()  # proposal 1, pending
+    return service
+
+
+@pytest.fixture
+def app(service: Service) -> Flask:
+    return create_app(service)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+def csrf_of(page: str) -> str:
+    match = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert match, "no CSRF field on the page"
+    return match.group(1)
+
+
+def sign_in(client: FlaskClient) -> None:
+    reply = client.post("/login", data={"token": TOKEN})
+    assert reply.status_code == 302
+
+
+def test_the_api_lists_and_shows_proposals(client: FlaskClient) -> None:
+    [summary] = client.get("/api/proposals").get_json()
+    assert summary["id"] == 1 and summary["state"] == "pending"
+    assert summary["predicted_latency_before_s"] == 100.0
+    detail = client.get("/api/proposals/1").get_json()
+    assert "-    <value>50</value>" in detail["xml_diff"]
+    assert "+    <value>70</value>" in detail["xml_diff"]
+    assert {c["queue"] for c in detail["property_changes"]} == {"root.q1", "root.q2"}
+    assert detail["predictions"][0] == {
+        "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement": 0.2,
+        "realized": [],
+    }  # fmt: skip
+    assert detail["actions"] == ["approve", "reject"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "message"),
+    [
+        ({}, 401, "write actions need 'Authorization: Bearer <token>'"),
+        ({"Authorization": "Bearer wrong"}, 403, "invalid token"),
+        ({"Authorization": f"Basic {TOKEN}"}, 401, "need"),
+    ],
+)
+def test_writes_without_the_token_are_refused_and_change_nothing(
+    client: FlaskClient, service: Service, headers: dict[str, str], status: int, message: str
+) -> None:
+    reply = client.post("/api/proposals/1/approve", headers=headers)
+    assert reply.status_code == status
+    assert message in reply.get_json()["error"]
+    assert TOKEN not in reply.get_data(as_text=True)
+    assert service.store.proposal(1).state == "pending"
+
+
+def test_approving_through_the_api_applies_once(client: FlaskClient, service: Service) -> None:
+    first = client.post("/api/proposals/1/approve", headers=AUTH)
+    assert first.status_code == 200 and first.get_json()["state"] == "applied"
+    second = client.post("/api/proposals/1/approve", headers=AUTH)
+    assert second.status_code == 409
+    assert second.get_json() == {
+        "error": "proposal 1 is applied: only a pending proposal can be approved"
+    }
+    assert service.store.count_applies(1, "apply") == 1
+    assert client.get("/api/applies").get_json()[0]["result"] == "applied"
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message"),
+    [
+        ("/api/proposals/9/approve", 404, "no proposal 9"),
+        ("/api/proposals/1/explode", 400, "unknown action 'explode'"),
+    ],
+)
+def test_bad_requests_get_one_line_errors(
+    client: FlaskClient, path: str, status: int, message: str
+) -> None:
+    reply = client.post(path, headers=AUTH)
+    assert reply.status_code == status
+    assert message in reply.get_json()["error"]
+
+
+def test_the_page_shows_the_diff_and_offers_actions_only_when_signed_in(
+    client: FlaskClient,
+) -> None:
+    anonymous = client.get("/proposals/1").get_data(as_text=True)
+    assert "&lt;value&gt;70&lt;/value&gt;" in anonymous  # escaped XML in the diff
+    assert 'id="approve"' not in anonymous and "Sign in</a> to approve" in anonymous
+    sign_in(client)
+    page = client.get("/proposals/1").get_data(as_text=True)
+    assert 'id="approve"' in page and 'id="reject"' in page
+
+
+def test_a_form_without_the_session_csrf_token_is_refused(
+    client: FlaskClient, service: Service
+) -> None:
+    sign_in(client)
+    reply = client.post("/proposals/1/approve", data={"csrf": "forged"})
+    assert reply.status_code == 403
+    assert service.store.proposal(1).state == "pending"
+
+
+def test_a_form_from_another_origin_is_refused(client: FlaskClient, service: Service) -> None:
+    sign_in(client)
+    token = csrf_of(client.get("/proposals/1").get_data(as_text=True))
+    reply = client.post(
+        "/proposals/1/approve", data={"csrf": token}, headers={"Origin": "http://evil.example"}
+    )
+    assert reply.status_code == 403
+    assert service.store.proposal(1).state == "pending"
+
+
+def test_a_form_posted_without_signing_in_is_refused(client: FlaskClient, service: Service) -> None:
+    reply = client.post("/proposals/1/approve", data={"csrf": "x"})
+    assert reply.status_code == 403
+    assert service.store.proposal(1).state == "pending"
+
+
+def test_the_form_approves_and_the_page_reports_it(client: FlaskClient, service: Service) -> None:
+    sign_in(client)
+    token = csrf_of(client.get("/proposals/1").get_data(as_text=True))
+    reply = client.post(
+        "/proposals/1/approve", data={"csrf": token}, headers={"Origin": "http://localhost"}
+    )
+    assert reply.status_code == 302
+    page = client.get("/proposals/1").get_data(as_text=True)
+    assert "approve: proposal 1 is now applied" in page
+    again = client.post("/proposals/1/approve", data={"csrf": token}, follow_redirects=True)
+    assert "approve refused: proposal 1 is applied" in again.get_data(as_text=True)
+    assert service.store.count_applies(1, "apply") == 1
+
+
+def test_a_wrong_token_does_not_sign_in(client: FlaskClient) -> None:
+    reply = client.post("/login", data={"token": "guess"})
+    assert reply.status_code == 403
+    assert "invalid token" in reply.get_data(as_text=True)
+    assert 'id="approve"' not in client.get("/proposals/1").get_data(as_text=True)
+
+
+def test_sign_in_never_redirects_off_site(client: FlaskClient) -> None:
+    reply = client.post("/login?next=//evil.example/x", data={"token": TOKEN})
+    assert reply.headers["Location"] == "/"
+
+
+def test_index_metrics_and_status(client: FlaskClient) -> None:
+    index = client.get("/").get_data(as_text=True)
+    assert 'id="proposals"' in index and "recommend" in index
+    metrics = client.get("/metrics").get_data(as_text=True)
+    assert 'yarn_adapt_rounds_total{status="done"} 1.0' in metrics
+    assert "yarn_adapt_proposals_total 1.0" in metrics
+    assert "yarn_adapt_round_duration_seconds_count" in metrics
+    status = client.get("/api/status").get_json()
+    assert status["mode"] == "recommend" and status["rm_available"] is True
+    rounds = client.get("/api/rounds").get_json()
+    assert rounds[0]["decisions"][0]["kind"] == "proposed"
+
+
+def test_a_round_can_be_run_through_the_api(client: FlaskClient) -> None:
+    assert client.post("/api/rounds").status_code == 401
+    reply = client.post("/api/rounds", headers=AUTH)
+    assert reply.status_code == 200
+    assert reply.get_json()["status"] == "done"
