@@ -66,7 +66,8 @@ def small_workload(jobs: int = 12, spacing_s: float = 20.0) -> Workload:
 
 @dataclass
 class FixedProposer:
-    """Proposes ``q1`` / ``q2`` capacities (and the predictions given) every time
+    """Stands in for the tuner: proposes the capacities given (``q1``/``q2`` of the
+    demo file, or ``capacities`` by leaf name) with the predictions given, every time
     it is asked; records which groups the service froze."""
 
     q1: float = 70.0
@@ -74,15 +75,17 @@ class FixedProposer:
     before_s: float = 100.0
     after_s: float = 80.0
     triggered: bool = True
+    capacities: dict[str, float] | None = None
     frozen_seen: list[frozenset[str]] = field(default_factory=list)
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         self.frozen_seen.append(frozen)
         if not self.triggered:
             return None
-        config = with_capacities(observed.config, q1=self.q1, q2=self.q2)
+        wanted = self.capacities or {"q1": self.q1, "q2": self.q2}
+        config = with_capacities(observed.config, **wanted)
         group = GroupPrediction("root", self.before_s, self.after_s, jobs=5)
-        reasons = (f"root.q1 capacity -> {self.q1:g}: q1 holds most waiting jobs",)
+        reasons = tuple(f"root.{leaf} capacity -> {value:g}" for leaf, value in wanted.items())
         return Suggestion(config, (group,), self.before_s, self.after_s, reasons, ("root",))
 
 

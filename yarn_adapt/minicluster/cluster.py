@@ -528,6 +528,11 @@ class MiniCluster:
             if self._node_total(node_id) != wanted:
                 self.set_node_resource(node_id, *wanted)
 
+    def stop_resourcemanager(self) -> None:
+        """Kill the RM alone (clients then find nothing listening); the cluster is
+        unhealthy until :meth:`restart_resourcemanager`."""
+        self._daemons["resourcemanager"].kill_group()
+
     def restart_resourcemanager(self) -> None:
         """Kill and start the RM again (it forgets all apps); NodeManagers re-register."""
         self.rm_restarts += 1

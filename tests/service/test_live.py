@@ -1,0 +1,151 @@
+"""Acceptance against the real mini YARN (Hadoop 3.4 RM + NM + JobHistory, capacity
+scheduler, file store): the service proposes, an operator approves through the HTTP
+API or the page, the RM runs it; restarts keep the history; a crash between the file
+write and the refresh is reconciled at the next start; with the RM stopped nothing
+is done and the reason is shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.service.browser import click, open_first_proposal, sign_in, text_of
+from tests.service.factories import TOKEN
+from tests.service.live import PROPOSED, api, live_service, reported_capacities
+from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.service.records import DecisionKind, ProposalState, RoundStatus
+from yarn_adapt.service.runner import serving
+from yarn_adapt.service.service import Service
+from yarn_adapt.service.store import SqliteJournal
+from yarn_adapt.yarn.apply import ApplyStep, RefreshCommand, unfinished
+
+BASELINE = {"default": 40.0, "a": 30.0, "b": 30.0}
+S = ProposalState
+
+
+def test_a_proposal_appears_is_approved_through_the_api_and_the_rm_runs_it(
+    capacity_cluster: MiniCluster, tmp_path: Path
+) -> None:
+    service = live_service(capacity_cluster, tmp_path)
+    assert service.start() == []
+    with serving(service) as server:
+        assert server is not None
+        url = server.url
+        round_reply = api(url, "POST", "/api/rounds")
+        assert round_reply.status_code == 200
+        assert round_reply.json()["decisions"][0]["kind"] == "proposed"
+        [listed] = api(url, "GET", "/api/proposals", token=None).json()
+        assert listed["state"] == "pending"
+        assert reported_capacities(capacity_cluster) == BASELINE  # recommend changed nothing
+
+        refused = api(url, "POST", "/api/proposals/1/approve", token="not-the-token")
+        assert refused.status_code == 403
+        assert reported_capacities(capacity_cluster) == BASELINE
+
+        approved = api(url, "POST", "/api/proposals/1/approve")
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["state"] == "applied"
+        assert reported_capacities(capacity_cluster) == PROPOSED
+
+        twice = api(url, "POST", "/api/proposals/1/approve")
+        assert twice.status_code == 409
+        assert "proposal 1 is applied: only a pending proposal can be approved" in twice.text
+        assert service.store.count_applies(1, "apply") == 1
+    service.close()
+
+    restarted = live_service(capacity_cluster, tmp_path)
+    assert restarted.start() == []
+    with serving(restarted) as server:
+        assert server is not None
+        [kept] = api(server.url, "GET", "/api/proposals", token=None).json()
+        assert kept["state"] == "applied"
+        [applied] = api(server.url, "GET", "/api/applies", token=None).json()
+        assert applied["result"] == "applied" and applied["actor"] == "api"
+        steps = [e.step for e in restarted.store.journal_entries(applied["apply_id"])]
+        assert steps[-1] is ApplyStep.VERIFIED
+    restarted.close()
+
+
+class Crash(BaseException):
+    """The process dying between the file write and the refresh."""
+
+
+def test_a_crash_between_write_and_refresh_is_reconciled_at_the_next_start(
+    capacity_cluster: MiniCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = live_service(capacity_cluster, tmp_path)
+    service.start()
+    service.loop.run_round()
+
+    def crash(self: RefreshCommand) -> None:
+        raise Crash
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RefreshCommand, "activate", crash)
+        with pytest.raises(Crash):
+            service.desk.approve(1, "alice")
+    assert "<value>50</value>" in capacity_cluster.read_scheduler_xml()  # written ...
+    assert reported_capacities(capacity_cluster) == BASELINE  # ... never refreshed
+    [interrupted] = unfinished(SqliteJournal(service.store))
+    assert interrupted.step is ApplyStep.WRITTEN
+    service.close()
+
+    restarted = live_service(capacity_cluster, tmp_path)
+    done = restarted.start()
+    assert len(done) == 2 and "interrupted after written): verified" in done[0]
+    assert reported_capacities(capacity_cluster) == PROPOSED
+    assert restarted.store.proposal(1).state is S.APPLIED
+    assert unfinished(SqliteJournal(restarted.store)) == []
+    restarted.close()
+
+
+def test_with_the_rm_stopped_nothing_is_done_and_the_reason_is_shown(
+    capacity_cluster: MiniCluster, tmp_path: Path
+) -> None:
+    service = live_service(capacity_cluster, tmp_path)
+    service.start()
+    service.loop.run_round()
+    before = capacity_cluster.read_scheduler_xml()
+    capacity_cluster.stop_resourcemanager()
+    try:
+        report = service.loop.run_round()
+        assert report.status is RoundStatus.SKIPPED
+        [decision] = report.decisions
+        assert decision.kind is DecisionKind.RM_UNAVAILABLE
+        assert "the RM is unreachable; no action taken" in decision.reason
+        status = service.loop.status()
+        assert status["rm_available"] is False
+        assert "unreachable" in str(status["rm_problem"])
+
+        attempt = service.desk.approve(1, "alice")
+        assert attempt.state is S.APPROVED  # nothing written, ready to apply later
+        assert "unreachable" in attempt.note or "refused" in attempt.note
+        assert capacity_cluster.read_scheduler_xml() == before
+    finally:
+        capacity_cluster.restart_resourcemanager()
+    applied = service.desk.apply(1, "alice")
+    assert applied.state is S.APPLIED, applied.note
+    assert reported_capacities(capacity_cluster) == PROPOSED
+    assert service.loop.run_round().status is RoundStatus.DONE
+    service.close()
+
+
+def test_an_operator_reads_the_diff_and_approves_in_the_browser(
+    capacity_cluster: MiniCluster, tmp_path: Path, chromium: Any
+) -> None:
+    service: Service = live_service(capacity_cluster, tmp_path)
+    service.start()
+    service.loop.run_round()
+    with serving(service) as server:
+        assert server is not None
+        open_first_proposal(chromium, server.url)
+        diff = text_of(chromium, "xml-diff")
+        assert "root.a.capacity" in text_of(chromium, "property-changes") or "root.a" in diff
+        assert "+" in diff and "<value>50</value>" in diff
+        sign_in(chromium, TOKEN)
+        click(chromium, "approve")
+        assert text_of(chromium, "state") == "applied"
+    assert reported_capacities(capacity_cluster) == PROPOSED
+    service.close()
