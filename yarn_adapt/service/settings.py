@@ -38,6 +38,11 @@ class Mode(StrEnum):
 
 
 def default_state_dir() -> str:
+    """``$YARN_ADAPT_STATE_DIR``, else ``$XDG_STATE_HOME/yarn-adapt``, else
+    ``~/.local/state/yarn-adapt`` (the same place ``yarn-adapt apply`` uses)."""
+    configured = os.environ.get("YARN_ADAPT_STATE_DIR")
+    if configured:
+        return configured
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return str(Path(base) / "yarn-adapt")
 
