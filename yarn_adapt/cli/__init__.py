@@ -70,10 +70,20 @@ def bench_command(
 def _register_commands() -> None:
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
+    from yarn_adapt.cli.demo import demo_command
     from yarn_adapt.cli.observe import observe_command
+    from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
 
-    for command in (observe_command, config_group, apply_command, recover_command, sim_command):
+    for command in (
+        observe_command,
+        config_group,
+        apply_command,
+        recover_command,
+        sim_command,
+        serve_command,
+        demo_command,
+    ):
         cli.add_command(command)
 
 

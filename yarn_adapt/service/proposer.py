@@ -13,6 +13,7 @@ from typing import Protocol
 
 from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.settings import Settings
 
 
 class Proposer(Protocol):
@@ -20,3 +21,17 @@ class Proposer(Protocol):
         """A suggestion for the groups triggered in ``observed``, leaving the groups
         in ``frozen`` (cooling down) as they are; ``None`` when nothing triggered."""
         ...
+
+
+def snapshot_proposer(settings: Settings) -> Proposer:
+    """The tuner reading a real RM's snapshot (``yarn-adapt serve``)."""
+    from yarn_adapt.service.tuner_adapter import SnapshotProposer
+
+    return SnapshotProposer(settings)
+
+
+def simulation_proposer(settings: Settings, *, workload_source: str = "") -> Proposer:
+    """The tuner reading a simulated cluster's state (``yarn-adapt demo``)."""
+    from yarn_adapt.service.tuner_adapter import SimulationProposer
+
+    return SimulationProposer(settings)
