@@ -53,6 +53,16 @@ def test_a_proposal_appears_is_approved_through_the_api_and_the_rm_runs_it(
         assert twice.status_code == 409
         assert "proposal 1 is applied: only a pending proposal can be approved" in twice.text
         assert service.store.count_applies(1, "apply") == 1
+
+        # Realized latency: a job finishes under the new configuration; the next
+        # round measures it beside the prediction, on the API and in /metrics.
+        capacity_cluster.submit_sleep_app("a", containers=1, sleep_s=1).wait()
+        api(url, "POST", "/api/rounds")
+        [measured] = api(url, "GET", "/api/proposals/1", token=None).json()["predictions"]
+        assert measured["realized"][0]["jobs"] == 1
+        assert measured["realized"][0]["mean_s"] > 1.0
+        metrics = api(url, "GET", "/metrics", token=None).text
+        assert 'yarn_adapt_realized_latency_seconds{group="root",proposal="1"}' in metrics
     service.close()
 
     restarted = live_service(capacity_cluster, tmp_path)
