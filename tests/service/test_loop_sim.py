@@ -127,6 +127,7 @@ def test_rounds_never_overlap(tmp_path: Path) -> None:
     finally:
         service.loop._busy.release()
     assert report.status is RoundStatus.SKIPPED
+    assert report.decisions[0].kind is DecisionKind.BUSY
     assert report.reason == "the previous round is still running"
     assert service.store.proposals() == []
 
@@ -263,3 +264,19 @@ def test_realized_latency_is_measured_after_an_apply(tmp_path: Path) -> None:
         'yarn_adapt_predicted_latency_seconds{config="proposed",group="root",proposal="1"} 80.0'
         in exposition
     )
+
+
+class BrokenProposer:
+    def propose(self, observed: object, frozen: frozenset[str]) -> None:
+        raise ZeroDivisionError("division by zero")
+
+
+def test_a_failing_tuner_fails_the_round_not_the_service(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    service = Service.build(settings, simulated_backend(tmp_path), BrokenProposer(), token=TOKEN)
+    report = service.loop.run_round()
+    assert report.status is RoundStatus.FAILED
+    assert report.decisions[0].reason == "unexpected ZeroDivisionError: division by zero"
+    exposition = service.metrics.exposition().decode()
+    assert 'yarn_adapt_failures_total{kind="round"} 1.0' in exposition
+    assert service.store.rounds()[0].status is RoundStatus.FAILED

@@ -145,7 +145,7 @@ class TuningLoop:
     def _skipped_overlap(self) -> RoundReport:
         reason = "the previous round is still running"
         round_id = self.store.begin_round(self.clock())
-        decision = Decision(DecisionKind.FAILED, reason)
+        decision = Decision(DecisionKind.BUSY, reason)
         self.store.record_decision(round_id, decision)
         self.store.finish_round(round_id, RoundStatus.SKIPPED, reason, {})
         self.metrics.rounds.labels(status=str(RoundStatus.SKIPPED)).inc()
@@ -162,8 +162,10 @@ class TuningLoop:
             decisions, status = [skipped.decision], skipped.status
         except YarnAdaptError as exc:  # the tuner or the store refused: record, go on
             log.error("round %d failed: %s", round_id, exc.one_line())
-            self.metrics.failure("round")
-            decisions, status = [Decision(DecisionKind.FAILED, exc.one_line())], RoundStatus.FAILED
+            decisions, status = self._failed(exc.one_line())
+        except Exception as exc:  # a bug: keep its traceback in the log, keep serving
+            log.exception("round %d failed unexpectedly", round_id)
+            decisions, status = self._failed(f"unexpected {type(exc).__name__}: {exc}")
         with timer.step("record"):
             for decision in decisions:
                 self.store.record_decision(round_id, decision)
@@ -172,6 +174,10 @@ class TuningLoop:
         self.store.finish_round(round_id, status, reason, timer.timings_s)
         self._count(status, time.perf_counter() - began, timer)
         return RoundReport(round_id, started, status, tuple(decisions), timer.timings_s, reason)
+
+    def _failed(self, why: str) -> tuple[list[Decision], RoundStatus]:
+        self.metrics.failure("round")
+        return [Decision(DecisionKind.FAILED, " ".join(why.split()))], RoundStatus.FAILED
 
     def _count(self, status: RoundStatus, seconds: float, timer: StepTimer) -> None:
         self.metrics.rounds.labels(status=str(status)).inc()

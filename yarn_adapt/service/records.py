@@ -106,6 +106,7 @@ class DecisionKind(StrEnum):
     COOLDOWN = "cooldown"
     NOTHING_TRIGGERED = "nothing-triggered"
     RM_UNAVAILABLE = "rm-unavailable"
+    BUSY = "busy"  # the previous round was still running
     FAILED = "failed"
 
 
