@@ -47,19 +47,17 @@ class Comparator:
         self.compiler = compiler or MechanismCompiler(book)
         self.evaluations = 0
 
-    def mechanism(self, config: GroupConfig) -> Mechanism:
+    def mechanism(self, config: GroupConfig, resources: GroupResources | None = None) -> Mechanism:
         """What the rules decide for ``config`` on this mix."""
-        return self.compiler.compile(signature(config, self.mix, self.constraints))
+        facts = signature(config, self.mix, self.constraints, resources or self.resources)
+        return self.compiler.compile(facts)
 
     def estimate(self, config: GroupConfig, resources: GroupResources | None = None) -> Estimate:
         """Algorithm 1 for ``config`` (on ``resources``, default the comparator's)."""
         self.evaluations += 1
+        resources = resources or self.resources
         return evaluate(
-            self.mechanism(config),
-            config,
-            self.mix,
-            resources or self.resources,
-            self.constraints,
+            self.mechanism(config, resources), config, self.mix, resources, self.constraints
         )
 
     def latency(self, config: GroupConfig, resources: GroupResources | None = None) -> float:

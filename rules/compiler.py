@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rules.inputs import GroupConfig, GroupConstraints, JobMix
+from rules.inputs import GroupConfig, GroupConstraints, GroupResources, JobMix
 from rules.mechanism import KernelChoice, Mechanism
 from rules.rulebook import (
     ALLOCATION,
@@ -29,7 +29,7 @@ from rules.rulebook import (
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.resources import Resources
 
-CONSTRAINT_KINDS = ("queue_bounds", "am", "placement", "user_limit", "resource_fit")
+CONSTRAINT_KINDS = ("queue_bounds", "am", "placement", "user_limit", "resource_fit", "heartbeat")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Signature:
     placement: bool
     bounded: bool
     framework: str
+    nodes_known: bool
+    multiple_assignments: str
 
     def allocation_facts(self) -> dict[str, object]:
         return {
@@ -71,10 +73,17 @@ class Signature:
             "enabled": self.am_containers,
             "constrained": self.placement,
             "calculator": self.calculator,
+            "nodes_known": self.nodes_known,
+            "multiple": self.multiple_assignments,
         }
 
 
-def signature(config: GroupConfig, mix: JobMix, constraints: GroupConstraints) -> Signature:
+def signature(
+    config: GroupConfig,
+    mix: JobMix,
+    constraints: GroupConstraints,
+    resources: GroupResources,
+) -> Signature:
     shapes = {job.task for job in mix.jobs} | (
         {job.am for job in mix.jobs} if mix.am_containers else set()
     )
@@ -90,7 +99,13 @@ def signature(config: GroupConfig, mix: JobMix, constraints: GroupConstraints) -
         placement=any(job.allowed_share is not None for job in mix.jobs),
         bounded=constraints.bounded,
         framework=mix.framework,
+        nodes_known=bool(resources.nodes),
+        multiple_assignments=_tristate(config.multiple_assignments),
     )
+
+
+def _tristate(value: bool | None) -> str:
+    return "default" if value is None else ("yes" if value else "no")
 
 
 def _uniform(shapes: set[Resources]) -> bool:

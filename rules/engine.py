@@ -5,17 +5,25 @@ resources r_A to jobs according to C_i and S_i; estimate each allocated job's
 execution time with E(j, R_job) (Algorithm 2); the job that finishes first releases
 its resources, which sets the next t_M and r_A; return the mean latency.
 
-Here the moments are every instant containers are released or jobs arrive, and
-resources are granted a container at a time, in the order the mechanism's kernels
-give (queue ranking, then job ranking, subject to the constraint checks) -- which is
-how YARN hands out containers on a heartbeat. A job's allocation set R_job is the
-sequence of (moment, containers) it receives; its tasks are assigned to those
+Here the allocation moments are the instants containers are released or jobs
+arrive -- or, when the mechanism says the scheduler allocates on NodeManager
+heartbeats, those heartbeats -- and resources are granted a container at a time, in
+the order the mechanism's kernels give (queue ranking, then job ranking, subject to
+the constraint checks), as YARN hands out containers. A job's allocation set R_job
+is the sequence of (moment, containers) it receives; its tasks are assigned to those
 containers in execution order as in Algorithm 2 (stages are the execution orders:
-maps, then reduces), so a job's completion -- and the release of each container --
-follows from R_job and the task estimates. Under ``per_task_containers`` a
-container returns to the pool when its task ends and the kernels re-arbitrate it;
-under ``container_reuse`` it stays with the job while the job has a pending task of
-the current stage (Algorithm 2's container-available moments).
+maps, then reduces), so a job's completion -- and each container's release -- follows
+from R_job and the task estimates. Under ``per_task_containers`` a container returns
+to the scheduler when its task ends and the kernels re-arbitrate it; under
+``container_reuse`` it stays with the job while the job has a pending task of the
+current stage (Algorithm 2's container-available moments).
+
+Heartbeat timing (kernel ``heartbeat_grants``) follows YARN: a node heartbeats every
+interval at its own phase (spread evenly: the real phases are unknown); a finished
+container's resources come back at its node's next heartbeat; a heartbeat grants
+containers on its own node, at most the per-heartbeat limit; while demand waits and
+nodes have room, nodes are visited in heartbeat order until a full round grants
+nothing.
 
 Nothing here decides mechanism: every choice comes from the compiled
 :class:`~rules.mechanism.Mechanism` through the kernel registries.
@@ -24,7 +32,9 @@ Nothing here decides mechanism: every choice comes from the compiled
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+import math
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -38,6 +48,7 @@ from rules.kernels import (
     AmPolicy,
     Bounds,
     JobKey,
+    Timing,
     Totals,
     UserCheck,
     lookup,
@@ -45,10 +56,12 @@ from rules.kernels import (
 from rules.mechanism import Mechanism
 from rules.state import INFINITY, JobState, QueueState, TaskRun
 from yarn_adapt.errors import SettingsError
-from yarn_adapt.sim.shares import fair_shares
 
-_ARRIVE = 0
-_END = 1
+_END = 0
+_HEARTBEAT = 1
+_ARRIVE = 2
+_AM_READY = 3
+_NO_NODE = -1
 
 
 @dataclass(frozen=True)
@@ -85,10 +98,13 @@ class Algorithm1:
         self._kernels(mechanism, totals, constraints)
         self.queues = self._queues(mechanism, config)
         self.jobs = self._jobs(mix, resources)
-        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._nodes(resources)
+        # (time, reports first, seq, kind, job or node, count, node, task end)
+        self._heap: list[tuple[float, int, int, int, int, int, int, float]] = []
         self._seq = 0
-        self._ends: dict[tuple[int, float], int] = {}
+        self._ends: dict[tuple[int, float, int], int] = {}
         self._shares_dirty = True
+        self._pending_am: dict[int, tuple[int, int]] = {}
         # (moment, job id, is AM) per container granted, when recording R_job for tests
         self.grants: list[tuple[float, str, bool]] | None = [] if record else None
 
@@ -107,6 +123,7 @@ class Algorithm1:
         self.users = cast(UserCheck, self._constraint(mechanism, "user_limit"))
         self.job_cap = cast(Callable[[JobState], float], self._constraint(mechanism, "placement"))
         self.both_dims = bool(self._constraint(mechanism, "resource_fit"))
+        self.timing = cast(Timing, self._constraint(mechanism, "heartbeat"))
         self.reuse = bool(lookup(ESTIMATION, mechanism.estimation))
         self.fair_am = self.am.needs_am and not self.am.on_activation
 
@@ -143,6 +160,19 @@ class Algorithm1:
             jobs.append(job)
         return jobs
 
+    def _nodes(self, resources: GroupResources) -> None:
+        """Heartbeat timing: nodes in phase order (node ``n`` heartbeats at
+        ``phase[n] + k x interval``)."""
+        self.heartbeats = not self.timing.continuous and bool(resources.nodes)
+        nodes = resources.nodes if self.heartbeats else ()
+        self.interval = resources.heartbeat_s
+        self.phase = [(n + 0.5) * self.interval / len(nodes) for n in range(len(nodes))]
+        self.node_mem = [r.memory_mb for r in nodes]
+        self.node_vc = [r.vcores if self.both_dims else 1 << 30 for r in nodes]
+        self.reporting: set[int] = set()
+        self._chain_node = _NO_NODE
+        self._chain_idle = 0
+
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> Estimate:
@@ -150,22 +180,54 @@ class Algorithm1:
             if job.spec.am_running or job.spec.running:
                 self._adopt(job)
             else:
-                self._push(max(job.submit, self.now), _ARRIVE, job.index, 0)
+                self._push(max(job.submit, self.now), _ARRIVE, job.index)
         heap = self._heap
         while heap:
             self.now = heap[0][0]
+            kicked = False
             while heap and heap[0][0] == self.now:
-                _, _, kind, index, count = heapq.heappop(heap)
+                _, _, _, kind, index, count, node, end = heapq.heappop(heap)
                 if kind == _END:
-                    self._end(self.jobs[index], count)
+                    kicked |= self._end(self.jobs[index], count, node, end)
+                    if not self._more_reports():
+                        self._report_heartbeats()
+                elif kind == _HEARTBEAT:
+                    self._on_heartbeat(index)
+                elif kind == _ARRIVE:
+                    kicked |= self._arrive(self.jobs[index])
                 else:
-                    self._arrive(self.jobs[index])
-            self._allocate()
+                    kicked |= self._next_stage(self.jobs[index])
+            self._after_instant(kicked)
         return self._estimate()
 
-    def _push(self, time: float, kind: int, index: int, count: int) -> None:
+    def _push(
+        self,
+        time: float,
+        kind: int,
+        index: int,
+        count: int = 0,
+        node: int = _NO_NODE,
+        end: float = 0.0,
+    ) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, kind, index, count))
+        first = 0 if kind == _END else 1
+        heapq.heappush(self._heap, (time, first, self._seq, kind, index, count, node, end))
+
+    def _more_reports(self) -> bool:
+        heap = self._heap
+        return bool(heap) and heap[0][0] == self.now and heap[0][3] == _END
+
+    def _report_heartbeats(self) -> None:
+        """Nodes that just reported finished containers heartbeat: they schedule."""
+        for node in sorted(self.reporting):
+            self._heartbeat(node, chained=False)
+        self.reporting.clear()
+
+    def _after_instant(self, kicked: bool) -> None:
+        if not self.heartbeats:
+            self._allocate_anywhere()
+        elif kicked:
+            self._kick()
 
     def _estimate(self) -> Estimate:
         latencies = tuple(job.finish - job.submit for job in self.jobs)
@@ -175,23 +237,24 @@ class Algorithm1:
 
     # ------------------------------------------------------------------ jobs
 
-    def _arrive(self, job: JobState) -> None:
+    def _arrive(self, job: JobState) -> bool:
         queue = job.queue
         if self.am.needs_am and self.am.on_activation:
             queue.waiting.append(job)
-            self._activate_waiting(queue)
-        else:
-            self._activate(job)
+            return self._activate_waiting(queue)
+        return self._activate(job)
 
-    def _activate_waiting(self, queue: QueueState) -> None:
-        used = self.totals.memory - self.free_mem
+    def _activate_waiting(self, queue: QueueState) -> bool:
+        used = (self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc)
+        kicked = False
         while queue.waiting and self.am.allows(queue, queue.waiting[0], used):
             job = queue.waiting.popleft()
             queue.am_used_mem += job.am_mem
             queue.am_used_vc += job.am_vc
-            self._activate(job)
+            kicked |= self._activate(job)
+        return kicked
 
-    def _activate(self, job: JobState) -> None:
+    def _activate(self, job: JobState) -> bool:
         queue = job.queue
         queue.active.append(job)
         user = queue.users.setdefault(job.user, [0, 0])
@@ -201,8 +264,8 @@ class Algorithm1:
             job.awaiting_am = True
             queue.pending_mem += job.am_mem
             queue.pending_vc += job.am_vc
-        else:
-            self._next_stage(job)
+            return True
+        return self._next_stage(job)
 
     def _adopt(self, job: JobState) -> None:
         """A job already running when the mix starts: its AM and busy containers are
@@ -210,32 +273,32 @@ class Algorithm1:
         queue = job.queue
         queue.active.append(job)
         queue.users.setdefault(job.user, [0, 0])[1] += 1
-        if self.am.needs_am and job.spec.am_running:
+        if self.am.needs_am:
             job.holds_am = True
-            self._hold(job, job.am_mem, job.am_vc)
+            self._hold(job, job.am_mem, job.am_vc, self._room_for(job.am_mem, job.am_vc))
             queue.am_used_mem += job.am_mem
             queue.am_used_vc += job.am_vc
-        first_stage = min((r.stage for r in job.spec.running), default=0)
-        while job.stages and first_stage > 0 and not job.stages[0]:
+        later = min((r.stage for r in job.spec.running), default=0)
+        while job.stages and later > 0 and not job.stages[0]:
             job.stages.popleft()
-            first_stage -= 1
+            later -= 1
         for run in job.spec.running:
             job.running += run.count
-            self._hold(job, job.mem * run.count, job.vc * run.count)
-            self._push(self.now + run.remaining_s, _END, job.index, run.count)
-        self._load_stage(job)
-        if job.pending == 0 and job.running == 0:
+            for _ in range(run.count):
+                node = self._room_for(job.mem, job.vc)
+                self._hold(job, job.mem, job.vc, node)
+                self._end_at(job, self.now + run.remaining_s, node, 1)
+        if job.running:
+            self._load_stage(job)
+        else:
             self._next_stage(job)
 
-    def _hold(self, job: JobState, memory: int, vcores: int) -> None:
-        queue = job.queue
-        self.free_mem -= memory
-        self.free_vc -= vcores
-        queue.used_mem += memory
-        queue.used_vc += vcores
-        job.used_mem += memory
-        job.used_vc += vcores
-        queue.users.setdefault(job.user, [0, 0])[0] += memory
+    def _room_for(self, memory: int, vcores: int) -> int:
+        """The first node an adopted container fits on (node 0 if none)."""
+        for node in range(len(self.node_mem)):
+            if self.node_mem[node] >= memory and self.node_vc[node] >= vcores:
+                return node
+        return 0 if self.node_mem else _NO_NODE
 
     def _load_stage(self, job: JobState) -> None:
         """Make the current stage's tasks pending (the stage at the head of ``stages``)."""
@@ -244,67 +307,127 @@ class Algorithm1:
         job.queue.pending_mem += count * job.mem
         job.queue.pending_vc += count * job.vc
 
-    def _next_stage(self, job: JobState) -> None:
+    def _next_stage(self, job: JobState) -> bool:
         """The current stage is over (or the job just got its AM): start the next
-        stage that has tasks, or finish the job."""
+        stage that has tasks, or finish the job. True when new demand appeared."""
         while job.stages and not job.stages[0]:
             job.stages.popleft()
         if job.stages:
             self._load_stage(job)
-            return
-        self._finish(job)
+            return True
+        return self._finish(job)
 
-    def _finish(self, job: JobState) -> None:
-        job.finish = self.now
+    def _finish(self, job: JobState) -> bool:
+        job.finish = self.now if job.last_end < 0 else job.last_end
         queue = job.queue
         queue.active.remove(job)
         queue.users[job.user][1] -= 1
         self._shares_dirty = True
         if job.holds_am:
-            self._release(job, job.am_mem, job.am_vc)
+            self._release_later(job, job.am_mem, job.am_vc, job.am_node)
             queue.am_used_mem -= job.am_mem
             queue.am_used_vc -= job.am_vc
             job.holds_am = False
         if self.am.needs_am and self.am.on_activation:
-            self._activate_waiting(queue)
+            return self._activate_waiting(queue)
+        return False
 
-    def _release(self, job: JobState, memory: int, vcores: int) -> None:
+    # ------------------------------------------------------------------ containers
+
+    def _hold(self, job: JobState, memory: int, vcores: int, node: int) -> None:
+        queue = job.queue
+        self.free_mem -= memory
+        self.free_vc -= vcores
+        if node >= 0:
+            self.node_mem[node] -= memory
+            self.node_vc[node] -= vcores
+        queue.used_mem += memory
+        queue.used_vc += vcores
+        job.used_mem += memory
+        job.used_vc += vcores
+        queue.users.setdefault(job.user, [0, 0])[0] += memory
+
+    def _release(self, job: JobState, memory: int, vcores: int, node: int) -> None:
         queue = job.queue
         self.free_mem += memory
         self.free_vc += vcores
+        if node >= 0:
+            self.node_mem[node] += memory
+            self.node_vc[node] += vcores
+            self.reporting.add(node)
         queue.used_mem -= memory
         queue.used_vc -= vcores
         job.used_mem -= memory
         job.used_vc -= vcores
         queue.users[job.user][0] -= memory
 
-    def _end(self, job: JobState, count: int) -> None:
-        """``count`` of the job's containers finished their tasks."""
+    def _release_later(self, job: JobState, memory: int, vcores: int, node: int) -> None:
+        """An AM container: YARN frees it at its node's next heartbeat."""
+        if node < 0:
+            self._release(job, memory, vcores, node)
+            return
+        self._push(self._next_heartbeat(node, self.now, False), _END, job.index, -1, node)
+        self._pending_am[job.index] = (memory, vcores)
+
+    def _end_at(self, job: JobState, end: float, node: int, count: int) -> None:
+        """``count`` containers of ``job`` on ``node`` end at ``end``; the scheduler
+        hears it at the node's next heartbeat (at once without heartbeats)."""
+        report = end if node < 0 else self._next_heartbeat(node, end, False)
+        self._push(report, _END, job.index, count, node, end)
+
+    def _end(self, job: JobState, count: int, node: int, end: float) -> bool:
+        """``count`` of the job's containers finished their tasks (count -1: its AM)."""
+        if count < 0:
+            memory, vcores = self._pending_am.pop(job.index)
+            self._release(job, memory, vcores, node)
+            return False
         job.running -= count
+        job.last_end = max(job.last_end, end)
         if self.reuse and job.pending > 0:
             kept = min(count, job.pending)
             for _ in range(kept):
-                self._start_task(job)
+                self._start_task(job, node)
             job.running += kept
             count -= kept
             self._flush_ends()
         if count:
-            self._release(job, job.mem * count, job.vc * count)
+            self._release(job, job.mem * count, job.vc * count, node)
         if job.pending == 0 and job.running == 0:
-            self._next_stage(job)
+            return self._next_stage(job)
+        return False
 
     # ------------------------------------------------------------------ allocation
 
-    def _allocate(self) -> None:
-        """Grant containers one at a time until nothing more can be granted now."""
+    def _allocate_anywhere(self) -> None:
+        """Continuous timing: grant until nothing more can be granted now."""
         while self.free_mem > 0:
-            job = self._pick()
+            job = self._pick(self.free_mem, self.free_vc)
             if job is None:
                 break
-            self._grant(job)
+            self._grant(job, _NO_NODE)
         self._flush_ends()
 
-    def _pick(self) -> JobState | None:
+    def _allocate_on(self, node: int) -> int:
+        """One heartbeat of ``node``: grants within the per-heartbeat limit."""
+        start_mem, start_vc = self.node_mem[node], self.node_vc[node]
+        granted = 0
+        while granted < self.timing.limit and self._open(node):
+            job = self._pick(self.node_mem[node], self.node_vc[node])
+            if job is None:
+                break
+            self._grant(job, node)
+            granted += 1
+            if self.timing.half_free and not self._under_half(node, start_mem, start_vc):
+                break
+        self._flush_ends()
+        return granted
+
+    def _under_half(self, node: int, start_mem: int, start_vc: int) -> bool:
+        used_mem = start_mem - self.node_mem[node]
+        used_vc = start_vc - self.node_vc[node]
+        return used_mem <= start_mem * 0.5 and used_vc <= start_vc * 0.5
+
+    def _pick(self, free_mem: int, free_vc: int) -> JobState | None:
         asking = [q for q in self.queues if q.has_demand]
         if not asking:
             return None
@@ -313,19 +436,22 @@ class Algorithm1:
         if len(asking) > 1:
             asking.sort(key=self.allocation.key)
         for queue in asking:
-            job = self._pick_job(queue)
+            job = self._pick_job(queue, free_mem, free_vc)
             if job is not None:
                 return job
         return None
 
-    def _pick_job(self, queue: QueueState) -> JobState | None:
+    def _pick_job(self, queue: QueueState, free_mem: int, free_vc: int) -> JobState | None:
         jobs = [j for j in queue.active if j.awaiting_am or j.pending > 0]
         if len(jobs) > 1:
             jobs.sort(key=self.ordering[queue.position])
-        used = self.totals.memory - self.free_mem
+        used = (self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc)
+        refused_am = INFINITY  # an AM as big as a refused one is refused too
         for job in jobs:
             memory, vcores = job.request
-            if memory > self.free_mem or (vcores > self.free_vc):
+            if memory > free_mem or vcores > free_vc:
+                continue
+            if job.awaiting_am and memory >= refused_am:
                 continue
             if queue.used_mem + memory > queue.ceiling_mem:
                 continue
@@ -335,32 +461,35 @@ class Algorithm1:
                 continue
             if job.awaiting_am:
                 if self.fair_am and not self.am.allows(queue, job, used):
+                    refused_am = memory
                     continue
             elif not self.users.allows(queue, job):
                 continue
             return job
         return None
 
-    def _grant(self, job: JobState) -> None:
+    def _grant(self, job: JobState, node: int) -> None:
         queue = job.queue
         if self.grants is not None:
             self.grants.append((self.now, job.spec.id, job.awaiting_am))
         if job.awaiting_am:
             job.awaiting_am = False
             job.holds_am = True
+            job.am_node = node
             queue.pending_mem -= job.am_mem
             queue.pending_vc -= job.am_vc
-            self._hold(job, job.am_mem, job.am_vc)
+            self._hold(job, job.am_mem, job.am_vc, node)
             if self.fair_am:
                 queue.am_used_mem += job.am_mem
                 queue.am_used_vc += job.am_vc
-            self._next_stage(job)
+            # The AM asks for its tasks once running: after this allocation pass.
+            self._push(self.now, _AM_READY, job.index)
             return
-        self._hold(job, job.mem, job.vc)
-        self._start_task(job)
+        self._hold(job, job.mem, job.vc, node)
+        self._start_task(job, node)
         job.running += 1
 
-    def _start_task(self, job: JobState) -> None:
+    def _start_task(self, job: JobState, node: int) -> None:
         """The job's next pending task (execution order) starts now; its container's
         available moment is now + its estimated seconds (Algorithm 2, line 16)."""
         head: TaskRun = job.stages[0][0]
@@ -371,29 +500,90 @@ class Algorithm1:
         job.queue.pending_mem -= job.mem
         job.queue.pending_vc -= job.vc
         job.work_left -= head.seconds
-        key = (job.index, head.seconds)
+        key = (job.index, head.seconds, node)
         self._ends[key] = self._ends.get(key, 0) + 1
 
     def _flush_ends(self) -> None:
-        for (index, seconds), count in self._ends.items():
-            self._push(self.now + seconds, _END, index, count)
+        for (index, seconds, node), count in self._ends.items():
+            self._end_at(self.jobs[index], self.now + seconds, node, count)
         self._ends.clear()
 
     def _update_fair_shares(self) -> None:
         self._shares_dirty = False
-        active = [q for q in self.queues if q.active]
         for queue in self.queues:
-            queue.fair_mem = 0.0
-        if not active:
-            return
-        shares = fair_shares(
-            [q.weight for q in active],
-            [q.floor_mem for q in active],
-            [q.ceiling_mem for q in active],
-            float(self.totals.memory),
+            queue.fair_mem = queue.fair_vc = 0.0
+        active = [q for q in self.queues if q.active]
+        if active:
+            self.allocation.share_out(active)
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def _next_heartbeat(self, node: int, after: float, strict: bool) -> float:
+        phase, interval = self.phase[node], self.interval
+        time = phase + math.ceil((after - phase) / interval) * interval
+        if time < after or (strict and time <= after):
+            time += interval
+        return time
+
+    def _open(self, node: int) -> bool:
+        return self.node_mem[node] >= self.totals.unit_mem and self.node_vc[node] >= (
+            self.totals.unit_vc if self.both_dims else 0
         )
-        for queue, share in zip(active, shares, strict=True):
-            queue.fair_mem = share
+
+    def _open_nodes(self) -> list[int]:
+        return [n for n in range(len(self.node_mem)) if self._open(n)]
+
+    def _on_heartbeat(self, node: int) -> None:
+        chained = node == self._chain_node
+        if chained:
+            self._chain_node = _NO_NODE
+        self.reporting.discard(node)
+        self._heartbeat(node, chained)
+
+    def _heartbeat(self, node: int, chained: bool) -> None:
+        if not any(q.has_demand for q in self.queues):
+            return
+        granted = self._allocate_on(node)
+        if not any(q.has_demand for q in self.queues):
+            return
+        if chained:
+            self._chain_idle = 0 if granted else self._chain_idle + 1
+            if self._chain_idle <= len(self._open_nodes()):
+                self._chain_after(node)
+        elif self._chain_node == _NO_NODE:
+            self._chain_idle = 0
+            self._chain_after(node)
+
+    def _chain_after(self, node: int) -> None:
+        """Continue the visit at the next node with room after ``node``."""
+        open_nodes = self._open_nodes()
+        if not open_nodes:
+            return
+        later = bisect_right(open_nodes, node)
+        if later < len(open_nodes):
+            target = open_nodes[later]
+            self._chain_to(target, self._next_heartbeat(target, self.now, False))
+        else:
+            target = open_nodes[0]
+            self._chain_to(target, self._next_heartbeat(target, self.now, True))
+
+    def _chain_to(self, node: int, time: float) -> None:
+        self._chain_node = node
+        self._push(time, _HEARTBEAT, node)
+
+    def _kick(self) -> None:
+        """New demand: make sure a visit of the nodes is on its way."""
+        if self._chain_node != _NO_NODE:
+            self._chain_idle = 0
+            return
+        open_nodes = self._open_nodes()
+        if not open_nodes or not any(q.has_demand for q in self.queues):
+            return
+        position = self.now % self.interval
+        later = [n for n in open_nodes if self.phase[n] >= position]
+        target = later[0] if later else open_nodes[0]
+        self._chain_idle = 0
+        self._chain_to(target, self._next_heartbeat(target, self.now, False))
 
 
 def evaluate(
@@ -405,7 +595,3 @@ def evaluate(
 ) -> Estimate:
     """L(R·c_i, J_i, C_i, S_i) under ``mechanism``: mean job latency of ``mix``."""
     return Algorithm1(mechanism, config, mix, resources, constraints).run()
-
-
-def mean_of(estimates: Sequence[Estimate]) -> float:
-    return sum(e.mean_latency_s for e in estimates) / len(estimates) if estimates else 0.0

@@ -96,14 +96,39 @@ class JobMix:
 @dataclass(frozen=True)
 class GroupResources:
     """R·c_i: what the group may use, and the scheduler's allocation unit
-    (``yarn.scheduler.minimum-allocation-*``; requests round up to multiples of it)."""
+    (``yarn.scheduler.minimum-allocation-*``; requests round up to multiples of it).
+    ``nodes``: what each NodeManager offers the group, when known (the scheduler then
+    allocates on their heartbeats, every ``heartbeat_s``); their sum must be
+    ``total``."""
 
     total: Resources
     unit: Resources = ONE_UNIT
+    nodes: tuple[Resources, ...] = ()
+    heartbeat_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.nodes and sum(n.memory_mb for n in self.nodes) != self.total.memory_mb:
+            raise SettingsError("group resources: the nodes do not add up to the total")
 
     @classmethod
-    def of_containers(cls, count: int, container: Resources) -> GroupResources:
-        return cls(Resources(container.memory_mb * count, container.vcores * count), container)
+    def of_containers(
+        cls, count: int, container: Resources, per_node: int | None = None
+    ) -> GroupResources:
+        """``count`` containers; ``per_node`` of them on each node when nodes matter."""
+        total = Resources(container.memory_mb * count, container.vcores * count)
+        if per_node is None:
+            return cls(total, container)
+        sizes = [per_node] * (count // per_node) + ([count % per_node] if count % per_node else [])
+        nodes = tuple(Resources(container.memory_mb * k, container.vcores * k) for k in sizes)
+        return cls(total, container, nodes)
+
+    def scaled(self, count: int) -> GroupResources:
+        """The same kind of resources with ``count`` units (nodes dropped unless the
+        unit count is unchanged): what the DP asks about other resource levels."""
+        if count == self.units:
+            return self
+        total = Resources(self.unit.memory_mb * count, self.unit.vcores * count)
+        return GroupResources(total, self.unit, (), self.heartbeat_s)
 
     @property
     def units(self) -> int:
@@ -140,6 +165,7 @@ class GroupConfig:
     queues: tuple[QueueConfig, ...]
     parent_policy: str = "fair"
     calculator: str = "default"
+    multiple_assignments: bool | None = None
 
     def queue(self, name: str) -> QueueConfig:
         return next(q for q in self.queues if q.name == name)

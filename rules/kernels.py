@@ -17,8 +17,9 @@ A binding names where a number comes from (``capacity``, ``maximum``, ``weight``
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +29,7 @@ from rules.state import INFINITY, JobState, QueueState
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.fair import FairResources
 from yarn_adapt.model.resources import Resources
+from yarn_adapt.sim.shares import fair_shares
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class Allocation(Protocol):
 
     def key(self, queue: QueueState) -> tuple[float, ...]: ...
 
+    def share_out(self, active: Sequence[QueueState]) -> None:
+        """Set each active queue's instantaneous fair share (``fair_mem``/``fair_vc``)."""
+
 
 class GuaranteedShare:
     """Capacity Scheduler: queues below their floor first, then the least
@@ -113,6 +118,9 @@ class GuaranteedShare:
             return (needy, 0.0, queue.used_mem / queue.share_mem, -queue.share_mem, queue.position)
         return (needy, 1.0, queue.used_mem / self.totals.memory, 0.0, queue.position)
 
+    def share_out(self, active: Sequence[QueueState]) -> None:
+        """No instantaneous fair share in the Capacity Scheduler."""
+
 
 class WeightedFair:
     """Fair Scheduler (FairSharePolicy / DominantResourceFairnessPolicy between
@@ -138,8 +146,43 @@ class WeightedFair:
         ratio = used / queue.weight if queue.weight > 0 else INFINITY
         return (1.0, ratio, queue.position)
 
+    def share_out(self, active: Sequence[QueueState]) -> None:
+        """ComputeFairShares among the active queues by weight within floor/ceiling;
+        vcores only under a drf parent, as YARN does."""
+        weights = tuple(q.weight for q in active)
+        memory = _shares(
+            weights,
+            tuple(q.floor_mem for q in active),
+            tuple(q.ceiling_mem for q in active),
+            float(self.totals.memory),
+        )
+        vcores = (
+            _shares(
+                weights,
+                tuple(q.floor_vc for q in active),
+                tuple(q.ceiling_vc for q in active),
+                float(self.totals.vcores),
+            )
+            if self.dominant
+            else (0.0,) * len(active)
+        )
+        for queue, share_mem, share_vc in zip(active, memory, vcores, strict=True):
+            queue.fair_mem, queue.fair_vc = share_mem, share_vc
+
     def _measure(self, queue: QueueState) -> float:
         return max(queue.used_mem / self.totals.memory, queue.used_vc / max(self.totals.vcores, 1))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shares(
+    weights: tuple[float, ...],
+    minimums: tuple[float, ...],
+    maximums: tuple[float, ...],
+    total: float,
+) -> tuple[float, ...]:
+    # The same few active-queue sets recur within and across evaluations; the
+    # bisection costs ~100 us, a cache hit well under 1 us.
+    return tuple(fair_shares(weights, minimums, maximums, total))
 
 
 ALLOCATION: Mapping[str, Callable[[KernelChoice, Totals], Allocation]] = {
@@ -207,7 +250,7 @@ class AmPolicy(Protocol):
     needs_am: bool
     on_activation: bool
 
-    def allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool: ...
+    def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool: ...
 
 
 class NoAm:
@@ -217,7 +260,7 @@ class NoAm:
     def __init__(self, choice: KernelChoice, totals: Totals) -> None:
         pass
 
-    def allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+    def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
         return True
 
 
@@ -237,25 +280,29 @@ class AmLimit:
         self.on_activation = choice.binding("base") == "queue_limit"
         self.at_least_one = choice.binding("at_least_one") == "yes"
 
-    def allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+    def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
         if self.on_activation:
-            return self._activation_allows(queue, job, cluster_used)
-        return self._grant_allows(queue, job, cluster_used)
+            return self._activation_allows(queue, job, used[0])
+        return self._grant_allows(queue, job, used)
 
-    def _activation_allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
+    def _activation_allows(self, queue: QueueState, job: JobState, used_mem: int) -> bool:
         if self.at_least_one and queue.am_used_mem <= 0:
             return True
         step = self.totals.unit_mem
-        current = min(queue.ceiling_mem, self.totals.memory - cluster_used + queue.used_mem)
+        current = min(queue.ceiling_mem, self.totals.memory - used_mem + queue.used_mem)
         base = max(_round_up(queue.share_mem, step), current)
         limit = _round_up(base * queue.am_fraction, step)
         return queue.am_used_mem + job.am_mem <= limit
 
-    def _grant_allows(self, queue: QueueState, job: JobState, cluster_used: int) -> bool:
-        if abs(queue.am_fraction + 1.0) < 1e-4:
+    def _grant_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
+        share = queue.am_fraction
+        if abs(share + 1.0) < 1e-4:
             return True
-        base = queue.fair_mem or min(self.totals.memory - cluster_used, queue.ceiling_mem)
-        return queue.am_used_mem + job.am_mem <= math.ceil(base * queue.am_fraction)
+        base_mem = queue.fair_mem or min(self.totals.memory - used[0], queue.ceiling_mem)
+        base_vc = queue.fair_vc or min(self.totals.vcores - used[1], queue.ceiling_vc)
+        return queue.am_used_mem + job.am_mem <= math.ceil(
+            base_mem * share
+        ) and queue.am_used_vc + job.am_vc <= math.ceil(base_vc * share)
 
 
 def _round_up(amount: float, step: int) -> float:
@@ -308,6 +355,30 @@ def _placement_cap(choice: KernelChoice, totals: Totals) -> Callable[[JobState],
     return lambda j: INFINITY
 
 
+@dataclass(frozen=True)
+class Timing:
+    """When containers are granted. ``continuous``: the moment room and demand meet;
+    otherwise on node heartbeats, at most ``limit`` per heartbeat (``half_free``: stop
+    once half the node's free resources went, the Fair Scheduler's dynamic
+    maxassign)."""
+
+    continuous: bool
+    limit: float = INFINITY
+    half_free: bool = False
+
+
+_PER_HEARTBEAT = {"one": 1.0, "max_assignments": 100.0, "half_free": INFINITY}
+
+
+def _timing(choice: KernelChoice, totals: Totals) -> Timing:
+    if choice.kernel == "continuous":
+        return Timing(True)
+    per_heartbeat = choice.binding("per_heartbeat")
+    if per_heartbeat not in _PER_HEARTBEAT:
+        raise SettingsError(f"rule {choice.rule}: unknown per-heartbeat limit {per_heartbeat!r}")
+    return Timing(False, _PER_HEARTBEAT[per_heartbeat], per_heartbeat == "half_free")
+
+
 CONSTRAINTS: Mapping[str, Callable[..., object]] = {
     "queue_bounds": Bounds,
     "no_am": NoAm,
@@ -317,6 +388,8 @@ CONSTRAINTS: Mapping[str, Callable[..., object]] = {
     "any_machine": _placement_cap,
     "allowed_machines": _placement_cap,
     "fit": lambda choice, totals: choice.binding("dimensions") != "memory",
+    "continuous": _timing,
+    "heartbeat_grants": _timing,
 }
 
 

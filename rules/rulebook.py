@@ -24,8 +24,9 @@ Fact fields (see :mod:`rules.compiler` for how they are computed):
 * ordering (one event per queue): ``scheduler``, ``policy``, ``uniform_shape`` (every
   container of the mix has the same shape), ``deadlines`` (some job has one)
 * constraints (one event per kind): ``kind``
-  (queue_bounds|am|placement|user_limit|resource_fit), ``scheduler``, ``bounded``,
-  ``enabled``, ``constrained``, ``calculator``
+  (queue_bounds|am|placement|user_limit|resource_fit|heartbeat), ``scheduler``,
+  ``bounded``, ``enabled``, ``constrained``, ``calculator``, ``nodes_known``,
+  ``multiple`` (yes|no|default)
 * estimation: ``framework`` (mapreduce|reuse)
 """
 
@@ -71,6 +72,7 @@ def _rules() -> tuple[Rule, ...]:
         *_allocation_rules(),
         *_ordering_rules(),
         *_constraint_rules(),
+        *_heartbeat_rules(),
         *_estimation_rules(),
     )
 
@@ -305,6 +307,58 @@ def _constraint_rules() -> tuple[Rule, ...]:
             "fit",
             {"kind": "resource_fit", "dimensions": "memory+vcores"},
             "Fair, or DominantResourceCalculator: memory and vcores must both fit",
+        ),
+    )
+
+
+def _heartbeat_rules() -> tuple[Rule, ...]:
+    return (
+        Rule(
+            "no-node-heartbeats",
+            CONSTRAINTS,
+            0,
+            lambda: (m.kind == "heartbeat") & (m.nodes_known == False),  # noqa: E712
+            "continuous",
+            {"kind": "heartbeat"},
+            "nodes unknown: containers are granted the moment room and demand meet",
+        ),
+        Rule(
+            "fair-one-container-per-heartbeat",
+            CONSTRAINTS,
+            1,
+            lambda: (m.kind == "heartbeat") & (m.scheduler == "fair") & (m.multiple != "yes"),
+            "heartbeat_grants",
+            {"kind": "heartbeat", "per_heartbeat": "one"},
+            "Fair, assignmultiple false (its default): one container per node heartbeat",
+        ),
+        Rule(
+            "fair-assign-multiple",
+            CONSTRAINTS,
+            2,
+            lambda: (m.kind == "heartbeat") & (m.scheduler == "fair"),
+            "heartbeat_grants",
+            {"kind": "heartbeat", "per_heartbeat": "half_free"},
+            "Fair, assignmultiple with dynamic maxassign: up to half the node's free "
+            "resources per heartbeat",
+        ),
+        Rule(
+            "capacity-multiple-assignments",
+            CONSTRAINTS,
+            1,
+            lambda: (m.kind == "heartbeat") & (m.scheduler == "capacity") & (m.multiple != "no"),
+            "heartbeat_grants",
+            {"kind": "heartbeat", "per_heartbeat": "max_assignments"},
+            "Capacity, multiple assignments (its default): up to "
+            "maximum-container-assignments (100) per node heartbeat",
+        ),
+        Rule(
+            "capacity-single-assignment",
+            CONSTRAINTS,
+            2,
+            lambda: (m.kind == "heartbeat") & (m.scheduler == "capacity"),
+            "heartbeat_grants",
+            {"kind": "heartbeat", "per_heartbeat": "one"},
+            "Capacity without multiple assignments: one container per node heartbeat",
         ),
     )
 

@@ -32,6 +32,7 @@ class QueueState:
         "ceiling_mem",
         "ceiling_vc",
         "fair_mem",
+        "fair_vc",
         "floor_mem",
         "floor_vc",
         "name",
@@ -67,6 +68,7 @@ class QueueState:
         self.weight = 1.0
         self.am_fraction = 0.1
         self.fair_mem = 0.0
+        self.fair_vc = 0.0
         self.user_factor = 1.0
         self.user_minimum = 100.0
         self.active: list[JobState] = []
@@ -94,6 +96,7 @@ class JobState:
 
     __slots__ = (
         "am_mem",
+        "am_node",
         "am_vc",
         "awaiting_am",
         "cap_mem",
@@ -101,6 +104,7 @@ class JobState:
         "finish",
         "holds_am",
         "index",
+        "last_end",
         "mem",
         "pending",
         "priority",
@@ -136,6 +140,8 @@ class JobState:
         self.awaiting_am = False
         self.holds_am = False
         self.finish = INFINITY
+        self.last_end = -1.0
+        self.am_node = -1
         self.cap_mem = INFINITY
         self.work_left = spec.work_s
 

@@ -9,6 +9,8 @@ the DP), so a group's candidates compare on the group's own resources.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rules.inputs import GroupConfig, QueueConfig
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import (
@@ -22,10 +24,14 @@ from yarn_adapt.model import (
 from yarn_adapt.tuning.apply import Group
 
 DOMINANT_CALCULATOR = "DominantResourceCalculator"
+MULTIPLE_ASSIGNMENTS = "per-node-heartbeat.multiple-assignments-enabled"
 
 
-def group_config(config: SchedulerConfig, group: Group) -> GroupConfig:
-    """C_i of ``group`` as ``config`` sets it."""
+def group_config(
+    config: SchedulerConfig, group: Group, *, fair_assign_multiple: bool | None = None
+) -> GroupConfig:
+    """C_i of ``group`` as ``config`` sets it. ``fair_assign_multiple`` is
+    yarn-site's ``yarn.scheduler.fair.assignmultiple`` (not in fair-scheduler.xml)."""
     parent = config.find(group.parent)
     if parent is None:
         raise SettingsError(f"the configuration has no queue {group.parent}")
@@ -33,7 +39,7 @@ def group_config(config: SchedulerConfig, group: Group) -> GroupConfig:
         assert isinstance(parent, CapacityQueue)
         return _capacity_group(config, parent, group)
     assert isinstance(parent, FairQueue)
-    return _fair_group(config, parent, group)
+    return replace(_fair_group(config, parent, group), multiple_assignments=fair_assign_multiple)
 
 
 def _children(parent: CapacityQueue | FairQueue, group: Group) -> list[CapacityQueue | FairQueue]:
@@ -52,10 +58,12 @@ def _capacity_group(
         for child in _children(parent, group)
         if isinstance(child, CapacityQueue)
     )
+    multiple = config.global_value(MULTIPLE_ASSIGNMENTS)
     return GroupConfig(
         "capacity",
         queues,
         calculator="dominant" if DOMINANT_CALCULATOR in calculator else "default",
+        multiple_assignments=None if multiple is None else multiple.strip().lower() == "true",
     )
 
 
