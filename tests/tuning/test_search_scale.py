@@ -82,6 +82,7 @@ def test_group_kinds_from_settings(extra: dict[str, str], labels: list[str]) -> 
         ({"levels": "1"}, "search-scale: --set levels=1: want a whole number 2-1000"),
         ({"sizes": "11"}, "search-scale: --set sizes=11: want a whole number 1-10"),
         ({"colour": "red"}, "search-scale: unknown --set colour"),
+        ({"scale_jobs": "maybe"}, "search-scale: --set scale_jobs=maybe: want yes|no"),
     ],
 )
 def test_bad_settings_are_one_line_errors(extra: dict[str, str], message: str) -> None:
@@ -115,3 +116,22 @@ def test_groups_from_a_real_swim_sample_are_tuned_with_the_real_comparator() -> 
         assert isinstance(problem.objective, ComparatorObjective)
         assert problem.objective(containers, [level.point]) == [level.latency]
     assert np.isfinite(round_.allocation.predicted_total_latency)
+
+
+def test_a_swim_trace_is_replayed_for_each_groups_share_of_the_cluster() -> None:
+    """SWIM's own scaling: 12,000 nodes for 500 groups is 24 machines a group, so bytes
+    (and task counts) shrink 600/24-fold; arrivals and the number of jobs stay."""
+    scaled = bench._TraceCache(FB_SAMPLE, seed=1, scale_jobs=True).for_size(12_000, 500)[2]
+    original = bench._TraceCache(FB_SAMPLE, seed=1, scale_jobs=False).for_size(12_000, 500)[2]
+    assert [j.submit_s for j in scaled.jobs] == [j.submit_s for j in original.jobs]
+    big = max(range(len(original.jobs)), key=lambda i: len(original.jobs[i].maps))
+    assert len(original.jobs[big].maps) >= 100
+    assert len(scaled.jobs[big].maps) <= len(original.jobs[big].maps) / 10
+    assert all(len(s.maps) <= len(o.maps) for s, o in zip(scaled.jobs, original.jobs, strict=True))
+
+
+def test_other_formats_are_replayed_as_they_are() -> None:
+    sls = Path(__file__).parents[1] / "fixtures/workload/inputsls.json"
+    cache = bench._TraceCache(sls, seed=1, scale_jobs=True)
+    assert not cache.swim
+    assert cache.for_size(300, 10) is cache.for_size(12_000, 500)

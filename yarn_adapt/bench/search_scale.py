@@ -7,7 +7,10 @@ queues=2|4|mix``; ``mix`` cycles through the kinds). Its job mix is what the tra
 (default: the bundled FB-2009 SWIM day; ``--trace`` swaps it) submits in a random
 tuning interval of ``--set window_s=120`` seconds (the paper's 2-minute interval;
 §3.1: a group is tuned when it has new submissions, so empty windows are redrawn).
-Jobs go to queues by priority as in §4.3.
+Jobs go to queues by priority as in §4.3. A SWIM trace is replayed for the group's
+share of the cluster (nodes / groups machines) the way SWIM replays a trace on a
+smaller cluster: bytes, hence task counts, scale with the cluster
+(``--set scale_jobs=no`` keeps the original sizes).
 
 Every group searches the §4.3 candidate set refined ten-fold (Capacity 2/4 queues:
 50/100 splits; Fair: the same splits x FIFO/Fair/DRF, 150/300) with RRS: p = 0.99,
@@ -63,7 +66,9 @@ from yarn_adapt.tuning.space import (
 from yarn_adapt.workload import (
     BEST_EFFORT_PRIORITIES,
     QueueMapping,
+    SwimReplaySettings,
     assign_queues,
+    detect_format,
     load_trace,
     random_priorities,
 )
@@ -101,16 +106,17 @@ class ScaleSettings:
     max_levels: int
     executor: str | None
     seed: int
+    scale_jobs: bool = True
 
 
 def run(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
-    workloads = _workloads(options.trace, options.seed)
+    traces = _TraceCache(options.trace or bundled_trace(), options.seed, settings.scale_jobs)
     began = time.perf_counter()
     with open_executor(settings.executor) as handle:
         _warm_up(handle)
         pool_start_s = time.perf_counter() - began
-        rows = [_measure(size, settings, workloads, handle) for size in settings.sizes]
+        rows = [_measure(size, settings, traces.for_size(*size), handle) for size in settings.sizes]
     return BenchResult(_figures(rows, pool_start_s, settings), [_table_row(r) for r in rows])
 
 
@@ -119,7 +125,8 @@ benchmark("search-scale", "§4.5.1: RRS group searches + DP, 300-12,000 nodes")(
 
 def _settings(options: BenchOptions) -> ScaleSettings:
     extra = options.extra
-    unknown = set(extra) - {"scheduler", "queues", "window_s", "levels", "executor", "sizes"}
+    known = {"scheduler", "queues", "window_s", "levels", "executor", "sizes", "scale_jobs"}
+    unknown = set(extra) - known
     if unknown:
         raise SettingsError(f"search-scale: unknown --set {', '.join(sorted(unknown))}")
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
@@ -132,7 +139,15 @@ def _settings(options: BenchOptions) -> ScaleSettings:
         max_levels=_int_setting(extra, "levels", 2, 1000, default=8),
         executor=extra.get("executor"),
         seed=options.seed,
+        scale_jobs=_yes_no(extra, "scale_jobs", default=True),
     )
+
+
+def _yes_no(extra: Mapping[str, str], key: str, default: bool) -> bool:
+    text = extra.get(key, "yes" if default else "no").lower()
+    if text not in {"yes", "no"}:
+        raise SettingsError(f"search-scale: --set {key}={text}: want yes|no")
+    return text == "yes"
 
 
 def _int_setting(
@@ -156,9 +171,36 @@ def _kinds(scheduler: str, queues: str) -> tuple[GroupKind, ...]:
     return tuple(GroupKind(s, n) for s in schedulers for n in counts)
 
 
-def _workloads(trace: Path | None, seed: int) -> dict[int, Workload]:
+class _TraceCache:
+    """The trace, loaded once per replay size.
+
+    A SWIM trace is replayed for each group's own cluster share, as SWIM's replay
+    generator does for a smaller cluster: bytes -- hence task counts -- scale by
+    ``target machines / original machines`` with target = nodes / groups (24-30
+    machines here, against FB-2009's 600). Arrivals stay as traced, so a 2-minute
+    window still holds the trace's ~8 jobs, now sized for the group. ``--set
+    scale_jobs=no`` replays the jobs at their original size; other formats are
+    replayed as they are."""
+
+    def __init__(self, trace: Path, seed: int, scale_jobs: bool) -> None:
+        self.trace = trace
+        self.seed = seed
+        self.swim = scale_jobs and detect_format(trace) == "swim"
+        self._loaded: dict[int | None, dict[int, Workload]] = {}
+
+    def for_size(self, nodes: int, groups: int) -> dict[int, Workload]:
+        target = max(1, round(nodes / groups)) if self.swim else None
+        if target not in self._loaded:
+            self._loaded[target] = _workloads(self.trace, self.seed, target)
+        return self._loaded[target]
+
+
+def _workloads(trace: Path, seed: int, target_machines: int | None = None) -> dict[int, Workload]:
     """The trace with queues by priority for 2 and for 4 queues (§4.3)."""
-    loaded = _best_effort(load_trace(trace or bundled_trace(), seed=seed), seed)
+    options: dict[str, Any] = {}
+    if target_machines is not None:
+        options["settings"] = SwimReplaySettings.for_trace(trace, target_machines=target_machines)
+    loaded = _best_effort(load_trace(trace, seed=seed, **options), seed)
     if not loaded.jobs:
         raise SettingsError(f"search-scale: the trace {trace} has no jobs")
     return {
