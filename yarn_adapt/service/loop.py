@@ -168,6 +168,7 @@ class TuningLoop:
             decisions, status = self._failed(f"unexpected {type(exc).__name__}: {exc}")
         with timer.step("record"):
             for decision in decisions:
+                log.info("round %d: %s: %s", round_id, decision.kind, decision.reason)
                 self.store.record_decision(round_id, decision)
                 self.metrics.decisions.labels(kind=str(decision.kind)).inc()
         reason = "; ".join(d.reason for d in decisions)
