@@ -5,7 +5,8 @@ group (AdaptiveConfig §3.3.1-3.3.2).
 the resources, the constraints, the rule book -- and answers
 :meth:`Comparator.latency` for each :class:`~rules.inputs.GroupConfig`. The rules
 compile a mechanism per categorical signature (cached); the numeric engine runs
-Algorithm 1 with it.
+Algorithm 1 with it -- once on the estimated mix, or on a few perturbed copies of it
+when the comparison accounts for the task-time model's error (:class:`Uncertainty`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rules.engine import Estimate, evaluate
 from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
 from rules.mechanism import Mechanism
 from rules.rulebook import DEFAULT_BOOK, RuleBook
+from rules.uncertainty import perturbed_mixes
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,30 @@ class Ranked:
     index: int
     config: GroupConfig
     estimate: Estimate
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """Compare on the expected latency over ``samples`` mixes whose stage durations
+    are off by log-normal(0, ``sigma``) factors (:mod:`rules.uncertainty`); one
+    sample of sigma 0 is the plain point estimate."""
+
+    sigma: float = 0.0
+    samples: int = 1
+    seed: int = 0
+
+
+POINT_ESTIMATE = Uncertainty()
+
+
+def expected(estimates: Sequence[Estimate]) -> Estimate:
+    """The mean of several estimates of the same mix, job by job."""
+    count = len(estimates)
+    latencies = tuple(
+        sum(lat) / count for lat in zip(*(e.latencies for e in estimates), strict=True)
+    )
+    mean = sum(e.mean_latency_s for e in estimates) / count
+    return Estimate(mean, latencies, max(e.unfinished for e in estimates))
 
 
 class Comparator:
@@ -40,12 +66,18 @@ class Comparator:
         *,
         book: RuleBook = DEFAULT_BOOK,
         compiler: MechanismCompiler | None = None,
+        uncertainty: Uncertainty = POINT_ESTIMATE,
     ) -> None:
         self.mix = mix
         self.resources = resources
         self.constraints = constraints
         self.compiler = compiler or MechanismCompiler(book)
         self.evaluations = 0
+        self._mixes = (
+            perturbed_mixes(mix, uncertainty.sigma, uncertainty.samples, uncertainty.seed)
+            if uncertainty.samples > 1 and uncertainty.sigma > 0
+            else [mix]
+        )
 
     def mechanism(self, config: GroupConfig, resources: GroupResources | None = None) -> Mechanism:
         """What the rules decide for ``config`` on this mix."""
@@ -56,9 +88,11 @@ class Comparator:
         """Algorithm 1 for ``config`` (on ``resources``, default the comparator's)."""
         self.evaluations += 1
         resources = resources or self.resources
-        return evaluate(
-            self.mechanism(config, resources), config, self.mix, resources, self.constraints
-        )
+        mechanism = self.mechanism(config, resources)
+        estimates = [
+            evaluate(mechanism, config, mix, resources, self.constraints) for mix in self._mixes
+        ]
+        return estimates[0] if len(estimates) == 1 else expected(estimates)
 
     def latency(self, config: GroupConfig, resources: GroupResources | None = None) -> float:
         """Mean job latency (s) under ``config``: the value the searches minimise."""

@@ -54,7 +54,7 @@ from rules.kernels import (
     lookup,
 )
 from rules.mechanism import Mechanism
-from rules.state import INFINITY, JobState, QueueState, TaskRun
+from rules.state import INFINITY, JobState, QueueState, TaskRun, normalised
 from yarn_adapt.errors import SettingsError
 
 _END = 0
@@ -92,6 +92,7 @@ class Algorithm1:
         record: bool = False,
     ) -> None:
         self.totals = totals = Totals.of(resources.total, resources.unit)
+        self.unit_resources = resources.unit
         self.now = mix.now_s
         self.free_mem = totals.memory
         self.free_vc = totals.vcores
@@ -99,12 +100,11 @@ class Algorithm1:
         self.queues = self._queues(mechanism, config)
         self.jobs = self._jobs(mix, resources)
         self._nodes(resources)
-        # (time, reports first, seq, kind, job or node, count, node, task end)
-        self._heap: list[tuple[float, int, int, int, int, int, int, float]] = []
+        # (time, reports first, seq, kind, job or node, count, node, task end, container)
+        self._heap: list[tuple[float, int, int, int, int, int, int, float, tuple[int, int]]] = []
         self._seq = 0
-        self._ends: dict[tuple[int, float, int], int] = {}
+        self._ends: dict[tuple[int, float, int, int, int], int] = {}
         self._shares_dirty = True
-        self._pending_am: dict[int, tuple[int, int]] = {}
         # (moment, job id, is AM) per container granted, when recording R_job for tests
         self.grants: list[tuple[float, str, bool]] | None = [] if record else None
 
@@ -155,7 +155,7 @@ class Algorithm1:
                 raise SettingsError(f"job {spec.id} names queue {spec.queue!r}, not in the group")
             job = JobState(index, spec, queue, resources.unit)
             if not self.both_dims:
-                job.vc = job.am_vc = 0
+                job.drop_vcores()
             job.cap_mem = self.job_cap(job)
             jobs.append(job)
         return jobs
@@ -186,9 +186,9 @@ class Algorithm1:
             self.now = heap[0][0]
             kicked = False
             while heap and heap[0][0] == self.now:
-                _, _, _, kind, index, count, node, end = heapq.heappop(heap)
+                _, _, _, kind, index, count, node, end, shape = heapq.heappop(heap)
                 if kind == _END:
-                    kicked |= self._end(self.jobs[index], count, node, end)
+                    kicked |= self._end(self.jobs[index], count, node, end, shape)
                     if not self._more_reports():
                         self._report_heartbeats()
                 elif kind == _HEARTBEAT:
@@ -208,10 +208,12 @@ class Algorithm1:
         count: int = 0,
         node: int = _NO_NODE,
         end: float = 0.0,
+        shape: tuple[int, int] = (0, 0),
     ) -> None:
         self._seq += 1
         first = 0 if kind == _END else 1
-        heapq.heappush(self._heap, (time, first, self._seq, kind, index, count, node, end))
+        entry = (time, first, self._seq, kind, index, count, node, end, shape)
+        heapq.heappush(self._heap, entry)
 
     def _more_reports(self) -> bool:
         heap = self._heap
@@ -247,17 +249,20 @@ class Algorithm1:
     def _activate_waiting(self, queue: QueueState) -> bool:
         used = (self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc)
         kicked = False
-        while queue.waiting and self.am.allows(queue, queue.waiting[0], used):
-            job = queue.waiting.popleft()
-            queue.am_used_mem += job.am_mem
-            queue.am_used_vc += job.am_vc
-            kicked |= self._activate(job)
+        # LeafQueue.activateApplications tries every waiting app, in order
+        for job in list(queue.waiting):
+            if self.am.allows(queue, job, used):
+                queue.waiting.remove(job)
+                queue.am_used_mem += job.am_mem
+                queue.am_used_vc += job.am_vc
+                queue.users.setdefault(job.user, [0, 0, 0])[2] += job.am_mem
+                kicked |= self._activate(job)
         return kicked
 
     def _activate(self, job: JobState) -> bool:
         queue = job.queue
         queue.active.append(job)
-        user = queue.users.setdefault(job.user, [0, 0])
+        user = queue.users.setdefault(job.user, [0, 0, 0])
         user[1] += 1
         self._shares_dirty = True
         if self.am.needs_am:
@@ -272,22 +277,25 @@ class Algorithm1:
         held, the busy ones end ``remaining_s`` from now."""
         queue = job.queue
         queue.active.append(job)
-        queue.users.setdefault(job.user, [0, 0])[1] += 1
+        queue.users.setdefault(job.user, [0, 0, 0])[1] += 1
         if self.am.needs_am:
             job.holds_am = True
             self._hold(job, job.am_mem, job.am_vc, self._room_for(job.am_mem, job.am_vc))
             queue.am_used_mem += job.am_mem
             queue.am_used_vc += job.am_vc
+            queue.users[job.user][2] += job.am_mem
         later = min((r.stage for r in job.spec.running), default=0)
         while job.stages and later > 0 and not job.stages[0]:
             job.stages.popleft()
             later -= 1
+        memory, vcores = normalised(job.spec.task, self.unit_resources)
+        vcores = vcores if self.both_dims else 0
         for run in job.spec.running:
             job.running += run.count
             for _ in range(run.count):
-                node = self._room_for(job.mem, job.vc)
-                self._hold(job, job.mem, job.vc, node)
-                self._end_at(job, self.now + run.remaining_s, node, 1)
+                node = self._room_for(memory, vcores)
+                self._hold(job, memory, vcores, node)
+                self._end_at(job, self.now + run.remaining_s, node, 1, (memory, vcores))
         if job.running:
             self._load_stage(job)
         else:
@@ -302,10 +310,10 @@ class Algorithm1:
 
     def _load_stage(self, job: JobState) -> None:
         """Make the current stage's tasks pending (the stage at the head of ``stages``)."""
-        count = sum(run.count for run in job.stages[0]) if job.stages else 0
-        job.pending = count
-        job.queue.pending_mem += count * job.mem
-        job.queue.pending_vc += count * job.vc
+        runs = job.stages[0] if job.stages else ()
+        job.pending = sum(run.count for run in runs)
+        job.queue.pending_mem += sum(run.count * run.mem for run in runs)
+        job.queue.pending_vc += sum(run.count * run.vc for run in runs)
 
     def _next_stage(self, job: JobState) -> bool:
         """The current stage is over (or the job just got its AM): start the next
@@ -327,6 +335,7 @@ class Algorithm1:
             self._release_later(job, job.am_mem, job.am_vc, job.am_node)
             queue.am_used_mem -= job.am_mem
             queue.am_used_vc -= job.am_vc
+            queue.users[job.user][2] -= job.am_mem
             job.holds_am = False
         if self.am.needs_am and self.am.on_activation:
             return self._activate_waiting(queue)
@@ -345,7 +354,7 @@ class Algorithm1:
         queue.used_vc += vcores
         job.used_mem += memory
         job.used_vc += vcores
-        queue.users.setdefault(job.user, [0, 0])[0] += memory
+        queue.users.setdefault(job.user, [0, 0, 0])[0] += memory
 
     def _release(self, job: JobState, memory: int, vcores: int, node: int) -> None:
         queue = job.queue
@@ -366,35 +375,44 @@ class Algorithm1:
         if node < 0:
             self._release(job, memory, vcores, node)
             return
-        self._push(self._next_heartbeat(node, self.now, False), _END, job.index, -1, node)
-        self._pending_am[job.index] = (memory, vcores)
+        report = self._next_heartbeat(node, self.now, False)
+        self._push(report, _END, job.index, -1, node, self.now, (memory, vcores))
 
-    def _end_at(self, job: JobState, end: float, node: int, count: int) -> None:
-        """``count`` containers of ``job`` on ``node`` end at ``end``; the scheduler
-        hears it at the node's next heartbeat (at once without heartbeats)."""
+    def _end_at(
+        self, job: JobState, end: float, node: int, count: int, shape: tuple[int, int]
+    ) -> None:
+        """``count`` containers of ``shape`` of ``job`` on ``node`` end at ``end``; the
+        scheduler hears it at the node's next heartbeat (at once without heartbeats)."""
         report = end if node < 0 else self._next_heartbeat(node, end, False)
-        self._push(report, _END, job.index, count, node, end)
+        self._push(report, _END, job.index, count, node, end, shape)
 
-    def _end(self, job: JobState, count: int, node: int, end: float) -> bool:
-        """``count`` of the job's containers finished their tasks (count -1: its AM)."""
+    def _end(
+        self, job: JobState, count: int, node: int, end: float, shape: tuple[int, int]
+    ) -> bool:
+        """``count`` of the job's containers of ``shape`` finished their tasks (count
+        -1: its AM container)."""
         if count < 0:
-            memory, vcores = self._pending_am.pop(job.index)
-            self._release(job, memory, vcores, node)
+            self._release(job, shape[0], shape[1], node)
             return False
         job.running -= count
         job.last_end = max(job.last_end, end)
-        if self.reuse and job.pending > 0:
-            kept = min(count, job.pending)
-            for _ in range(kept):
-                self._start_task(job, node)
-            job.running += kept
-            count -= kept
-            self._flush_ends()
+        if self.reuse:
+            count -= self._reuse(job, count, node, shape)
         if count:
-            self._release(job, job.mem * count, job.vc * count, node)
+            self._release(job, shape[0] * count, shape[1] * count, node)
         if job.pending == 0 and job.running == 0:
             return self._next_stage(job)
         return False
+
+    def _reuse(self, job: JobState, count: int, node: int, shape: tuple[int, int]) -> int:
+        """Containers kept for the job's next tasks of the same shape (Algorithm 2)."""
+        kept = 0
+        while kept < count and job.pending > 0 and job.request == shape:
+            self._start_task(job, node)
+            kept += 1
+        job.running += kept
+        self._flush_ends()
+        return kept
 
     # ------------------------------------------------------------------ allocation
 
@@ -459,11 +477,10 @@ class Algorithm1:
                 continue
             if job.used_mem + memory > job.cap_mem:
                 continue
-            if job.awaiting_am:
-                if self.fair_am and not self.am.allows(queue, job, used):
-                    refused_am = memory
-                    continue
-            elif not self.users.allows(queue, job):
+            if job.awaiting_am and self.fair_am and not self.am.allows(queue, job, used):
+                refused_am = memory
+                continue
+            if not self.users.allows(queue, job):
                 continue
             return job
         return None
@@ -482,10 +499,12 @@ class Algorithm1:
             if self.fair_am:
                 queue.am_used_mem += job.am_mem
                 queue.am_used_vc += job.am_vc
+                queue.users[job.user][2] += job.am_mem
             # The AM asks for its tasks once running: after this allocation pass.
             self._push(self.now, _AM_READY, job.index)
             return
-        self._hold(job, job.mem, job.vc, node)
+        memory, vcores = job.request
+        self._hold(job, memory, vcores, node)
         self._start_task(job, node)
         job.running += 1
 
@@ -497,15 +516,15 @@ class Algorithm1:
         if head.count == 0:
             job.stages[0].popleft()
         job.pending -= 1
-        job.queue.pending_mem -= job.mem
-        job.queue.pending_vc -= job.vc
+        job.queue.pending_mem -= head.mem
+        job.queue.pending_vc -= head.vc
         job.work_left -= head.seconds
-        key = (job.index, head.seconds, node)
+        key = (job.index, head.seconds, node, head.mem, head.vc)
         self._ends[key] = self._ends.get(key, 0) + 1
 
     def _flush_ends(self) -> None:
-        for (index, seconds, node), count in self._ends.items():
-            self._end_at(self.jobs[index], self.now + seconds, node, count)
+        for (index, seconds, node, memory, vcores), count in self._ends.items():
+            self._end_at(self.jobs[index], self.now + seconds, node, count, (memory, vcores))
         self._ends.clear()
 
     def _update_fair_shares(self) -> None:

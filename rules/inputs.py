@@ -18,9 +18,15 @@ from yarn_adapt.model.resources import Resources
 
 ONE_UNIT = Resources(1024, 1)
 
-# (count, seconds) of identical tasks; a stage is a run of these, maps then reduces.
-TaskGroupSpec = tuple[int, float]
+# (count, seconds) of identical tasks, or (count, seconds, container) when their
+# container is not the job's usual ``task``; a stage is a run of these, maps first.
+TaskGroupSpec = tuple[int, float] | tuple[int, float, Resources]
 StageSpec = tuple[TaskGroupSpec, ...]
+
+
+def group_shape(group: TaskGroupSpec, default: Resources) -> Resources:
+    """The container each task of ``group`` asks for."""
+    return group[2] if len(group) == 3 else default
 
 
 @dataclass(frozen=True)
@@ -37,11 +43,12 @@ class RunningTasks:
 class MixJob:
     """One job as the comparator sees it. ``stages``: the tasks *not yet started*, per
     stage (maps, then reduces; a stage starts when the previous one has ended), in
-    the order the job runs them. ``task`` is one task's container, ``am`` the
-    ApplicationMaster's. ``am_running``: the AM already holds its container (the job
-    is active); ``running``: containers already busy. ``deadline_s`` feeds EDF;
-    ``allowed_share``: the share of the group's containers on machines the job may
-    use (a placement constraint, §3.2 S^Job), ``None`` for anywhere."""
+    the order the job runs them. ``task`` is a task's container (unless its group
+    names another), ``am`` the ApplicationMaster's. ``am_running``: the AM already
+    holds its container (the job is active); ``running``: containers already busy.
+    ``deadline_s`` feeds EDF; ``allowed_share``: the share of the group's containers
+    on machines the job may use (a placement constraint, §3.2 S^Job), ``None`` for
+    anywhere."""
 
     id: str
     queue: str
@@ -58,18 +65,19 @@ class MixJob:
 
     def __post_init__(self) -> None:
         for stage in self.stages:
-            for count, seconds in stage:
+            for group in stage:
+                count, seconds = group[0], group[1]
                 if count < 0 or not math.isfinite(seconds) or seconds < 0:
                     raise SettingsError(f"job {self.id}: bad task group ({count}, {seconds})")
 
     @property
     def task_count(self) -> int:
-        return sum(count for stage in self.stages for count, _ in stage)
+        return sum(group[0] for stage in self.stages for group in stage)
 
     @property
     def work_s(self) -> float:
         """Task-seconds left (pending tasks only)."""
-        return sum(count * seconds for stage in self.stages for count, seconds in stage)
+        return sum(group[0] * group[1] for stage in self.stages for group in stage)
 
 
 @dataclass(frozen=True)

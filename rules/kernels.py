@@ -290,9 +290,25 @@ class AmLimit:
             return True
         step = self.totals.unit_mem
         current = min(queue.ceiling_mem, self.totals.memory - used_mem + queue.used_mem)
-        base = max(_round_up(queue.share_mem, step), current)
-        limit = _round_up(base * queue.am_fraction, step)
-        return queue.am_used_mem + job.am_mem <= limit
+        guarantee = _round_up(queue.share_mem, step)
+        limit = _round_up(max(guarantee, current) * queue.am_fraction, step)
+        if queue.am_used_mem + job.am_mem > limit:
+            return False
+        return self._user_am(queue, job) + job.am_mem <= self._user_am_limit(queue, limit)
+
+    @staticmethod
+    def _user_am(queue: QueueState, job: JobState) -> int:
+        user = queue.users.get(job.user)
+        return user[2] if user else 0
+
+    def _user_am_limit(self, queue: QueueState, queue_limit: float) -> float:
+        """LeafQueue.getUserAMResourceLimit: the guarantee x am percent x the larger of
+        minimum-user-limit-percent and 1/active users x user-limit-factor (-1 counts 0)."""
+        active = max(1, sum(1 for u in queue.users.values() if u[1] > 0))
+        share = max(queue.user_minimum / 100.0, 1.0 / active)
+        factor = queue.am_fraction * share * max(queue.user_factor, 0.0)
+        guarantee = _round_up(queue.share_mem, self.totals.unit_mem)
+        return min(_round_up(guarantee * factor, self.totals.unit_mem), queue_limit)
 
     def _grant_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
         share = queue.am_fraction

@@ -8,45 +8,62 @@ only ever sees estimates.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from rules.inputs import JobMix, MixJob, StageSpec
 from yarn_adapt.model.apps import TaskType
+from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
 from yarn_adapt.workload.taskmodel import TaskTimeModel
 
 STAGE_ORDER = (TaskType.MAP, TaskType.REDUCE)
 
 
-def runs(durations: Iterable[float]) -> StageSpec:
-    """Consecutive equal durations merged into (count, seconds) runs, order kept."""
-    merged: list[list[float]] = []
-    for seconds in durations:
-        if merged and merged[-1][1] == seconds:
-            merged[-1][0] += 1
+def runs(tasks: Iterable[tuple[float, Resources]], usual: Resources) -> StageSpec:
+    """Consecutive tasks of equal duration and container merged into runs, order
+    kept; a run names its container only when it is not ``usual``."""
+    merged: list[tuple[int, float, Resources]] = []
+    for seconds, shape in tasks:
+        if merged and merged[-1][1:] == (seconds, shape):
+            merged[-1] = (merged[-1][0] + 1, seconds, shape)
         else:
-            merged.append([1, seconds])
-    return tuple((int(count), float(seconds)) for count, seconds in merged)
+            merged.append((1, seconds, shape))
+    return tuple(
+        (count, float(seconds)) if shape == usual else (count, float(seconds), shape)
+        for count, seconds, shape in merged
+    )
 
 
-def stages_of(tasks: Sequence[TaskSpec], seconds: Sequence[float]) -> tuple[StageSpec, ...]:
+def stages_of(
+    tasks: Sequence[TaskSpec], seconds: Sequence[float], usual: Resources
+) -> tuple[StageSpec, ...]:
     """Maps then reduces, each as runs of ``seconds`` (one per task, task order)."""
     return tuple(
-        runs(s for t, s in zip(tasks, seconds, strict=True) if t.kind is kind)
+        runs(
+            ((s, t.resources) for t, s in zip(tasks, seconds, strict=True) if t.kind is kind), usual
+        )
         for kind in STAGE_ORDER
     )
+
+
+def usual_container(job: JobSpec) -> Resources:
+    """The container most of the job's tasks ask for (its AM's when it has none)."""
+    if not job.tasks:
+        return job.am_resources
+    return Counter(t.resources for t in job.tasks).most_common(1)[0][0]
 
 
 def mix_job(job: JobSpec, model: TaskTimeModel | None = None) -> MixJob:
     """The comparator's view of ``job``: real durations, or ``model``'s estimates."""
     seconds = [t.duration_s for t in job.tasks] if model is None else list(model.estimate_job(job))
-    task = job.tasks[0].resources if job.tasks else job.am_resources
+    usual = usual_container(job)
     return MixJob(
         id=job.id,
         queue=job.queue.rsplit(".", 1)[-1],
         submit_s=job.submit_s,
-        stages=stages_of(job.tasks, seconds),
-        task=max((t.resources for t in job.tasks), default=task),
+        stages=stages_of(job.tasks, seconds, usual),
+        task=usual,
         am=job.am_resources,
         priority=job.features.priority,
         user=job.user,

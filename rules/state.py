@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from rules.inputs import MixJob
+from rules.inputs import MixJob, TaskGroupSpec, group_shape
 from yarn_adapt.model.resources import Resources
 
 INFINITY = math.inf
@@ -73,6 +73,7 @@ class QueueState:
         self.user_minimum = 100.0
         self.active: list[JobState] = []
         self.waiting: deque[JobState] = deque()
+        # user -> [memory held, active jobs, AM memory of active jobs]
         self.users: dict[str, list[int]] = {}
 
     @property
@@ -81,13 +82,16 @@ class QueueState:
 
 
 class TaskRun:
-    """``count`` pending tasks of a stage that each run ``seconds``."""
+    """``count`` pending tasks of a stage that each run ``seconds`` in a container of
+    ``mem`` MiB and ``vc`` vcores (normalised)."""
 
-    __slots__ = ("count", "seconds")
+    __slots__ = ("count", "mem", "seconds", "vc")
 
-    def __init__(self, count: int, seconds: float) -> None:
+    def __init__(self, count: int, seconds: float, mem: int, vc: int) -> None:
         self.count = count
         self.seconds = seconds
+        self.mem = mem
+        self.vc = vc
 
 
 class JobState:
@@ -105,7 +109,6 @@ class JobState:
         "holds_am",
         "index",
         "last_end",
-        "mem",
         "pending",
         "priority",
         "queue",
@@ -116,7 +119,6 @@ class JobState:
         "used_mem",
         "used_vc",
         "user",
-        "vc",
         "work_left",
     )
 
@@ -128,10 +130,10 @@ class JobState:
         self.priority = spec.priority
         self.deadline = INFINITY if spec.deadline_s is None else spec.deadline_s
         self.user = spec.user
-        self.mem, self.vc = normalised(spec.task, unit)
         self.am_mem, self.am_vc = normalised(spec.am, unit)
         self.stages: deque[deque[TaskRun]] = deque(
-            deque(TaskRun(c, s) for c, s in stage if c > 0) for stage in spec.stages
+            deque(_run(group, spec.task, unit) for group in stage if group[0] > 0)
+            for stage in spec.stages
         )
         self.pending = 0
         self.running = 0
@@ -147,4 +149,20 @@ class JobState:
 
     @property
     def request(self) -> tuple[int, int]:
-        return (self.am_mem, self.am_vc) if self.awaiting_am else (self.mem, self.vc)
+        """What the job's next container is: its AM, or its next task's."""
+        if self.awaiting_am:
+            return self.am_mem, self.am_vc
+        head = self.stages[0][0]
+        return head.mem, head.vc
+
+    def drop_vcores(self) -> None:
+        """Only memory is compared and fitted: vcores count as zero."""
+        self.am_vc = 0
+        for stage in self.stages:
+            for run in stage:
+                run.vc = 0
+
+
+def _run(group: TaskGroupSpec, default: Resources, unit: Resources) -> TaskRun:
+    memory, vcores = normalised(group_shape(group, default), unit)
+    return TaskRun(group[0], group[1], memory, vcores)

@@ -11,16 +11,20 @@ Protocol.
 * Traces: SWIM FB-2009 (replayed for a 6-machine target, so jobs fit the small
   clusters) and Google 2011 part 0 (best-effort jobs, at most 16 tasks each), both
   bundled; ``--trace`` swaps in another SWIM tsv or Google directory. Jobs are split
-  in time: the task-time model is fitted on the first half of the trace's jobs; mixes
-  are drawn from the second half, so the model never saw a mix's jobs.
+  in time: the task-time model learns from the first half of the trace's jobs;
+  mixes are drawn from the second half, so the model never saw a mix's jobs.
 * Mixes: 25 consecutive jobs (20 for Google) from a seeded random offset, each run on
   6 and on 8 containers; offered load cycles through 0.7, 1.0 and 1.3 of the cluster
   (:func:`yarn_adapt.tuning.paper.make_mix`). 8 mixes per trace: 32 mix cases; each is
   tested under the four scheduler settings.
 * Ground truth: the simulator (heartbeat mode, AM containers, YARN defaults) runs
-  every candidate with the *real* task durations. The comparator sees the mix with
-  the task-time model's *estimates* only, and the cluster's nodes, and picks the
-  candidate with the lowest estimated mean latency.
+  every candidate with the *real* task durations (jobs a configuration starves until
+  the horizon count as waiting until then). The comparator sees the mix with the
+  task-time model's *estimates* only, and the cluster's nodes, and picks the
+  candidate with the lowest expected mean latency over 8 copies of the mix whose
+  stage durations are off by log-normal factors of the model's error spread (its
+  log-error standard deviation on held-out jobs of the training half: the model is
+  fitted on the first 80 % of that half, the spread measured on the rest).
 * A pick counts as the best when its true mean latency is within 0.5 % of the true
   best's (the tolerance stops candidates that the simulator cannot tell apart --
   e.g. every split when one queue is idle -- from being scored as misses; cases
@@ -38,6 +42,7 @@ evaluation. Paper: 87.26 % (Capacity 93.33, Fair 81.19), 3.37 %.
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,9 +52,10 @@ from typing import Any
 
 import numpy as np
 
-from rules.comparator import Comparator
+from rules.comparator import Comparator, Uncertainty
 from rules.inputs import JobMix
 from rules.mixes import mix_from_workload
+from rules.uncertainty import log_error_spread
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
@@ -81,6 +87,7 @@ CLUSTER_SIZES = (6, 8)
 SWIM_TARGET_MACHINES = 6
 GOOGLE_MAX_TASKS = 16
 GOOGLE_UNIT = Resources(1024, 1)
+UNCERTAINTY_SAMPLES = int(os.environ.get("YA_SAMPLES", "8"))
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,7 @@ class MixCase:
     estimated: JobMix
     truth_view: JobMix
     cluster: PaperCluster
+    uncertainty: Uncertainty
 
 
 @dataclass(frozen=True)
@@ -200,7 +208,7 @@ def mix_cases(
     trace's first half, mixes come from the second."""
     by_count = {n: source.load(SchedulerSetting(Scheduler.CAPACITY, n).mapping) for n in (2, 4)}
     half = len(by_count[2].jobs) // 2
-    model = _model(by_count[2], half, seed)
+    model, uncertainty = _model(by_count[2], half, seed)
     offsets = _offsets(half, len(by_count[2].jobs) - source.mix_size, mixes, seed)
     for index, offset in enumerate(offsets):
         load = LOADS[index % len(LOADS)]
@@ -219,12 +227,17 @@ def mix_cases(
                     mix_from_workload(real, model),
                     mix_from_workload(real),
                     cluster,
+                    uncertainty,
                 )
 
 
-def _model(workload: Workload, half: int, seed: int) -> TaskTimeModel:
-    train = replace(workload, jobs=workload.jobs[:half])
-    return fit_task_time_model(train, seed=seed)
+def _model(workload: Workload, half: int, seed: int) -> tuple[TaskTimeModel, Uncertainty]:
+    """The task-time model fitted on the first 80 % of the first half of the jobs,
+    and its error spread measured on the rest of that half."""
+    cut = half * 4 // 5
+    model = fit_task_time_model(replace(workload, jobs=workload.jobs[:cut]), seed=seed)
+    spread = log_error_spread(model, workload.jobs[cut:half])
+    return model, Uncertainty(spread, UNCERTAINTY_SAMPLES, seed)
 
 
 def _offsets(low: int, high: int, count: int, seed: int) -> list[int]:
@@ -250,7 +263,8 @@ def run_case(case: MixCase) -> Outcome:
     )
     resources = case.cluster.resources()
     began = time.perf_counter()
-    estimate = _estimates(Comparator(case.estimated, resources), found)
+    comparator = Comparator(case.estimated, resources, uncertainty=case.uncertainty)
+    estimate = _estimates(comparator, found)
     spent = time.perf_counter() - began
     estimate_real = _estimates(Comparator(case.truth_view, resources), found)
     return Outcome(case, truth, estimate, estimate_real, len(found), spent)
@@ -305,6 +319,7 @@ def figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "best_share_real_durations": _share(outcomes, real=True),
         **{f"best_share_{name}": _share(group) for name, group in _by_source(outcomes)},
         "comparator_evaluations": evaluations,
+        "uncertainty_sigma": sorted({round(o.case.uncertainty.sigma, 3) for o in outcomes}),
         "comparator_ms_per_evaluation": round(1000.0 * spent / evaluations, 3)
         if evaluations
         else 0.0,

@@ -87,29 +87,53 @@ def _capacity_child(child: CapacityQueue, setting: GroupSetting) -> CapacityQueu
     maximum = child.maximum_capacity if wanted.maximum is None else Percentage(wanted.maximum)
     if isinstance(maximum, Percentage) and maximum.percent < wanted.share:
         maximum = Percentage(wanted.share)  # YARN refuses maximum-capacity < capacity
+    policy = child.ordering_policy
+    if policy is not None or wanted.policy != child.effective_ordering_policy:
+        policy = wanted.policy  # an unset policy that means the same stays unset
     return replace(
         child,
         capacity=Percentage(wanted.share),
         maximum_capacity=maximum,
-        ordering_policy=wanted.policy,
+        ordering_policy=policy,
     )
 
 
 def _apply_fair(config: FairSchedulerConfig, setting: GroupSetting) -> SchedulerConfig:
     parent = _parent_of(config, setting)
     assert isinstance(parent, FairQueue)
-    children = tuple(_fair_child(c, setting) for c in parent.children)
+    setting = _keep_weight_scale(parent, setting)
+    children = tuple(_fair_child(config, c, setting) for c in parent.children)
     policy = parent.scheduling_policy
     if any(q.policy == "drf" for q in setting.queues):
         policy = "drf"  # FairSharePolicy refuses a drf child: the parent must be drf
     return config.with_queue(replace(parent, children=children, scheduling_policy=policy))
 
 
-def _fair_child(child: FairQueue, setting: GroupSetting) -> FairQueue:
+def _fair_child(config: FairSchedulerConfig, child: FairQueue, setting: GroupSetting) -> FairQueue:
     wanted = next((q for q in setting.queues if q.path == child.path), None)
     if wanted is None:
         return child
-    return replace(child, weight=wanted.share, scheduling_policy=wanted.policy)
+    policy = child.scheduling_policy
+    if policy is not None or wanted.policy != config.effective_policy(child):
+        policy = wanted.policy
+    weight = child.weight
+    if weight is not None or abs(wanted.share - child.effective_weight) > 1e-9:
+        weight = wanted.share
+    return replace(child, weight=weight, scheduling_policy=policy)
+
+
+def _keep_weight_scale(parent: FairQueue, setting: GroupSetting) -> GroupSetting:
+    """Weights only matter relative to each other: when the new ones are the current
+    ones scaled, keep the current numbers (no change to write)."""
+    current = {c.path: c.effective_weight for c in parent.children}
+    pairs = [(current.get(q.path, 0.0), q.share) for q in setting.queues]
+    if not pairs or any(old <= 0 for old, _ in pairs):
+        return setting
+    scale = pairs[0][1] / pairs[0][0]
+    if all(abs(new - old * scale) <= 1e-6 * max(new, 1.0) for old, new in pairs):
+        queues = tuple(replace(q, share=current[q.path]) for q in setting.queues)
+        return replace(setting, queues=queues)
+    return setting
 
 
 def apply_ratios(config: SchedulerConfig, ratios: Mapping[str, float]) -> SchedulerConfig:

@@ -1,0 +1,174 @@
+"""What each kernel the rules can choose does, on small table cases (containers of
+one unit, tasks of 100 s unless said)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rules.inputs import GroupConfig, JobMix, QueueConfig, RunningTasks
+from tests.rules.factories import capacity, containers, fair, job, latencies, mix, run
+from yarn_adapt.model import Resources
+from yarn_adapt.model.fair import parse_fair_resources
+
+
+def held_at(grants: list[tuple[float, str, bool]], moment: float) -> dict[str, int]:
+    """Task containers granted up to ``moment`` per job."""
+    counts: dict[str, int] = {}
+    for time, job_id, is_am in grants:
+        if time <= moment and not is_am:
+            counts[job_id] = counts.get(job_id, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        pytest.param(capacity(("q1", 25, 25), ("q2", 75, 75)), {"a": 1}, id="static-guarantee"),
+        pytest.param(
+            capacity(("q1", 25, 75), ("q2", 75, 75), user_limit_factor=-1),
+            {"a": 3},
+            id="elastic-to-maximum",
+        ),
+        pytest.param(
+            capacity(("q1", 25, 100), ("q2", 75, 75), user_limit_factor=-1),
+            {"a": 4},
+            id="elastic-to-whole-group",
+        ),
+        pytest.param(
+            capacity(("q1", 50, 100), ("q2", 50, 50)),
+            {"a": 3},
+            id="user-limit-factor-1-one-past-capacity",
+        ),
+    ],
+)
+def test_capacity_guarantees_elasticity_and_user_limit(
+    config: GroupConfig, expected: dict[str, int]
+) -> None:
+    _, grants = run(config, mix(job("a", "q1", maps=8)), containers(4))
+    assert held_at(grants, 0.0) == expected
+
+
+def test_capacity_serves_the_least_used_over_guaranteed_queue_first() -> None:
+    config = capacity(("q1", 25, 100), ("q2", 75, 100), user_limit_factor=-1)
+    jobs = mix(job("a", "q1", maps=8), job("b", "q2", maps=8))
+    _, grants = run(config, jobs, containers(4))
+    assert held_at(grants, 0.0) == {"a": 1, "b": 3}
+
+
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [((1, 1), {"a": 2, "b": 2}), ((1, 3), {"a": 1, "b": 3}), ((3, 1), {"a": 3, "b": 1})],
+)
+def test_fair_shares_by_weight(weights: tuple[int, int], expected: dict[str, int]) -> None:
+    config = fair(("q1", weights[0]), ("q2", weights[1]))
+    jobs = mix(job("a", "q1", maps=8), job("b", "q2", maps=8))
+    _, grants = run(config, jobs, containers(4))
+    assert held_at(grants, 0.0) == expected
+
+
+def test_fair_queue_below_its_min_resources_is_served_first() -> None:
+    minimum = parse_fair_resources("75%")
+    config = GroupConfig(
+        "fair",
+        (
+            QueueConfig("q1", "fair", weight=1, min_resources=minimum),
+            QueueConfig("q2", "fair", weight=3),
+        ),
+    )
+    jobs = mix(job("a", "q1", maps=8), job("b", "q2", maps=8))
+    _, grants = run(config, jobs, containers(4))
+    assert held_at(grants, 0.0) == {"a": 3, "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("policy", "first"),
+    [("fifo", "high"), ("fair", "high"), ("lrtf", "short"), ("edf", "urgent")],
+)
+def test_job_policies_pick_the_first_job(policy: str, first: str) -> None:
+    jobs = mix(
+        job("low", "q", maps=1, submit=0.0, priority=1, deadline=500),
+        job("high", "q", maps=1, submit=1.0, priority=5, deadline=400),
+        job("short", "q", maps=1, seconds=10, submit=2.0, priority=1, deadline=300),
+        job("urgent", "q", maps=1, submit=3.0, priority=1, deadline=50),
+        job("blocker", "q", maps=0, running=(RunningTasks(1, 10.0),)),
+    )
+    # one container, held by a running task until 10; then the policy picks
+    _, grants = run(capacity(("q", 100, 100), policy=policy), jobs, containers(1))
+    after_blocker = [job_id for time, job_id, _ in grants if time == 10.0]
+    if policy == "fair":  # all hold nothing: least used ties go to the earliest submitted
+        first = "low"
+    assert after_blocker == [first]
+
+
+def _granted_at(grants: list[tuple[float, str, bool]], moment: float) -> dict[str, int]:
+    return held_at([g for g in grants if g[0] == moment], moment)
+
+
+def test_fair_policy_spreads_containers_fifo_does_not() -> None:
+    # a holds all four until 100; then its next four compete with b's
+    jobs = mix(job("a", "q", maps=8), job("b", "q", maps=4, submit=0.5))
+    _, fifo_grants = run(fair(("q", 1), policy="fifo"), jobs, containers(4))
+    _, fair_grants = run(fair(("q", 1), policy="fair"), jobs, containers(4))
+    assert _granted_at(fifo_grants, 100.0) == {"a": 4}
+    assert _granted_at(fair_grants, 100.0) == {"a": 2, "b": 2}
+
+
+def test_capacity_am_limit_activates_one_job_at_a_time() -> None:
+    jobs = mix(*(job(f"j{i}", "q", maps=1) for i in range(3)), am=True)
+    config = capacity(("q", 100, 100))  # am share 0.1 of 8 containers: one AM
+    estimate, grants = run(config, jobs, containers(8))
+    assert [job_id for _, job_id, is_am in grants if is_am] == ["j0", "j1", "j2"]
+    assert latencies(estimate, jobs) == {"j0": 100.0, "j1": 200.0, "j2": 300.0}
+
+
+def test_a_larger_am_share_runs_jobs_side_by_side() -> None:
+    jobs = mix(*(job(f"j{i}", "q", maps=1) for i in range(3)), am=True)
+    config = capacity(("q", 100, 100), am_share=1.0)
+    estimate, _ = run(config, jobs, containers(8))
+    assert latencies(estimate, jobs) == {"j0": 100.0, "j1": 100.0, "j2": 100.0}
+
+
+def test_placement_constraint_caps_a_job() -> None:
+    jobs = mix(job("a", "q", maps=4, allowed_share=0.5))
+    estimate, grants = run(capacity(("q", 100, 100)), jobs, containers(4))
+    assert held_at(grants, 0.0) == {"a": 2}
+    assert latencies(estimate, jobs) == {"a": 200.0}
+
+
+def test_fair_grants_one_container_per_node_heartbeat() -> None:
+    jobs = mix(job("a", "q", maps=4))
+    _, on_heartbeats = run(fair(("q", 1)), jobs, containers(4, per_node=4))
+    _, anywhere = run(fair(("q", 1)), jobs, containers(4))
+    assert [t for t, _, _ in on_heartbeats] == [0.5, 1.5, 2.5, 3.5]
+    assert [t for t, _, _ in anywhere] == [0.0] * 4
+
+
+def test_capacity_grants_many_per_heartbeat_and_frees_at_the_next_one() -> None:
+    jobs = mix(job("a", "q", maps=8, seconds=10.2))
+    estimate, grants = run(capacity(("q", 100, 100), user_limit_factor=-1), jobs, containers(4, 4))
+    assert [t for t, _, _ in grants] == [0.5] * 4 + [11.5] * 4
+    assert latencies(estimate, jobs) == {"a": pytest.approx(21.7)}
+
+
+def test_reduces_start_after_the_last_map() -> None:
+    jobs = mix(job("a", "q", maps=2, seconds=10, reduces=1, reduce_seconds=5))
+    estimate, grants = run(capacity(("q", 100, 100)), jobs, containers(1))
+    assert [t for t, _, _ in grants] == [0.0, 10.0, 20.0]
+    assert latencies(estimate, jobs) == {"a": 25.0}
+
+
+def test_a_running_job_keeps_its_containers_until_its_tasks_end() -> None:
+    running = job("r", "q", maps=1, seconds=10, running=(RunningTasks(2, 30.0),), am_running=True)
+    jobs = JobMix((running, job("new", "q", maps=1, seconds=10)), am_containers=False)
+    estimate, grants = run(capacity(("q", 100, 100), user_limit_factor=-1), jobs, containers(3))
+    assert held_at(grants, 0.0) == {"r": 1}  # r's pending map takes the third container
+    assert latencies(estimate, jobs) == {"r": 30.0, "new": 20.0}  # waits for r's map
+
+
+def test_a_job_that_can_never_run_makes_the_estimate_infinite() -> None:
+    jobs = mix(job("big", "q", maps=1, task=Resources(8192, 1)), job("ok", "q"))
+    estimate, _ = run(capacity(("q", 100, 100)), jobs, containers(4))
+    assert estimate.unfinished == 1
+    assert math.isinf(estimate.mean_latency_s)

@@ -1,0 +1,209 @@
+"""The tuner: triggers (§3.1), proposals that YARN's rules accept, predictions that
+favour the configuration the comparator finds better, the cluster-level split, and
+states read from a simulator or a snapshot."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from yarn_adapt.model import (
+    Application,
+    AppState,
+    CapacityQueue,
+    CapacitySchedulerConfig,
+    ClusterInfo,
+    ClusterMetrics,
+    ClusterSnapshot,
+    FinalStatus,
+    HAState,
+    JobFeatures,
+    JobSpec,
+    Node,
+    NodeState,
+    Percentage,
+    QueueStatus,
+    Resources,
+    SchedulerKind,
+    SchedulerStatus,
+    TaskSpec,
+    TaskType,
+    Workload,
+)
+from yarn_adapt.sim import JobInProgress, SimulationStart
+from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
+from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
+from yarn_adapt.tuning.space import SpaceSettings
+from yarn_adapt.tuning.tuner import (
+    TunerSettings,
+    TuningState,
+    propose,
+    state_from_snapshot,
+)
+from yarn_adapt.workload import fit_task_time_model
+from yarn_adapt.yarn.confxml import parse_capacity_xml, parse_fair_xml, validate, yarn_refuses
+
+CONTAINER = Resources(2048, 1)
+SETTINGS = TunerSettings(interval_s=60.0, space=SpaceSettings(d=5), levels=4)
+
+
+def spec(job_id: str, queue: str, submit: float, maps: int = 4, seconds: float = 60.0) -> JobSpec:
+    tasks = (TaskSpec(TaskType.MAP, seconds, CONTAINER),) * maps
+    return JobSpec(
+        job_id, submit, queue, tasks, features=JobFeatures(job_type="sleep", map_tasks=maps)
+    )
+
+
+@pytest.fixture(scope="module")
+def model():  # type: ignore[no-untyped-def]
+    history = Workload(tuple(spec(f"h{i}", "q1", float(i)) for i in range(40)))
+    return fit_task_time_model(history)
+
+
+def state(*jobs: JobSpec, now: float = 100.0, containers: int = 8) -> TuningState:
+    start = SimulationStart(now, tuple(JobInProgress(j) for j in jobs))
+    return TuningState(now, start, PaperCluster(containers).spec())
+
+
+def static_capacity(q1: float) -> CapacitySchedulerConfig:
+    leaves = (
+        CapacityQueue("root.q1", capacity=Percentage(q1), maximum_capacity=Percentage(q1)),
+        CapacityQueue(
+            "root.q2", capacity=Percentage(100 - q1), maximum_capacity=Percentage(100 - q1)
+        ),
+    )
+    return CapacitySchedulerConfig(CapacityQueue("root", children=leaves))
+
+
+def test_a_starved_busy_queue_gets_more_capacity(model) -> None:  # type: ignore[no-untyped-def]
+    current = static_capacity(10)  # q1 holds at most one of eight containers
+    jobs = [spec(f"j{i}", "q1", 90.0 + i) for i in range(4)]
+    proposal = propose(state(*jobs), current, model, SETTINGS)
+    assert proposal.changed
+    root = proposal.groups[0]
+    assert root.triggered and root.after_s < root.before_s
+    new_q1 = proposal.config.find("root.q1")
+    assert new_q1 is not None and new_q1.capacity.percent > 10  # type: ignore[union-attr]
+    assert proposal.cluster_after_s < proposal.cluster_before_s
+    assert len(proposal.reasons) == len(proposal.changes)
+
+
+@pytest.mark.parametrize("base", [capacity_base(["q1", "q2"]), fair_base(["q1", "q2"])])
+def test_proposals_validate_and_render_as_yarn_files(model, base) -> None:  # type: ignore[no-untyped-def]
+    jobs = [spec("a", "q1", 95.0, maps=8), spec("b", "q2", 99.0, maps=2, seconds=10)]
+    proposal = propose(state(*jobs), base, model, SETTINGS)
+    assert not yarn_refuses(validate(proposal.config, base))
+    text = proposal_xml(proposal)
+    parse = parse_capacity_xml if isinstance(base, CapacitySchedulerConfig) else parse_fair_xml
+    assert parse(text).config == proposal.config
+    assert "Predicted mean job latency" in render_proposal(proposal)
+
+
+def test_a_group_without_new_submissions_is_not_retuned(model) -> None:  # type: ignore[no-untyped-def]
+    current = static_capacity(10)
+    old = [spec(f"j{i}", "q1", 10.0 + i) for i in range(4)]  # submitted long before the interval
+    proposal = propose(state(*old), current, model, SETTINGS)
+    assert not proposal.changed
+    assert proposal.groups[0].triggered is False
+    assert "no job submitted" in proposal.groups[0].reason
+
+
+def test_a_frozen_group_is_left_alone(model) -> None:  # type: ignore[no-untyped-def]
+    current = static_capacity(10)
+    jobs = [spec(f"j{i}", "q1", 95.0) for i in range(4)]
+    proposal = propose(state(*jobs), current, model, SETTINGS, frozen=frozenset({"root"}))
+    assert not proposal.changed
+    assert "frozen" in proposal.groups[0].reason
+
+
+def two_groups() -> CapacitySchedulerConfig:
+    def group(name: str) -> CapacityQueue:
+        leaves = tuple(
+            CapacityQueue(
+                f"root.{name}.{name}{i}", capacity=Percentage(50), maximum_capacity=Percentage(100)
+            )
+            for i in (1, 2)
+        )
+        return CapacityQueue(
+            f"root.{name}",
+            capacity=Percentage(50),
+            maximum_capacity=Percentage(50),
+            children=leaves,
+        )
+
+    return CapacitySchedulerConfig(CapacityQueue("root", children=(group("a"), group("b"))))
+
+
+def test_algorithm3_moves_cluster_share_to_the_loaded_group(model) -> None:  # type: ignore[no-untyped-def]
+    current = two_groups()
+    jobs = [spec(f"a{i}", "a1", 95.0, maps=8) for i in range(4)] + [spec("b", "b1", 99.0, maps=1)]
+    proposal = propose(state(*jobs, containers=16), current, model, SETTINGS)
+    a = proposal.config.find("root.a")
+    assert a is not None and a.capacity.percent > 50  # type: ignore[union-attr]
+    assert not yarn_refuses(validate(proposal.config, current))
+    assert any("Algorithm 3" in r for r in proposal.reasons)
+
+
+def snapshot(now_ms: int) -> ClusterSnapshot:
+    resources = Resources(4096, 2)
+    nodes = tuple(
+        Node(f"n{i}:8041", f"n{i}", "/rack", NodeState.RUNNING, resources, resources)
+        for i in range(4)
+    )
+    apps = (
+        Application(
+            "app_1",
+            "sleep",
+            "alice",
+            "root.q1",
+            AppState.RUNNING,
+            FinalStatus.UNDEFINED,
+            "MAPREDUCE",
+            now_ms - 50_000,
+            now_ms - 49_000,
+            progress=50.0,
+            running_containers=3,
+        ),
+        Application(
+            "app_2",
+            "sleep",
+            "bob",
+            "root.q1",
+            AppState.ACCEPTED,
+            FinalStatus.UNDEFINED,
+            "MAPREDUCE",
+            now_ms - 10_000,
+        ),
+        Application(
+            "app_0",
+            "sleep",
+            "bob",
+            "root.q2",
+            AppState.FINISHED,
+            FinalStatus.SUCCEEDED,
+            "MAPREDUCE",
+            now_ms - 90_000,
+            now_ms - 89_000,
+            now_ms - 60_000,
+        ),
+    )
+    metrics = ClusterMetrics(
+        3, 1, 1, 1, 0, 0, resources, resources, resources, Resources(0, 0), 3, 0, 4, 4, 0, 0
+    )
+    info = ClusterInfo("c", "STARTED", HAState.ACTIVE, "3.4.3", "3.4.3", 0)
+    scheduler = SchedulerStatus(SchedulerKind.CAPACITY, QueueStatus("root"))
+    return ClusterSnapshot(now_ms, info, metrics, scheduler, nodes, apps)
+
+
+def test_state_from_a_snapshot_keeps_unfinished_apps_with_history_shapes() -> None:
+    history = [spec("old", "q1", 0.0, maps=6)]
+    history[0] = JobSpec("old", 0.0, "q1", history[0].tasks, name="sleep")
+    found = state_from_snapshot(snapshot(1_000_000), history, CONTAINER)
+    jobs = {p.job.id: p for p in found.start.jobs}
+    assert set(jobs) == {"app_1", "app_2"}
+    assert len(jobs["app_2"].job.tasks) == 6 and jobs["app_2"].am_started_s is None
+    # half done: 3 of 6 started, two of them still running (3 containers - the AM)
+    assert len(jobs["app_1"].running) == 2 and len(jobs["app_1"].job.tasks) == 3
+    assert found.cluster.total == Resources(4 * 4096, 8)
+    assert math.isclose(found.now_s, 1000.0)
