@@ -130,6 +130,7 @@ class CapacityModel(SchedulerModel):
         self._leaf_limit = (0.0, 0.0)
         self._user_cap_value: tuple[float, float] | None = None
         self._passed_over_by_user = False
+        self._skipped_for_room = 0  # largest ask passed over for want of node room
         self._next_app: SimApp | None = None
         self._single_user_limits: dict[str, tuple[tuple[int, float, bool], float]] = {}
 
@@ -339,37 +340,36 @@ class CapacityModel(SchedulerModel):
     def _assign_leaf(
         self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
     ) -> SimApp | None:
-        """The first app in the leaf's order that its queue limit, its user's limit
-        and the node's room allow. Users over their limit, and asks at least as big
-        as one the queue limit refused (memory-only), are skipped without checks:
-        the answer cannot differ within one call."""
+        """The first app in the leaf's order that its user's limit and the node's
+        room allow. Users over their limit are skipped (LeafQueue moves on to the
+        next app); the first app whose ask would take the leaf over its limit ends
+        the search (RegularContainerAllocator's headroom check gives QUEUE_SKIPPED
+        and the leaf returns: later, smaller asks wait behind it)."""
         self._leaf_limit = (limit_mem, limit_vc)
         self._user_cap_value = None
         self._passed_over_by_user = False
+        self._skipped_for_room = 0
         memory_only = self.memory_only
         over_limit: set[str] = set()
-        refused_mem = math.inf
         entries = self._apps_in_order(leaf) if leaf.policy == "fair" else leaf.ordered
         for i, (_, app) in enumerate(entries):
-            want_mem, want_vc = app.request
-            if memory_only:
-                if want_mem >= refused_mem:
-                    continue
-                if leaf.used_mem + want_mem > limit_mem:
-                    refused_mem = want_mem
-                    continue
-            elif self._greater(
-                leaf.used_mem + want_mem, leaf.used_vc + want_vc, limit_mem, limit_vc
-            ):
-                continue
             if app.user in over_limit:
                 continue
             if not self._within_user_limit(leaf, app.user):
                 self._passed_over_by_user = True
                 over_limit.add(app.user)
                 continue
+            want_mem, want_vc = app.request
+            if memory_only:
+                if leaf.used_mem + want_mem > limit_mem:
+                    return None
+            elif self._greater(
+                leaf.used_mem + want_mem, leaf.used_vc + want_vc, limit_mem, limit_vc
+            ):
+                return None
             if want_mem > free_mem or (want_vc > free_vc and not memory_only):
                 self._fit_blocked = True
+                self._skipped_for_room = max(self._skipped_for_room, want_mem)
                 continue
             fair = leaf.policy == "fair" and i + 1 < len(entries)
             self._next_app = entries[i + 1][1] if fair else None
@@ -402,6 +402,13 @@ class CapacityModel(SchedulerModel):
         if bounds[0] == 1:
             return 1
         bounds.append(_steps_within(leaf.used_mem, self._leaf_limit[0], memory))
+        if self._skipped_for_room:
+            # An earlier app that found no room here blocks the leaf once its ask
+            # no longer fits under the limit.
+            if not self.memory_only:
+                return 1
+            skipped = leaf.used_mem + self._skipped_for_room
+            bounds.append(1 + _steps_within(skipped, self._leaf_limit[0], memory))
         if not self.memory_only:
             bounds.append(_steps_within(leaf.used_vc, self._leaf_limit[1], vcores))
         bounds.append(1 + self._user_steps(leaf, app, memory, vcores))

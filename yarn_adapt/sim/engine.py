@@ -4,8 +4,10 @@ Heartbeats. Each NodeManager heartbeats every ``heartbeat_interval_s`` at its ow
 phase (drawn from the seed). Only heartbeats that can matter are simulated:
 
 * a node whose containers ended heartbeats once to report them, at its next
-  heartbeat after they end: the RM frees their resources and schedules on that
-  node in the same heartbeat (several ends within one interval share it);
+  heartbeat after they end (or out of band, at the end itself, with
+  ``SimulationOptions.out_of_band_heartbeats``): the RM frees their resources and
+  schedules on that node in the same heartbeat (several ends within one interval
+  share it);
 * when demand the scheduler could serve exists and nodes have room, a *scan*
   visits the nodes with room in heartbeat order, one heartbeat at a time, until
   the scheduler says nothing else can be served now (every remaining ask is over a
@@ -18,12 +20,24 @@ made in runs: after the scheduler picks an app, the model says how many containe
 in a row it would pick the same app (``SchedulerModel.repeat_count``), and those are
 granted at once -- the same outcome as one at a time (tests/sim/test_batching.py).
 
-Task ends. The job learns of a task's end when the RM does, at that heartbeat: the
+Task ends. The job learns of a task's end when the RM does, at that heartbeat (at
+the end itself with ``SimulationOptions.out_of_band_heartbeats``, as YARN's
+NodeManagers report finished containers out of band): the
 reduce stage starts then, standing in for the MapReduce AM's own allocate
 heartbeat (also at most one interval). The job's recorded finish is still its
 last task's true end (+ ``am_teardown_s``). ``CONTINUOUS`` mode has no heartbeats:
 grants happen once every event of the instant has been handled, task ends are
 known at once, and no per-heartbeat assignment limit applies.
+
+AM allocate calls (``SimulationOptions.am_allocate_interval_s``). An AM built on
+AMRMClient sends its outstanding ask as an absolute count on an allocate call every
+interval, and lowers that count only when it processes the containers a call
+returned; the new count reaches the RM on the call after. Containers the RM grants
+between two calls are thus asked for again: the RM resets its count to the AM's
+stale one and grants *surplus* containers, which the AM (the distributed shell's
+``onContainersAllocated``) releases on its next call -- they hold resources and
+grant slots meanwhile. :class:`_AskProtocol` keeps that count per app; surplus
+containers are pending groups and batches of their own, never tasks of the job.
 
 Not modelled: container launch and localisation delays (fold them into task
 durations or ``am_startup_s``), data locality, node failures, AM retries.
@@ -84,6 +98,11 @@ _CAPACITY = 7
 _LRA_START = 8
 _LRA_END = 9
 _SWEEP = 10
+_AM_CALL = 11
+
+# A pending group or batch of surplus containers (see _AskProtocol).
+_SURPLUS = -1.0
+_SURPLUS_STAGE = -1
 
 _REPORTS_FIRST = 1 << 62
 _MORE = 2  # a node stopped granting (full, heartbeat limit, no fit): others may serve
@@ -122,6 +141,10 @@ class Engine:
         self.now = start.time_s if start else 0.0
         self.rng = random.Random(options.seed)
         self.continuous = options.continuous
+        self._out_of_band = options.out_of_band_heartbeats
+        self._asks: dict[int, _AskProtocol] | None = (
+            {} if options.am_allocate_interval_s is not None else None
+        )
         self.interval = options.heartbeat_interval_s
         self.min_mem = cluster.minimum_allocation.memory_mb
         self.min_vc = cluster.minimum_allocation.vcores
@@ -300,7 +323,10 @@ class Engine:
         """A batch's end reaches the RM with its node's next heartbeat; such reports
         sort before every other event of the same instant, so that heartbeat sees
         all of them."""
-        time = batch.end if self.continuous else self._next_heartbeat(batch.node, batch.end, False)
+        if self.continuous or self._out_of_band:
+            time = batch.end
+        else:
+            time = self._next_heartbeat(batch.node, batch.end, False)
         self._seq += 1
         heapq.heappush(self._heap, (time, self._seq - _REPORTS_FIRST, _FINISH, batch.id))
 
@@ -330,6 +356,9 @@ class Engine:
             self._on_submit(self.apps[arg])
         elif kind == _AM_READY:
             self._begin_tasks(self.apps[arg])
+            self._start_am_calls(self.apps[arg])
+        elif kind == _AM_CALL:
+            self._am_call(self.apps[arg])
         elif kind == _JOB_END:
             self._end_job(self.apps[arg], self.now)
         elif kind == _SAMPLE:
@@ -425,6 +454,8 @@ class Engine:
         self._kick()
 
     def _next_stage(self, app: SimApp) -> None:
+        if self._asks is not None:
+            self._stage_asked(app)
         if app.stage == MAP_STAGE and (app.reduces or app.ahead):
             running, app.ahead = app.ahead, 0
             self._enter_stage(app, REDUCE_STAGE, app.reduces, deque(), running)
@@ -470,7 +501,9 @@ class Engine:
         memory, vcores = batch.memory * count, batch.vcores * count
         self._shift(n, -memory, -vcores)
         self.model.charge(app, -memory, -vcores, False)
-        if batch.stage != app.stage:
+        if batch.stage == _SURPLUS_STAGE:
+            pass  # released by its AM; never a task of the job
+        elif batch.stage != app.stage:
             app.ahead -= count  # a reduce a snapshot found running before its maps ended
         else:
             app.stage_left -= count
@@ -741,14 +774,21 @@ class Engine:
         self._shift(n, memory, vcores)
         if app.start_s is None:
             app.start_s = self.now
+        if self._asks is not None:
+            self._asks[app.index].granted += count
         return memory, vcores
 
     def _flush_grants(self) -> None:
         for (n, index, duration, memory, vcores), (count,) in self._grants.items():
             app = self.apps[index]
+            surplus = duration == _SURPLUS
+            if surplus:
+                duration = self._surplus_hold(app)
             batch = Batch(
                 self._next_batch, app, n, count, (duration, memory, vcores), self.now, False
             )
+            if surplus:
+                batch.stage = _SURPLUS_STAGE
             self._next_batch += 1
             self.batches[batch.id] = batch
             app.batches[batch.id] = batch
@@ -762,6 +802,69 @@ class Engine:
             self.allocations.append(
                 Allocation(self.now, app.job.id, self.node_ids[n], count, is_am)
             )
+
+    # ------------------------------------------------------------------ AM allocate calls
+
+    def _start_am_calls(self, app: SimApp) -> None:
+        """The AM's first allocate call carried its asks (now); calls follow every
+        interval while the app runs."""
+        interval = self.options.am_allocate_interval_s
+        if self._asks is None or interval is None or app.am_mem == 0:
+            return
+        asks = _AskProtocol(self.now, interval)
+        asks.restart(app.groups)
+        self._asks[app.index] = asks
+        self._push(self.now + interval, _AM_CALL, app.index)
+
+    def _am_call(self, app: SimApp) -> None:
+        assert self._asks is not None
+        asks = self._asks[app.index]
+        if app.finish_s is not None or app.reason:
+            return
+        if asks.resend:
+            self._set_surplus(app, asks, max(0, asks.stale_count() - _real_pending(app)))
+        asks.called()
+        self._push(self.now + asks.interval, _AM_CALL, app.index)
+
+    def _stage_asked(self, app: SimApp) -> None:
+        """A stage ended: its surplus asks go, and the next stage starts afresh."""
+        asks = self._asks.get(app.index) if self._asks is not None else None
+        if asks is None:
+            return
+        self._set_surplus(app, asks, 0)
+        asks.restart(app.reduces)
+
+    def _set_surplus(self, app: SimApp, asks: _AskProtocol, wanted: int) -> None:
+        """Make the app's pending surplus containers number ``wanted``."""
+        pending = _surplus_pending(app)
+        if wanted == pending:
+            return
+        memory, vcores = asks.memory, asks.vcores
+        if wanted > pending:
+            extra = wanted - pending
+            app.groups.append(TaskGroup(extra, _SURPLUS, memory, vcores))
+            self.model.add_pending(app, extra, extra * memory, extra * vcores)
+            self._kick()
+            return
+        drop = pending - wanted
+        while drop and app.groups and app.groups[-1].duration == _SURPLUS:
+            group = app.groups[-1]
+            taken = min(drop, group.count)
+            group.count -= taken
+            drop -= taken
+            if group.count == 0:
+                app.groups.pop()
+            self.model.add_pending(app, -taken, -taken * group.memory, -taken * group.vcores)
+
+    def _surplus_hold(self, app: SimApp) -> float:
+        """A surplus container is returned on the AM's next call and released on
+        the call after."""
+        assert self._asks is not None
+        return (
+            self._asks[app.index].next_call_after(self.now)
+            + self._asks[app.index].interval
+            - self.now
+        )
 
     # ------------------------------------------------------------------ preemption
 
@@ -785,6 +888,8 @@ class Engine:
             self._marks.forget(batch.id)
         memory, vcores = batch.memory * count, batch.vcores * count
         self._release(batch.node, app, memory, vcores, False)
+        if batch.stage == _SURPLUS_STAGE:
+            return
         again = TaskGroup(count, batch.duration, batch.memory, batch.vcores)
         self.preempted += count
         if batch.stage != app.stage:
@@ -905,6 +1010,60 @@ def _job_result(app: SimApp) -> JobResult:
         tasks=len(app.job.tasks),
         reason=app.reason,
     )
+
+
+class _AskProtocol:
+    """One AM's view of its ask (module docstring, "AM allocate calls"): ``wanted``
+    containers for the stage, ``granted`` so far (surplus included), and what had
+    been granted at its previous call, which is what its next update is based on."""
+
+    __slots__ = (
+        "first_call",
+        "granted",
+        "granted_before",
+        "interval",
+        "memory",
+        "resend",
+        "vcores",
+        "wanted",
+    )
+
+    def __init__(self, first_call: float, interval: float) -> None:
+        self.first_call = first_call
+        self.interval = interval
+        self.wanted = self.granted = self.granted_before = 0
+        self.memory = self.vcores = 0
+        self.resend = False
+
+    def stale_count(self) -> int:
+        """The count this call sends: the AM lowered it for what it had received
+        by its previous call."""
+        return max(0, self.wanted - self.granted_before)
+
+    def called(self) -> None:
+        received = self.granted - self.granted_before
+        self.resend = received > 0 and self.wanted - self.granted_before > 0
+        self.granted_before = self.granted
+
+    def restart(self, groups: deque[TaskGroup]) -> None:
+        """A new stage asks for ``groups``; surplus takes the first one's size."""
+        self.wanted = sum(g.count for g in groups)
+        self.granted = self.granted_before = 0
+        self.resend = False
+        if groups:
+            self.memory, self.vcores = groups[0].memory, groups[0].vcores
+
+    def next_call_after(self, time: float) -> float:
+        calls = math.floor((time - self.first_call) / self.interval) + 1
+        return self.first_call + calls * self.interval
+
+
+def _real_pending(app: SimApp) -> int:
+    return sum(g.count for g in app.groups if g.duration != _SURPLUS)
+
+
+def _surplus_pending(app: SimApp) -> int:
+    return sum(g.count for g in app.groups if g.duration == _SURPLUS)
 
 
 def _unknown_node(node_id: str) -> SettingsError:

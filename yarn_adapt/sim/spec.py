@@ -159,6 +159,19 @@ class SimulationOptions:
     ``fair_dynamic_max_assign`` are yarn-site's ``yarn.scheduler.fair.assignmultiple``
     (false), ``maxassign`` (-1) and ``dynamic.max.assign`` (true).
     ``horizon_s``: stop there; jobs still running are reported unfinished.
+    ``out_of_band_heartbeats``: a NodeManager heartbeats at once when one of its
+    containers ends (YARN's ContainerImpl calls
+    ``NodeStatusUpdater.sendOutofBandHeartBeat`` on every finished container), so the
+    RM frees the container and schedules on that node at the end itself rather than
+    at the node's next regular heartbeat. Off by default (the simpler model the
+    scheduler tests were checked against); :mod:`yarn_adapt.sim.calibration` turns it
+    on to mirror real YARN. The node's regular heartbeats keep their phase (YARN
+    restarts the interval after an out-of-band one; not modelled).
+    ``am_allocate_interval_s``: AMs call allocate every so often and re-send their
+    ask one call late, as AMRMClient-based AMs do, so the RM grants surplus
+    containers that the AM releases on its next call but one (see
+    :mod:`yarn_adapt.sim.engine`, "AM allocate calls"). ``None`` (default): asks
+    are exact and no surplus is granted.
     """
 
     heartbeat_mode: HeartbeatMode = HeartbeatMode.HEARTBEAT
@@ -173,6 +186,8 @@ class SimulationOptions:
     fair_dynamic_max_assign: bool = True
     sample_interval_s: float = 60.0
     horizon_s: float | None = None
+    out_of_band_heartbeats: bool = False
+    am_allocate_interval_s: float | None = None
     seed: int = 0
     record_allocations: bool = False
     preemption: PreemptionOptions = field(default_factory=PreemptionOptions)
@@ -189,6 +204,11 @@ class SimulationOptions:
             value = getattr(self, name)
             if not ok or not math.isfinite(value):
                 raise SettingsError(f"simulation option {name}: invalid value {value!r}")
+        interval = self.am_allocate_interval_s
+        if interval is not None and not (interval > 0 and math.isfinite(interval)):
+            raise SettingsError(
+                f"simulation option am_allocate_interval_s: invalid value {interval!r}"
+            )
         if (
             self.max_assignments_per_heartbeat is not None
             and self.max_assignments_per_heartbeat < 1
