@@ -68,12 +68,14 @@ the estimate more (it is late, so it ends soon but not at once)."""
 @dataclass(frozen=True)
 class TuningState:
     """What the tuner sees: the moment, the jobs not finished (waiting or running,
-    with the tasks they have not started and the containers they hold), and the
-    cluster's nodes."""
+    with the tasks they have not started and the containers they hold), the
+    cluster's nodes, and the jobs submitted in the last interval (finished or not:
+    the forecast of the next interval's arrivals)."""
 
     now_s: float
     start: SimulationStart
     cluster: ClusterSpec
+    recent: tuple[JobSpec, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +87,11 @@ class TunerSettings:
     its configuration changes; ``uncertainty``: compare on the expected latency
     over the task-time model's error; ``levels``: resource levels per group for the
     cluster-level DP; ``am_containers``: jobs have ApplicationMasters (MapReduce);
-    ``fair_assign_multiple``: yarn-site's ``yarn.scheduler.fair.assignmultiple``."""
+    ``fair_assign_multiple``: yarn-site's ``yarn.scheduler.fair.assignmultiple``;
+    ``forecast``: also count on the next interval bringing what the last one did
+    (the recent submissions again, one interval later) -- a configuration that
+    starves a queue that is idle this instant but busy every interval is then not
+    chosen."""
 
     interval_s: float = 120.0
     space: SpaceSettings = field(default_factory=SpaceSettings)
@@ -96,6 +102,7 @@ class TunerSettings:
     levels: int = 16
     am_containers: bool = True
     fair_assign_multiple: bool | None = None
+    forecast: bool = False
     seed: int = 0
 
 
@@ -148,10 +155,13 @@ class Proposal:
 
 
 def state_from_simulation(
-    now_s: float, start: SimulationStart, cluster: ClusterSpec
+    now_s: float,
+    start: SimulationStart,
+    cluster: ClusterSpec,
+    recent: Sequence[JobSpec] = (),
 ) -> TuningState:
-    """The state of a simulated cluster (``SimulatedCluster.view()`` has all three)."""
-    return TuningState(now_s, start, cluster)
+    """The state of a simulated cluster (``SimulatedCluster.view()`` has all four)."""
+    return TuningState(now_s, start, cluster, tuple(recent))
 
 
 def state_from_snapshot(
@@ -197,18 +207,33 @@ def _leaf(queue: str) -> str:
 
 
 def state_mix(
-    state: TuningState, model: TaskTimeModel, leaves: Iterable[str], am_containers: bool
+    state: TuningState,
+    model: TaskTimeModel,
+    leaves: Iterable[str],
+    settings: TunerSettings,
 ) -> JobMix:
     """The comparator's view of the jobs of ``leaves``: pending tasks as the model
     estimates them; running containers ending when the estimate says (or a little
-    after now when they are past it)."""
+    after now when they are past it); with ``forecast``, the last interval's
+    submissions again, one interval on."""
     wanted = set(leaves)
     jobs = tuple(
         _mix_job(progress, model, state.now_s)
         for progress in state.start.jobs
         if _leaf(progress.job.queue) in wanted
     )
-    return JobMix(jobs, now_s=state.now_s, am_containers=am_containers)
+    if settings.forecast:
+        jobs += tuple(
+            _expected(job, model, settings.interval_s)
+            for job in state.recent
+            if _leaf(job.queue) in wanted
+        )
+    return JobMix(jobs, now_s=state.now_s, am_containers=settings.am_containers)
+
+
+def _expected(job: JobSpec, model: TaskTimeModel, interval_s: float) -> MixJob:
+    ahead = replace(job, id=f"{job.id}+next", submit_s=job.submit_s + interval_s)
+    return mix_job(ahead, model)
 
 
 def _mix_job(progress: JobInProgress, model: TaskTimeModel, now_s: float) -> MixJob:
@@ -350,7 +375,7 @@ def propose(
     decisions: list[GroupDecision] = []
     tunings: dict[str, _GroupTuning] = {}
     for group in groups:
-        mix = state_mix(state, model, group.leaf_names, settings.am_containers)
+        mix = state_mix(state, model, group.leaf_names, settings)
         resources = group_resources(state, group_share(current, group), whole=whole)
         reason = triggers.get(group.parent)
         if reason is None or group.parent in frozen or not mix.jobs:
@@ -367,7 +392,7 @@ def propose(
 
 
 def _pending_jobs(state: TuningState) -> Workload:
-    return Workload(tuple(p.job for p in state.start.jobs))
+    return Workload((*(p.job for p in state.start.jobs), *state.recent))
 
 
 def _untouched(group: Group, mix: JobMix, reason: str | None, frozen: bool) -> GroupDecision:
@@ -574,10 +599,12 @@ def propose_from_simulation(
     model: TaskTimeModel,
     settings: TunerSettings | None = None,
     *,
+    recent: Sequence[JobSpec] = (),
     frozen: frozenset[str] = frozenset(),
 ) -> Proposal:
-    """:func:`propose` on a simulated cluster's state."""
-    state = state_from_simulation(now_s, start, cluster)
+    """:func:`propose` on a simulated cluster's state (``recent``: the jobs submitted
+    in the last interval, for the forecast)."""
+    state = state_from_simulation(now_s, start, cluster, recent)
     return propose(state, current, model, settings, frozen=frozen)
 
 

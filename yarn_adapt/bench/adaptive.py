@@ -1,0 +1,288 @@
+"""``yarn-adapt bench adaptive-latency``: run-time adaptation against static
+configurations (AdaptiveConfig §4.4).
+
+Protocol.
+
+* Workload: a time-varying SWIM FB-2009 mix (``--trace``: another SWIM tsv):
+  consecutive jobs from the second half of the trace (the task-time model learns
+  from the first half) until they offer ``load`` x the cluster's container-seconds
+  of 20 minutes, their submission times stretched over those 20 simulated minutes
+  (the trace's own order and gaps, scaled). Load 1.2: a little more than the
+  cluster can serve, so queues build up over the run as in the paper's Fig. 11.
+* Scheduler settings: Capacity and Fair with 2 and 4 priority queues, on 6 and 8
+  containers (§4.2 base configurations; :mod:`yarn_adapt.tuning.paper`).
+* Static baselines, the paper's representative configurations: Capacity 2 queues
+  c1..c7 (i and 8 - i eighths of the cluster, FIFO); Capacity 4 queues the 10
+  ways to give each queue 1, 3 or 5 eighths; Fair 2 queues weights (25, 75),
+  (50, 50), (75, 25) x FIFO/Fair/DRF (9); Fair 4 queues Table 2 (18). Each runs the
+  whole workload in the simulator (heartbeats, AM containers).
+* AdaptiveConfig: the same simulation in segments of one tuning interval (1, 2, 4
+  or 8 minutes); at the end of each, the tuner (:func:`yarn_adapt.tuning.tuner.propose`)
+  sees the jobs in progress (estimated durations only) and, if the group had new
+  submissions, searches the §4.4 space -- Capacity: each queue's capacity in 7
+  equal steps (eighths); Fair: each queue's weight in {25, 50, 75} x FIFO/Fair/DRF
+  -- and the next segment runs under its proposal. Segments continue after the
+  last submission until every job finished.
+* Figure: for each setting and size, the mean over the static configurations of
+  (static mean job latency / adaptive mean job latency); ``ratio_Nmin`` averages
+  it over settings and sizes. Paper: 2.16x overall, 2.22x at 2 min, 2.40x at 1 min.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mean_latency
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
+from yarn_adapt.service.simcluster import SimulatedCluster
+from yarn_adapt.sim import ClusterSpec, SimulationOptions, simulate
+from yarn_adapt.tuning.apply import apply_setting
+from yarn_adapt.tuning.paper import PaperCluster, base_config, leaf_paths
+from yarn_adapt.tuning.space import (
+    FAIR_POLICIES,
+    GridSpace,
+    GroupSetting,
+    Parameter,
+    ParameterKind,
+    QueueSetting,
+    Scheduler,
+    table2_space,
+)
+from yarn_adapt.tuning.tuner import TunerSettings, TuningState, propose
+from yarn_adapt.workload import SwimReplaySettings, TaskTimeModel, fit_task_time_model, load_swim
+from yarn_adapt.workload.bundled import FB_2009, bundled_trace
+
+log = logging.getLogger("yarn_adapt.bench")
+
+SPAN_S = 1200.0
+LOAD = 1.0
+INTERVALS_MIN = (1, 2, 4, 8)
+SIZES = (6, 8)
+EIGHTHS = tuple(range(1, 8))
+SWIM_TARGET_MACHINES = 6
+
+
+# --------------------------------------------------------------------------- configurations
+
+
+def static_settings(setting: SchedulerSetting) -> list[GroupSetting]:
+    """The representative static configurations of §4.4."""
+    paths = leaf_paths(setting.mapping.queues)
+    if setting.scheduler is Scheduler.FAIR:
+        space = table2_space("root", paths)
+        return [space.decode(p) for p in space.points()]
+    if setting.queue_count == 2:
+        splits: Sequence[tuple[int, ...]] = [(i, 8 - i) for i in EIGHTHS]
+    else:
+        splits = sorted(
+            {p for combo in ((1, 1, 1, 5), (1, 1, 3, 3)) for p in itertools.permutations(combo)}
+        )
+    return [_capacity_setting(paths, split) for split in splits]
+
+
+def _capacity_setting(paths: Sequence[str], eighths: Sequence[int]) -> GroupSetting:
+    shares = [round(100.0 * e / sum(eighths), 2) for e in eighths]
+    queues = tuple(
+        QueueSetting(p, share, "fifo", share) for p, share in zip(paths, shares, strict=True)
+    )
+    return GroupSetting(Scheduler.CAPACITY, "root", queues)
+
+
+def adaptive_space(setting: SchedulerSetting) -> GridSpace:
+    """§4.4's search space: Capacity capacities in 7 equal steps per queue; Fair
+    weights {25, 50, 75} per queue x FIFO/Fair/DRF."""
+    paths = tuple(leaf_paths(setting.mapping.queues))
+    if setting.scheduler is Scheduler.CAPACITY:
+        static = Parameter("static", ParameterKind.ELASTICITY, paths, (0.0,), True)
+        if setting.queue_count == 2:
+            splits = tuple((12.5 * i, 12.5 * (8 - i)) for i in EIGHTHS)
+            shares: tuple[Parameter, ...] = (
+                Parameter("split", ParameterKind.SPLIT, paths, splits, True),
+            )
+        else:
+            steps = tuple(12.5 * i for i in EIGHTHS)
+            shares = tuple(
+                Parameter(f"{p}.share", ParameterKind.SHARE, (p,), steps, True) for p in paths
+            )
+        return GridSpace(Scheduler.CAPACITY, "root", paths, (*shares, static), "fifo")
+    weights = tuple(
+        Parameter(f"{p}.weight", ParameterKind.SHARE, (p,), (25.0, 50.0, 75.0), True) for p in paths
+    )
+    policy = Parameter("policy", ParameterKind.POLICY, paths, FAIR_POLICIES, False)
+    return GridSpace(Scheduler.FAIR, "root", paths, (*weights, policy), "fair")
+
+
+# --------------------------------------------------------------------------- workload
+
+
+def window(jobs: Sequence[JobSpec], containers: int, load: float, span_s: float) -> Workload:
+    """Consecutive ``jobs`` until they offer ``load`` x ``containers`` x ``span_s``
+    container-seconds, their submissions stretched over ``span_s``."""
+    budget = load * containers * span_s
+    taken: list[JobSpec] = []
+    for job in jobs:
+        taken.append(job)
+        budget -= job.total_task_seconds
+        if budget <= 0:
+            break
+    start, end = taken[0].submit_s, taken[-1].submit_s
+    scale = span_s / (end - start) if end > start else 1.0
+    spread = tuple(replace(j, submit_s=round((j.submit_s - start) * scale, 3)) for j in taken)
+    return Workload(spread, source=f"swim window ({len(spread)} jobs, load {load:g})")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    setting: SchedulerSetting
+    containers: int
+    workload: Workload
+    model: TaskTimeModel
+
+    @property
+    def label(self) -> str:
+        return f"{self.setting.label}/{self.containers}c"
+
+
+def scenarios(path: Path, seed: int, sizes: Sequence[int], load: float = LOAD) -> list[Scenario]:
+    found = []
+    for setting in SETTINGS:
+        settings = SwimReplaySettings.for_trace(path, target_machines=SWIM_TARGET_MACHINES)
+        trace = load_swim(path, settings=settings, queues=setting.mapping, seed=seed)
+        half = len(trace.jobs) // 2
+        if half < 10:
+            raise SettingsError(f"{path}: too few jobs for the adaptive protocol")
+        model = fit_task_time_model(replace(trace, jobs=trace.jobs[:half]), seed=seed)
+        for containers in sizes:
+            mix = window(trace.jobs[half:], containers, load, SPAN_S)
+            found.append(Scenario(setting, containers, mix, model))
+    return found
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def static_latency(scenario: Scenario, config: SchedulerConfig, cluster: ClusterSpec) -> float:
+    horizon = 50 * SPAN_S
+    result = simulate(scenario.workload, config, cluster, SimulationOptions(horizon_s=horizon))
+    return censored_mean_latency(result, horizon)
+
+
+def adaptive_latency(
+    scenario: Scenario,
+    base: SchedulerConfig,
+    cluster: ClusterSpec,
+    interval_s: float,
+    forecast: bool = True,
+) -> tuple[float, int]:
+    """Mean job latency when the tuner re-configures every ``interval_s``, and how
+    many times it changed the configuration."""
+    simulated = SimulatedCluster(scenario.workload, cluster, base)
+    settings = TunerSettings(
+        interval_s=interval_s,
+        spaces={"root": adaptive_space(scenario.setting)},
+        min_improvement=0.0,
+        forecast=forecast,
+    )
+    changes = 0
+    while not simulated.done and simulated.clock_s < 50 * SPAN_S:
+        simulated.advance(interval_s)
+        view = simulated.view()
+        state = TuningState(view.time_s, view.start, view.cluster, view.recent)
+        proposal = propose(state, simulated.config, scenario.model, settings)
+        if proposal.changed:
+            simulated.load(proposal.config)
+            changes += 1
+    latencies = [j.latency_s for j in simulated.finished if j.latency_s is not None]
+    unfinished = len(scenario.workload.jobs) - len(latencies)
+    latencies += [50 * SPAN_S] * unfinished
+    return statistics.fmean(latencies), changes
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    interval_min: int
+    adaptive_s: float
+    static_mean_s: float
+    static_best_s: float
+    ratio: float
+    changes: int
+    wall_s: float
+
+
+def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: bool = True) -> list[Row]:
+    base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
+    cluster = PaperCluster(scenario.containers).spec()
+    statics = [
+        static_latency(scenario, apply_setting(base, s), cluster)
+        for s in static_settings(scenario.setting)
+    ]
+    rows = []
+    for minutes in intervals:
+        began = time.perf_counter()
+        adaptive, changes = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast)
+        rows.append(
+            Row(
+                scenario.label,
+                minutes,
+                adaptive,
+                statistics.fmean(statics),
+                min(statics),
+                statistics.fmean(s / adaptive for s in statics),
+                changes,
+                time.perf_counter() - began,
+            )
+        )
+        log.info("%s", rows[-1])
+    return rows
+
+
+def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for minutes in intervals:
+        mine = [r for r in rows if r.interval_min == minutes]
+        found[f"ratio_{minutes}min"] = round(statistics.fmean(r.ratio for r in mine), 3)
+        found[f"ratio_to_best_static_{minutes}min"] = round(
+            statistics.fmean(r.static_best_s / r.adaptive_s for r in mine), 3
+        )
+    found["scenarios"] = len({r.scenario for r in rows})
+    found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3)
+    return found
+
+
+@benchmark("adaptive-latency", "§4.4: mean job latency, static configs / run-time tuning")
+def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
+    path = options.trace or bundled_trace(FB_2009)
+    if path.is_dir():
+        raise SettingsError(f"{path}: adaptive-latency replays a SWIM .tsv trace")
+    intervals = (2, 8) if options.quick else INTERVALS_MIN
+    sizes = (8,) if options.quick else SIZES
+    rows: list[Row] = []
+    load = float(options.extra.get("load", LOAD))
+    for scenario in scenarios(path, options.seed, sizes, load):
+        if options.quick and scenario.setting.queue_count == 4:
+            continue
+        rows += run_scenario(scenario, intervals, options.extra.get("forecast", "yes") == "yes")
+    table = [
+        {
+            "scenario": r.scenario,
+            "interval_min": r.interval_min,
+            "adaptive_s": round(r.adaptive_s, 1),
+            "static_mean_s": round(r.static_mean_s, 1),
+            "static_best_s": round(r.static_best_s, 1),
+            "ratio": round(r.ratio, 3),
+            "changes": r.changes,
+            "wall_s": round(r.wall_s, 1),
+        }
+        for r in rows
+    ]
+    return BenchResult(figures(rows, intervals), table)
