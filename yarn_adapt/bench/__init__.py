@@ -114,4 +114,5 @@ _BENCH_MODULES: list[str] = [
     "yarn_adapt.bench.search_scale",
     "yarn_adapt.bench.sim_fidelity",
     "yarn_adapt.bench.comparator",
+    "yarn_adapt.bench.adaptive",
 ]
