@@ -126,6 +126,7 @@ class Algorithm1:
         self.timing = cast(Timing, self._constraint(mechanism, "heartbeat"))
         self.reuse = bool(lookup(ESTIMATION, mechanism.estimation))
         self.fair_am = self.am.needs_am and not self.am.on_activation
+        self.block_at_ceiling = mechanism.allocation.binding("over_ceiling") == "block"
 
     def _constraint(self, mechanism: Mechanism, kind: str, *extra: object) -> object:
         choice = mechanism.constraint(kind)
@@ -179,8 +180,22 @@ class Algorithm1:
         for job in self.jobs:
             if job.spec.am_running or job.spec.running:
                 self._adopt(job)
-            else:
+            elif self._fits_somewhere(job):
                 self._push(max(job.submit, self.now), _ARRIVE, job.index)
+            # else: YARN refuses an ask above the largest node: the job never runs
+        return self._loop()
+
+    def _fits_somewhere(self, job: JobState) -> bool:
+        """Whether every container the job asks for fits the largest node (the whole
+        group when nodes are unknown)."""
+        largest_mem = max(self.node_mem, default=self.totals.memory)
+        largest_vc = max(self.node_vc, default=self.totals.vcores if self.both_dims else 0)
+        asks = [(run.mem, run.vc) for stage in job.stages for run in stage]
+        if self.am.needs_am:
+            asks.append((job.am_mem, job.am_vc))
+        return all(m <= largest_mem and v <= largest_vc for m, v in asks)
+
+    def _loop(self) -> Estimate:
         heap = self._heap
         while heap:
             self.now = heap[0][0]
@@ -467,23 +482,28 @@ class Algorithm1:
         refused_am = INFINITY  # an AM as big as a refused one is refused too
         for job in jobs:
             memory, vcores = job.request
-            if memory > free_mem or vcores > free_vc:
-                continue
             if job.awaiting_am and memory >= refused_am:
                 continue
-            if queue.used_mem + memory > queue.ceiling_mem:
+            if not self.users.allows(queue, job):
                 continue
-            if self.both_dims and queue.used_vc + vcores > queue.ceiling_vc:
+            if self._over_ceiling(queue, memory, vcores):
+                if self.block_at_ceiling:
+                    return None
                 continue
             if job.used_mem + memory > job.cap_mem:
                 continue
             if job.awaiting_am and self.fair_am and not self.am.allows(queue, job, used):
                 refused_am = memory
                 continue
-            if not self.users.allows(queue, job):
+            if memory > free_mem or vcores > free_vc:
                 continue
             return job
         return None
+
+    def _over_ceiling(self, queue: QueueState, memory: int, vcores: int) -> bool:
+        if queue.used_mem + memory > queue.ceiling_mem:
+            return True
+        return self.both_dims and queue.used_vc + vcores > queue.ceiling_vc
 
     def _grant(self, job: JobState, node: int) -> None:
         queue = job.queue

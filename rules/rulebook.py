@@ -78,7 +78,9 @@ def _rules() -> tuple[Rule, ...]:
 
 
 def _allocation_rules() -> tuple[Rule, ...]:
-    guarantee = {"share": "capacity", "order": "used_over_share"}
+    # RegularContainerAllocator: an ask over the leaf's headroom ends the leaf's turn
+    # (later, smaller asks wait behind it); the Fair Scheduler skips to the next app.
+    guarantee = {"share": "capacity", "order": "used_over_share", "over_ceiling": "block"}
     return (
         Rule(
             "capacity-static-guarantees",
@@ -110,6 +112,7 @@ def _allocation_rules() -> tuple[Rule, ...]:
                 "floor": "min_resources",
                 "ceiling": "max_resources",
                 "measure": "dominant",
+                "over_ceiling": "skip",
             },
             "Fair under a drf parent: queues below minResources first, then least "
             "dominant share per weight",
@@ -125,6 +128,7 @@ def _allocation_rules() -> tuple[Rule, ...]:
                 "floor": "min_resources",
                 "ceiling": "max_resources",
                 "measure": "memory",
+                "over_ceiling": "skip",
             },
             "Fair: dynamic sharing by weight; queues below minResources first, then least "
             "memory per weight",

@@ -167,8 +167,24 @@ def test_a_running_job_keeps_its_containers_until_its_tasks_end() -> None:
     assert latencies(estimate, jobs) == {"r": 30.0, "new": 20.0}  # waits for r's map
 
 
-def test_a_job_that_can_never_run_makes_the_estimate_infinite() -> None:
+def test_a_job_no_node_can_hold_never_runs_and_makes_the_estimate_infinite() -> None:
+    # YARN refuses an ask above the largest node; the other job is not held up
     jobs = mix(job("big", "q", maps=1, task=Resources(8192, 1)), job("ok", "q"))
     estimate, _ = run(capacity(("q", 100, 100)), jobs, containers(4))
     assert estimate.unfinished == 1
     assert math.isinf(estimate.mean_latency_s)
+    assert latencies(estimate, jobs)["ok"] == 100.0
+
+
+def test_a_capacity_ask_over_the_queue_limit_blocks_the_smaller_asks_behind_it() -> None:
+    wide = job("wide", "q1", maps=1, task=Resources(3072, 1))
+    narrow = job("narrow", "q1", maps=1, submit=1.0)
+    holder = job("holder", "q1", maps=0, running=(RunningTasks(2, 50.0),))
+    jobs = mix(holder, wide, narrow)
+    # q1 may hold 4 of 8 GiB; 2 GiB held, "wide" needs 3 more: it waits, and so does "narrow"
+    capacity_run, _ = run(
+        capacity(("q1", 50, 50), ("q2", 50, 50), user_limit_factor=-1), jobs, containers(8)
+    )
+    fair_run, _ = run(fair(("q1", 1), ("q2", 1), policy="fifo"), jobs, containers(8))
+    assert latencies(capacity_run, jobs)["narrow"] == 149.0  # after "wide" (50..150)
+    assert latencies(fair_run, jobs)["narrow"] < 149.0
