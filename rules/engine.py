@@ -170,6 +170,10 @@ class Algorithm1:
         self.phase = [(n + 0.5) * self.interval / len(nodes) for n in range(len(nodes))]
         self.node_mem = [r.memory_mb for r in nodes]
         self.node_vc = [r.vcores if self.both_dims else 1 << 30 for r in nodes]
+        self.largest = (
+            max(self.node_mem, default=self.totals.memory),
+            max(self.node_vc, default=self.totals.vcores if self.both_dims else 0),
+        )
         self.reporting: set[int] = set()
         self._chain_node = _NO_NODE
         self._chain_idle = 0
@@ -188,8 +192,7 @@ class Algorithm1:
     def _fits_somewhere(self, job: JobState) -> bool:
         """Whether every container the job asks for fits the largest node (the whole
         group when nodes are unknown)."""
-        largest_mem = max(self.node_mem, default=self.totals.memory)
-        largest_vc = max(self.node_vc, default=self.totals.vcores if self.both_dims else 0)
+        largest_mem, largest_vc = self.largest
         asks = [(run.mem, run.vc) for stage in job.stages for run in stage]
         if self.am.needs_am:
             asks.append((job.am_mem, job.am_vc))

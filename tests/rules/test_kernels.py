@@ -188,3 +188,10 @@ def test_a_capacity_ask_over_the_queue_limit_blocks_the_smaller_asks_behind_it()
     fair_run, _ = run(fair(("q1", 1), ("q2", 1), policy="fifo"), jobs, containers(8))
     assert latencies(capacity_run, jobs)["narrow"] == 149.0  # after "wide" (50..150)
     assert latencies(fair_run, jobs)["narrow"] < 149.0
+
+
+def test_containers_held_at_the_start_do_not_make_later_asks_look_too_big() -> None:
+    holder = job("holder", "q", maps=0, running=(RunningTasks(2, 30.0),))
+    jobs = mix(holder, job("later", "q", maps=1, seconds=10, task=Resources(2048, 1)))
+    estimate, _ = run(capacity(("q", 100, 100), user_limit_factor=-1), jobs, containers(4, 2))
+    assert estimate.unfinished == 0
