@@ -23,8 +23,9 @@ def test_every_candidate_and_static_configuration_is_valid_for_yarn(
     space = paper_space(setting.scheduler, "root", leaf_paths(setting.mapping.queues))
     for candidate in candidates(space, base):
         assert not yarn_refuses(validate(candidate.config)), candidate.label
-    for static in static_settings(setting):
-        assert not yarn_refuses(validate(apply_setting(base, static)))
+    for containers in (6, 8):
+        for static in static_settings(setting, containers):
+            assert not yarn_refuses(validate(apply_setting(base, static)))
 
 
 @pytest.mark.parametrize(
@@ -37,8 +38,8 @@ def test_every_candidate_and_static_configuration_is_valid_for_yarn(
     ],
 )
 def test_section_4_4_sizes(setting: SchedulerSetting, statics: int, space_size: int) -> None:
-    assert len(static_settings(setting)) == statics
-    assert adaptive_space(setting).size == space_size
+    assert len(static_settings(setting, 8)) == statics
+    assert adaptive_space(setting, 8).size == space_size
 
 
 @pytest.mark.parametrize("containers", [6, 8])
