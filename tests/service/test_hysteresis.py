@@ -16,7 +16,12 @@ from yarn_adapt.service.hysteresis import (
     queue_shares,
     share_steps,
 )
-from yarn_adapt.service.records import DecisionKind, GroupPrediction, Suggestion
+from yarn_adapt.service.records import (
+    DecisionKind,
+    GroupPrediction,
+    Suggestion,
+    relative_improvement,
+)
 from yarn_adapt.service.settings import TuningSection
 from yarn_adapt.yarn.confxml import (
     ChangeKind,
@@ -119,3 +124,23 @@ def test_fair_shares_are_weights_over_sibling_weights() -> None:
         "root.q1": 15.0,
         "root.q2": 15.0,
     }
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "improvement"),
+    [
+        (100.0, 80.0, 0.2),
+        (float("inf"), 500.0, 1.0),  # jobs that would starve now finish
+        (100.0, float("inf"), -1.0),
+        (float("nan"), 80.0, 0.0),
+        (float("inf"), float("inf"), 0.0),
+    ],
+)
+def test_relative_improvement(before: float, after: float, improvement: float) -> None:
+    assert relative_improvement(before, after) == pytest.approx(improvement)
+
+
+def test_a_frozen_triggered_group_is_reported_as_cooling_down() -> None:
+    unchanged = Suggestion(CURRENT, (), 100.0, 100.0, ("root: frozen",), ("root",))
+    verdict = judge(unchanged, [], CURRENT, {"root": 99.0}, GATES)
+    assert verdict.kind is DecisionKind.COOLDOWN

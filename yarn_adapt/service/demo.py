@@ -16,8 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, Workload
-from yarn_adapt.service.proposer import Proposer, simulation_proposer
+from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.records import ProposalRecord, RoundReport
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import (
@@ -29,8 +30,9 @@ from yarn_adapt.service.settings import (
     TuningSection,
 )
 from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster
+from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
 from yarn_adapt.sim import ClusterSpec, SimulationOptions
-from yarn_adapt.workload import load_trace
+from yarn_adapt.workload import fit_task_time_model, load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over
 from yarn_adapt.yarn.apply import ApplySettings, PollSettings
@@ -71,16 +73,19 @@ def demo_settings(options: DemoOptions) -> Settings:
 
 
 def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Service:
+    """The demo service. The trace's earlier half is the cluster's history (the
+    task-time model learns from it); its later half is replayed."""
     path = options.state_dir / "conf" / f"{options.scheduler}-scheduler.xml"
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(demo_scheduler_file(options.scheduler), path)
     config = read_scheduler_document(path).config
     leaves = [leaf.name for leaf in config.leaves()]
-    workload = load_trace(
+    trace = load_trace(
         options.trace or bundled_trace(), seed=options.seed, queues=spread_over(leaves)
     )
+    history, replay = split_in_half(trace)
     cluster = SimulatedCluster(
-        workload,
+        replay,
         ClusterSpec.uniform(options.nodes, CONTAINER * options.containers_per_node),
         config,
         SimulationOptions(seed=options.seed),
@@ -90,12 +95,22 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
         state_dir=options.state_dir, verify=PollSettings(timeout_s=5.0, interval_s=0.1)
     )
     backend = SimulatedBackend(cluster, path, apply_settings, options.step_s)
-    chosen = proposer or simulation_proposer(settings, workload_source=_source(workload))
-    return Service.build(settings, backend, chosen, token=None)
+    if proposer is None:
+        model = fit_task_time_model(history, seed=options.seed)
+        proposer = SimulationProposer(tuner_settings(settings, options.step_s), model)
+    return Service.build(settings, backend, proposer, token=None)
 
 
-def _source(workload: Workload) -> str:
-    return workload.source or "bundled trace"
+def split_in_half(trace: Workload) -> tuple[Workload, Workload]:
+    """The jobs submitted before the trace's middle job, and the rest."""
+    jobs = sorted(trace.jobs, key=lambda job: job.submit_s)
+    half = len(jobs) // 2
+    if half == 0:
+        raise InputError(f"{trace.source}: too few jobs for the demo (need at least 2)")
+    return (
+        Workload(tuple(jobs[:half]), f"{trace.source} (history)"),
+        Workload(tuple(jobs[half:]), f"{trace.source} (replayed)"),
+    )
 
 
 # --------------------------------------------------------------------------- output

@@ -78,8 +78,13 @@ def judge(
 ) -> Verdict:
     """Apply the three gates, in order, to one suggestion."""
     groups = changed_groups(changes, current)
+    if not changes and any(group in cooling for group in suggestion.triggered):
+        frozen_now = ", ".join(g for g in suggestion.triggered if g in cooling)
+        reason = f"{frozen_now} changed recently; cooldown {settings.cooldown_s:g} s"
+        return Verdict(False, False, DecisionKind.COOLDOWN, reason, groups)
     if not changes:
-        reason = "the tuner proposes the configuration that already runs"
+        why = "; ".join(suggestion.reasons) or "no group found a better setting"
+        reason = f"the tuner proposes the configuration that already runs ({why})"
         return Verdict(False, False, DecisionKind.NO_CHANGE, reason, groups)
     if suggestion.improvement < settings.min_improvement:
         return Verdict(False, False, DecisionKind.BELOW_THRESHOLD, _too_small(suggestion, settings))

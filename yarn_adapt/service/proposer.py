@@ -28,10 +28,3 @@ def snapshot_proposer(settings: Settings) -> Proposer:
     from yarn_adapt.service.tuner_adapter import SnapshotProposer
 
     return SnapshotProposer(settings)
-
-
-def simulation_proposer(settings: Settings, *, workload_source: str = "") -> Proposer:
-    """The tuner reading a simulated cluster's state (``yarn-adapt demo``)."""
-    from yarn_adapt.service.tuner_adapter import SimulationProposer
-
-    return SimulationProposer(settings)

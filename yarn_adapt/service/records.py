@@ -33,8 +33,14 @@ class GroupPrediction:
 
 
 def relative_improvement(before_s: float, after_s: float) -> float:
-    if not (math.isfinite(before_s) and math.isfinite(after_s)) or before_s <= 0:
+    """Relative latency reduction; 1.0 when jobs that would starve now finish, 0.0
+    when either side is unknown."""
+    if math.isnan(before_s) or math.isnan(after_s) or before_s <= 0:
         return 0.0
+    if math.isinf(before_s):
+        return 1.0 if math.isfinite(after_s) else 0.0
+    if math.isinf(after_s):
+        return -1.0
     return (before_s - after_s) / before_s
 
 

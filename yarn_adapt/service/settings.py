@@ -81,7 +81,6 @@ class TuningSection:
     cooldown_s: float = 600.0
     max_queue_changes: int = 8
     max_share_step: float = 30.0
-    executor: str = ""
     seed: int = 0
 
 

@@ -1,36 +1,145 @@
 """Adapters from the tuner (:mod:`yarn_adapt.tuning.tuner`) to the service's
-:class:`~yarn_adapt.service.proposer.Proposer`: the tuner's proposal becomes a
-:class:`~yarn_adapt.service.records.Suggestion`."""
+:class:`~yarn_adapt.service.proposer.Proposer`: the tuner's
+:class:`~yarn_adapt.tuning.tuner.Proposal` becomes a
+:class:`~yarn_adapt.service.records.Suggestion` (predictions per triggered group,
+the cluster's, and one reason line per distinct reason, naming what it explains).
+
+Task times: the simulated cluster's proposer gets its model from the caller (the demo
+fits one on the trace's earlier half); the RM's proposer learns one from the
+JobHistory jobs it has seen so far, refitted when new ones arrive.
+"""
 
 from __future__ import annotations
 
-from yarn_adapt.errors import YarnAdaptError
+import math
+from dataclasses import dataclass, field
+
+from yarn_adapt.errors import TraceError
+from yarn_adapt.model import ClusterSnapshot, TaskType, Workload
+from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
+from yarn_adapt.service.simcluster import SimulatedView
+from yarn_adapt.tuning.tuner import (
+    Proposal,
+    TunerSettings,
+    propose_from_simulation,
+    propose_from_snapshot,
+)
+from yarn_adapt.workload import fit_task_time_model, workload_from_history
+from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
+
+DEFAULT_TASK_S = 60.0
+"""Task time assumed before any job history exists: the tuner's own default shape for
+an application it knows nothing about (one 60 s map, ``tuning.snapshot_state``)."""
+
+HISTORY_LIMIT = 2000
 
 
-class TunerUnavailable(YarnAdaptError):
-    """This build has no tuner."""
+def tuner_settings(settings: Settings, interval_s: float | None = None) -> TunerSettings:
+    """``interval_s`` is the trigger window in the backend's clock (simulated seconds
+    for the demo), the service interval by default."""
+    return TunerSettings(
+        interval_s=interval_s or settings.service.interval_s,
+        min_improvement=settings.tuning.min_improvement,
+        seed=settings.tuning.seed,
+    )
 
 
-def _missing() -> TunerUnavailable:
-    return TunerUnavailable("the tuner (yarn_adapt.tuning.tuner) is not part of this build")
+def suggestion_of(proposal: Proposal, model: TaskTimeModel) -> Suggestion | None:
+    """``None`` when the tuner found no group to re-tune (nothing triggered)."""
+    if not proposal.triggered:
+        return None
+    groups = tuple(
+        GroupPrediction(d.group, d.before_s, d.after_s, d.jobs)
+        for d in proposal.groups
+        if d.triggered and not math.isnan(d.before_s)
+    )
+    return Suggestion(
+        proposal.config,
+        groups,
+        proposal.cluster_before_s,
+        proposal.cluster_after_s,
+        (*reason_lines(proposal), f"task times: {model.reason}"),
+        proposal.triggered,
+    )
 
 
-class SnapshotProposer:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        raise _missing()
-
-    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
-        raise _missing()
+def reason_lines(proposal: Proposal) -> tuple[str, ...]:
+    """Each distinct reason once, after the changes it explains; groups the tuner
+    looked at without changing them say why."""
+    explained: dict[str, list[str]] = {}
+    for change, reason in zip(proposal.changes, proposal.reasons, strict=True):
+        explained.setdefault(reason, []).append(f"{change.queue or '(global)'} {change.prop}")
+    lines = [f"{', '.join(what)}: {reason}" for reason, what in explained.items()]
+    lines += [f"{d.group}: {d.reason}" for d in proposal.groups if d.triggered and not d.changed]
+    return tuple(lines)
 
 
 class SimulationProposer:
-    def __init__(self, settings: Settings) -> None:
+    """The tuner on a simulated cluster's view (the demo)."""
+
+    def __init__(self, settings: TunerSettings, model: TaskTimeModel) -> None:
         self.settings = settings
-        raise _missing()
+        self.model = model
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
-        raise _missing()
+        view = observed.view
+        assert isinstance(view, SimulatedView), "the simulation proposer needs a simulated cluster"
+        proposal = propose_from_simulation(
+            view.time_s, view.start, view.cluster, observed.config, self.model, self.settings,
+            frozen=frozen,
+        )  # fmt: skip
+        return suggestion_of(proposal, self.model)
+
+
+@dataclass
+class HistoryModel:
+    """Task times learned from the JobHistory jobs seen so far (kept by id)."""
+
+    seed: int = 0
+    jobs: dict[str, JobSpec] = field(default_factory=dict)
+    model: TaskTimeModel | None = None
+
+    def update(self, snapshot: ClusterSnapshot) -> tuple[JobSpec, ...]:
+        try:
+            fresh = workload_from_history(snapshot.jobs, lenient=True).jobs
+        except TraceError:
+            fresh = ()
+        new = [job for job in fresh if job.id not in self.jobs and job.tasks]
+        for job in new:
+            self.jobs[job.id] = job
+        if len(self.jobs) > HISTORY_LIMIT:
+            for stale in list(self.jobs)[: len(self.jobs) - HISTORY_LIMIT]:
+                del self.jobs[stale]
+        if new or self.model is None:
+            self.model = self._fit()
+        return tuple(self.jobs.values())
+
+    def _fit(self) -> TaskTimeModel:
+        if not self.jobs:
+            reason = f"no JobHistory jobs yet: {DEFAULT_TASK_S:g} s per task"
+            medians = {TaskType.MAP: DEFAULT_TASK_S, TaskType.REDUCE: DEFAULT_TASK_S}
+            return TaskTimeModel(MEDIAN_FALLBACK, reason, 0, 0, medians, self.seed)
+        history = Workload(tuple(self.jobs.values()), "JobHistory")
+        return fit_task_time_model(history, seed=self.seed)
+
+
+class SnapshotProposer:
+    """The tuner on a real RM's snapshot (``yarn-adapt serve``)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = tuner_settings(settings)
+        self.history = HistoryModel(seed=settings.tuning.seed)
+
+    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
+        snapshot = observed.view
+        assert isinstance(snapshot, ClusterSnapshot), "the snapshot proposer needs an RM"
+        history = self.history.update(snapshot)
+        assert self.history.model is not None
+        proposal = propose_from_snapshot(
+            snapshot, observed.config, self.history.model, self.settings,
+            history=history, frozen=frozen,
+        )  # fmt: skip
+        return suggestion_of(proposal, self.history.model)
