@@ -11,7 +11,7 @@ import requests
 from tests.service.factories import TOKEN, FixedProposer, settings_for
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.proposer import Proposer
+from yarn_adapt.service.proposer import Proposer, snapshot_proposer
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import Settings
 
@@ -59,3 +59,8 @@ def reported_capacities(cluster: MiniCluster) -> dict[str, float]:
 def api(base_url: str, method: str, path: str, token: str | None = TOKEN) -> requests.Response:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return requests.request(method, base_url + path, headers=headers, timeout=120)
+
+
+def snapshot_proposer_for(cluster: MiniCluster, tmp_path: Path) -> Proposer:
+    """The real tuner, reading the RM's snapshot (and JobHistory) as ``serve`` does."""
+    return snapshot_proposer(live_settings(cluster, tmp_path))

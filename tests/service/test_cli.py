@@ -3,6 +3,8 @@ line and exit code 2 before anything starts."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,38 @@ def test_serve_names_a_missing_settings_file(
 def test_demo_refuses_nonsense_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--once", "--nodes", "0"]) == 2
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_demo_once_runs_a_round_with_the_tuner_and_ends_with_a_json_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--once", "--state-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads(lines[-1])
+    assert summary["proposals"] == 1 and summary["applied"] == 1
+    assert summary["predicted_latency_after_s"] < summary["predicted_latency_before_s"]
+    assert any(
+        line.startswith("  proposal 1 (applied): predicted mean job latency") for line in lines
+    )
+    assert (tmp_path / "yarn-adapt.db").exists()
+    assert list((tmp_path / "backups").iterdir())  # the applier backed the file up
+
+
+def test_demo_serves_the_page_while_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "demo",
+        "--rounds",
+        "2",
+        "--interval",
+        "0.1",
+        "--port",
+        "0",
+        "--state-dir",
+        str(tmp_path),
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"the operators' page: http://127\.0\.0\.1:\d+", out)
+    assert json.loads(out.strip().splitlines()[-1])["rounds"] == 2

@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 @click.command("demo")
 @click.option("--once", is_flag=True, help="One round, then a JSON summary line.")
-@click.option("--rounds", type=int, help="Stop after N rounds.  [default: until the trace ends]")
+@click.option("--rounds", type=int, default=20, show_default=True, help="Stop after N rounds.")
 @click.option(
     "--scheduler", type=click.Choice(["capacity", "fair"]), default="capacity", show_default=True
 )
 @click.option("--interval", type=float, default=2.0, show_default=True, help="Wall s per round.")
-@click.option("--step", type=float, default=120.0, show_default=True, help="Simulated s per round.")
-@click.option("--nodes", type=int, default=6, show_default=True, help="Simulated nodes.")
+@click.option("--step", type=float, default=900.0, show_default=True, help="Simulated s per round.")
+@click.option("--nodes", type=int, default=4, show_default=True, help="Simulated nodes.")
 @click.option(
     "--containers-per-node", type=int, default=8, show_default=True, help="2 GB / 1 vcore each."
 )
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 def demo_command(
-    once: bool, rounds: int | None, scheduler: str, interval: float, step: float, nodes: int,
+    once: bool, rounds: int, scheduler: str, interval: float, step: float, nodes: int,
     containers_per_node: int, port: int, no_serve: bool, trace: Path | None,
     state_dir: Path | None, seed: int,
 ) -> None:  # fmt: skip

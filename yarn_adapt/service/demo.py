@@ -45,9 +45,9 @@ CONTAINER = Resources(2048, 1)  # AdaptiveConfig §4.2: 1 core and 2 GB per cont
 class DemoOptions:
     state_dir: Path
     scheduler: str = "capacity"
-    nodes: int = 6
+    nodes: int = 4
     containers_per_node: int = 8
-    step_s: float = 120.0
+    step_s: float = 900.0
     interval_s: float = 2.0
     port: int = 8765
     serve: bool = True
