@@ -6,6 +6,7 @@ is done and the reason is shown."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tests.service.live import (
     reported_capacities,
     snapshot_proposer_for,
 )
+from yarn_adapt.cli import main
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.records import DecisionKind, ProposalState, RoundStatus
 from yarn_adapt.service.runner import serving
@@ -182,3 +184,22 @@ def test_an_operator_reads_the_diff_and_approves_in_the_browser(
         assert text_of(chromium, "state") == "applied"
     assert reported_capacities(capacity_cluster) == PROPOSED
     service.close()
+
+
+def test_serve_once_runs_a_round_against_the_rm_and_keeps_a_private_token(
+    capacity_cluster: MiniCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    config = tmp_path / "yarn-adapt.toml"
+    config.write_text(
+        f'[yarn]\nrm = ["{capacity_cluster.rm_url}"]\nhistory = "{capacity_cluster.jhs_url}"\n'
+        f'retries = 0\n[scheduler]\nfile = "{capacity_cluster.scheduler_xml_path}"\n'
+        f'[state]\ndir = "{state}"\n'
+    )
+    assert main(["serve", "--config", str(config), "--once"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["status"] == "done"
+    assert report["decisions"][0]["kind"] == "nothing-triggered"  # an idle cluster
+    assert set(report["timings_s"]) >= {"observe", "propose", "record"}
+    token = state / "token"
+    assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text().strip()) >= 32

@@ -66,7 +66,7 @@ def demo_command(
     service = build_demo(options)
     try:
         done = _run(service, options, 1 if once else rounds)
-        click.echo(json.dumps(summary(service, done, _cluster(service).clock_s)))
+        click.echo(json.dumps(summary(service, done, _cluster(service).elapsed_s)))
     finally:
         service.close()
 
@@ -83,7 +83,7 @@ def _run(service: Service, options: DemoOptions, rounds: int | None) -> int:
         while not stop.is_set() and (rounds is None or done < rounds):
             report = service.loop.run_round()
             done += 1
-            for line in describe_round(report, service, _cluster(service).clock_s):
+            for line in describe_round(report, service, _cluster(service).elapsed_s):
                 click.echo(line)
             if _cluster(service).done or (rounds is not None and done >= rounds):
                 break

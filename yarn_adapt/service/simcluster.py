@@ -122,10 +122,16 @@ class SimulatedCluster:
         self.options = options or SimulationOptions()
         jobs = sorted(workload.jobs, key=lambda job: job.submit_s)
         self.clock_s = jobs[0].submit_s if jobs else 0.0
+        self.started_s = self.clock_s
         self._upcoming = deque(jobs)
         self._progress: dict[str, _Progress] = {}
         self.finished: deque[JobResult] = deque(maxlen=FINISHED_MEMORY)
         self.recent: tuple[JobSpec, ...] = ()
+
+    @property
+    def elapsed_s(self) -> float:
+        """Simulated seconds since the replay began."""
+        return self.clock_s - self.started_s
 
     @property
     def done(self) -> bool:
