@@ -28,7 +28,9 @@ Protocol.
   progress plus a forecast of the next interval (its last interval's submissions
   again), and the next segment runs under its proposal. Segments continue after the
   last submission until every job finished (``--set forecast=no`` turns the
-  forecast off).
+  forecast off; ``--set elastic=yes`` lets Capacity queues, baselines and tuned,
+  reach the §4.2 maximum of 90 % instead of holding them to their capacity;
+  ``--set scheduler=capacity|fair`` runs one scheduler).
 * Figure: for each setting and size, the mean over the static configurations of
   (static mean job latency / adaptive mean job latency); ``ratio_Nmin`` averages
   it over settings and sizes. A static configuration that starves a queue (jobs
@@ -83,7 +85,9 @@ SWIM_TARGET_MACHINES = 6
 # --------------------------------------------------------------------------- configurations
 
 
-def static_settings(setting: SchedulerSetting, containers: int = 8) -> list[GroupSetting]:
+def static_settings(
+    setting: SchedulerSetting, containers: int = 8, *, elastic: bool = False
+) -> list[GroupSetting]:
     """The representative static configurations of §4.4, for ``containers``: Capacity
     2 queues i and C - i containers (C = 8: the paper's c1..c7); 4 queues the
     permutations of (1, 1, 1, C - 3) and (1, 1, (C - 2) / 2, (C - 2) / 2) containers
@@ -98,18 +102,21 @@ def static_settings(setting: SchedulerSetting, containers: int = 8) -> list[Grou
         half = (containers - 2) // 2
         combos = ((1, 1, 1, containers - 3), (1, 1, half, containers - 2 - half))
         splits = sorted({p for combo in combos for p in itertools.permutations(combo)})
-    return [_capacity_setting(paths, split) for split in splits]
+    return [_capacity_setting(paths, split, elastic) for split in splits]
 
 
-def _capacity_setting(paths: Sequence[str], eighths: Sequence[int]) -> GroupSetting:
-    shares = [round(100.0 * e / sum(eighths), 2) for e in eighths]
+def _capacity_setting(paths: Sequence[str], parts: Sequence[int], elastic: bool) -> GroupSetting:
+    shares = [round(100.0 * e / sum(parts), 2) for e in parts]
     queues = tuple(
-        QueueSetting(p, share, "fifo", share) for p, share in zip(paths, shares, strict=True)
+        QueueSetting(p, share, "fifo", None if elastic else share)
+        for p, share in zip(paths, shares, strict=True)
     )
     return GroupSetting(Scheduler.CAPACITY, "root", queues)
 
 
-def adaptive_space(setting: SchedulerSetting, containers: int = 8) -> GridSpace:
+def adaptive_space(
+    setting: SchedulerSetting, containers: int = 8, *, elastic: bool = False
+) -> GridSpace:
     """§4.4's search space: Capacity capacities in C - 1 equal steps per queue (the
     paper's 7 for 8 containers), static like the baselines; Fair weights
     {25, 50, 75} per queue x FIFO/Fair/DRF."""
@@ -127,7 +134,8 @@ def adaptive_space(setting: SchedulerSetting, containers: int = 8) -> GridSpace:
             shares = tuple(
                 Parameter(f"{p}.share", ParameterKind.SHARE, (p,), steps, True) for p in paths
             )
-        return GridSpace(Scheduler.CAPACITY, "root", paths, (*shares, static), "fifo")
+        held = () if elastic else (static,)
+        return GridSpace(Scheduler.CAPACITY, "root", paths, (*shares, *held), "fifo")
     weights = tuple(
         Parameter(f"{p}.weight", ParameterKind.SHARE, (p,), (25.0, 50.0, 75.0), True) for p in paths
     )
@@ -160,6 +168,7 @@ class Scenario:
     containers: int
     workload: Workload
     model: TaskTimeModel
+    elastic: bool = False
 
     @property
     def label(self) -> str:
@@ -202,7 +211,9 @@ def adaptive_latency(
     simulated = SimulatedCluster(scenario.workload, cluster, base)
     settings = TunerSettings(
         interval_s=interval_s,
-        spaces={"root": adaptive_space(scenario.setting, scenario.containers)},
+        spaces={
+            "root": adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
+        },
         min_improvement=0.0,
         forecast=forecast,
     )
@@ -239,7 +250,7 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: bool = 
     cluster = PaperCluster(scenario.containers).spec()
     statics = [
         static_latency(scenario, apply_setting(base, s), cluster)
-        for s in static_settings(scenario.setting, scenario.containers)
+        for s in static_settings(scenario.setting, scenario.containers, elastic=scenario.elastic)
     ]
     rows = []
     for minutes in intervals:
@@ -287,8 +298,13 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     sizes = (8,) if options.quick else SIZES
     rows: list[Row] = []
     load = float(options.extra.get("load", LOAD))
+    elastic = options.extra.get("elastic", "no") == "yes"
+    only = options.extra.get("scheduler")
     for scenario in scenarios(path, options.seed, sizes, load):
+        scenario = replace(scenario, elastic=elastic)
         if options.quick and scenario.setting.queue_count == 4:
+            continue
+        if only is not None and scenario.setting.scheduler.value != only:
             continue
         rows += run_scenario(scenario, intervals, options.extra.get("forecast", "yes") == "yes")
     table = [
