@@ -59,6 +59,7 @@ host's cores are busy.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,8 @@ SchedulerKind = Literal["capacity", "fair"]
 # The distributed shell's ApplicationMaster creates its AMRMClientAsync with a
 # 1000 ms heartbeat (ApplicationMaster.run, Hadoop 3.4).
 DS_AM_HEARTBEAT_S = 1.0
+# Grants to one app this close together came from the same scheduler pass.
+SAME_GRANT_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class YarnOverheads:
     container_exit_s: float
     am_teardown_s: float
     am_heartbeat_s: float = DS_AM_HEARTBEAT_S
+    container_start_spread_s: float = 0.0
     am_registration_s: float = 0.0
     samples: int = 0
     source: str = ""
@@ -97,16 +101,21 @@ class YarnOverheads:
                 raise SettingsError(f"yarn overheads: {name} is negative ({getattr(self, name)})")
 
 
-# Measured with ``--set calibrate=true`` on the development host (2 cores, Hadoop
-# 3.4.x mini cluster from tests/hadoop/pom.xml, Java 17, NM heartbeat 500 ms).
+# Measured with ``yarn-adapt bench sim-fidelity --set calibrate=true`` on the
+# development host (2 cores shared with other work, load average 5-7; Hadoop 3.4.x
+# mini cluster of tests/hadoop/pom.xml on Java 17; one 4 GiB / 8-vcore NodeManager;
+# NM heartbeat 500 ms; apps submitted through the RM REST API): the medians over
+# the 10 calibration apps.
 RECORDED_OVERHEADS = YarnOverheads(
     nm_heartbeat_s=0.5,
-    am_startup_s=3.6,
-    container_launch_s=0.8,
-    container_exit_s=0.1,
-    am_teardown_s=0.95,
-    am_registration_s=2.4,
-    samples=0,
+    am_startup_s=3.38,
+    container_launch_s=1.01,
+    container_exit_s=0.19,
+    am_teardown_s=0.72,
+    am_heartbeat_s=DS_AM_HEARTBEAT_S,
+    container_start_spread_s=0.026,
+    am_registration_s=2.22,
+    samples=10,
     source="recorded",
 )
 
@@ -133,6 +142,7 @@ def simulation_options(
         am_teardown_s=overheads.am_teardown_s,
         out_of_band_heartbeats=True,
         am_allocate_interval_s=overheads.am_heartbeat_s,
+        container_start_spread_s=overheads.container_start_spread_s,
         off_switch_requests=scheduler == "capacity",
         fair_assign_multiple=fair_assign_multiple and scheduler == "fair",
         seed=seed,
@@ -197,6 +207,7 @@ def estimate_overheads(
         container_launch_s=_median(t.started_s - t.granted_s for _, t in tasks),
         container_exit_s=_median(t.exited_s - t.started_s - a.command_s for a, t in tasks),
         am_teardown_s=_median(a.finished_s - max(t.exited_s for t in a.tasks) for a in usable),
+        container_start_spread_s=_median(_start_gaps(usable), default=0.0),
         am_registration_s=_median(a.am_registered_s - a.am_granted_s for a in usable),
         samples=len(usable),
         source=source,
@@ -207,5 +218,29 @@ def _first_grant_delays(apps: Iterable[AppTimeline]) -> list[float]:
     return [min(t.granted_s for t in app.tasks) - app.am_granted_s for app in apps]
 
 
-def _median(values: Iterable[float]) -> float:
-    return float(statistics.median(list(values)))
+def _start_gaps(apps: Iterable[AppTimeline]) -> list[float]:
+    """Gaps between the process starts of one app's containers granted together
+    (within ``SAME_GRANT_S``)."""
+    gaps: list[float] = []
+    for app in apps:
+        for together in _grant_groups(app.tasks):
+            starts = sorted(t.started_s for t in together)
+            gaps.extend(later - earlier for earlier, later in itertools.pairwise(starts))
+    return gaps
+
+
+def _grant_groups(tasks: Iterable[TaskTimeline]) -> list[list[TaskTimeline]]:
+    groups: list[list[TaskTimeline]] = []
+    for task in sorted(tasks, key=lambda t: t.granted_s):
+        if groups and task.granted_s - groups[-1][-1].granted_s <= SAME_GRANT_S:
+            groups[-1].append(task)
+        else:
+            groups.append([task])
+    return groups
+
+
+def _median(values: Iterable[float], default: float | None = None) -> float:
+    listed = list(values)
+    if not listed and default is not None:
+        return default
+    return float(statistics.median(listed))

@@ -39,6 +39,12 @@ stale one and grants *surplus* containers, which the AM (the distributed shell's
 grant slots meanwhile. :class:`_AskProtocol` keeps that count per app; surplus
 containers are pending groups and batches of their own, never tasks of the job.
 
+Container starts (``SimulationOptions.container_start_spread_s``). An AM starts
+the containers of one grant one after another, so they end apart too, and each end
+is its own (out-of-band) heartbeat with less room than all of them together would
+free. With a spread, a grant of k containers becomes k batches whose durations grow
+by the spread.
+
 Not modelled: container launch and localisation delays (fold them into task
 durations or ``am_startup_s``), data locality, node failures, AM retries.
 """
@@ -779,23 +785,31 @@ class Engine:
         return memory, vcores
 
     def _flush_grants(self) -> None:
+        spread = self.options.container_start_spread_s
         for (n, index, duration, memory, vcores), (count,) in self._grants.items():
             app = self.apps[index]
             surplus = duration == _SURPLUS
             if surplus:
                 duration = self._surplus_hold(app)
-            batch = Batch(
-                self._next_batch, app, n, count, (duration, memory, vcores), self.now, False
-            )
-            if surplus:
-                batch.stage = _SURPLUS_STAGE
-            self._next_batch += 1
-            self.batches[batch.id] = batch
-            app.batches[batch.id] = batch
-            self._push_report(batch)
+            if spread and count > 1 and not surplus:
+                for k in range(count):
+                    self._new_batch(app, n, 1, (duration + k * spread, memory, vcores), False)
+            else:
+                self._new_batch(app, n, count, (duration, memory, vcores), surplus)
             if self.options.record_allocations:
                 self._record(app, n, count, False)
         self._grants.clear()
+
+    def _new_batch(
+        self, app: SimApp, n: int, count: int, shape: tuple[float, int, int], surplus: bool
+    ) -> None:
+        batch = Batch(self._next_batch, app, n, count, shape, self.now, False)
+        if surplus:
+            batch.stage = _SURPLUS_STAGE
+        self._next_batch += 1
+        self.batches[batch.id] = batch
+        app.batches[batch.id] = batch
+        self._push_report(batch)
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
         if self.options.record_allocations:

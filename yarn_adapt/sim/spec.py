@@ -171,7 +171,9 @@ class SimulationOptions:
     ask one call late, as AMRMClient-based AMs do, so the RM grants surplus
     containers that the AM releases on its next call but one (see
     :mod:`yarn_adapt.sim.engine`, "AM allocate calls"). ``None`` (default): asks
-    are exact and no surplus is granted.
+    are exact and no surplus is granted. ``container_start_spread_s``: the
+    containers one heartbeat grants to an app start (and so end) this far apart, as
+    an AM launching them one by one does (0: together).
     """
 
     heartbeat_mode: HeartbeatMode = HeartbeatMode.HEARTBEAT
@@ -188,6 +190,7 @@ class SimulationOptions:
     horizon_s: float | None = None
     out_of_band_heartbeats: bool = False
     am_allocate_interval_s: float | None = None
+    container_start_spread_s: float = 0.0
     seed: int = 0
     record_allocations: bool = False
     preemption: PreemptionOptions = field(default_factory=PreemptionOptions)
@@ -199,6 +202,7 @@ class SimulationOptions:
             "am_startup_s": self.am_startup_s >= 0,
             "am_teardown_s": self.am_teardown_s >= 0,
             "sample_interval_s": self.sample_interval_s > 0,
+            "container_start_spread_s": self.container_start_spread_s >= 0,
         }
         for name, ok in checks.items():
             value = getattr(self, name)
