@@ -18,8 +18,8 @@ from yarn_adapt.bench.sim_fidelity import timelines_from_logs
 from yarn_adapt.model import Application, AppState, FinalStatus
 
 FIXTURES = Path(__file__).parent / "fixtures"
-RM_LINES = (FIXTURES / "resourcemanager.log").read_text().splitlines()
-NM_LINES = (FIXTURES / "nodemanager.log").read_text().splitlines()
+RM_LINES = (FIXTURES / "resourcemanager-lines.txt").read_text().splitlines()
+NM_LINES = (FIXTURES / "nodemanager-lines.txt").read_text().splitlines()
 ROWS = json.loads((FIXTURES / "apps.json").read_text())
 
 
