@@ -75,12 +75,22 @@ def test_group_kinds_from_settings(extra: dict[str, str], labels: list[str]) -> 
 
 
 @pytest.mark.parametrize(
+    ("text", "sizes"),
+    [("1", [(300, 10)]), ("2", [(300, 10), (1600, 64)]), ("10-10", [(12_000, 500)])],
+)
+def test_sizes_setting(text: str, sizes: list[tuple[int, int]]) -> None:
+    assert list(bench._settings(BenchOptions(extra={"sizes": text})).sizes) == sizes
+
+
+@pytest.mark.parametrize(
     ("extra", "message"),
     [
         ({"scheduler": "yarn"}, "search-scale: --set scheduler=yarn: want capacity|fair|mix"),
         ({"queues": "3"}, "search-scale: --set queues=3: want 2|4|mix"),
         ({"levels": "1"}, "search-scale: --set levels=1: want a whole number 2-1000"),
-        ({"sizes": "11"}, "search-scale: --set sizes=11: want a whole number 1-10"),
+        ({"sizes": "11"}, "search-scale: --set sizes=11: want N or I-J within 1-10"),
+        ({"sizes": "3-2"}, "search-scale: --set sizes=3-2: want N or I-J within 1-10"),
+        ({"sizes": "x"}, "search-scale: --set sizes=x: want N or I-J within 1-10"),
         ({"colour": "red"}, "search-scale: unknown --set colour"),
         ({"scale_jobs": "maybe"}, "search-scale: --set scale_jobs=maybe: want yes|no"),
     ],

@@ -131,7 +131,7 @@ def _settings(options: BenchOptions) -> ScaleSettings:
         raise SettingsError(f"search-scale: unknown --set {', '.join(sorted(unknown))}")
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
     if "sizes" in extra:
-        sizes = FULL_SIZES[: _int_setting(extra, "sizes", 1, len(FULL_SIZES))]
+        sizes = _size_range(extra["sizes"])
     return ScaleSettings(
         sizes=sizes,
         kinds=_kinds(extra.get("scheduler", "mix"), extra.get("queues", "mix")),
@@ -148,6 +148,18 @@ def _yes_no(extra: Mapping[str, str], key: str, default: bool) -> bool:
     if text not in {"yes", "no"}:
         raise SettingsError(f"search-scale: --set {key}={text}: want yes|no")
     return text == "yes"
+
+
+def _size_range(text: str) -> tuple[tuple[int, int], ...]:
+    """``N``: the first N sizes; ``I-J``: sizes I to J (1-based, inclusive)."""
+    first, _, last = text.partition("-")
+    count = len(FULL_SIZES)
+    if not (first.isdigit() and (last.isdigit() or not last)):
+        raise SettingsError(f"search-scale: --set sizes={text}: want N or I-J within 1-{count}")
+    low, high = (1, int(first)) if not last else (int(first), int(last))
+    if not 1 <= low <= high <= count:
+        raise SettingsError(f"search-scale: --set sizes={text}: want N or I-J within 1-{count}")
+    return FULL_SIZES[low - 1 : high]
 
 
 def _int_setting(

@@ -111,8 +111,9 @@ class GroupObjective(Protocol):
 def candidate_config(base: GroupConfig, setting: GroupSetting) -> GroupConfig:
     """``base`` (the group's C_i as configured) with what the space tunes replaced:
     each queue's share (Capacity percent of the group, or Fair weight), maximum and
-    policy. Everything the space does not tune (AM share, user limits, min/max
-    resources, the parent's policy) stays as configured."""
+    policy (an unset Capacity maximum is YARN's default, 100). Everything the space
+    does not tune (AM share, user limits, min/max resources, the parent's policy,
+    the resource calculator) stays as configured."""
     configured = {queue.name: queue for queue in base.queues}
     queues = tuple(
         _tuned_queue(
@@ -124,7 +125,7 @@ def candidate_config(base: GroupConfig, setting: GroupSetting) -> GroupConfig:
         )
         for q in setting.queues
     )
-    return GroupConfig(str(setting.scheduler), queues, base.parent_policy, base.calculator)
+    return replace(base, scheduler=str(setting.scheduler), queues=queues)
 
 
 def _tuned_queue(
