@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pytest
 
 from yarn_adapt.bench.sim_fidelity import (
     AM_MB,
     SCENARIOS,
     AppComparison,
+    FidelitySettings,
     RealApp,
     RealRun,
     Scenario,
     SleepApp,
     compare,
     percentile,
+    repeat_differences,
+    repeat_figures,
     scenario_workload,
     summary_figures,
 )
+from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Application, AppState, FinalStatus, Resources, TaskType
 from yarn_adapt.sim import ClusterSpec
 from yarn_adapt.sim.calibration import YarnOverheads
@@ -132,3 +139,40 @@ def test_summary_figures() -> None:
     assert figures["wait_bias_s"] == pytest.approx(0.5)
     assert figures["run_bias_s"] == pytest.approx(2.5)
     assert figures["median_abs_wait_err_s"] == pytest.approx(1.0)
+
+
+def test_repeated_runs_are_compared_real_against_real() -> None:
+    first = real_run(SMALL, [20.0, 40.0])
+    second = real_run(SMALL, [22.0, 30.0])
+    other = real_run(replace(SMALL, name="other"), [10.0, 10.0])
+    assert repeat_differences([first, other, second]) == pytest.approx([0.1, 0.25])
+    assert repeat_figures([first, other]) == {}
+    figures = repeat_figures([first, second])
+    assert figures["repeat_median_rel_diff"] == pytest.approx(0.175)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, FidelitySettings()),
+        ({"calibrate": "true", "submit": "client"}, FidelitySettings(True, False, "client")),
+        ({"keep_going": "1", "repeat": "2"}, FidelitySettings(keep_going=True, repeat=2)),
+        ({"apps_per_scenario": "12"}, FidelitySettings(apps_per_scenario=12)),
+    ],
+)
+def test_settings(extra: dict[str, str], expected: FidelitySettings) -> None:
+    assert FidelitySettings.parse(extra) == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"nodes": "3"}, "unknown setting 'nodes'"),
+        ({"submit": "ssh"}, "submit='ssh'"),
+        ({"repeat": "0"}, "repeat='0', expected a whole number >= 1"),
+        ({"apps_per_scenario": "x"}, "apps_per_scenario='x'"),
+    ],
+)
+def test_bad_settings_are_refused(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        FidelitySettings.parse(extra)

@@ -4,21 +4,29 @@ against the simulator's (issue 3 item 4).
 Each scenario is data: a scheduler, its queue configuration as the XML text YARN
 reads, and distributed-shell ``sleep`` apps (submit offset, queue, containers,
 seconds, container size). The bench runs every scenario on a real mini cluster (one
-cluster per scheduler kind, the ResourceManager restarted on the scenario's file
-before each), reads each app's submit, AM-launch and finish times from the RM REST
-API and the AM grant from the RM log, then replays the same apps -- submitted at the
-times the RM recorded -- in the simulator, under the same XML (parsed by
-:mod:`yarn_adapt.yarn.confxml`) and the node sizes the RM reports. YARN's fixed
-overheads come from :mod:`yarn_adapt.sim.calibration`: the recorded values, or with
-``--set calibrate=true`` a fresh measurement on a separate calibration scenario run
-first (apps one at a time, never one of the evaluated scenarios).
+cluster per scheduler kind; before each scenario the ResourceManager is restarted on
+the scenario's file), reads each app's submit, AM-launch and finish times from the
+RM REST API and its AM grant and containers from the RM and NM logs, then replays
+the same apps -- submitted when the RM says they were -- in the simulator, under the
+same XML (parsed by :mod:`yarn_adapt.yarn.confxml`) and the node sizes the RM
+reports. YARN's fixed overheads and the simulator options that mirror YARN come from
+:mod:`yarn_adapt.sim.calibration`: the recorded measurement, or with ``--set
+calibrate=true`` a fresh one on a separate calibration scenario run first (never one
+of the evaluated scenarios; nothing is fitted per scenario).
+
+Apps are submitted through the RM REST API with the distributed shell's own
+ApplicationMaster (:class:`RestSubmitter`): a client JVM per app (``--set
+submit=client``, the harness's ``submit_sleep_app``) submits seconds late and takes
+the host's two cores from the AMs starting beside it.
 
 Per app: relative error = |sim latency - real latency| / real latency. Figures:
-``median_rel_err``, ``p90_rel_err`` over all apps, ``scenarios``; the error split
-into *wait* (submit -> AM container granted) and *run* (the rest), in seconds.
+``median_rel_err``, ``p90_rel_err`` over all apps, ``scenarios``, and the error split
+into *wait* (submit -> AM container granted) and *run* (the rest): mean signed
+(``wait_bias_s``, ``run_bias_s``) and median absolute wait error in seconds.
 ``--quick``: one scenario per scheduler. ``--trace PATH``: scenarios built from the
-first jobs of a trace of any supported format (:func:`scenarios_from_trace`).
-``--set keep_going=true`` reports the scenarios that ran when one fails.
+first jobs of a trace of any supported format (:func:`scenarios_from_trace`; ``--set
+apps_per_scenario=N``). ``--set keep_going=true`` reports the scenarios that ran when
+one fails. A cluster that cannot start is a :class:`MiniClusterError` (one line).
 """
 
 from __future__ import annotations
@@ -921,16 +929,19 @@ def calibrate(cluster: MiniCluster, via: str = "rest") -> YarnOverheads:
 class FidelitySettings:
     """``--set`` keys: ``calibrate`` (measure the overheads first), ``keep_going``
     (report the scenarios that ran when one fails), ``submit`` (``rest`` or
-    ``client``), ``apps_per_scenario`` (with ``--trace``)."""
+    ``client``), ``apps_per_scenario`` (with ``--trace``), ``repeat`` (run each
+    scenario that many times: later runs are also compared with the first, real
+    against real, which measures how far YARN itself varies)."""
 
     calibrate: bool = False
     keep_going: bool = False
     submit: str = "rest"
     apps_per_scenario: int = TRACE_APPS_PER_SCENARIO
+    repeat: int = 1
 
     @classmethod
     def parse(cls, extra: Mapping[str, str]) -> FidelitySettings:
-        known = {"calibrate", "keep_going", "submit", "apps_per_scenario"}
+        known = {"calibrate", "keep_going", "submit", "apps_per_scenario", "repeat"}
         unknown = sorted(set(extra) - known)
         if unknown:
             raise SettingsError(
@@ -943,7 +954,8 @@ class FidelitySettings:
             calibrate=_truthy(extra.get("calibrate", "false")),
             keep_going=_truthy(extra.get("keep_going", "false")),
             submit=submit,
-            apps_per_scenario=_positive_int(extra.get("apps_per_scenario"), "apps_per_scenario"),
+            apps_per_scenario=_whole(extra, "apps_per_scenario", TRACE_APPS_PER_SCENARIO, 2),
+            repeat=_whole(extra, "repeat", 1, 1),
         )
 
 
@@ -951,11 +963,12 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def _positive_int(value: str | None, name: str) -> int:
+def _whole(extra: Mapping[str, str], name: str, default: int, least: int) -> int:
+    value = extra.get(name)
     if value is None:
-        return TRACE_APPS_PER_SCENARIO
-    if not value.isdigit() or int(value) < 2:
-        raise SettingsError(f"sim-fidelity: {name}={value!r}, expected a whole number >= 2")
+        return default
+    if not value.isdigit() or int(value) < least:
+        raise SettingsError(f"sim-fidelity: {name}={value!r}, expected a whole number >= {least}")
     return int(value)
 
 
@@ -993,13 +1006,14 @@ def _run_scenarios(
 ) -> list[RealRun]:
     runs = []
     for scenario in scenarios:
-        log.info("scenario %s: %d apps", scenario.name, len(scenario.apps))
-        try:
-            runs.append(run_on_cluster(cluster, scenario, settings.submit))
-        except MiniClusterError as exc:
-            if not settings.keep_going:
-                raise
-            log.warning("scenario %s failed: %s", scenario.name, exc.one_line())
+        for _ in range(settings.repeat):
+            log.info("scenario %s: %d apps", scenario.name, len(scenario.apps))
+            try:
+                runs.append(run_on_cluster(cluster, scenario, settings.submit))
+            except MiniClusterError as exc:
+                if not settings.keep_going:
+                    raise
+                log.warning("scenario %s failed: %s", scenario.name, exc.one_line())
     return runs
 
 
@@ -1014,8 +1028,35 @@ def _result(
         everything.extend(comparisons)
         rows.append(scenario_row(run, comparisons))
     figures = {
-        **summary_figures(everything, len(runs)),
+        **summary_figures(everything, len({run.scenario.name for run in runs})),
+        **repeat_figures(runs),
         "calibration": overheads_figures(overheads),
         "wall_s": round(wall_s, 1),
     }
     return BenchResult(figures=figures, rows=rows)
+
+
+def repeat_differences(runs: Sequence[RealRun]) -> list[float]:
+    """|latency - latency in the scenario's first run| / the first, for each app of
+    every later run of a scenario (apps matched by name)."""
+    first: dict[str, dict[str, float]] = {}
+    differences = []
+    for run in runs:
+        earlier = first.setdefault(run.scenario.name, {})
+        if not earlier:
+            earlier.update({real.app.name: real.latency_s for real in run.apps})
+            continue
+        for real in run.apps:
+            base = earlier[real.app.name]
+            differences.append(abs(real.latency_s - base) / base)
+    return differences
+
+
+def repeat_figures(runs: Sequence[RealRun]) -> dict[str, float]:
+    differences = repeat_differences(runs)
+    if not differences:
+        return {}
+    return {
+        "repeat_median_rel_diff": round(statistics.median(differences), 4),
+        "repeat_p90_rel_diff": round(percentile(differences, 90), 4),
+    }

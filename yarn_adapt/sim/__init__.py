@@ -6,7 +6,9 @@ Entry points: :func:`simulate` and :func:`latency_stats_by_queue`;
 documented in :mod:`yarn_adapt.sim.engine` (time, heartbeats, containers),
 :mod:`yarn_adapt.sim.capacity`, :mod:`yarn_adapt.sim.fair`,
 :mod:`yarn_adapt.sim.preemption`, :mod:`yarn_adapt.sim.hooks` and
-:mod:`yarn_adapt.sim.start`.
+:mod:`yarn_adapt.sim.start`. :mod:`yarn_adapt.sim.calibration` holds YARN's measured
+overheads around a distributed-shell app and the options that make a simulation
+follow a real cluster (``yarn-adapt bench sim-fidelity``).
 """
 
 from yarn_adapt.sim.bench import run_speed_benchmark, synthetic_fb_workload

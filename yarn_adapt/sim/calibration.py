@@ -24,37 +24,56 @@ events that mark each step in brackets::
         (the AM learns of the exit on its next heartbeat, stops its NodeManager
         client and unregisters; YARN stamps finishedTime at unregistration)
 
+Two behaviours of the distributed shell that change *who* gets a container are
+simulator mechanisms rather than constants:
+
+* its AM re-sends its ask one allocate call late (AMRMClient semantics), so the RM
+  grants surplus containers that the AM releases a call later
+  (``SimulationOptions.am_allocate_interval_s = am_heartbeat_s``);
+* it starts the containers of one grant one after another
+  (``container_start_spread_s``), so they end apart and each end is its own
+  out-of-band heartbeat.
+
 Mapping onto the simulator (:func:`simulation_options`, :func:`task_duration_s`):
 
 * a task lasts ``container_launch_s + sleep_s + container_exit_s``: the container
   holds its resources from grant to exit, which is what the simulator charges;
-* ``SimulationOptions.am_startup_s = am_startup_s``, ``am_teardown_s = am_teardown_s``;
-* ``heartbeat_interval_s = nm_heartbeat_s`` and ``out_of_band_heartbeats=True``;
+* ``am_startup_s``, ``am_teardown_s`` as measured; ``heartbeat_interval_s =
+  nm_heartbeat_s``; ``out_of_band_heartbeats=True``; ``am_allocate_interval_s =
+  am_heartbeat_s``; ``container_start_spread_s`` as measured;
 * Capacity Scheduler: ``off_switch_requests=True`` -- DS asks name no node or rack,
   so ``maximum-offswitch-assignments`` (1) caps grants per heartbeat;
 * Fair Scheduler: ``fair_assign_multiple`` as the cluster's yarn-site says (the mini
-  cluster sets ``yarn.scheduler.fair.assignmultiple=true``).
+  cluster sets ``yarn.scheduler.fair.assignmultiple=true``), and the cluster's
+  rounding step from :func:`normalisation_step` (the Fair Scheduler rounds requests
+  to the increment allocation, 1024 MiB by default).
 
-How the values are measured (:func:`estimate_overheads`): a calibration scenario runs
-DS apps one at a time on an otherwise idle mini cluster; the RM and NM logs give each
-app's AM grant, AM registration, task grants, process starts and exits, and the RM
-REST API its finishedTime. Each constant is the median over the calibration apps:
+How the values are measured (:func:`estimate_overheads`): the calibration scenario
+(``yarn_adapt.bench.sim_fidelity.CALIBRATION``) submits ten small DS apps every 2.5 s
+into one queue with room for all of them and no per-heartbeat cap, so no app waits
+for the scheduler, but AM JVMs start side by side as in the evaluated scenarios. The
+RM and NM logs give each app's AM grant, AM registration, task grants, process starts
+and exits, and the RM REST API its finishedTime. Each constant is the median over
+the calibration apps:
 
 * ``am_startup_s``: AM grant -> first task grant, less half a NodeManager heartbeat
   (an ask waits on average that long for the next heartbeat to serve it);
-* ``container_launch_s``: task grant -> process start;
+* ``container_launch_s``: task grant -> process start (includes the wait for the
+  AM's next allocate call, 0-1 s);
 * ``container_exit_s``: process run time beyond the command's own (``sleep``) time;
 * ``am_teardown_s``: last task exit -> finishedTime;
-* ``am_registration_s``: AM grant -> AM registration (reported, part of
+* ``container_start_spread_s``: gap between the process starts of one app's
+  containers granted in the same scheduler pass;
+* ``am_registration_s``: AM grant -> AM registration (reported; part of
   ``am_startup_s``);
 * ``nm_heartbeat_s``: the cluster's ``yarn.resourcemanager.nodemanagers.heartbeat-
-  interval-ms``; ``grant_spacing_s`` (reported) is the median gap between successive
-  grants to one app, which the per-heartbeat limit ties to the heartbeat.
+  interval-ms``; ``am_heartbeat_s``: the DS AM's own constant (1 s).
 
 :data:`RECORDED_OVERHEADS` holds one such measurement (``yarn-adapt bench
-sim-fidelity --set calibrate=true`` prints a fresh one). They are properties of this
-host as much as of YARN: the AM's start is mostly JVM start-up, so it grows when the
-host's cores are busy.
+sim-fidelity --set calibrate=true`` makes and prints a fresh one). They are properties
+of this host as much as of YARN: the AM's start is mostly JVM start-up, so it grows
+when the host's cores are busy (AM registration took 1.7 s with apps one at a time
+on an idle host, 2.2-2.4 s at the scenarios' pace, up to 8 s in bursts).
 """
 
 from __future__ import annotations
