@@ -905,6 +905,8 @@ def overheads_figures(overheads: YarnOverheads) -> dict[str, object]:
         "container_launch_s": round(overheads.container_launch_s, 3),
         "container_exit_s": round(overheads.container_exit_s, 3),
         "am_teardown_s": round(overheads.am_teardown_s, 3),
+        "container_start_spread_s": round(overheads.container_start_spread_s, 3),
+        "am_heartbeat_s": overheads.am_heartbeat_s,
     }
 
 
