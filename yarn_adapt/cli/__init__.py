@@ -72,6 +72,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
     from yarn_adapt.cli.observe import observe_command
+    from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
 
@@ -81,6 +82,7 @@ def _register_commands() -> None:
         apply_command,
         recover_command,
         sim_command,
+        propose_command,
         serve_command,
         demo_command,
     ):

@@ -9,6 +9,7 @@ directory, and leaves no process behind however its owner ends.
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import shutil
 import signal
@@ -75,6 +76,8 @@ class MiniCluster:
         self._java: JavaCommands | None = None
         self._daemons: dict[str, ManagedProcess] = {}
         self._clients: list[ManagedProcess] = []
+        # Log names stay unique across resets: a reused name would show an old app id.
+        self._client_numbers = itertools.count()
         self._reaper: ManagedProcess | None = None
         self._baseline_mtime_ns = 0
         self._baseline_store: dict[str, str] = {}
@@ -405,7 +408,7 @@ class MiniCluster:
     def _submit(self, kind: str, name: str, args: list[str]) -> SubmittedApp:
         if not self._running:
             raise MiniClusterError("cannot submit: the mini cluster is not running")
-        log = self.layout.logs_dir / f"client-{len(self._clients):03d}-{name}.log"
+        log = self.layout.logs_dir / f"client-{next(self._client_numbers):03d}-{name}.log"
         env = marked_env(self.layout.root, {})
         client = launch(name, [str(self.yarn_script), *args], log, env, cwd=self.layout.home_dir)
         self._clients.append(client)

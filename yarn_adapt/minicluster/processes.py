@@ -123,4 +123,7 @@ def start_reaper(root: Path, log_path: Path) -> ManagedProcess:
         str(owner), str(process_start_ticks(owner)), str(root),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != MARKER_ENV}
+    # The reaper imports this very package, installed or not (it runs from /).
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
     return launch("reaper", command, log_path, env, cwd=Path("/"))

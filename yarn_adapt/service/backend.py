@@ -50,8 +50,8 @@ from yarn_adapt.yarn.rm import ResourceManagerClient
 from yarn_adapt.yarn.site import (
     hadoop_conf_dir,
     jobhistory_web_address,
-    read_properties,
     rm_web_addresses,
+    scheduler_file_in,
 )
 
 
@@ -238,12 +238,7 @@ def scheduler_file(settings: Settings) -> Path:
         raise SettingsError(
             f"{settings.source}: [scheduler] file is empty and HADOOP_CONF_DIR is not set"
         )
-    site = read_properties(conf_dir / "yarn-site.xml")
-    if "FairScheduler" in site.get("yarn.resourcemanager.scheduler.class", ""):
-        configured = site.get("yarn.scheduler.fair.allocation.file", "fair-scheduler.xml")
-        path = Path(configured.removeprefix("file://"))
-        return path if path.is_absolute() else conf_dir / path
-    return conf_dir / "capacity-scheduler.xml"
+    return scheduler_file_in(conf_dir)
 
 
 def _login_name() -> str:

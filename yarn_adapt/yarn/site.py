@@ -90,6 +90,17 @@ def jobhistory_web_address(conf_dir: Path) -> str | None:
     return f"{'https' if https else 'http'}://{address}"
 
 
+def scheduler_file_in(conf_dir: Path) -> Path:
+    """The scheduler file the RM of ``conf_dir`` reads: the Fair Scheduler's
+    allocation file when yarn-site selects it, else capacity-scheduler.xml."""
+    site = read_properties(conf_dir / "yarn-site.xml")
+    if "FairScheduler" in site.get("yarn.resourcemanager.scheduler.class", ""):
+        configured = site.get("yarn.scheduler.fair.allocation.file", "fair-scheduler.xml")
+        path = Path(configured.removeprefix("file://"))
+        return path if path.is_absolute() else conf_dir / path
+    return conf_dir / "capacity-scheduler.xml"
+
+
 def _address(site: dict[str, str], scheme: str, address_key: str, host_key: str, port: int) -> str:
     address = site.get(address_key)
     if address:

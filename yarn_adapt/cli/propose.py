@@ -1,0 +1,243 @@
+"""``yarn-adapt propose``: one tuning round, printed, never applied.
+
+Against a ResourceManager it reads the RM's snapshot and JobHistory (task times are
+learned from the jobs there), the running scheduler configuration (the file the RM
+reads, or its scheduler-conf API with ``--mutation``), and proposes. With ``--sim``
+a simulated cluster replays a trace for ``--at`` seconds first (task times learned
+on the trace's earlier half, as the demo does). Either way it prints the predicted
+latency per group, the per-queue diff and the reason for each change; ``--out``
+writes the proposed scheduler XML (validated, written atomically), ready for
+``yarn-adapt apply``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from yarn_adapt.cli.connect import endpoints_from_options, yarn_options
+from yarn_adapt.errors import InputError, SettingsError
+from yarn_adapt.tuning.tuner import Proposal, TunerSettings
+from yarn_adapt.workload.taskmodel import TaskTimeModel
+from yarn_adapt.yarn.confxml import SchedulerDocument
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """A proposal with what it was made from: the running configuration as a
+    document (so the written XML is a patch of it) and the task-time model."""
+
+    proposal: Proposal
+    document: SchedulerDocument
+    model: TaskTimeModel
+
+
+@click.command("propose")
+@yarn_options
+@click.option("--sim", is_flag=True, help="Propose for a simulated cluster instead of an RM.")
+@click.option(
+    "--scheduler-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The scheduler file the RM reads.  [default: from $HADOOP_CONF_DIR/yarn-site.xml]",
+)
+@click.option(
+    "--mutation", is_flag=True, help="Read the running configuration from scheduler-conf."
+)
+@click.option(
+    "--config",
+    "sim_config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="--sim: the scheduler file the simulated cluster runs.  [default: the demo's]",
+)
+@click.option("--trace", type=click.Path(exists=True, path_type=Path), help="--sim: a trace.")
+@click.option(
+    "--at", type=float, default=900.0, show_default=True, help="--sim: simulated s replayed first."
+)
+@click.option("--nodes", type=int, default=4, show_default=True, help="--sim: nodes.")
+@click.option(
+    "--containers-per-node", type=int, default=8, show_default=True, help="--sim: 2 GB / 1 vcore."
+)
+@click.option(
+    "--interval",
+    type=float,
+    help="Groups with submissions in the last S seconds are re-tuned.  [default: 120; --sim: --at]",
+)
+@click.option("--min-improvement", type=float, default=0.02, show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the proposed scheduler XML here.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def propose_command(
+    sim: bool, scheduler_file: Path | None, mutation: bool, sim_config: Path | None,
+    trace: Path | None, at: float, nodes: int, containers_per_node: int,
+    interval: float | None, min_improvement: float, out: Path | None, as_json: bool,
+    seed: int, **connection: object,
+) -> None:  # fmt: skip
+    """Propose a scheduler configuration for the jobs the cluster runs now: the
+    predicted latency per group, the diff and the reasons. Nothing is applied."""
+    if interval is not None and interval <= 0:
+        raise InputError(f"--interval must be positive, got {interval:g}")
+    if sim:
+        _check_sim_options(at, nodes, containers_per_node)
+        tuner = _tuner_settings(interval or at, min_improvement, seed)
+        proposed = _propose_simulated(sim_config, trace, at, nodes, containers_per_node, tuner)
+    else:
+        tuner = _tuner_settings(interval or 120.0, min_improvement, seed)
+        proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner)
+    _report(proposed, out, as_json)
+
+
+def _check_sim_options(at: float, nodes: int, containers_per_node: int) -> None:
+    if at <= 0 or min(nodes, containers_per_node) <= 0:
+        raise InputError("--at, --nodes and --containers-per-node must be positive")
+
+
+def _tuner_settings(interval_s: float, min_improvement: float, seed: int) -> TunerSettings:
+    if not 0 <= min_improvement < 1:
+        raise InputError(f"--min-improvement must be in [0, 1), got {min_improvement:g}")
+    return TunerSettings(interval_s=interval_s, min_improvement=min_improvement, seed=seed)
+
+
+# --------------------------------------------------------------------------- RM
+
+
+def _propose_on_rm(
+    connection: dict[str, object],
+    scheduler_file: Path | None,
+    mutation: bool,
+    tuner: TunerSettings,
+) -> Proposed:
+    from yarn_adapt.service.tuner_adapter import HistoryModel
+    from yarn_adapt.tuning.tuner import propose_from_snapshot
+    from yarn_adapt.yarn.observe import observe_cluster
+
+    if mutation and scheduler_file is not None:
+        raise InputError("--mutation and --scheduler-file exclude each other")
+    endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    with endpoints.rm_client() as rm:
+        history = endpoints.history_client()
+        try:
+            snapshot = observe_cluster(rm, history).snapshot
+            document = _running_document(rm, scheduler_file, mutation)
+        finally:
+            if history is not None:
+                history.close()
+    learned = HistoryModel(seed=tuner.seed)
+    jobs = learned.update(snapshot)
+    assert learned.model is not None
+    proposal = propose_from_snapshot(snapshot, document.config, learned.model, tuner, history=jobs)
+    return Proposed(proposal, document, learned.model)
+
+
+def _running_document(rm: object, scheduler_file: Path | None, mutation: bool) -> SchedulerDocument:
+    from yarn_adapt.yarn.apply import config_from_properties
+    from yarn_adapt.yarn.confxml import parse_capacity_xml, read_scheduler_document, render_capacity
+    from yarn_adapt.yarn.rm import ResourceManagerClient
+    from yarn_adapt.yarn.site import hadoop_conf_dir, scheduler_file_in
+
+    assert isinstance(rm, ResourceManagerClient)
+    if mutation:
+        source = f"{rm.endpoints.base_urls[0]}/ws/v1/cluster/scheduler-conf"
+        running = config_from_properties(rm.scheduler_conf(), source)
+        return parse_capacity_xml(render_capacity(running), source)
+    if scheduler_file is None:
+        conf_dir = hadoop_conf_dir()
+        if conf_dir is None:
+            raise SettingsError(
+                "no scheduler file: pass --scheduler-file, --mutation, or set HADOOP_CONF_DIR"
+            )
+        scheduler_file = scheduler_file_in(conf_dir)
+    return read_scheduler_document(scheduler_file)
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def _propose_simulated(
+    config_path: Path | None,
+    trace: Path | None,
+    at_s: float,
+    nodes: int,
+    containers_per_node: int,
+    tuner: TunerSettings,
+) -> Proposed:
+    from yarn_adapt.service.demo import CONTAINER, demo_scheduler_file, split_in_half
+    from yarn_adapt.service.simcluster import SimulatedCluster
+    from yarn_adapt.sim import ClusterSpec, SimulationOptions
+    from yarn_adapt.tuning.tuner import propose_from_simulation
+    from yarn_adapt.workload import fit_task_time_model, load_trace
+    from yarn_adapt.workload.bundled import bundled_trace
+    from yarn_adapt.workload.queues import spread_over
+    from yarn_adapt.yarn.confxml import read_scheduler_document
+
+    document = read_scheduler_document(config_path or demo_scheduler_file("capacity"))
+    leaves = [leaf.name for leaf in document.config.leaves()]
+    workload = load_trace(trace or bundled_trace(), seed=tuner.seed, queues=spread_over(leaves))
+    history, replay = split_in_half(workload)
+    model = fit_task_time_model(history, seed=tuner.seed)
+    spec = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
+    cluster = SimulatedCluster(replay, spec, document.config, SimulationOptions(seed=tuner.seed))
+    cluster.advance(at_s)
+    view = cluster.view()
+    proposal = propose_from_simulation(
+        view.time_s, view.start, view.cluster, document.config, model, tuner, recent=view.recent
+    )
+    return Proposed(proposal, document, model)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _report(proposed: Proposed, out: Path | None, as_json: bool) -> None:
+    from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
+    from yarn_adapt.yarn.schedconf.xmlio import write_atomically
+
+    xml = proposal_xml(proposed.proposal, proposed.document)
+    if out is not None:
+        write_atomically(out, xml)
+    if as_json:
+        click.echo(json.dumps(proposal_json(proposed, out)))
+        return
+    click.echo(render_proposal(proposed.proposal))
+    click.echo(f"\nTask times: {proposed.model.reason}")
+    if out is not None:
+        click.echo(f"Wrote {out}; apply it with: yarn-adapt apply {out}")
+
+
+def proposal_json(proposed: Proposed, out: Path | None) -> dict[str, object]:
+    proposal = proposed.proposal
+    return {
+        "groups": [
+            {
+                "group": d.group,
+                "jobs": d.jobs,
+                "triggered": d.triggered,
+                "reason": d.reason,
+                "predicted_latency_before_s": _number(d.before_s),
+                "predicted_latency_after_s": _number(d.after_s),
+            }
+            for d in proposal.groups
+        ],
+        "predicted_latency_before_s": _number(proposal.cluster_before_s),
+        "predicted_latency_after_s": _number(proposal.cluster_after_s),
+        "changes": [
+            {"queue": c.queue, "property": c.prop, "old": c.old, "new": c.new, "reason": r}
+            for c, r in zip(proposal.changes, proposal.reasons, strict=True)
+        ],
+        "task_times": proposed.model.reason,
+        "out": str(out) if out is not None else None,
+    }
+
+
+def _number(value: float) -> float | str | None:
+    """JSON has no NaN or infinity: unknown is null, starving is "starves"."""
+    if math.isnan(value):
+        return None
+    return round(value, 3) if math.isfinite(value) else "starves"
