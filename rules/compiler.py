@@ -123,6 +123,14 @@ class MechanismCompiler:
         self._cache: dict[Signature, Mechanism] = {}
         self.rule_engine_calls = 0
 
+    def __reduce__(self) -> tuple[object, tuple[dict[Signature, Mechanism]]]:
+        """Pickled for an executor's worker: the default rule book is rebuilt there
+        (its rules hold durable-rules closures), the mechanisms compiled so far go
+        along so the worker need not ask the rules again."""
+        if self.book is not DEFAULT_BOOK:
+            raise TypeError("only a compiler of the default rule book can go to a worker")
+        return (_default_compiler, (dict(self._cache),))
+
     def compile(self, facts: Signature) -> Mechanism:
         found = self._cache.get(facts)
         if found is None:
@@ -145,3 +153,9 @@ class MechanismCompiler:
             shown = ", ".join(f"{k}={v}" for k, v in facts.items())
             raise SettingsError(f"the comparator has no {group} rule for {shown}")
         return choice
+
+
+def _default_compiler(cache: dict[Signature, Mechanism]) -> MechanismCompiler:
+    compiler = MechanismCompiler()
+    compiler._cache.update(cache)
+    return compiler

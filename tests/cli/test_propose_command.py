@@ -65,6 +65,7 @@ def test_sim_on_a_fair_file_when_nothing_runs_proposes_no_change(
         (["--sim", "--at", "0"], "--at, --nodes and --containers-per-node must be positive"),
         (["--sim", "--interval", "-5"], "--interval must be positive"),
         (["--sim", "--min-improvement", "2"], "--min-improvement must be in [0, 1)"),
+        (["--sim", "--executor", "threads"], "--executor 'threads': expected 'serial'"),
         (
             ["--rm", "http://127.0.0.1:9", "--mutation", "--scheduler-file", "pyproject.toml"],
             "--mutation and --scheduler-file exclude each other",

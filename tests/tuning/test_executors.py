@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from distributed import LocalCluster
 
 from tests.tuning.test_group_optimizer import bowl_problem
 from yarn_adapt.errors import SettingsError
@@ -108,8 +109,7 @@ def test_a_process_pool_gives_the_serial_answer(serial_round: TuningRound) -> No
 
 @pytest.fixture(scope="module")
 def dask_address() -> Iterator[str]:
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
+    with LocalCluster(
         n_workers=1,
         threads_per_worker=2,
         processes=False,

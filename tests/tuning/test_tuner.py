@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from distributed import LocalCluster
 
 from yarn_adapt.model import (
     Application,
@@ -33,6 +34,7 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.sim import JobInProgress, SimulationStart
 from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
+from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
 from yarn_adapt.tuning.space import SpaceSettings
 from yarn_adapt.tuning.tuner import (
@@ -143,6 +145,29 @@ def test_algorithm3_moves_cluster_share_to_the_loaded_group(model) -> None:  # t
     assert a is not None and a.capacity.percent > 50  # type: ignore[union-attr]
     assert not yarn_refuses(validate(proposal.config, current))
     assert any("Algorithm 3" in r for r in proposal.reasons)
+
+
+@pytest.mark.parametrize("executor", ["process:2", "dask"])
+def test_the_cluster_curves_in_parallel_give_the_inline_proposal(model, executor) -> None:  # type: ignore[no-untyped-def]
+    """The groups' searches at every resource level run on a process pool or a Dask
+    cluster (tuner, comparator and compiled mechanism go to the workers) and agree."""
+    current = two_groups()
+    jobs = [spec(f"a{i}", "a1", 95.0, maps=8) for i in range(4)] + [spec("b", "b1", 99.0, maps=1)]
+    tuning_state = state(*jobs, containers=16)
+    inline = propose(tuning_state, current, model, SETTINGS)
+    if executor == "dask":
+        with LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+            host="127.0.0.1", dashboard_address=None,
+        ) as cluster:  # fmt: skip
+            address = cluster.scheduler_address.replace("tcp://", "dask://")
+            with open_executor(address) as handle:
+                parallel = propose(tuning_state, current, model, SETTINGS, executor=handle)
+    else:
+        with open_executor(executor) as handle:
+            parallel = propose(tuning_state, current, model, SETTINGS, executor=handle)
+    assert parallel.config == inline.config
+    assert parallel.reasons == inline.reasons
 
 
 def snapshot(now_ms: int) -> ClusterSnapshot:

@@ -21,6 +21,7 @@ import click
 
 from yarn_adapt.cli.connect import endpoints_from_options, yarn_options
 from yarn_adapt.errors import InputError, SettingsError
+from yarn_adapt.tuning.executors import ExecutorHandle
 from yarn_adapt.tuning.tuner import Proposal, TunerSettings
 from yarn_adapt.workload.taskmodel import TaskTimeModel
 from yarn_adapt.yarn.confxml import SchedulerDocument
@@ -72,25 +73,38 @@ class Proposed:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the proposed scheduler XML here.",
 )
+@click.option(
+    "--executor",
+    default="process",
+    show_default=True,
+    help="Where the groups' searches run: serial, process[:N] or dask://HOST:PORT.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def propose_command(
     sim: bool, scheduler_file: Path | None, mutation: bool, sim_config: Path | None,
     trace: Path | None, at: float, nodes: int, containers_per_node: int,
-    interval: float | None, min_improvement: float, out: Path | None, as_json: bool,
-    seed: int, **connection: object,
+    interval: float | None, min_improvement: float, out: Path | None, executor: str,
+    as_json: bool, seed: int, **connection: object,
 ) -> None:  # fmt: skip
     """Propose a scheduler configuration for the jobs the cluster runs now: the
     predicted latency per group, the diff and the reasons. Nothing is applied."""
     if interval is not None and interval <= 0:
         raise InputError(f"--interval must be positive, got {interval:g}")
+    from yarn_adapt.tuning.executors import open_executor, parse_executor_spec
+
+    spec = parse_executor_spec(executor)
     if sim:
         _check_sim_options(at, nodes, containers_per_node)
         tuner = _tuner_settings(interval or at, min_improvement, seed)
-        proposed = _propose_simulated(sim_config, trace, at, nodes, containers_per_node, tuner)
+        with open_executor(spec) as handle:
+            proposed = _propose_simulated(
+                sim_config, trace, at, nodes, containers_per_node, tuner, handle
+            )
     else:
         tuner = _tuner_settings(interval or 120.0, min_improvement, seed)
-        proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner)
+        with open_executor(spec) as handle:
+            proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner, handle)
     _report(proposed, out, as_json)
 
 
@@ -113,6 +127,7 @@ def _propose_on_rm(
     scheduler_file: Path | None,
     mutation: bool,
     tuner: TunerSettings,
+    handle: ExecutorHandle,
 ) -> Proposed:
     from yarn_adapt.service.tuner_adapter import HistoryModel
     from yarn_adapt.tuning.tuner import propose_from_snapshot
@@ -132,7 +147,9 @@ def _propose_on_rm(
     learned = HistoryModel(seed=tuner.seed)
     jobs = learned.update(snapshot)
     assert learned.model is not None
-    proposal = propose_from_snapshot(snapshot, document.config, learned.model, tuner, history=jobs)
+    proposal = propose_from_snapshot(
+        snapshot, document.config, learned.model, tuner, history=jobs, executor=handle
+    )
     return Proposed(proposal, document, learned.model)
 
 
@@ -167,6 +184,7 @@ def _propose_simulated(
     nodes: int,
     containers_per_node: int,
     tuner: TunerSettings,
+    handle: ExecutorHandle,
 ) -> Proposed:
     from yarn_adapt.service.demo import CONTAINER, demo_scheduler_file, split_in_half
     from yarn_adapt.service.simcluster import SimulatedCluster
@@ -187,8 +205,9 @@ def _propose_simulated(
     cluster.advance(at_s)
     view = cluster.view()
     proposal = propose_from_simulation(
-        view.time_s, view.start, view.cluster, document.config, model, tuner, recent=view.recent
-    )
+        view.time_s, view.start, view.cluster, document.config, model, tuner,
+        recent=view.recent, executor=handle,
+    )  # fmt: skip
     return Proposed(proposal, document, model)
 
 

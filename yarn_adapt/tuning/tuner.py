@@ -31,6 +31,7 @@ import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -54,6 +55,7 @@ from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.tuning.apply import Group, apply_ratios, apply_setting, groups_of, scheduler_of
 from yarn_adapt.tuning.bridge import group_config
 from yarn_adapt.tuning.cluster_dp import GroupCurve, best_cluster_allocation
+from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
 from yarn_adapt.tuning.search import Point, RRSSettings, search
 from yarn_adapt.tuning.snapshot_state import start_from_snapshot
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, SpaceSettings, quantized_space
@@ -364,8 +366,11 @@ def propose(
     settings: TunerSettings | None = None,
     *,
     frozen: frozenset[str] = frozenset(),
+    executor: ExecutorHandle | None = None,
 ) -> Proposal:
-    """The tuner's proposal for ``state`` under the running ``current`` configuration."""
+    """The tuner's proposal for ``state`` under the running ``current`` configuration.
+    ``executor`` runs the triggered groups' searches at every resource level (the
+    cluster-level curves) in parallel; inline when ``None``."""
     settings = settings or TunerSettings()
     model.prime(_pending_jobs(state))
     groups = groups_of(current)
@@ -387,7 +392,7 @@ def propose(
         tunings[group.parent] = tuning
         decisions.append(_decide(tuning, resources, reason, settings))
     proposed = _compose(current, decisions)
-    proposed, decisions = _split_cluster(state, proposed, decisions, tunings, settings)
+    proposed, decisions = _split_cluster(state, proposed, decisions, tunings, settings, executor)
     return _finish(current, proposed, decisions)
 
 
@@ -463,6 +468,7 @@ def _split_cluster(
     decisions: list[GroupDecision],
     tunings: Mapping[str, _GroupTuning],
     settings: TunerSettings,
+    executor: ExecutorHandle | None = None,
 ) -> tuple[SchedulerConfig, list[GroupDecision]]:
     """Algorithm 3 over the triggered groups: the containers they hold now,
     re-divided by their best latency at ``settings.levels`` resource levels."""
@@ -472,7 +478,9 @@ def _split_cluster(
     shares = {name: group_share(proposed, t.group) for name, t in tunings.items()}
     total_units = state.cluster.total.memory_mb // unit
     pool = max(len(tunings), round(sum(shares.values()) * total_units))
-    curves = [_curve(name, t, pool, state) for name, t in tunings.items()]
+    run = partial(_curve, pool=pool, unit=state.cluster.minimum_allocation)
+    named = list(tunings.items())
+    curves = map_in_chunks(executor, run, named) if executor else [run(n) for n in named]
     allocation = best_cluster_allocation(curves, pool)
     fraction = sum(shares.values())
     # containers no group's latency needs are spread in proportion (YARN shares
@@ -493,8 +501,9 @@ def resource_levels(pool: int, most: int) -> list[int]:
     return sorted({round(float(v)) for v in np.geomspace(1, pool, most)} | {pool})
 
 
-def _curve(name: str, tuning: _GroupTuning, pool: int, state: TuningState) -> GroupCurve:
-    unit = state.cluster.minimum_allocation
+def _curve(named: tuple[str, _GroupTuning], pool: int, unit: Resources) -> GroupCurve:
+    """A group's best latency at each resource level (runs in an executor's worker)."""
+    name, tuning = named
     levels = resource_levels(pool, tuning.settings.levels)
     latencies = []
     for units in levels:
@@ -601,11 +610,12 @@ def propose_from_simulation(
     *,
     recent: Sequence[JobSpec] = (),
     frozen: frozenset[str] = frozenset(),
+    executor: ExecutorHandle | None = None,
 ) -> Proposal:
     """:func:`propose` on a simulated cluster's state (``recent``: the jobs submitted
     in the last interval, for the forecast)."""
     state = state_from_simulation(now_s, start, cluster, recent)
-    return propose(state, current, model, settings, frozen=frozen)
+    return propose(state, current, model, settings, frozen=frozen, executor=executor)
 
 
 def propose_from_snapshot(
@@ -617,7 +627,8 @@ def propose_from_snapshot(
     history: Sequence[JobSpec] = (),
     container: Resources | None = None,
     frozen: frozenset[str] = frozenset(),
+    executor: ExecutorHandle | None = None,
 ) -> Proposal:
     """:func:`propose` on a real cluster's snapshot."""
     state = state_from_snapshot(snapshot, history, container)
-    return propose(state, current, model, settings, frozen=frozen)
+    return propose(state, current, model, settings, frozen=frozen, executor=executor)
