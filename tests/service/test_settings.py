@@ -64,6 +64,10 @@ def test_values_are_read_into_their_types(tmp_path: Path) -> None:
         ("[scheduler]\nvia = 'ssh'\n", r"\[scheduler\] via: 'ssh' file or mutation"),
         ("[tuning]\nmin_improvement = 1.5\n", r"\[tuning\] min_improvement: 1\.5 in \[0, 1\)"),
         ("[http]\nport = 70000\n", r"\[http\] port: 70000 in 0\.\.65535"),
+        (
+            "[tuning]\nexecutor = 'threads'\n",
+            r"\[tuning\] executor: --executor 'threads': expected 'serial', 'process'",
+        ),
         ("[backoff]\ninitial_s = 60\nmax_s = 10\n", r"\[backoff\] max_s: 10\.0 >= initial_s"),
         ("service = 3\n", r"service must be a table"),
         ("[service\nmode = 1\n", r"yarn-adapt\.toml: not valid TOML: .*line 1"),

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.tuning.executors import parse_executor_spec
 
 TOKEN_ENV = "YARN_ADAPT_TOKEN"
 DEFAULT_REFRESH_COMMAND = ("yarn", "rmadmin", "-refreshQueues")
@@ -82,6 +83,7 @@ class TuningSection:
     max_queue_changes: int = 8
     max_share_step: float = 30.0
     seed: int = 0
+    executor: str = "process"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,6 +250,10 @@ def check_settings(settings: Settings) -> None:
     for key, ok, expectation in rules:
         if not ok:
             raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
+    try:
+        parse_executor_spec(settings.tuning.executor)
+    except SettingsError as exc:
+        raise SettingsError(f"{settings.source}: [tuning] executor: {exc}") from exc
 
 
 def _value(settings: Settings, key: str) -> str:

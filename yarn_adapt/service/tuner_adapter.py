@@ -21,6 +21,7 @@ from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
+from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.tuner import (
     Proposal,
     TunerSettings,
@@ -132,14 +133,16 @@ class SnapshotProposer:
     def __init__(self, settings: Settings) -> None:
         self.settings = tuner_settings(settings)
         self.history = HistoryModel(seed=settings.tuning.seed)
+        self.executor = settings.tuning.executor
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         snapshot = observed.view
         assert isinstance(snapshot, ClusterSnapshot), "the snapshot proposer needs an RM"
         history = self.history.update(snapshot)
         assert self.history.model is not None
-        proposal = propose_from_snapshot(
-            snapshot, observed.config, self.history.model, self.settings,
-            history=history, frozen=frozen,
-        )  # fmt: skip
+        with open_executor(self.executor) as handle:
+            proposal = propose_from_snapshot(
+                snapshot, observed.config, self.history.model, self.settings,
+                history=history, frozen=frozen, executor=handle,
+            )  # fmt: skip
         return suggestion_of(proposal, self.history.model)
