@@ -2,7 +2,8 @@
 
 One round, each step timed::
 
-    reconcile (until it once succeeds) -> observe -> measure realized latency
+    observe -> reconcile (until it once succeeds; then observe again if it settled
+      an interrupted apply) -> measure realized latency
       -> propose (triggered groups, minus those cooling down) -> decide (gates)
       -> act (the mode's actuator) -> record
 
@@ -190,7 +191,9 @@ class TuningLoop:
         with timer.step("observe"):
             observed = self._observe()
         with timer.step("reconcile"):
-            self._reconcile_once()
+            if self._reconcile_once():
+                # an interrupted apply was finished or rolled back: read what runs now
+                observed = self._observe()
         with timer.step("measure"):
             self._measure_realized(observed, started)
         cooling = cooling_groups(
@@ -227,11 +230,14 @@ class TuningLoop:
         log.warning("round skipped: %s", reason)
         return RoundSkipped(Decision(DecisionKind.RM_UNAVAILABLE, reason), RoundStatus.SKIPPED)
 
-    def _reconcile_once(self) -> None:
-        """Settle interrupted applies before anything new is proposed or applied."""
-        if not self.reconciled:
-            reconcile(self.store, self.backend)
-            self.reconciled = True
+    def _reconcile_once(self) -> bool:
+        """Settle interrupted applies before anything new is proposed or applied;
+        whether there was one to settle."""
+        if self.reconciled:
+            return False
+        settled = reconcile(self.store, self.backend)
+        self.reconciled = True
+        return bool(settled)
 
     def _decide(
         self, round_id: int, observed: Observed, suggestion: Suggestion, cooling: dict[str, float]

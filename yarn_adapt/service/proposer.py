@@ -3,8 +3,8 @@
 A :class:`Proposer` turns an observation into a :class:`~yarn_adapt.service.records.Suggestion`
 (the proposed configuration, predicted latency per group and for the cluster, the
 reason for each change), or ``None`` when no group was triggered. The adapters to
-the tuner of :mod:`yarn_adapt.tuning.tuner` live here; the service never imports the
-tuner anywhere else.
+the tuner of :mod:`yarn_adapt.tuning.tuner` are in
+:mod:`yarn_adapt.service.tuner_adapter`, imported only through the factories here.
 """
 
 from __future__ import annotations

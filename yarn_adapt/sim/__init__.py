@@ -1,5 +1,6 @@
 """A fast discrete-event simulator of a YARN cluster under the Capacity or the Fair
-Scheduler: the what-if engine of the tuner and the product's embedded default.
+Scheduler: ground truth for the benchmarks, the demo's cluster and ``yarn-adapt sim``
+(the tuner itself scores candidates with the rules comparator).
 
 Entry points: :func:`simulate` and :func:`latency_stats_by_queue`;
 :func:`run_speed_benchmark` for the speed figure. Semantics and simplifications are
