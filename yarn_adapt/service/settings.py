@@ -25,9 +25,9 @@ from typing import Any, TypeVar, get_type_hints
 
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.executors import parse_executor_spec
+from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
 TOKEN_ENV = "YARN_ADAPT_TOKEN"
-DEFAULT_REFRESH_COMMAND = ("yarn", "rmadmin", "-refreshQueues")
 
 
 class Mode(StrEnum):
