@@ -48,13 +48,14 @@ from rules.kernels import (
     AmPolicy,
     Bounds,
     JobKey,
+    NoUserLimit,
     Timing,
     Totals,
     UserCheck,
     lookup,
 )
 from rules.mechanism import Mechanism
-from rules.state import INFINITY, JobState, QueueState, TaskRun, normalised
+from rules.state import INFINITY, JobState, QueueState, normalised, plan_of
 from yarn_adapt.errors import SettingsError
 
 _END = 0
@@ -105,6 +106,7 @@ class Algorithm1:
         self._seq = 0
         self._ends: dict[tuple[int, float, int, int, int], int] = {}
         self._shares_dirty = True
+        self._fair_shares: dict[tuple[int, ...], tuple[tuple[float, float], ...]] = {}
         # (moment, job id, is AM) per container granted, when recording R_job for tests
         self.grants: list[tuple[float, str, bool]] | None = [] if record else None
 
@@ -121,6 +123,7 @@ class Algorithm1:
         self.bounds = cast(Bounds, self._constraint(mechanism, "queue_bounds", constraints))
         self.am = cast(AmPolicy, self._constraint(mechanism, "am"))
         self.users = cast(UserCheck, self._constraint(mechanism, "user_limit"))
+        self.no_user_limit = isinstance(self.users, NoUserLimit)
         self.job_cap = cast(Callable[[JobState], float], self._constraint(mechanism, "placement"))
         self.both_dims = bool(self._constraint(mechanism, "resource_fit"))
         self.timing = cast(Timing, self._constraint(mechanism, "heartbeat"))
@@ -154,9 +157,7 @@ class Algorithm1:
             queue = by_name.get(spec.queue)
             if queue is None:
                 raise SettingsError(f"job {spec.id} names queue {spec.queue!r}, not in the group")
-            job = JobState(index, spec, queue, resources.unit)
-            if not self.both_dims:
-                job.drop_vcores()
+            job = JobState(index, spec, queue, plan_of(spec, resources.unit, self.both_dims))
             job.cap_mem = self.job_cap(job)
             jobs.append(job)
         return jobs
@@ -193,28 +194,30 @@ class Algorithm1:
         """Whether every container the job asks for fits the largest node (the whole
         group when nodes are unknown)."""
         largest_mem, largest_vc = self.largest
-        asks = [(run.mem, run.vc) for stage in job.stages for run in stage]
-        if self.am.needs_am:
-            asks.append((job.am_mem, job.am_vc))
-        return all(m <= largest_mem and v <= largest_vc for m, v in asks)
+        task_mem, task_vc = job.largest
+        if task_mem > largest_mem or task_vc > largest_vc:
+            return False
+        return not self.am.needs_am or (job.am_mem <= largest_mem and job.am_vc <= largest_vc)
 
     def _loop(self) -> Estimate:
-        heap = self._heap
+        heap, jobs, pop = self._heap, self.jobs, heapq.heappop
+        # without heartbeats no node ever reports (containers have no node)
+        reports = self.heartbeats
         while heap:
-            self.now = heap[0][0]
+            now = self.now = heap[0][0]
             kicked = False
-            while heap and heap[0][0] == self.now:
-                _, _, _, kind, index, count, node, end, shape = heapq.heappop(heap)
+            while heap and heap[0][0] == now:
+                _, _, _, kind, index, count, node, end, shape = pop(heap)
                 if kind == _END:
-                    kicked |= self._end(self.jobs[index], count, node, end, shape)
-                    if not self._more_reports():
+                    kicked |= self._end(jobs[index], count, node, end, shape)
+                    if reports and not self._more_reports():
                         self._report_heartbeats()
                 elif kind == _HEARTBEAT:
                     self._on_heartbeat(index)
                 elif kind == _ARRIVE:
-                    kicked |= self._arrive(self.jobs[index])
+                    kicked |= self._arrive(jobs[index])
                 else:
-                    kicked |= self._next_stage(self.jobs[index])
+                    kicked |= self._next_stage(jobs[index])
             self._after_instant(kicked)
         return self._estimate()
 
@@ -303,8 +306,8 @@ class Algorithm1:
             queue.am_used_vc += job.am_vc
             queue.users[job.user][2] += job.am_mem
         later = min((r.stage for r in job.spec.running), default=0)
-        while job.stages and later > 0 and not job.stages[0]:
-            job.stages.popleft()
+        while job.has_stage and later > 0 and job.stage_started:
+            job.next_stage()
             later -= 1
         memory, vcores = normalised(job.spec.task, self.unit_resources)
         vcores = vcores if self.both_dims else 0
@@ -328,17 +331,17 @@ class Algorithm1:
 
     def _load_stage(self, job: JobState) -> None:
         """Make the current stage's tasks pending (the stage at the head of ``stages``)."""
-        runs = job.stages[0] if job.stages else ()
-        job.pending = sum(run.count for run in runs)
-        job.queue.pending_mem += sum(run.count * run.mem for run in runs)
-        job.queue.pending_vc += sum(run.count * run.vc for run in runs)
+        tasks, memory, vcores = job.demands[job.stage] if job.has_stage else (0, 0, 0)
+        job.pending = tasks
+        job.queue.pending_mem += memory
+        job.queue.pending_vc += vcores
 
     def _next_stage(self, job: JobState) -> bool:
         """The current stage is over (or the job just got its AM): start the next
         stage that has tasks, or finish the job. True when new demand appeared."""
-        while job.stages and not job.stages[0]:
-            job.stages.popleft()
-        if job.stages:
+        while job.has_stage and job.stage_started:
+            job.next_stage()
+        if job.has_stage:
             self._load_stage(job)
             return True
         return self._finish(job)
@@ -436,12 +439,15 @@ class Algorithm1:
 
     def _allocate_anywhere(self) -> None:
         """Continuous timing: grant until nothing more can be granted now."""
-        while self.free_mem > 0:
+        # every request is at least the unit (normalised): below it nothing fits
+        unit_mem = self.totals.unit_mem
+        while self.free_mem >= unit_mem:
             job = self._pick(self.free_mem, self.free_vc)
             if job is None:
                 break
             self._grant(job, _NO_NODE)
-        self._flush_ends()
+        if self._ends:
+            self._flush_ends()
 
     def _allocate_on(self, node: int) -> int:
         """One heartbeat of ``node``: grants within the per-heartbeat limit."""
@@ -464,7 +470,7 @@ class Algorithm1:
         return used_mem <= start_mem * 0.5 and used_vc <= start_vc * 0.5
 
     def _pick(self, free_mem: int, free_vc: int) -> JobState | None:
-        asking = [q for q in self.queues if q.has_demand]
+        asking = [q for q in self.queues if q.pending_mem > 0 or q.pending_vc > 0]
         if not asking:
             return None
         if self.fair_am and self._shares_dirty:
@@ -481,21 +487,27 @@ class Algorithm1:
         jobs = [j for j in queue.active if j.awaiting_am or j.pending > 0]
         if len(jobs) > 1:
             jobs.sort(key=self.ordering[queue.position])
-        used = (self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc)
+        users = None if self.no_user_limit else self.users
         refused_am = INFINITY  # an AM as big as a refused one is refused too
         for job in jobs:
-            memory, vcores = job.request
-            if job.awaiting_am and memory >= refused_am:
+            if job.awaiting_am:
+                memory, vcores = job.am_mem, job.am_vc
+                if memory >= refused_am:
+                    continue
+            else:
+                head = job.stages[job.stage][job.run]
+                memory, vcores = head[2], head[3]
+            if users is not None and not users.allows(queue, job):
                 continue
-            if not self.users.allows(queue, job):
-                continue
-            if self._over_ceiling(queue, memory, vcores):
+            if queue.used_mem + memory > queue.ceiling_mem or (
+                self.both_dims and queue.used_vc + vcores > queue.ceiling_vc
+            ):
                 if self.block_at_ceiling:
                     return None
                 continue
             if job.used_mem + memory > job.cap_mem:
                 continue
-            if job.awaiting_am and self.fair_am and not self.am.allows(queue, job, used):
+            if job.awaiting_am and self.fair_am and not self.am.allows(queue, job, self._used()):
                 refused_am = memory
                 continue
             if memory > free_mem or vcores > free_vc:
@@ -503,10 +515,8 @@ class Algorithm1:
             return job
         return None
 
-    def _over_ceiling(self, queue: QueueState, memory: int, vcores: int) -> bool:
-        if queue.used_mem + memory > queue.ceiling_mem:
-            return True
-        return self.both_dims and queue.used_vc + vcores > queue.ceiling_vc
+    def _used(self) -> tuple[int, int]:
+        return self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc
 
     def _grant(self, job: JobState, node: int) -> None:
         queue = job.queue
@@ -534,15 +544,10 @@ class Algorithm1:
     def _start_task(self, job: JobState, node: int) -> None:
         """The job's next pending task (execution order) starts now; its container's
         available moment is now + its estimated seconds (Algorithm 2, line 16)."""
-        head: TaskRun = job.stages[0][0]
-        head.count -= 1
-        if head.count == 0:
-            job.stages[0].popleft()
-        job.pending -= 1
-        job.queue.pending_mem -= head.mem
-        job.queue.pending_vc -= head.vc
-        job.work_left -= head.seconds
-        key = (job.index, head.seconds, node, head.mem, head.vc)
+        _, seconds, memory, vcores = job.start_task()
+        job.queue.pending_mem -= memory
+        job.queue.pending_vc -= vcores
+        key = (job.index, seconds, node, memory, vcores)
         self._ends[key] = self._ends.get(key, 0) + 1
 
     def _flush_ends(self) -> None:
@@ -551,12 +556,22 @@ class Algorithm1:
         self._ends.clear()
 
     def _update_fair_shares(self) -> None:
+        """Each queue's instantaneous fair share; it depends only on which queues are
+        active (their weights and bounds are fixed while the mix runs), so it is
+        worked out once per set of active queues."""
         self._shares_dirty = False
-        for queue in self.queues:
-            queue.fair_mem = queue.fair_vc = 0.0
-        active = [q for q in self.queues if q.active]
-        if active:
-            self.allocation.share_out(active)
+        queues = self.queues
+        active = tuple(q.position for q in queues if q.active)
+        shares = self._fair_shares.get(active)
+        if shares is None:
+            for queue in queues:
+                queue.fair_mem = queue.fair_vc = 0.0
+            if active:
+                self.allocation.share_out([queues[p] for p in active])
+            shares = self._fair_shares[active] = tuple((q.fair_mem, q.fair_vc) for q in queues)
+            return
+        for queue, (fair_mem, fair_vc) in zip(queues, shares, strict=True):
+            queue.fair_mem, queue.fair_vc = fair_mem, fair_vc
 
     # ------------------------------------------------------------------ heartbeats
 

@@ -81,22 +81,62 @@ class QueueState:
         return self.pending_mem > 0 or self.pending_vc > 0
 
 
-class TaskRun:
-    """``count`` pending tasks of a stage that each run ``seconds`` in a container of
-    ``mem`` MiB and ``vc`` vcores (normalised)."""
+# A run of a stage: (count, seconds, memory MiB, vcores) of identical tasks.
+TaskRun = tuple[int, float, int, int]
 
-    __slots__ = ("count", "mem", "seconds", "vc")
 
-    def __init__(self, count: int, seconds: float, mem: int, vc: int) -> None:
-        self.count = count
-        self.seconds = seconds
-        self.mem = mem
-        self.vc = vc
+class JobPlan:
+    """What a job's evaluations share: its stages as runs normalised to the unit (with
+    vcores dropped when only memory is compared), each stage's total demand, and its
+    AM's container. Read-only; built once per job, unit and dimension choice."""
+
+    __slots__ = ("am_mem", "am_vc", "demands", "largest", "stages")
+
+    def __init__(self, spec: MixJob, unit: Resources, both_dims: bool) -> None:
+        self.am_mem, am_vc = normalised(spec.am, unit)
+        self.am_vc = am_vc if both_dims else 0
+        self.stages: tuple[tuple[TaskRun, ...], ...] = tuple(
+            tuple(_run(group, spec.task, unit, both_dims) for group in stage if group[0] > 0)
+            for stage in spec.stages
+        )
+        # per stage: (tasks, memory, vcores) it asks for in all
+        self.demands: tuple[tuple[int, int, int], ...] = tuple(
+            (
+                sum(run[0] for run in stage),
+                sum(run[0] * run[2] for run in stage),
+                sum(run[0] * run[3] for run in stage),
+            )
+            for stage in self.stages
+        )
+        # the largest task container, per dimension (0, 0 without tasks)
+        self.largest = (
+            max((run[2] for stage in self.stages for run in stage), default=0),
+            max((run[3] for stage in self.stages for run in stage), default=0),
+        )
+
+
+_PLANS: dict[tuple[int, Resources, bool], tuple[MixJob, JobPlan]] = {}
+_PLANS_KEPT = 100_000
+
+
+def plan_of(spec: MixJob, unit: Resources, both_dims: bool) -> JobPlan:
+    """``spec``'s plan, built on first use. Keyed by identity (hashing a job's stages
+    costs as much as planning them); the entry keeps ``spec`` alive, so an id is
+    never reused while its entry stands."""
+    key = (id(spec), unit, both_dims)
+    found = _PLANS.get(key)
+    if found is not None and found[0] is spec:
+        return found[1]
+    if len(_PLANS) >= _PLANS_KEPT:
+        _PLANS.clear()
+    plan = JobPlan(spec, unit, both_dims)
+    _PLANS[key] = (spec, plan)
+    return plan
 
 
 class JobState:
-    """One job while the mix runs. ``stages`` holds the task runs not started yet,
-    current stage first."""
+    """One job while the mix runs. The tasks not started yet are ``stages[stage:]``
+    from run ``run`` of the current stage on, ``left`` of that run still to start."""
 
     __slots__ = (
         "am_mem",
@@ -105,15 +145,20 @@ class JobState:
         "awaiting_am",
         "cap_mem",
         "deadline",
+        "demands",
         "finish",
         "holds_am",
         "index",
+        "largest",
         "last_end",
+        "left",
         "pending",
         "priority",
         "queue",
+        "run",
         "running",
         "spec",
+        "stage",
         "stages",
         "submit",
         "used_mem",
@@ -122,7 +167,7 @@ class JobState:
         "work_left",
     )
 
-    def __init__(self, index: int, spec: MixJob, queue: QueueState, unit: Resources) -> None:
+    def __init__(self, index: int, spec: MixJob, queue: QueueState, plan: JobPlan) -> None:
         self.index = index
         self.spec = spec
         self.queue = queue
@@ -130,11 +175,14 @@ class JobState:
         self.priority = spec.priority
         self.deadline = INFINITY if spec.deadline_s is None else spec.deadline_s
         self.user = spec.user
-        self.am_mem, self.am_vc = normalised(spec.am, unit)
-        self.stages: deque[deque[TaskRun]] = deque(
-            deque(_run(group, spec.task, unit) for group in stage if group[0] > 0)
-            for stage in spec.stages
-        )
+        self.am_mem = plan.am_mem
+        self.am_vc = plan.am_vc
+        self.stages = plan.stages
+        self.demands = plan.demands
+        self.largest = plan.largest
+        self.stage = 0
+        self.run = 0
+        self.left = self.stages[0][0][0] if self.stages and self.stages[0] else 0
         self.pending = 0
         self.running = 0
         self.used_mem = 0
@@ -152,17 +200,41 @@ class JobState:
         """What the job's next container is: its AM, or its next task's."""
         if self.awaiting_am:
             return self.am_mem, self.am_vc
-        head = self.stages[0][0]
-        return head.mem, head.vc
+        head = self.stages[self.stage][self.run]
+        return head[2], head[3]
 
-    def drop_vcores(self) -> None:
-        """Only memory is compared and fitted: vcores count as zero."""
-        self.am_vc = 0
-        for stage in self.stages:
-            for run in stage:
-                run.vc = 0
+    @property
+    def has_stage(self) -> bool:
+        """Whether a stage is current (not every stage is over)."""
+        return self.stage < len(self.stages)
+
+    @property
+    def stage_started(self) -> bool:
+        """Whether every task of the current stage has started."""
+        return self.run >= len(self.stages[self.stage])
+
+    def next_stage(self) -> None:
+        """Drop the current stage (every task of it started)."""
+        self.stage += 1
+        self.run = 0
+        stages = self.stages
+        self.left = (
+            stages[self.stage][0][0] if self.stage < len(stages) and stages[self.stage] else 0
+        )
+
+    def start_task(self) -> TaskRun:
+        """The next pending task starts: its run (execution order)."""
+        head = self.stages[self.stage][self.run]
+        self.left -= 1
+        if self.left == 0:
+            self.run += 1
+            stage = self.stages[self.stage]
+            self.left = stage[self.run][0] if self.run < len(stage) else 0
+        self.pending -= 1
+        self.work_left -= head[1]
+        return head
 
 
-def _run(group: TaskGroupSpec, default: Resources, unit: Resources) -> TaskRun:
+def _run(group: TaskGroupSpec, default: Resources, unit: Resources, both_dims: bool) -> TaskRun:
     memory, vcores = normalised(group_shape(group, default), unit)
-    return TaskRun(group[0], group[1], memory, vcores)
+    return group[0], group[1], memory, vcores if both_dims else 0
