@@ -15,9 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rules.compiler import MechanismCompiler, signature
-from rules.engine import Estimate, evaluate
+from rules.engine import Algorithm1, Estimate
 from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
 from rules.mechanism import Mechanism
+from rules.paths import Decisions, Path
 from rules.rulebook import DEFAULT_BOOK, RuleBook
 from rules.uncertainty import perturbed_mixes
 
@@ -43,6 +44,8 @@ class Uncertainty:
 
 
 POINT_ESTIMATE = Uncertainty()
+# Paths kept per mechanism, queues and resources: the most recently followed first.
+PATHS_KEPT = 8
 
 
 def expected(estimates: Sequence[Estimate]) -> Estimate:
@@ -73,6 +76,8 @@ class Comparator:
         self.constraints = constraints
         self.compiler = compiler or MechanismCompiler(book)
         self.evaluations = 0
+        self.paths_followed = 0
+        self._paths: dict[tuple[int, Mechanism, tuple[str, ...], GroupResources], list[Path]] = {}
         self._mixes = (
             perturbed_mixes(mix, uncertainty.sigma, uncertainty.samples, uncertainty.seed)
             if uncertainty.samples > 1 and uncertainty.sigma > 0
@@ -90,9 +95,33 @@ class Comparator:
         resources = resources or self.resources
         mechanism = self.mechanism(config, resources)
         estimates = [
-            evaluate(mechanism, config, mix, resources, self.constraints) for mix in self._mixes
+            self._evaluate(index, mechanism, config, resources) for index in range(len(self._mixes))
         ]
         return estimates[0] if len(estimates) == 1 else expected(estimates)
+
+    def _evaluate(
+        self, index: int, mechanism: Mechanism, config: GroupConfig, resources: GroupResources
+    ) -> Estimate:
+        """Algorithm 1 on mix ``index``; a configuration that follows a kept path (one
+        that decides alike wherever the configuration matters, see
+        :mod:`rules.paths`) gets that path's estimate without running the mix."""
+        mix = self._mixes[index]
+        key = (index, mechanism, tuple(q.name for q in config.queues), resources)
+        paths = self._paths.setdefault(key, [])
+        judge = Algorithm1(mechanism, config, mix, resources, self.constraints) if paths else None
+        for position, path in enumerate(paths):
+            if judge is not None and judge.follows(path):
+                paths.insert(0, paths.pop(position))
+                self.paths_followed += 1
+                return path.estimate
+        decisions = Decisions()
+        engine = Algorithm1(
+            mechanism, config, mix, resources, self.constraints, decisions=decisions
+        )
+        estimate = engine.run()
+        paths.insert(0, Path(decisions, estimate))
+        del paths[PATHS_KEPT:]
+        return estimate
 
     def latency(self, config: GroupConfig, resources: GroupResources | None = None) -> float:
         """Mean job latency (s) under ``config``: the value the searches minimise."""

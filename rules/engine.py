@@ -55,6 +55,7 @@ from rules.kernels import (
     lookup,
 )
 from rules.mechanism import Mechanism
+from rules.paths import Decisions, Path, QueueLoad, Users
 from rules.state import INFINITY, JobState, QueueState, normalised, plan_of
 from yarn_adapt.errors import SettingsError
 
@@ -91,6 +92,7 @@ class Algorithm1:
         constraints: GroupConstraints,
         *,
         record: bool = False,
+        decisions: Decisions | None = None,
     ) -> None:
         self.totals = totals = Totals.of(resources.total, resources.unit)
         self.unit_resources = resources.unit
@@ -107,6 +109,9 @@ class Algorithm1:
         self._ends: dict[tuple[int, float, int, int, int], int] = {}
         self._shares_dirty = True
         self._fair_shares: dict[tuple[int, ...], tuple[tuple[float, float], ...]] = {}
+        self._shares_of: tuple[int, ...] | None = None  # active queues of the fair shares
+        # every configuration-dependent decision of the run, when its path is kept
+        self.decisions = decisions
         # (moment, job id, is AM) per container granted, when recording R_job for tests
         self.grants: list[tuple[float, str, bool]] | None = [] if record else None
 
@@ -272,7 +277,7 @@ class Algorithm1:
         kicked = False
         # LeafQueue.activateApplications tries every waiting app, in order
         for job in list(queue.waiting):
-            if self.am.allows(queue, job, used):
+            if self._am_allows(queue, job, used):
                 queue.waiting.remove(job)
                 queue.am_used_mem += job.am_mem
                 queue.am_used_vc += job.am_vc
@@ -476,7 +481,12 @@ class Algorithm1:
         if self.fair_am and self._shares_dirty:
             self._update_fair_shares()
         if len(asking) > 1:
-            asking.sort(key=self.allocation.key)
+            if self.decisions is None:
+                asking.sort(key=self.allocation.key)
+            else:
+                loads = tuple(_load(q) for q in asking)
+                asking.sort(key=self.allocation.key)
+                self.decisions.orders[loads, tuple(q.position for q in asking)] = None
         for queue in asking:
             job = self._pick_job(queue, free_mem, free_vc)
             if job is not None:
@@ -497,17 +507,15 @@ class Algorithm1:
             else:
                 head = job.stages[job.stage][job.run]
                 memory, vcores = head[2], head[3]
-            if users is not None and not users.allows(queue, job):
+            if users is not None and not self._user_allows(queue, job):
                 continue
-            if queue.used_mem + memory > queue.ceiling_mem or (
-                self.both_dims and queue.used_vc + vcores > queue.ceiling_vc
-            ):
+            if self._over_ceiling(queue, memory, vcores):
                 if self.block_at_ceiling:
                     return None
                 continue
             if job.used_mem + memory > job.cap_mem:
                 continue
-            if job.awaiting_am and self.fair_am and not self.am.allows(queue, job, self._used()):
+            if job.awaiting_am and self.fair_am and not self._am_allows(queue, job, self._used()):
                 refused_am = memory
                 continue
             if memory > free_mem or vcores > free_vc:
@@ -517,6 +525,36 @@ class Algorithm1:
 
     def _used(self) -> tuple[int, int]:
         return self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc
+
+    def _over_ceiling(self, queue: QueueState, memory: int, vcores: int) -> bool:
+        asked_mem, asked_vc = queue.used_mem + memory, queue.used_vc + vcores
+        over = asked_mem > queue.ceiling_mem or (self.both_dims and asked_vc > queue.ceiling_vc)
+        if self.decisions is not None:
+            self.decisions.ceilings[queue.position, asked_mem, asked_vc, over] = None
+        return over
+
+    def _user_allows(self, queue: QueueState, job: JobState) -> bool:
+        allowed = self.users.allows(queue, job)
+        if self.decisions is not None:
+            decision = (queue.position, queue.used_mem, _users(queue), job.index, allowed)
+            self.decisions.users[decision] = None
+        return allowed
+
+    def _am_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
+        allowed = self.am.allows(queue, job, used)
+        if self.decisions is not None:
+            decision = (
+                _load(queue),
+                queue.am_used_mem,
+                queue.am_used_vc,
+                _users(queue),
+                self._shares_of,
+                job.index,
+                used,
+                allowed,
+            )
+            self.decisions.ams[decision] = None
+        return allowed
 
     def _grant(self, job: JobState, node: int) -> None:
         queue = job.queue
@@ -560,18 +598,81 @@ class Algorithm1:
         active (their weights and bounds are fixed while the mix runs), so it is
         worked out once per set of active queues."""
         self._shares_dirty = False
+        active = tuple(q.position for q in self.queues if q.active)
+        self._shares_of = active
+        self._set_fair_shares(active)
+
+    def _set_fair_shares(self, active: tuple[int, ...]) -> None:
         queues = self.queues
-        active = tuple(q.position for q in queues if q.active)
         shares = self._fair_shares.get(active)
         if shares is None:
             for queue in queues:
                 queue.fair_mem = queue.fair_vc = 0.0
             if active:
                 self.allocation.share_out([queues[p] for p in active])
-            shares = self._fair_shares[active] = tuple((q.fair_mem, q.fair_vc) for q in queues)
+            self._fair_shares[active] = tuple((q.fair_mem, q.fair_vc) for q in queues)
             return
         for queue, (fair_mem, fair_vc) in zip(queues, shares, strict=True):
             queue.fair_mem, queue.fair_vc = fair_mem, fair_vc
+
+    # ------------------------------------------------------------------ paths
+
+    def follows(self, path: Path) -> bool:
+        """Whether this configuration decides every decision of ``path`` (recorded
+        under another configuration with the same mechanism and queues) the same
+        way. Call on a fresh engine, instead of :meth:`run` (it overwrites the
+        queues' state), as often as wanted: every check sets what it reads."""
+        decisions = path.decisions
+        return (
+            self._same_orders(decisions)
+            and self._same_ceilings(decisions)
+            and self._same_user_limits(decisions)
+            and self._same_am_limits(decisions)
+        )
+
+    def _same_orders(self, decisions: Decisions) -> bool:
+        queues, key = self.queues, self.allocation.key
+        for loads, order in decisions.orders:
+            asking = [_loaded(queues[load[0]], load) for load in loads]
+            asking.sort(key=key)
+            if tuple(q.position for q in asking) != order:
+                return False
+        return True
+
+    def _same_ceilings(self, decisions: Decisions) -> bool:
+        queues, both_dims = self.queues, self.both_dims
+        for position, asked_mem, asked_vc, over in decisions.ceilings:
+            queue = queues[position]
+            now = asked_mem > queue.ceiling_mem or (both_dims and asked_vc > queue.ceiling_vc)
+            if now != over:
+                return False
+        return True
+
+    def _same_user_limits(self, decisions: Decisions) -> bool:
+        for position, used_mem, users, index, allowed in decisions.users:
+            queue = self.queues[position]
+            queue.used_mem = used_mem
+            queue.users = _users_dict(users)
+            if self.users.allows(queue, self.jobs[index]) != allowed:
+                return False
+        return True
+
+    def _same_am_limits(self, decisions: Decisions) -> bool:
+        shares: tuple[int, ...] | bool | None = False  # which fair shares the queues hold
+        for load, am_mem, am_vc, users, shares_of, index, used, allowed in decisions.ams:
+            queue = _loaded(self.queues[load[0]], load)
+            queue.am_used_mem, queue.am_used_vc = am_mem, am_vc
+            queue.users = _users_dict(users)
+            if shares_of != shares:
+                shares = shares_of
+                if shares_of is None:
+                    for each in self.queues:
+                        each.fair_mem = each.fair_vc = 0.0
+                else:
+                    self._set_fair_shares(shares_of)
+            if self.am.allows(queue, self.jobs[index], used) != allowed:
+                return False
+        return True
 
     # ------------------------------------------------------------------ heartbeats
 
@@ -641,6 +742,23 @@ class Algorithm1:
         target = later[0] if later else open_nodes[0]
         self._chain_idle = 0
         self._chain_to(target, self._next_heartbeat(target, self.now, False))
+
+
+def _load(queue: QueueState) -> QueueLoad:
+    return queue.position, queue.used_mem, queue.used_vc, queue.pending_mem, queue.pending_vc
+
+
+def _loaded(queue: QueueState, load: QueueLoad) -> QueueState:
+    _, queue.used_mem, queue.used_vc, queue.pending_mem, queue.pending_vc = load
+    return queue
+
+
+def _users(queue: QueueState) -> Users:
+    return tuple((user, *held) for user, held in queue.users.items())  # type: ignore[misc]
+
+
+def _users_dict(users: Users) -> dict[str, list[int]]:
+    return {user: [memory, active, am] for user, memory, active, am in users}
 
 
 def evaluate(

@@ -51,7 +51,7 @@ def _varied(count: int, seed: int) -> list[float]:
     return [float(v) for v in rng.uniform(5.0, 60.0, count).round(3)]
 
 
-def _mix(seed: int, *, am: bool = True, framework: str = "mapreduce") -> JobMix:
+def ten_jobs(seed: int, *, am: bool = True, framework: str = "mapreduce") -> JobMix:
     """Ten jobs over queues a and b, two users, distinct task times, a running job."""
     times = _varied(40, seed)
     jobs = [
@@ -98,7 +98,7 @@ def engine_cases() -> Iterator[Case]:
     cap_static = capacity(("a", 40.0, 40.0), ("b", 60.0, 60.0), minimum_user_limit_percent=50.0)
     bounds = GroupConstraints(queue_min={"a": 0.1}, queue_max={"a": 0.9, "b": 0.9})
     for seed in (1, 2):
-        mix = _mix(seed)
+        mix = ten_jobs(seed)
         yield f"capacity-continuous-{seed}", partial(_estimate, cap, mix, containers(9))
         yield f"capacity-heartbeat-{seed}", partial(_estimate, cap, mix, containers(12, 4))
         yield f"capacity-static-{seed}", partial(_estimate, cap_static, mix, containers(10))
@@ -122,13 +122,13 @@ def engine_cases() -> Iterator[Case]:
                 f"fair-{policy}-bounded-{seed}",
                 partial(_estimate, config, mix, containers(11), bounds),
             )
-        reuse = _mix(seed, framework="reuse")
+        reuse = ten_jobs(seed, framework="reuse")
         yield f"capacity-reuse-{seed}", partial(_estimate, cap, reuse, containers(9))
         yield (
             f"fair-reuse-heartbeat-{seed}",
             partial(_estimate, fair(("a", 2.0), ("b", 1.0)), reuse, containers(24, 4)),
         )
-        no_am = _mix(seed, am=False)
+        no_am = ten_jobs(seed, am=False)
         yield (
             f"fair-no-am-{seed}",
             partial(_estimate, fair(("a", 1.0), ("b", 1.0)), no_am, containers(6)),

@@ -9,7 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.rules.pinned_scenarios import bench_cases, engine_cases
+from rules.comparator import Comparator
+from rules.inputs import GroupResources
+from tests.rules.factories import capacity, containers, fair
+from tests.rules.pinned_scenarios import bench_cases, engine_cases, ten_jobs
 
 INF = math.inf
 
@@ -668,3 +671,23 @@ def test_bench_groups_keep_their_latencies(name: str, case: Callable[[], list[fl
 )
 def test_engine_paths_keep_their_latencies(name: str, case: Callable[[], list[float]]) -> None:
     assert _same(case(), ENGINE[name])
+
+
+@pytest.mark.parametrize(
+    ("kind", "resources"),
+    [("capacity", containers(9)), ("fair", containers(24)), ("fair", containers(16, 4))],
+)
+def test_kept_paths_give_what_a_fresh_evaluation_gives(
+    kind: str, resources: GroupResources
+) -> None:
+    """One comparator over many configurations (its kept paths answer some of them)
+    against a fresh comparator for each: every latency the same."""
+    mix = ten_jobs(3)
+    shared = Comparator(mix, resources)
+    for share in (10.0, 20.0, 25.0, 30.0, 50.0, 70.0, 75.0, 90.0, 30.0, 10.0):
+        if kind == "capacity":
+            config = capacity(("a", share, 100.0), ("b", 100.0 - share, 100.0))
+        else:
+            config = fair(("a", share), ("b", 100.0 - share))
+        assert shared.estimate(config) == Comparator(mix, resources).estimate(config)
+    assert shared.paths_followed > 0

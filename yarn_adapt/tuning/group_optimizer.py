@@ -156,6 +156,17 @@ class ComparatorObjective:
     base: GroupConfig
     container: Resources
     constraints: GroupConstraints = NO_CONSTRAINTS
+    # the comparator of the level searched last: its kept paths serve the next batch
+    _comparators: dict[int, Comparator] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_comparators": {}}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     def __call__(self, containers: int, points: Sequence[Point]) -> Sequence[float]:
         comparator = self._comparator(containers)
@@ -179,8 +190,13 @@ class ComparatorObjective:
         return kernels, numbers
 
     def _comparator(self, containers: int) -> Comparator:
-        resources = GroupResources.of_containers(containers, self.container)
-        return Comparator(self.mix, resources, self.constraints, compiler=_shared_compiler())
+        found = self._comparators.get(containers)
+        if found is None:
+            self._comparators.clear()
+            resources = GroupResources.of_containers(containers, self.container)
+            found = Comparator(self.mix, resources, self.constraints, compiler=_shared_compiler())
+            self._comparators[containers] = found
+        return found
 
 
 @dataclass(frozen=True)
