@@ -45,7 +45,7 @@ class Uncertainty:
 
 POINT_ESTIMATE = Uncertainty()
 # Paths kept per mechanism, queues and resources: the most recently followed first.
-PATHS_KEPT = 8
+PATHS_KEPT = 32
 
 
 def expected(estimates: Sequence[Estimate]) -> Estimate:

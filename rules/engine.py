@@ -34,9 +34,9 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 from rules.inputs import GroupConfig, GroupConstraints, GroupResources, JobMix
 from rules.kernels import (
@@ -55,7 +55,16 @@ from rules.kernels import (
     lookup,
 )
 from rules.mechanism import Mechanism
-from rules.paths import Decisions, Path, QueueLoad, Users
+from rules.paths import (
+    AmDecision,
+    Ceiling,
+    Decisions,
+    Order,
+    Path,
+    QueueLoad,
+    UserDecision,
+    Users,
+)
 from rules.state import INFINITY, JobState, QueueState, normalised, plan_of
 from yarn_adapt.errors import SettingsError
 
@@ -64,6 +73,8 @@ _HEARTBEAT = 1
 _ARRIVE = 2
 _AM_READY = 3
 _NO_NODE = -1
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -547,7 +558,7 @@ class Algorithm1:
                 _load(queue),
                 queue.am_used_mem,
                 queue.am_used_vc,
-                _users(queue),
+                _users(queue) if self.am.reads_users else (),
                 self._shares_of,
                 job.index,
                 used,
@@ -623,46 +634,68 @@ class Algorithm1:
         way. Call on a fresh engine, instead of :meth:`run` (it overwrites the
         queues' state), as often as wanted: every check sets what it reads."""
         decisions = path.decisions
-        return (
-            self._same_orders(decisions)
-            and self._same_ceilings(decisions)
-            and self._same_user_limits(decisions)
-            and self._same_am_limits(decisions)
-        )
+        # Decisions that told configurations apart before go first: one of them
+        # usually settles a configuration that takes another path.
+        if (
+            self._broken_order(decisions.hot.orders) is not None
+            or self._broken_ceiling(decisions.hot.ceilings) is not None
+            or self._broken_user_limit(decisions.hot.users) is not None
+            or self._broken_am_limit(decisions.hot.ams) is not None
+        ):
+            return False
+        hot = decisions.hot
+        order = self._broken_order(decisions.orders)
+        if order is not None:
+            return _remember(hot.orders, order)
+        ceiling = self._broken_ceiling(decisions.ceilings)
+        if ceiling is not None:
+            return _remember(hot.ceilings, ceiling)
+        user = self._broken_user_limit(decisions.users)
+        if user is not None:
+            return _remember(hot.users, user)
+        am = self._broken_am_limit(decisions.ams)
+        if am is not None:
+            return _remember(hot.ams, am)
+        return True
 
-    def _same_orders(self, decisions: Decisions) -> bool:
+    def _broken_order(self, orders: Iterable[Order]) -> Order | None:
         queues, key = self.queues, self.allocation.key
-        for loads, order in decisions.orders:
+        for decision in orders:
+            loads, order = decision
             asking = [_loaded(queues[load[0]], load) for load in loads]
             asking.sort(key=key)
             if tuple(q.position for q in asking) != order:
-                return False
-        return True
+                return decision
+        return None
 
-    def _same_ceilings(self, decisions: Decisions) -> bool:
+    def _broken_ceiling(self, ceilings: Iterable[Ceiling]) -> Ceiling | None:
         queues, both_dims = self.queues, self.both_dims
-        for position, asked_mem, asked_vc, over in decisions.ceilings:
+        for decision in ceilings:
+            position, asked_mem, asked_vc, over = decision
             queue = queues[position]
             now = asked_mem > queue.ceiling_mem or (both_dims and asked_vc > queue.ceiling_vc)
             if now != over:
-                return False
-        return True
+                return decision
+        return None
 
-    def _same_user_limits(self, decisions: Decisions) -> bool:
-        for position, used_mem, users, index, allowed in decisions.users:
+    def _broken_user_limit(self, users: Iterable[UserDecision]) -> UserDecision | None:
+        for decision in users:
+            position, used_mem, held, index, allowed = decision
             queue = self.queues[position]
             queue.used_mem = used_mem
-            queue.users = _users_dict(users)
+            queue.users = _users_dict(held)
             if self.users.allows(queue, self.jobs[index]) != allowed:
-                return False
-        return True
+                return decision
+        return None
 
-    def _same_am_limits(self, decisions: Decisions) -> bool:
+    def _broken_am_limit(self, ams: Iterable[AmDecision]) -> AmDecision | None:
         shares: tuple[int, ...] | bool | None = False  # which fair shares the queues hold
-        for load, am_mem, am_vc, users, shares_of, index, used, allowed in decisions.ams:
+        for decision in ams:
+            load, am_mem, am_vc, users, shares_of, index, used, allowed = decision
             queue = _loaded(self.queues[load[0]], load)
             queue.am_used_mem, queue.am_used_vc = am_mem, am_vc
-            queue.users = _users_dict(users)
+            if self.am.reads_users:
+                queue.users = _users_dict(users)
             if shares_of != shares:
                 shares = shares_of
                 if shares_of is None:
@@ -671,8 +704,8 @@ class Algorithm1:
                 else:
                     self._set_fair_shares(shares_of)
             if self.am.allows(queue, self.jobs[index], used) != allowed:
-                return False
-        return True
+                return decision
+        return None
 
     # ------------------------------------------------------------------ heartbeats
 
@@ -742,6 +775,17 @@ class Algorithm1:
         target = later[0] if later else open_nodes[0]
         self._chain_idle = 0
         self._chain_to(target, self._next_heartbeat(target, self.now, False))
+
+
+_HOT_KEPT = 8
+
+
+def _remember(hot: list[T], decision: T) -> bool:
+    """Keep a decision that told a configuration apart; False (it did not follow)."""
+    if decision not in hot:
+        hot.insert(0, decision)
+        del hot[_HOT_KEPT:]
+    return False
 
 
 def _load(queue: QueueState) -> QueueLoad:

@@ -249,6 +249,8 @@ class Bounds:
 class AmPolicy(Protocol):
     needs_am: bool
     on_activation: bool
+    # whether ``allows`` reads the queue's users (rules.paths records them only then)
+    reads_users: bool
 
     def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool: ...
 
@@ -256,6 +258,7 @@ class AmPolicy(Protocol):
 class NoAm:
     needs_am = False
     on_activation = False
+    reads_users = False
 
     def __init__(self, choice: KernelChoice, totals: Totals) -> None:
         pass
@@ -279,6 +282,7 @@ class AmLimit:
         self.totals = totals
         self.on_activation = choice.binding("base") == "queue_limit"
         self.at_least_one = choice.binding("at_least_one") == "yes"
+        self.reads_users = self.on_activation  # the user AM limit; not at grant time
 
     def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
         if self.on_activation:

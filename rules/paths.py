@@ -32,19 +32,32 @@ Order = tuple[tuple[QueueLoad, ...], tuple[int, ...]]
 Ceiling = tuple[int, int, int, bool]
 # (position, used MiB, users, job index, allowed)
 UserDecision = tuple[int, int, Users, int, bool]
-# (load, AM MiB, AM vcores held, users, active queues of the fair shares or None,
+# (load, AM MiB, AM vcores held, users (when the AM kernel reads them), active queues
+#  of the fair shares or None,
 #  job index, group's used MiB and vcores, allowed)
 AmDecision = tuple[QueueLoad, int, int, Users, tuple[int, ...] | None, int, tuple[int, int], bool]
 
 
 @dataclass
+class Telling:
+    """Decisions that told a configuration off the path, most recent first."""
+
+    orders: list[Order] = field(default_factory=list)
+    ceilings: list[Ceiling] = field(default_factory=list)
+    users: list[UserDecision] = field(default_factory=list)
+    ams: list[AmDecision] = field(default_factory=list)
+
+
+@dataclass
 class Decisions:
-    """Each distinct decision of one path (dicts as ordered sets)."""
+    """Each distinct decision of one path (dicts as ordered sets), and those that
+    told configurations apart (checked first)."""
 
     orders: dict[Order, None] = field(default_factory=dict)
     ceilings: dict[Ceiling, None] = field(default_factory=dict)
     users: dict[UserDecision, None] = field(default_factory=dict)
     ams: dict[AmDecision, None] = field(default_factory=dict)
+    hot: Telling = field(default_factory=Telling)
 
 
 @dataclass(frozen=True)
