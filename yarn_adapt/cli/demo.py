@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 )
 @click.option("--interval", type=float, default=2.0, show_default=True, help="Wall s per round.")
 @click.option("--step", type=float, default=900.0, show_default=True, help="Simulated s per round.")
-@click.option("--nodes", type=int, default=4, show_default=True, help="Simulated nodes.")
+@click.option("--nodes", type=int, default=8, show_default=True, help="Simulated nodes.")
 @click.option(
     "--containers-per-node", type=int, default=8, show_default=True, help="2 GB / 1 vcore each."
 )

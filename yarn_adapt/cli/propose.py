@@ -58,7 +58,7 @@ class Proposed:
 @click.option(
     "--at", type=float, default=900.0, show_default=True, help="--sim: simulated s replayed first."
 )
-@click.option("--nodes", type=int, default=4, show_default=True, help="--sim: nodes.")
+@click.option("--nodes", type=int, default=8, show_default=True, help="--sim: nodes.")
 @click.option(
     "--containers-per-node", type=int, default=8, show_default=True, help="--sim: 2 GB / 1 vcore."
 )

@@ -45,7 +45,7 @@ CONTAINER = Resources(2048, 1)  # AdaptiveConfig §4.2: 1 core and 2 GB per cont
 class DemoOptions:
     state_dir: Path
     scheduler: str = "capacity"
-    nodes: int = 4
+    nodes: int = 8
     containers_per_node: int = 8
     step_s: float = 900.0
     interval_s: float = 2.0
