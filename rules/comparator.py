@@ -108,7 +108,11 @@ class Comparator:
         mix = self._mixes[index]
         key = (index, mechanism, tuple(q.name for q in config.queues), resources)
         paths = self._paths.setdefault(key, [])
-        judge = Algorithm1(mechanism, config, mix, resources, self.constraints) if paths else None
+        judge = (
+            Algorithm1(mechanism, config, mix, resources, self.constraints, judging=True)
+            if paths
+            else None
+        )
         for position, path in enumerate(paths):
             if judge is not None and judge.follows(path):
                 paths.insert(0, paths.pop(position))
@@ -119,7 +123,7 @@ class Comparator:
             mechanism, config, mix, resources, self.constraints, decisions=decisions
         )
         estimate = engine.run()
-        paths.insert(0, Path(decisions, estimate))
+        paths.insert(0, Path(decisions, estimate, engine.jobs))
         del paths[PATHS_KEPT:]
         return estimate
 

@@ -84,24 +84,47 @@ def signature(
     constraints: GroupConstraints,
     resources: GroupResources,
 ) -> Signature:
-    shapes = {job.task for job in mix.jobs} | (
-        {job.am for job in mix.jobs} if mix.am_containers else set()
-    )
+    uniform_shape, deadlines, placement = _mix_facts(mix)
     return Signature(
         scheduler=config.scheduler,
         elastic=any(q.maximum > q.capacity for q in config.queues),
         parent_policy=config.parent_policy,
         calculator=config.calculator,
         policies=tuple(q.policy.lower() for q in config.queues),
-        uniform_shape=_uniform(shapes),
-        deadlines=any(job.deadline_s is not None for job in mix.jobs),
+        uniform_shape=uniform_shape,
+        deadlines=deadlines,
         am_containers=mix.am_containers,
-        placement=any(job.allowed_share is not None for job in mix.jobs),
+        placement=placement,
         bounded=constraints.bounded,
         framework=mix.framework,
         nodes_known=bool(resources.nodes),
         multiple_assignments=_tristate(config.multiple_assignments),
     )
+
+
+_MIX_FACTS: dict[int, tuple[JobMix, tuple[bool, bool, bool]]] = {}
+_MIX_FACTS_KEPT = 10_000
+
+
+def _mix_facts(mix: JobMix) -> tuple[bool, bool, bool]:
+    """The mix's facts (uniform shape, deadlines, placement), worked out once per mix:
+    every candidate of a search asks. Keyed by identity, the entry keeping ``mix``
+    alive (hashing a mix costs as much as reading it)."""
+    found = _MIX_FACTS.get(id(mix))
+    if found is not None and found[0] is mix:
+        return found[1]
+    shapes = {job.task for job in mix.jobs} | (
+        {job.am for job in mix.jobs} if mix.am_containers else set()
+    )
+    facts = (
+        _uniform(shapes),
+        any(job.deadline_s is not None for job in mix.jobs),
+        any(job.allowed_share is not None for job in mix.jobs),
+    )
+    if len(_MIX_FACTS) >= _MIX_FACTS_KEPT:
+        _MIX_FACTS.clear()
+    _MIX_FACTS[id(mix)] = (mix, facts)
+    return facts
 
 
 def _tristate(value: bool | None) -> str:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -91,6 +91,24 @@ class Estimate:
         return self.unfinished == 0
 
 
+_KERNEL_FIELDS = (
+    "allocation",
+    "ordering",
+    "bounds",
+    "am",
+    "users",
+    "no_user_limit",
+    "job_cap",
+    "both_dims",
+    "timing",
+    "reuse",
+    "fair_am",
+    "block_at_ceiling",
+)
+_KERNEL_SETS: dict[tuple[Mechanism, Totals, int], tuple[GroupConstraints, dict[str, object]]] = {}
+_KERNEL_SETS_KEPT = 10_000
+
+
 class Algorithm1:
     """One evaluation: build the state, run the allocation loop, report latencies."""
 
@@ -104,6 +122,7 @@ class Algorithm1:
         *,
         record: bool = False,
         decisions: Decisions | None = None,
+        judging: bool = False,
     ) -> None:
         self.totals = totals = Totals.of(resources.total, resources.unit)
         self.unit_resources = resources.unit
@@ -112,7 +131,8 @@ class Algorithm1:
         self.free_vc = totals.vcores
         self._kernels(mechanism, totals, constraints)
         self.queues = self._queues(mechanism, config)
-        self.jobs = self._jobs(mix, resources)
+        # a judge (see follows) runs no mix: it reads the recorded run's jobs
+        self.jobs = [] if judging else self._jobs(mix, resources)
         self._nodes(resources)
         # (time, reports first, seq, kind, job or node, count, node, task end, container)
         self._heap: list[tuple[float, int, int, int, int, int, int, float, tuple[int, int]]] = []
@@ -129,6 +149,22 @@ class Algorithm1:
     # ------------------------------------------------------------------ setup
 
     def _kernels(self, mechanism: Mechanism, totals: Totals, constraints: GroupConstraints) -> None:
+        """The mechanism's kernels for these totals and constraints. Kernels keep no
+        state of a run, so one set serves every evaluation that shares them."""
+        key = (mechanism, totals, id(constraints))
+        found = _KERNEL_SETS.get(key)
+        if found is not None and found[0] is constraints:
+            self.__dict__.update(found[1])
+            return
+        self._make_kernels(mechanism, totals, constraints)
+        if len(_KERNEL_SETS) >= _KERNEL_SETS_KEPT:
+            _KERNEL_SETS.clear()
+        made = {name: self.__dict__[name] for name in _KERNEL_FIELDS}
+        _KERNEL_SETS[key] = (constraints, made)
+
+    def _make_kernels(
+        self, mechanism: Mechanism, totals: Totals, constraints: GroupConstraints
+    ) -> None:
         choice = mechanism.allocation
         self.allocation = cast(Callable[..., Allocation], lookup(ALLOCATION, choice))(
             choice, totals
@@ -631,16 +667,16 @@ class Algorithm1:
     def follows(self, path: Path) -> bool:
         """Whether this configuration decides every decision of ``path`` (recorded
         under another configuration with the same mechanism and queues) the same
-        way. Call on a fresh engine, instead of :meth:`run` (it overwrites the
-        queues' state), as often as wanted: every check sets what it reads."""
-        decisions = path.decisions
+        way. Call on an engine built with ``judging=True``, as often as wanted: it
+        overwrites the queues' state, every check setting what it reads."""
+        decisions, jobs = path.decisions, path.jobs
         # Decisions that told configurations apart before go first: one of them
         # usually settles a configuration that takes another path.
         if (
             self._broken_order(decisions.hot.orders) is not None
             or self._broken_ceiling(decisions.hot.ceilings) is not None
-            or self._broken_user_limit(decisions.hot.users) is not None
-            or self._broken_am_limit(decisions.hot.ams) is not None
+            or self._broken_user_limit(decisions.hot.users, jobs) is not None
+            or self._broken_am_limit(decisions.hot.ams, jobs) is not None
         ):
             return False
         hot = decisions.hot
@@ -650,10 +686,10 @@ class Algorithm1:
         ceiling = self._broken_ceiling(decisions.ceilings)
         if ceiling is not None:
             return _remember(hot.ceilings, ceiling)
-        user = self._broken_user_limit(decisions.users)
+        user = self._broken_user_limit(decisions.users, jobs)
         if user is not None:
             return _remember(hot.users, user)
-        am = self._broken_am_limit(decisions.ams)
+        am = self._broken_am_limit(decisions.ams, jobs)
         if am is not None:
             return _remember(hot.ams, am)
         return True
@@ -678,17 +714,21 @@ class Algorithm1:
                 return decision
         return None
 
-    def _broken_user_limit(self, users: Iterable[UserDecision]) -> UserDecision | None:
+    def _broken_user_limit(
+        self, users: Iterable[UserDecision], jobs: Sequence[JobState]
+    ) -> UserDecision | None:
         for decision in users:
             position, used_mem, held, index, allowed = decision
             queue = self.queues[position]
             queue.used_mem = used_mem
             queue.users = _users_dict(held)
-            if self.users.allows(queue, self.jobs[index]) != allowed:
+            if self.users.allows(queue, jobs[index]) != allowed:
                 return decision
         return None
 
-    def _broken_am_limit(self, ams: Iterable[AmDecision]) -> AmDecision | None:
+    def _broken_am_limit(
+        self, ams: Iterable[AmDecision], jobs: Sequence[JobState]
+    ) -> AmDecision | None:
         shares: tuple[int, ...] | bool | None = False  # which fair shares the queues hold
         for decision in ams:
             load, am_mem, am_vc, users, shares_of, index, used, allowed = decision
@@ -703,7 +743,7 @@ class Algorithm1:
                         each.fair_mem = each.fair_vc = 0.0
                 else:
                     self._set_fair_shares(shares_of)
-            if self.am.allows(queue, self.jobs[index], used) != allowed:
+            if self.am.allows(queue, jobs[index], used) != allowed:
                 return decision
         return None
 

@@ -358,9 +358,12 @@ class UserLimit:
         step = self.step
         capacity = max(_round_up(queue.share_mem, step), step)
         current = capacity if queue.used_mem < capacity else queue.used_mem + step
-        active = [u for u in queue.users.values() if u[1] > 0]
-        count = max(1, len(active))
-        even = math.ceil((sum(u[0] for u in active) + step) / count)
+        held = active = 0
+        for memory, jobs, _ in queue.users.values():
+            if jobs > 0:
+                held += memory
+                active += 1
+        even = math.ceil((held + step) / max(1, active))
         minimum = math.ceil(current * queue.user_minimum / 100.0)
         factor = queue.user_factor
         cap = queue.ceiling_mem if factor < 0 else math.floor(capacity * factor)

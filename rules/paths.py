@@ -15,11 +15,13 @@ against it, which is much cheaper than running the mix again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rules.engine import Estimate
+    from rules.state import JobState
 
 # a queue's state as the decisions read it:
 # (position, used MiB, used vcores, pending MiB, pending vcores)
@@ -62,5 +64,10 @@ class Decisions:
 
 @dataclass(frozen=True)
 class Path:
+    """A run's decisions, its estimate, and its jobs (the decisions name jobs by
+    index; what the checks read of a job -- user, AM container -- is the same
+    under every configuration)."""
+
     decisions: Decisions
     estimate: Estimate
+    jobs: Sequence[JobState]

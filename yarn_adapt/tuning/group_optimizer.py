@@ -160,9 +160,13 @@ class ComparatorObjective:
     _comparators: dict[int, Comparator] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # each point's configuration and the numbers of its evaluation key, at every level
+    _configs: dict[Point, tuple[GroupConfig, GroupConfig]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_comparators": {}}
+        return {**self.__dict__, "_comparators": {}, "_configs": {}}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         for name, value in state.items():
@@ -173,7 +177,15 @@ class ComparatorObjective:
         return [comparator.latency(self.config_at(point)) for point in points]
 
     def config_at(self, point: Point) -> GroupConfig:
-        return candidate_config(self.base, self.space.decode(point))
+        return self._decoded(point)[0]
+
+    def _decoded(self, point: Point) -> tuple[GroupConfig, GroupConfig]:
+        found = self._configs.get(point)
+        if found is None:
+            config = candidate_config(self.base, self.space.decode(point))
+            numbers = replace(config, queues=tuple(replace(q, policy="") for q in config.queues))
+            found = self._configs[point] = (config, numbers)
+        return found
 
     def evaluation_key(self, containers: int, point: Point) -> Hashable:
         """What the comparator's answer for ``point`` depends on: the kernels the rules
@@ -182,11 +194,10 @@ class ComparatorObjective:
         the numeric engine sees policies only through the kernels, so two points
         with equal keys score alike (e.g. Fair's ``drf`` and ``fair`` queues when
         every container has one shape)."""
-        config = self.config_at(point)
+        config, numbers = self._decoded(point)
         mechanism = self._comparator(containers).mechanism(config)
         choices = (mechanism.allocation, *mechanism.ordering, *mechanism.constraints)
         kernels = tuple((c.kernel, c.bindings) for c in (*choices, mechanism.estimation))
-        numbers = replace(config, queues=tuple(replace(q, policy="") for q in config.queues))
         return kernels, numbers
 
     def _comparator(self, containers: int) -> Comparator:
