@@ -7,6 +7,12 @@ the resources, the constraints, the rule book -- and answers
 compile a mechanism per categorical signature (cached); the numeric engine runs
 Algorithm 1 with it -- once on the estimated mix, or on a few perturbed copies of it
 when the comparison accounts for the task-time model's error (:class:`Uncertainty`).
+
+A search asks about many configurations that take the same path through Algorithm
+1 -- the same decision at every point where the configuration matters. The
+comparator keeps the paths it ran (:mod:`rules.paths`) and answers a configuration
+that follows one of them with that path's estimate, exactly what running the mix
+would give, at a fraction of the cost.
 """
 
 from __future__ import annotations
