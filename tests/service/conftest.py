@@ -20,7 +20,7 @@ def chromium(tmp_path: Path) -> Iterator[object]:
         from tests.conftest import unavailable
 
         unavailable("chromium and chromium-driver are not installed (tests/setup.sh installs them)")
-    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service as DriverService
 
     options = webdriver.ChromeOptions()

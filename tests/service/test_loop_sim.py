@@ -162,7 +162,7 @@ def test_while_the_rm_is_unreachable_no_action_is_taken_and_rounds_back_off(
         delays.append(service.loop.next_delay_s())
     assert delays == [5.0, 10.0, 12.0]
     assert "the RM is unreachable; no action taken" in report.reason
-    assert service.loop.status()["rm_problem"].startswith("the RM is unreachable")  # type: ignore[union-attr]
+    assert str(service.loop.status()["rm_problem"]).startswith("the RM is unreachable")
     assert service.store.proposals() == []
     backend.down = False
     assert service.loop.run_round().status is RoundStatus.DONE
