@@ -9,6 +9,7 @@ import math
 import pytest
 from distributed import LocalCluster
 
+from rules.inputs import JobMix, MixJob, RunningTasks
 from yarn_adapt.model import (
     Application,
     AppState,
@@ -40,7 +41,9 @@ from yarn_adapt.tuning.space import SpaceSettings
 from yarn_adapt.tuning.tuner import (
     TunerSettings,
     TuningState,
+    group_bounds,
     propose,
+    spread_leftover,
     state_from_snapshot,
 )
 from yarn_adapt.workload import fit_task_time_model
@@ -168,6 +171,53 @@ def test_the_cluster_curves_in_parallel_give_the_inline_proposal(model, executor
             parallel = propose(tuning_state, current, model, SETTINGS, executor=handle)
     assert parallel.config == inline.config
     assert parallel.reasons == inline.reasons
+
+
+def mix_job(job_id: str, queue: str, maps: int, running: int = 0) -> MixJob:
+    started = (RunningTasks(running, 10.0),) if running else ()
+    return MixJob(job_id, queue, 0.0, (((maps, 30.0),),), running=started)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "am_containers", "pool", "bounds"),
+    [
+        # 3 AMs + a task per queue; every AM and the widest stages at once: 3 + 8 + 8 + 1
+        ([("a", "q1", 8, 0), ("b", "q1", 8, 0), ("c", "q2", 1, 0)], True, 40, (5, 20)),
+        ([("a", "q1", 8, 0), ("b", "q1", 8, 0), ("c", "q2", 1, 0)], False, 40, (2, 17)),
+        ([("a", "q1", 8, 0), ("b", "q1", 8, 0), ("c", "q2", 1, 0)], True, 16, (5, 16)),
+        ([("a", "q1", 8, 0), ("b", "q1", 8, 0), ("c", "q2", 1, 0)], True, 3, (3, 3)),
+        ([("a", "q1", 2, 3)], True, 40, (2, 6)),  # running tasks hold containers too
+    ],
+)
+def test_algorithm3_bounds_are_an_am_per_job_and_demand_saturation(
+    jobs: list[tuple[str, str, int, int]], am_containers: bool, pool: int, bounds: tuple[int, int]
+) -> None:
+    mix = JobMix(tuple(mix_job(*job) for job in jobs), am_containers=am_containers)
+    found = group_bounds(mix, Resources(1024, 1), pool)
+    assert (found.lower, found.upper) == bounds
+
+
+def test_algorithm3_gives_a_saturated_group_no_more_than_it_can_use(model) -> None:  # type: ignore[no-untyped-def]
+    current = two_groups()
+    jobs = [spec(f"a{i}", "a1", 95.0, maps=8) for i in range(4)] + [spec("b", "b1", 99.0, maps=1)]
+    proposal = propose(state(*jobs, containers=16), current, model, SETTINGS)
+    b = proposal.config.find("root.b")
+    assert b is not None and b.capacity.percent <= 100 * 2 / 16 + 0.01  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("chosen", "uppers", "pool", "spread"),
+    [
+        ({"a": 10, "b": 4}, {"a": 32, "b": 4}, 32, {"a": 28.0, "b": 4.0}),  # b is saturated
+        ({"a": 6, "b": 2}, {"a": 12, "b": 12}, 16, {"a": 12.0, "b": 4.0}),  # in proportion
+        ({"a": 3, "b": 1}, {"a": 3, "b": 1}, 8, {"a": 6.0, "b": 2.0}),  # all saturated
+        ({"a": 5, "b": 3}, {"a": 9, "b": 9}, 8, {"a": 5.0, "b": 3.0}),  # nothing left over
+    ],
+)
+def test_containers_no_group_needs_go_to_groups_below_saturation(
+    chosen: dict[str, int], uppers: dict[str, int], pool: int, spread: dict[str, float]
+) -> None:
+    assert spread_leftover(chosen, uppers, pool) == spread
 
 
 def snapshot(now_ms: int) -> ClusterSnapshot:

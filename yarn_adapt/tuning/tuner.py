@@ -56,6 +56,7 @@ from yarn_adapt.tuning.apply import Group, apply_ratios, apply_setting, groups_o
 from yarn_adapt.tuning.bridge import group_config
 from yarn_adapt.tuning.cluster_dp import GroupCurve, best_cluster_allocation
 from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
+from yarn_adapt.tuning.group_optimizer import ResourceBounds, candidate_levels
 from yarn_adapt.tuning.search import Point, RRSSettings, search
 from yarn_adapt.tuning.snapshot_state import start_from_snapshot
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, SpaceSettings, quantized_space
@@ -478,33 +479,75 @@ def _split_cluster(
     shares = {name: group_share(proposed, t.group) for name, t in tunings.items()}
     total_units = state.cluster.total.memory_mb // unit
     pool = max(len(tunings), round(sum(shares.values()) * total_units))
-    run = partial(_curve, pool=pool, unit=state.cluster.minimum_allocation)
-    named = list(tunings.items())
+    minimum = state.cluster.minimum_allocation
+    bounds = _feasible(
+        {name: group_bounds(t.mix, minimum, pool) for name, t in tunings.items()}, pool
+    )
+    run = partial(_curve, unit=minimum)
+    named = [(name, t, bounds[name]) for name, t in tunings.items()]
     curves = map_in_chunks(executor, run, named) if executor else [run(n) for n in named]
     allocation = best_cluster_allocation(curves, pool)
+    chosen = dict(zip(allocation.names, allocation.containers, strict=True))
+    uppers = {name: b.upper for name, b in bounds.items()}
+    spread = spread_leftover(chosen, uppers, pool)
     fraction = sum(shares.values())
-    # containers no group's latency needs are spread in proportion (YARN shares
-    # must add up): the ratios are what Algorithm 3 chose, normalised
-    given = sum(allocation.containers) or 1
-    ratios = {
-        name: fraction * count / given
-        for name, count in zip(allocation.names, allocation.containers, strict=True)
-    }
+    ratios = {name: fraction * count / pool for name, count in spread.items()}
     return apply_ratios(proposed, ratios), _with_ratios(decisions, ratios, shares)
 
 
-def resource_levels(pool: int, most: int) -> list[int]:
-    """Every container count from 1 to ``pool`` when there are at most ``most``,
-    else ``most`` of them spaced geometrically (dense where a container matters most)."""
-    if pool <= most:
-        return list(range(1, pool + 1))
-    return sorted({round(float(v)) for v in np.geomspace(1, pool, most)} | {pool})
+def spread_leftover(
+    chosen: Mapping[str, int], uppers: Mapping[str, int], pool: int
+) -> dict[str, float]:
+    """YARN shares must add up, so the containers no group's latency needs still go
+    somewhere: to the groups below their demand saturation, in proportion to what
+    Algorithm 3 gave them (to every group when all are saturated)."""
+    leftover = pool - sum(chosen.values())
+    hungry = {name: n for name, n in chosen.items() if n < uppers[name]} or dict(chosen)
+    weight = sum(hungry.values())
+    return {
+        name: n + (leftover * hungry[name] / weight if name in hungry and weight else 0.0)
+        for name, n in chosen.items()
+    }
 
 
-def _curve(named: tuple[str, _GroupTuning], pool: int, unit: Resources) -> GroupCurve:
-    """A group's best latency at each resource level (runs in an executor's worker)."""
-    name, tuning = named
-    levels = resource_levels(pool, tuning.settings.levels)
+def group_bounds(mix: JobMix, unit: Resources, pool: int) -> ResourceBounds:
+    """Algorithm 3's bounds for a group, in minimum allocations (``unit``), within
+    ``pool``. Lower: an AM container per job and one task container per queue --
+    with less, some job cannot make progress. Upper: demand saturation -- every job's
+    AM, running tasks and widest pending stage at once; more changes nothing."""
+    ams = sum(_units(job.am, unit) for job in mix.jobs) if mix.am_containers else 0
+    first_tasks = sum(
+        min(_units(job.task, unit) for job in mix.jobs if job.queue == queue)
+        for queue in mix.queues()
+    )
+    saturated = ams + sum(_demand_units(job, unit) for job in mix.jobs)
+    lower = max(1, min(ams + first_tasks, pool))
+    return ResourceBounds(lower, max(lower, min(saturated, pool)))
+
+
+def _units(shape: Resources, unit: Resources) -> int:
+    return max(1, math.ceil(shape.memory_mb / unit.memory_mb))
+
+
+def _demand_units(job: MixJob, unit: Resources) -> int:
+    running = sum(r.count for r in job.running) * _units(job.task, unit)
+    widest = max((sum(g[0] for g in stage) for stage in job.stages), default=0)
+    return running + widest * _units(job.task, unit)
+
+
+def _feasible(bounds: Mapping[str, ResourceBounds], pool: int) -> dict[str, ResourceBounds]:
+    """When the cluster cannot give every group its lower bound, Algorithm 3 splits
+    it with no floor but one container each."""
+    if sum(b.lower for b in bounds.values()) <= pool:
+        return dict(bounds)
+    return {name: ResourceBounds(1, b.upper) for name, b in bounds.items()}
+
+
+def _curve(job: tuple[str, _GroupTuning, ResourceBounds], unit: Resources) -> GroupCurve:
+    """A group's best latency at each resource level between its bounds (runs in an
+    executor's worker)."""
+    name, tuning, bounds = job
+    levels = candidate_levels(bounds, max(2, tuning.settings.levels))
     latencies = []
     for units in levels:
         resources = GroupResources(Resources(units * unit.memory_mb, units * unit.vcores), unit)
