@@ -12,6 +12,7 @@ points of one group pays the rule engine only for the few signatures it meets.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rules.inputs import GroupConfig, GroupConstraints, GroupResources, JobMix
@@ -84,14 +85,14 @@ def signature(
     constraints: GroupConstraints,
     resources: GroupResources,
 ) -> Signature:
-    uniform_shape, deadlines, placement = _mix_facts(mix)
+    shapes, deadlines, placement = mix.signature_facts
     return Signature(
         scheduler=config.scheduler,
         elastic=any(q.maximum > q.capacity for q in config.queues),
         parent_policy=config.parent_policy,
         calculator=config.calculator,
         policies=tuple(q.policy.lower() for q in config.queues),
-        uniform_shape=uniform_shape,
+        uniform_shape=_uniform(shapes),
         deadlines=deadlines,
         am_containers=mix.am_containers,
         placement=placement,
@@ -102,36 +103,11 @@ def signature(
     )
 
 
-_MIX_FACTS: dict[int, tuple[JobMix, tuple[bool, bool, bool]]] = {}
-_MIX_FACTS_KEPT = 10_000
-
-
-def _mix_facts(mix: JobMix) -> tuple[bool, bool, bool]:
-    """The mix's facts (uniform shape, deadlines, placement), worked out once per mix:
-    every candidate of a search asks. Keyed by identity, the entry keeping ``mix``
-    alive (hashing a mix costs as much as reading it)."""
-    found = _MIX_FACTS.get(id(mix))
-    if found is not None and found[0] is mix:
-        return found[1]
-    shapes = {job.task for job in mix.jobs} | (
-        {job.am for job in mix.jobs} if mix.am_containers else set()
-    )
-    facts = (
-        _uniform(shapes),
-        any(job.deadline_s is not None for job in mix.jobs),
-        any(job.allowed_share is not None for job in mix.jobs),
-    )
-    if len(_MIX_FACTS) >= _MIX_FACTS_KEPT:
-        _MIX_FACTS.clear()
-    _MIX_FACTS[id(mix)] = (mix, facts)
-    return facts
-
-
 def _tristate(value: bool | None) -> str:
     return "default" if value is None else ("yes" if value else "no")
 
 
-def _uniform(shapes: set[Resources]) -> bool:
+def _uniform(shapes: Iterable[Resources]) -> bool:
     """One container shape, up to scale, counts as uniform: shares then order jobs the
     same way in every dimension."""
     ratios = {(s.memory_mb / s.vcores) if s.vcores else None for s in shapes}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.fair import FairResources
@@ -94,6 +95,20 @@ class JobMix:
 
     def queues(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(job.queue for job in self.jobs))
+
+    @cached_property
+    def signature_facts(self) -> tuple[frozenset[Resources], bool, bool]:
+        """The container shapes (tasks, and AMs when they take containers), whether
+        any job has a deadline, whether any is placement-constrained. Worked out once
+        per mix: every candidate of a search asks."""
+        shapes = {job.task for job in self.jobs}
+        if self.am_containers:
+            shapes |= {job.am for job in self.jobs}
+        return (
+            frozenset(shapes),
+            any(job.deadline_s is not None for job in self.jobs),
+            any(job.allowed_share is not None for job in self.jobs),
+        )
 
     def for_queues(self, names: Iterable[str]) -> JobMix:
         wanted = set(names)
