@@ -25,6 +25,7 @@ from yarn_adapt.tuning.executors import ExecutorHandle
 from yarn_adapt.tuning.tuner import Proposal, TunerSettings
 from yarn_adapt.workload.taskmodel import TaskTimeModel
 from yarn_adapt.yarn.confxml import SchedulerDocument
+from yarn_adapt.yarn.rm import ResourceManagerClient
 
 
 @dataclass(frozen=True)
@@ -153,17 +154,15 @@ def _propose_on_rm(
     return Proposed(proposal, document, learned.model)
 
 
-def _running_document(rm: object, scheduler_file: Path | None, mutation: bool) -> SchedulerDocument:
-    from yarn_adapt.yarn.apply import config_from_properties
-    from yarn_adapt.yarn.confxml import parse_capacity_xml, read_scheduler_document, render_capacity
-    from yarn_adapt.yarn.rm import ResourceManagerClient
+def _running_document(
+    rm: ResourceManagerClient, scheduler_file: Path | None, mutation: bool
+) -> SchedulerDocument:
+    from yarn_adapt.yarn.apply import running_document
+    from yarn_adapt.yarn.confxml import read_scheduler_document
     from yarn_adapt.yarn.site import hadoop_conf_dir, scheduler_file_in
 
-    assert isinstance(rm, ResourceManagerClient)
     if mutation:
-        source = f"{rm.endpoints.base_urls[0]}/ws/v1/cluster/scheduler-conf"
-        running = config_from_properties(rm.scheduler_conf(), source)
-        return parse_capacity_xml(render_capacity(running), source)
+        return running_document(rm)
     if scheduler_file is None:
         conf_dir = hadoop_conf_dir()
         if conf_dir is None:
@@ -186,22 +185,16 @@ def _propose_simulated(
     tuner: TunerSettings,
     handle: ExecutorHandle,
 ) -> Proposed:
-    from yarn_adapt.service.demo import CONTAINER, demo_scheduler_file, split_in_half
-    from yarn_adapt.service.simcluster import SimulatedCluster
-    from yarn_adapt.sim import ClusterSpec, SimulationOptions
+    from yarn_adapt.service.demo import demo_scheduler_file, replay_cluster
     from yarn_adapt.tuning.tuner import propose_from_simulation
-    from yarn_adapt.workload import fit_task_time_model, load_trace
-    from yarn_adapt.workload.bundled import bundled_trace
-    from yarn_adapt.workload.queues import spread_over
+    from yarn_adapt.workload import fit_task_time_model
     from yarn_adapt.yarn.confxml import read_scheduler_document
 
     document = read_scheduler_document(config_path or demo_scheduler_file("capacity"))
-    leaves = [leaf.name for leaf in document.config.leaves()]
-    workload = load_trace(trace or bundled_trace(), seed=tuner.seed, queues=spread_over(leaves))
-    history, replay = split_in_half(workload)
+    cluster, history = replay_cluster(
+        document.config, trace, nodes, containers_per_node, tuner.seed
+    )
     model = fit_task_time_model(history, seed=tuner.seed)
-    spec = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
-    cluster = SimulatedCluster(replay, spec, document.config, SimulationOptions(seed=tuner.seed))
     cluster.advance(at_s)
     view = cluster.view()
     proposal = propose_from_simulation(

@@ -35,13 +35,12 @@ from yarn_adapt.yarn.apply import (
     PollSettings,
     RefreshCommand,
     WaitForReload,
+    running_document,
 )
 from yarn_adapt.yarn.apply.journal import ApplyJournal
 from yarn_adapt.yarn.confxml import (
     SchedulerDocument,
-    parse_capacity_xml,
     read_scheduler_document,
-    render_capacity,
 )
 from yarn_adapt.yarn.history import JobHistoryClient
 from yarn_adapt.yarn.http import HttpSettings
@@ -159,8 +158,7 @@ class YarnBackend:
         """The scheduler configuration the RM runs, as its file (or API) says."""
         if self.path is not None:
             return read_scheduler_document(self.path)
-        running = MutationApplier(self.rm, self.apply_settings).running_config()
-        return parse_capacity_xml(render_capacity(running), self.target)
+        return running_document(self.rm)
 
     def applier(self, journal: ApplyJournal) -> Applier[SchedulerConfig]:
         if self.path is None:

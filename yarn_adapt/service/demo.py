@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from yarn_adapt.errors import InputError
-from yarn_adapt.model import Resources, Workload
+from yarn_adapt.model import Resources, SchedulerConfig, Workload
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.records import ProposalRecord, RoundReport
 from yarn_adapt.service.service import Service
@@ -79,16 +79,8 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(demo_scheduler_file(options.scheduler), path)
     config = read_scheduler_document(path).config
-    leaves = [leaf.name for leaf in config.leaves()]
-    trace = load_trace(
-        options.trace or bundled_trace(), seed=options.seed, queues=spread_over(leaves)
-    )
-    history, replay = split_in_half(trace)
-    cluster = SimulatedCluster(
-        replay,
-        ClusterSpec.uniform(options.nodes, CONTAINER * options.containers_per_node),
-        config,
-        SimulationOptions(seed=options.seed),
+    cluster, history = replay_cluster(
+        config, options.trace, options.nodes, options.containers_per_node, options.seed
     )
     settings = demo_settings(options)
     apply_settings = ApplySettings(
@@ -99,6 +91,19 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
         model = fit_task_time_model(history, seed=options.seed)
         proposer = SimulationProposer(tuner_settings(settings, options.step_s), model)
     return Service.build(settings, backend, proposer, token=None)
+
+
+def replay_cluster(
+    config: SchedulerConfig, trace: Path | None, nodes: int, containers_per_node: int, seed: int
+) -> tuple[SimulatedCluster, Workload]:
+    """A simulated cluster running ``config`` that replays the later half of ``trace``
+    (default: the bundled FB-2009 day), its jobs spread over the config's leaves by
+    priority; and the earlier half, the history the task-time model learns from."""
+    leaves = [leaf.name for leaf in config.leaves()]
+    workload = load_trace(trace or bundled_trace(), seed=seed, queues=spread_over(leaves))
+    history, replay = split_in_half(workload)
+    spec = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
+    return SimulatedCluster(replay, spec, config, SimulationOptions(seed=seed)), history
 
 
 def split_in_half(trace: Workload) -> tuple[Workload, Workload]:

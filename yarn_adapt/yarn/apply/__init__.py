@@ -39,7 +39,11 @@ from yarn_adapt.yarn.apply.journal import (
     unfinished,
 )
 from yarn_adapt.yarn.apply.lock import ApplyLock
-from yarn_adapt.yarn.apply.mutation_applier import MutationApplier, config_from_properties
+from yarn_adapt.yarn.apply.mutation_applier import (
+    MutationApplier,
+    config_from_properties,
+    running_document,
+)
 from yarn_adapt.yarn.apply.node_resource import NodeResourceApplier, NodeResourceTarget
 from yarn_adapt.yarn.apply.polling import PollSettings
 
@@ -70,5 +74,6 @@ __all__ = [
     "config_from_properties",
     "mismatches",
     "new_apply_id",
+    "running_document",
     "unfinished",
 ]

@@ -35,6 +35,7 @@ from yarn_adapt.yarn.apply.expectations import mismatches
 from yarn_adapt.yarn.apply.journal import ApplyJournal, ApplyStep, JournalEntry
 from yarn_adapt.yarn.apply.polling import poll_until
 from yarn_adapt.yarn.confxml import (
+    CapacityDocument,
     diff_configs,
     mutation_body,
     parse_capacity_xml,
@@ -45,14 +46,29 @@ from yarn_adapt.yarn.rm import ConfProperties, ResourceManagerClient
 NAME = "scheduler-conf mutation"
 
 
-def config_from_properties(properties: ConfProperties, source: str) -> CapacitySchedulerConfig:
-    """The Capacity Scheduler configuration a ``GET /scheduler-conf`` answer holds."""
+def document_from_properties(properties: ConfProperties, source: str) -> CapacityDocument:
+    """A ``GET /scheduler-conf`` answer as a capacity-scheduler.xml document (a new
+    configuration renders as a patch of it)."""
     root = etree.Element("configuration")
     for name, value in properties:
         prop = etree.SubElement(root, "property")
         etree.SubElement(prop, "name").text = name
         etree.SubElement(prop, "value").text = value
-    return parse_capacity_xml(etree.tostring(root), source).config
+    return parse_capacity_xml(etree.tostring(root), source)
+
+
+def config_from_properties(properties: ConfProperties, source: str) -> CapacitySchedulerConfig:
+    """The Capacity Scheduler configuration a ``GET /scheduler-conf`` answer holds."""
+    return document_from_properties(properties, source).config
+
+
+def scheduler_conf_source(rm: ResourceManagerClient) -> str:
+    return f"{'|'.join(rm.endpoints.base_urls)}/ws/v1/cluster/scheduler-conf"
+
+
+def running_document(rm: ResourceManagerClient) -> CapacityDocument:
+    """What an RM with a mutable configuration store runs, as a document."""
+    return document_from_properties(rm.scheduler_conf(), scheduler_conf_source(rm))
 
 
 def _fingerprint(config: CapacitySchedulerConfig) -> str:
@@ -75,7 +91,7 @@ class MutationApplier:
         self.settings = settings
         self.journal = journal or settings.default_journal()
         self.use_validate_endpoint = use_validate_endpoint
-        self.source = f"{'|'.join(rm.endpoints.base_urls)}/ws/v1/cluster/scheduler-conf"
+        self.source = scheduler_conf_source(rm)
 
     def running_config(self) -> CapacitySchedulerConfig:
         return config_from_properties(self.rm.scheduler_conf(), self.source)
