@@ -1,0 +1,226 @@
+"""Critical paths of every trace at once, with numpy (the fast path).
+
+Same semantics as the networkx reference (:mod:`tracing.graph`, which documents them),
+computed level by level over all traces together instead of span by span:
+
+1. Spans are ordered by depth (a stable radix sort); each level is a handful of vector
+   operations.
+2. Top-down, a child's window is fixed against its parent's: a server span whose
+   client parent runs on another host and does not fit in it is shifted, with its
+   whole subtree, to sit centred in the client (clock skew); then it is truncated to
+   the parent's window, or dropped with its subtree when it lies wholly outside.
+   Follows-from children (and a CONSUMER under a PRODUCER) are not blocking.
+3. Per parent, the blocking children are ordered by end (latest first; ties: earlier
+   start, then smaller span id) and the *last-finishing-child chain* is picked: the
+   first child, then each next child that ended no later than the previous pick started.
+4. A span is on the critical path when its parent is and it is in its parent's chain;
+   its self time on the path is its window minus its chain children's windows. The
+   self times of a trace add up to its root's duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracing.forest import UNKNOWN_HOST, Forest
+from tracing.model import SpanKind
+from tracing.wire import FLAG_FOLLOWS_FROM
+
+_END_BITS = 32
+_END_LIMIT = (1 << _END_BITS) - 1
+
+
+@dataclass(frozen=True)
+class PathTable:
+    """Per span of ``forest``: its window after skew correction and truncation, whether
+    it blocks its parent, whether it is on the critical path and its self time there."""
+
+    forest: Forest
+    start: np.ndarray
+    end: np.ndarray
+    blocking: np.ndarray  # bool
+    on_path: np.ndarray  # bool
+    self_us: np.ndarray  # int64
+    latency_us: np.ndarray  # int64 per trace
+    skew_corrected: int
+    truncated: int
+    dropped: int
+    non_blocking: int
+
+    def notes(self) -> dict[str, int]:
+        return {
+            "orphans_adopted": self.forest.orphans,
+            "cycles_cut": self.forest.cycles_cut,
+            "skew_corrected": self.skew_corrected,
+            "truncated": self.truncated,
+            "dropped": self.dropped,
+            "non_blocking": self.non_blocking,
+        }
+
+
+def critical_paths(forest: Forest) -> PathTable:
+    n = forest.n_spans
+    order = np.argsort(forest.depth, kind="stable")
+    bounds = np.searchsorted(forest.depth[order], np.arange(int(forest.depth.max(initial=0)) + 2))
+    state = _State.begin(forest, n)
+    chain_members: list[np.ndarray] = []
+    for level in range(1, len(bounds) - 1):
+        spans = order[bounds[level] : bounds[level + 1]]
+        if len(spans):
+            candidates = state.place(forest, spans)
+            chain_members.append(_chain(forest, state, candidates))
+    chain = np.zeros(n, bool)
+    for members in chain_members:
+        chain[members] = True
+    on_path = _on_path(forest, order, bounds, chain)
+    return state.finish(forest, on_path)
+
+
+@dataclass
+class _State:
+    start: np.ndarray
+    end: np.ndarray
+    offset: np.ndarray
+    dropped: np.ndarray
+    blocking: np.ndarray
+    skew_corrected: int = 0
+    truncated: int = 0
+    non_blocking: int = 0
+
+    @classmethod
+    def begin(cls, forest: Forest, n: int) -> _State:
+        return cls(
+            start=forest.start.copy(),
+            end=forest.end.copy(),
+            offset=np.zeros(n, np.int64),
+            dropped=np.zeros(n, bool),
+            blocking=np.zeros(n, bool),
+        )
+
+    def place(self, forest: Forest, spans: np.ndarray) -> np.ndarray:
+        """Fix the windows of one level of spans; the ones that may join a chain."""
+        parent = forest.parent[spans]
+        kind, parent_kind = forest.kind[spans], forest.kind[parent]
+        adopted = forest.adopted[spans]
+        follows = ((forest.flags[spans] & FLAG_FOLLOWS_FROM) != 0) | (
+            (parent_kind == SpanKind.PRODUCER) & (kind == SpanKind.CONSUMER)
+        )
+        follows &= ~adopted  # an orphan's flag speaks of its lost parent, not the adopter
+        host, parent_host = forest.host[spans], forest.host[parent]
+        cross_host = (parent_kind == SpanKind.CLIENT) & (kind == SpanKind.SERVER)
+        cross_host &= (host != parent_host) | (host == UNKNOWN_HOST) | (parent_host == UNKNOWN_HOST)
+        cross_host &= ~adopted
+        shift = self.offset[parent]
+        child_start = forest.start[spans] + shift
+        child_end = forest.end[spans] + shift
+        parent_start, parent_end = self.start[parent], self.end[parent]
+        fits = (child_start >= parent_start) & (child_end <= parent_end)
+        skewed = cross_host & ~fits & ~follows
+        child_span = child_end - child_start
+        parent_span = parent_end - parent_start
+        centred = parent_start + (parent_span - child_span) // 2 - child_start
+        delta = np.where(skewed, np.where(child_span <= parent_span, centred, parent_start - child_start), 0)
+        child_start += delta
+        child_end += delta
+        self.offset[spans] = shift + delta
+        outside = (child_end < parent_start) | (child_start > parent_end)
+        dropped = self.dropped[parent] | (~follows & outside)
+        new_start = np.where(follows, child_start, np.maximum(child_start, parent_start))
+        new_end = np.where(follows, child_end, np.minimum(child_end, parent_end))
+        self.start[spans] = new_start
+        self.end[spans] = new_end
+        self.dropped[spans] = dropped
+        blocking = ~follows & ~dropped
+        self.blocking[spans] = blocking
+        self.skew_corrected += int(skewed.sum())
+        self.truncated += int(
+            (blocking & ((new_start != child_start) | (new_end != child_end))).sum()
+        )
+        self.non_blocking += int(follows.sum())
+        return spans[blocking & (new_end > new_start)]
+
+    def finish(self, forest: Forest, on_path: np.ndarray) -> PathTable:
+        duration = self.end - self.start
+        on_children = on_path & (forest.parent >= 0)
+        covered = np.bincount(
+            forest.parent[on_children], weights=duration[on_children], minlength=len(duration)
+        ).astype(np.int64)
+        self_us = np.where(on_path, duration - covered, 0)
+        return PathTable(
+            forest=forest,
+            start=self.start,
+            end=self.end,
+            blocking=self.blocking,
+            on_path=on_path,
+            self_us=self_us,
+            latency_us=duration[forest.root],
+            skew_corrected=self.skew_corrected,
+            truncated=self.truncated,
+            dropped=int(self.dropped.sum()),
+            non_blocking=self.non_blocking,
+        )
+
+
+def _chain(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
+    """Of one level's candidate children, the ones on their parent's last-finishing-child
+    chain."""
+    if not len(spans):
+        return spans
+    ordered = _sorted_siblings(forest, state, spans)
+    parent = forest.parent[ordered]
+    group_start = np.concatenate(([True], parent[1:] != parent[:-1]))
+    group = np.cumsum(group_start) - 1
+    firsts = np.flatnonzero(group_start)
+    rank = np.arange(len(ordered)) - firsts[group]
+    horizon = state.end[parent[firsts]]
+    picked = np.zeros(len(ordered), bool)
+    by_rank = np.argsort(rank, kind="stable")
+    rank_bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
+    starts, ends = state.start[ordered], state.end[ordered]
+    for r in range(len(rank_bounds) - 1):
+        at = by_rank[rank_bounds[r] : rank_bounds[r + 1]]
+        owner = group[at]
+        ok = ends[at] <= horizon[owner]
+        picked[at[ok]] = True
+        horizon[owner[ok]] = starts[at[ok]]
+    return ordered[picked]
+
+
+def _sorted_siblings(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
+    """``spans`` ordered by (parent, end descending, start, span id)."""
+    parent = forest.parent[spans]
+    end = state.end[spans]
+    if int(end.min()) >= 0 and int(end.max()) <= _END_LIMIT:
+        key = (parent << _END_BITS) | (_END_LIMIT - end)
+        order = np.argsort(key, kind="stable")
+        ordered_key = key[order]
+        tied = np.flatnonzero(ordered_key[1:] == ordered_key[:-1])
+        if not len(tied):
+            return spans[order]
+        return spans[_break_ties(order, ordered_key, tied, state.start[spans], forest.span_id[spans])]
+    return spans[
+        np.lexsort((forest.span_id[spans], state.start[spans], -end, parent))
+    ]
+
+
+def _break_ties(
+    order: np.ndarray, key: np.ndarray, tied: np.ndarray, start: np.ndarray, span_id: np.ndarray
+) -> np.ndarray:
+    """Within runs of equal keys, order by start, then span id."""
+    involved = np.unique(np.concatenate((tied, tied + 1)))
+    rows = order[involved]
+    fixed = np.lexsort((span_id[rows], start[rows], key[involved]))
+    order = order.copy()
+    order[involved] = rows[fixed]
+    return order
+
+
+def _on_path(forest: Forest, order: np.ndarray, bounds: np.ndarray, chain: np.ndarray) -> np.ndarray:
+    on_path = np.zeros(forest.n_spans, bool)
+    on_path[forest.root] = True
+    for level in range(1, len(bounds) - 1):
+        spans = order[bounds[level] : bounds[level + 1]]
+        on_path[spans] = chain[spans] & on_path[forest.parent[spans]]
+    return on_path
