@@ -65,89 +65,119 @@ def critical_paths(forest: Forest) -> PathTable:
     order = np.argsort(forest.depth, kind="stable")
     bounds = np.searchsorted(forest.depth[order], np.arange(int(forest.depth.max(initial=0)) + 2))
     state = _State.begin(forest, n)
-    chain_members: list[np.ndarray] = []
+    chain = np.zeros(n, bool)
     for level in range(1, len(bounds) - 1):
         spans = order[bounds[level] : bounds[level + 1]]
         if len(spans):
-            candidates = state.place(forest, spans)
-            chain_members.append(_chain(forest, state, candidates))
-    chain = np.zeros(n, bool)
-    for members in chain_members:
-        chain[members] = True
+            candidates = state.place(spans)
+            chain[_chain(forest, state, candidates)] = True
     on_path = _on_path(forest, order, bounds, chain)
     return state.finish(forest, on_path)
 
 
+def _edge_classes(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """Per span: does it not block its parent (follows-from), and is it a server span
+    under a client span on another (or an unknown) host (clock skew may apply)."""
+    parent = np.maximum(forest.parent, 0)
+    kind, parent_kind = forest.kind, forest.kind[parent]
+    host, parent_host = forest.host, forest.host[parent]
+    adopted = forest.adopted | (forest.parent < 0)
+    follows = ((forest.flags & FLAG_FOLLOWS_FROM) != 0) | (
+        (parent_kind == SpanKind.PRODUCER) & (kind == SpanKind.CONSUMER)
+    )
+    follows &= ~adopted  # an orphan's flag speaks of its lost parent, not the adopter
+    cross_host = (parent_kind == SpanKind.CLIENT) & (kind == SpanKind.SERVER) & ~adopted
+    cross_host &= (host != parent_host) | (host == UNKNOWN_HOST) | (parent_host == UNKNOWN_HOST)
+    return follows, cross_host & ~follows
+
+
 @dataclass
 class _State:
+    forest: Forest
     start: np.ndarray
     end: np.ndarray
     offset: np.ndarray
     dropped: np.ndarray
     blocking: np.ndarray
+    follows: np.ndarray
+    cross_host: np.ndarray
     skew_corrected: int = 0
     truncated: int = 0
-    non_blocking: int = 0
 
     @classmethod
     def begin(cls, forest: Forest, n: int) -> _State:
+        follows, cross_host = _edge_classes(forest)
         return cls(
+            forest=forest,
             start=forest.start.copy(),
             end=forest.end.copy(),
             offset=np.zeros(n, np.int64),
             dropped=np.zeros(n, bool),
             blocking=np.zeros(n, bool),
+            follows=follows,
+            cross_host=cross_host,
         )
 
-    def place(self, forest: Forest, spans: np.ndarray) -> np.ndarray:
+    def place(self, spans: np.ndarray) -> np.ndarray:
         """Fix the windows of one level of spans; the ones that may join a chain."""
-        parent = forest.parent[spans]
-        kind, parent_kind = forest.kind[spans], forest.kind[parent]
-        adopted = forest.adopted[spans]
-        follows = ((forest.flags[spans] & FLAG_FOLLOWS_FROM) != 0) | (
-            (parent_kind == SpanKind.PRODUCER) & (kind == SpanKind.CONSUMER)
-        )
-        follows &= ~adopted  # an orphan's flag speaks of its lost parent, not the adopter
-        host, parent_host = forest.host[spans], forest.host[parent]
-        cross_host = (parent_kind == SpanKind.CLIENT) & (kind == SpanKind.SERVER)
-        cross_host &= (host != parent_host) | (host == UNKNOWN_HOST) | (parent_host == UNKNOWN_HOST)
-        cross_host &= ~adopted
+        parent = self.forest.parent[spans]
         shift = self.offset[parent]
-        child_start = forest.start[spans] + shift
-        child_end = forest.end[spans] + shift
+        child_start = self.forest.start[spans] + shift
+        child_end = self.forest.end[spans] + shift
         parent_start, parent_end = self.start[parent], self.end[parent]
-        fits = (child_start >= parent_start) & (child_end <= parent_end)
-        skewed = cross_host & ~fits & ~follows
-        child_span = child_end - child_start
-        parent_span = parent_end - parent_start
-        centred = parent_start + (parent_span - child_span) // 2 - child_start
-        delta = np.where(skewed, np.where(child_span <= parent_span, centred, parent_start - child_start), 0)
-        child_start += delta
-        child_end += delta
-        self.offset[spans] = shift + delta
-        outside = (child_end < parent_start) | (child_start > parent_end)
-        dropped = self.dropped[parent] | (~follows & outside)
-        new_start = np.where(follows, child_start, np.maximum(child_start, parent_start))
-        new_end = np.where(follows, child_end, np.minimum(child_end, parent_end))
+        self._correct_skew(spans, child_start, child_end, parent_start, parent_end, shift)
+        self.offset[spans] = shift
+        new_start = np.maximum(child_start, parent_start)
+        new_end = np.minimum(child_end, parent_end)
+        dropped = (child_end < parent_start) | (child_start > parent_end)
+        follows = np.flatnonzero(self.follows[spans])
+        if len(follows):  # not truncated, never dropped for lying outside
+            new_start[follows] = child_start[follows]
+            new_end[follows] = child_end[follows]
+            dropped[follows] = False
+        dropped |= self.dropped[parent]
         self.start[spans] = new_start
         self.end[spans] = new_end
         self.dropped[spans] = dropped
-        blocking = ~follows & ~dropped
+        blocking = ~dropped
+        blocking[follows] = False
         self.blocking[spans] = blocking
-        self.skew_corrected += int(skewed.sum())
-        self.truncated += int(
-            (blocking & ((new_start != child_start) | (new_end != child_end))).sum()
-        )
-        self.non_blocking += int(follows.sum())
+        moved = (new_start != child_start) | (new_end != child_end)
+        self.truncated += int(np.count_nonzero(blocking & moved))
         return spans[blocking & (new_end > new_start)]
+
+    def _correct_skew(
+        self,
+        spans: np.ndarray,
+        child_start: np.ndarray,
+        child_end: np.ndarray,
+        parent_start: np.ndarray,
+        parent_end: np.ndarray,
+        shift: np.ndarray,
+    ) -> None:
+        """Shift (in place) cross-host server spans that do not fit in their client."""
+        at = np.flatnonzero(self.cross_host[spans])
+        if not len(at):
+            return
+        cs, ce, ps, pe = child_start[at], child_end[at], parent_start[at], parent_end[at]
+        skewed = (cs < ps) | (ce > pe)
+        at, cs, ce, ps, pe = at[skewed], cs[skewed], ce[skewed], ps[skewed], pe[skewed]
+        child_span, parent_span = ce - cs, pe - ps
+        delta = np.where(
+            child_span <= parent_span, ps + (parent_span - child_span) // 2 - cs, ps - cs
+        )
+        child_start[at] += delta
+        child_end[at] += delta
+        shift[at] += delta
+        self.skew_corrected += len(at)
 
     def finish(self, forest: Forest, on_path: np.ndarray) -> PathTable:
         duration = self.end - self.start
-        on_children = on_path & (forest.parent >= 0)
+        on_children = np.flatnonzero(on_path & (forest.parent >= 0))
         covered = np.bincount(
             forest.parent[on_children], weights=duration[on_children], minlength=len(duration)
-        ).astype(np.int64)
-        self_us = np.where(on_path, duration - covered, 0)
+        )
+        self_us = np.where(on_path, duration - covered.astype(np.int64), 0)
         return PathTable(
             forest=forest,
             start=self.start,
@@ -158,17 +188,23 @@ class _State:
             latency_us=duration[forest.root],
             skew_corrected=self.skew_corrected,
             truncated=self.truncated,
-            dropped=int(self.dropped.sum()),
-            non_blocking=self.non_blocking,
+            dropped=int(np.count_nonzero(self.dropped)),
+            non_blocking=int(np.count_nonzero(self.follows)),
         )
 
 
 def _chain(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
     """Of one level's candidate children, the ones on their parent's last-finishing-child
-    chain."""
+    chain. An only child always is (it ends within its parent)."""
     if not len(spans):
         return spans
-    ordered = _sorted_siblings(forest, state, spans)
+    parent = forest.parent[spans]
+    siblings = np.bincount(parent, minlength=forest.n_spans)[parent]
+    only = spans[siblings == 1]
+    many = spans[siblings > 1]
+    if not len(many):
+        return only
+    ordered = _sorted_siblings(forest, state, many)
     parent = forest.parent[ordered]
     group_start = np.concatenate(([True], parent[1:] != parent[:-1]))
     group = np.cumsum(group_start) - 1
@@ -185,7 +221,7 @@ def _chain(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
         ok = ends[at] <= horizon[owner]
         picked[at[ok]] = True
         horizon[owner[ok]] = starts[at[ok]]
-    return ordered[picked]
+    return np.concatenate((only, ordered[picked]))
 
 
 def _sorted_siblings(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:

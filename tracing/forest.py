@@ -24,6 +24,7 @@ import numpy as np
 
 from tracing.columns import TraceColumns
 from tracing.names import NameTable
+from tracing.npkit import distinct
 
 MISSING_ROOT = "(missing root)"
 UNKNOWN_HOST = 0
@@ -228,7 +229,7 @@ def _add_virtual_roots(
 def _endpoint_ids(
     endpoint: np.ndarray, names: NameTable
 ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    used = np.unique(endpoint)
+    used = distinct(endpoint, int(endpoint.max(initial=0)) + 1)
     service_index: dict[str, int] = {}
     operation_index: dict[str, int] = {}
     size = int(used.max()) + 1 if len(used) else 1
@@ -245,7 +246,7 @@ def _endpoint_ids(
 
 
 def _host_ids(placement: np.ndarray, names: NameTable) -> tuple[np.ndarray, list[str]]:
-    used = np.unique(placement)
+    used = distinct(placement, int(placement.max(initial=0)) + 1)
     host_index: dict[str, int] = {"": UNKNOWN_HOST}
     size = int(used.max()) + 1 if len(used) else 1
     host_of = np.zeros(size, np.int32)

@@ -39,6 +39,7 @@ import numpy as np
 
 from tracing.fastpath import PathTable
 from tracing.forest import MISSING_ROOT, Forest
+from tracing.npkit import grouped
 from tracing.model import CriticalPath, PathSegment, Span, SpanKind
 
 VIRTUAL = "virtual-root"
@@ -304,8 +305,7 @@ def _edges(forest: Forest) -> Sequence[ServiceEdge]:
         return []
     size = len(forest.service_names)
     pair = caller.astype(np.int64) * size + callee
-    unique, inverse = np.unique(pair, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    unique, inverse = grouped(pair, size * size)
     calls = np.bincount(inverse)
     errors = np.bincount(inverse, weights=(forest.flags[child] & 1) != 0)
     total = np.bincount(inverse, weights=forest.end[child] - forest.start[child])
