@@ -31,6 +31,7 @@ WIRE_DTYPE = np.dtype(
 )
 assert WIRE_DTYPE.itemsize == RECORD_SIZE
 MAX_KIND = 4
+NAME_CACHE_SIZE = 4096
 
 
 class BatchError(ValueError):
@@ -40,21 +41,36 @@ class BatchError(ValueError):
 @dataclass(frozen=True)
 class DecodedBatch:
     names: list[str]
-    trace_ids: list[bytes]
+    name_table: bytes  # the encoded names: a key for caches built on them
+    trace_ids: np.ndarray  # V16
     records: np.ndarray  # WIRE_DTYPE
 
 
-def decode_batch(payload: bytes) -> DecodedBatch:
+def decode_batch(payload: bytes, name_cache: dict[bytes, list[str]] | None = None) -> DecodedBatch:
+    """The batch in ``payload``. ``name_cache`` (name table bytes -> names) spares
+    decoding the table a service's exporter sends with every batch."""
     if not payload.startswith(MAGIC):
         raise BatchError("not a span batch (bad magic)")
     try:
-        names, offset = _names(payload, len(MAGIC))
+        count, size = struct.unpack_from("<II", payload, len(MAGIC))
+        offset = len(MAGIC) + 8
+        table = payload[offset : offset + size]
+        if len(table) != size:
+            raise BatchError("truncated name table")
+        names = name_cache.get(table) if name_cache is not None else None
+        if names is None:
+            names = _names(table, count)
+            if name_cache is not None:
+                if len(name_cache) > NAME_CACHE_SIZE:
+                    name_cache.clear()
+                name_cache[table] = names
+        offset += size
         (n_traces,) = struct.unpack_from("<I", payload, offset)
         offset += 4
         end = offset + 16 * n_traces
         if end > len(payload):
             raise BatchError("truncated trace table")
-        trace_ids = [payload[i : i + 16] for i in range(offset, end, 16)]
+        trace_ids = np.frombuffer(payload, dtype="V16", count=n_traces, offset=offset)
         (n_spans,) = struct.unpack_from("<I", payload, end)
         offset = end + 4
     except struct.error as exc:
@@ -63,21 +79,22 @@ def decode_batch(payload: bytes) -> DecodedBatch:
         raise BatchError(f"{n_spans} spans announced, {len(payload) - offset} bytes follow")
     records = np.frombuffer(payload, dtype=WIRE_DTYPE, count=n_spans, offset=offset)
     _check(records, len(names), len(trace_ids))
-    return DecodedBatch(names, trace_ids, records)
+    return DecodedBatch(names, table, trace_ids, records)
 
 
-def _names(payload: bytes, offset: int) -> tuple[list[str], int]:
-    (count,) = struct.unpack_from("<I", payload, offset)
-    offset += 4
+def _names(table: bytes, count: int) -> list[str]:
     names: list[str] = []
+    offset = 0
     for _ in range(count):
-        (length,) = struct.unpack_from("<H", payload, offset)
+        (length,) = struct.unpack_from("<H", table, offset)
         offset += 2
-        if offset + length > len(payload):
+        if offset + length > len(table):
             raise BatchError("truncated name table")
-        names.append(payload[offset : offset + length].decode("utf-8", "replace"))
+        names.append(table[offset : offset + length].decode("utf-8", "replace"))
         offset += length
-    return names, offset
+    if offset != len(table):
+        raise BatchError("the name table's size does not match its names")
+    return names
 
 
 def _check(records: np.ndarray, n_names: int, n_traces: int) -> None:

@@ -182,7 +182,10 @@ def _parent_rows(
     if exact:
         return _parent_rows_exact(raw, unique_rows)
     wanted = _mix(parent, trace)
-    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    by_wanted = np.argsort(wanted)  # sorted queries search much faster (cache locality)
+    pos = np.empty(len(wanted), np.int64)
+    pos[by_wanted] = np.searchsorted(keys, wanted[by_wanted])
+    pos = np.minimum(pos, len(keys) - 1)
     found = (
         (parent != 0)
         & (keys[pos] == wanted)
@@ -296,3 +299,19 @@ def select_traces(columns: TraceColumns, traces: np.ndarray) -> TraceColumns:
         columns.kind[rows],
         columns.flags[rows],
     )
+
+
+def split_columns(columns: TraceColumns, max_spans: int) -> list[TraceColumns]:
+    """``columns`` cut into runs of whole traces of at most ``max_spans`` spans (a trace
+    larger than that is a run of its own)."""
+    if columns.n_spans <= max_spans:
+        return [columns]
+    parts: list[TraceColumns] = []
+    first = 0
+    while first < columns.n_traces:
+        limit = columns.offsets[first] + max_spans
+        last = int(np.searchsorted(columns.offsets, limit, side="right")) - 1
+        last = max(last, first + 1)
+        parts.append(select_traces(columns, np.arange(first, min(last, columns.n_traces))))
+        first = last
+    return parts

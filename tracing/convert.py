@@ -43,7 +43,7 @@ def raw_from_payloads(payloads: Iterable[bytes], names: LocalNames) -> RawSpans:
         batch = decode_batch(payload)
         records = batch.records
         slot_of = np.array(
-            [slots.setdefault(t, len(slots)) for t in batch.trace_ids], np.int64
+            [slots.setdefault(t, len(slots)) for t in batch.trace_ids.tolist()], np.int64
         )
         endpoint = names.ids(
             [

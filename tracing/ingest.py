@@ -32,14 +32,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import redis
 
-from tracing.batch import BatchError, DecodedBatch, decode_batch
-from tracing.columns import TRACE_ID_DTYPE, RawSpans, assemble
+from tracing.batch import NAME_CACHE_SIZE, BatchError, DecodedBatch, decode_batch
+from tracing.columns import TRACE_ID_DTYPE, RawSpans, assemble, split_columns
 from tracing.names import endpoint_text, placement_text
+from tracing.npkit import distinct
 from tracing.redisconn import Keys, is_transient, store_errors
 from tracing.store import TraceStore
 from tracing.wire import FIELD
 
 log = logging.getLogger("tracing.ingest")
+SEGMENT_SPANS = 32_768  # about 1 MB a segment: small reads, little allocator slack
 
 
 def default_consumer() -> str:
@@ -82,18 +84,69 @@ class IngestCounters:
 
 @dataclass
 class _Chunk:
-    """The spans of one stream entry, with global ids and trace slots."""
+    """The spans of one stream entry: the wire records (zero-copy), each span's trace
+    slot and its interned endpoint and placement ids."""
 
     entry: int
-    trace: np.ndarray
-    span: np.ndarray
-    parent: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    endpoint: np.ndarray
-    placement: np.ndarray
-    kind: np.ndarray
-    flags: np.ndarray
+    records: np.ndarray  # WIRE_DTYPE
+    trace: np.ndarray  # int64 slot
+    endpoint: np.ndarray  # uint32
+    placement: np.ndarray  # uint32
+
+    def take(self, keep: np.ndarray, renumber: np.ndarray, entry: int) -> _Chunk:
+        return _Chunk(
+            entry,
+            self.records[keep],
+            renumber[self.trace[keep]],
+            self.endpoint[keep],
+            self.placement[keep],
+        )
+
+
+class _Traces:
+    """Trace slots of the spans held: id -> slot, and when each was last seen."""
+
+    def __init__(self) -> None:
+        self.slots: dict[bytes, int] = {}
+        self.ids: list[bytes] = []
+        self.last_seen = np.zeros(1024)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def touch(self, trace_ids: np.ndarray, now: float) -> np.ndarray:
+        """Slots of ``trace_ids`` (new ones added), all marked seen ``now``."""
+        keys = trace_ids.tolist()
+        get = self.slots.get
+        slots = [get(k) for k in keys]
+        for i, slot in enumerate(slots):
+            if slot is None:
+                slot = self.slots.setdefault(keys[i], len(self.ids))
+                if slot == len(self.ids):
+                    self.ids.append(keys[i])
+                slots[i] = slot
+        if len(self.ids) > len(self.last_seen):
+            grown = np.zeros(max(2 * len(self.last_seen), len(self.ids)))
+            grown[: len(self.last_seen)] = self.last_seen
+            self.last_seen = grown
+        found = np.array(slots, np.int64)
+        self.last_seen[found] = now
+        return found
+
+    def seen(self) -> np.ndarray:
+        return self.last_seen[: len(self.ids)]
+
+    def id_array(self) -> np.ndarray:
+        return np.frombuffer(b"".join(self.ids), TRACE_ID_DTYPE) if self.ids else np.zeros(
+            0, TRACE_ID_DTYPE
+        )
+
+    def keep(self, open_slots: np.ndarray) -> None:
+        last_seen = self.seen()[open_slots]
+        self.ids = [self.ids[int(s)] for s in open_slots]
+        self.slots = {trace_id: i for i, trace_id in enumerate(self.ids)}
+        self.last_seen = np.zeros(max(1024, 2 * len(self.ids)))
+        self.last_seen[: len(self.ids)] = last_seen
 
 
 class IngestWorker:
@@ -110,8 +163,9 @@ class IngestWorker:
         self.clock = clock
         self.counters = IngestCounters()
         self._chunks: list[_Chunk] = []
-        self._slots: dict[bytes, int] = {}
-        self._last_seen: list[float] = []
+        self._traces = _Traces()
+        self._name_cache: dict[bytes, list[str]] = {}
+        self._pair_ids: dict[tuple[bytes, str], np.ndarray] = {}  # (name table, kind) -> ids
         self._entry_ids: list[bytes] = []
         self._outstanding: list[int] = []
         self._held: set[bytes] = set()
@@ -219,7 +273,7 @@ class IngestWorker:
             try:
                 if payload is None:
                     raise BatchError("the entry has no span batch field")
-                batch = decode_batch(payload)
+                batch = decode_batch(payload, self._name_cache)
             except BatchError as exc:
                 dead.append((entry_id, payload or b"", str(exc)))
                 continue
@@ -240,41 +294,38 @@ class IngestWorker:
         self._held.add(entry_id)
         if not len(records):
             return 0
-        slots = np.array([self._slot(t, now) for t in batch.trace_ids], np.int64)
+        slots = self._traces.touch(batch.trace_ids, now)
         self._chunks.append(
             _Chunk(
                 entry=entry,
+                records=records,
                 trace=slots[records["trace"]],
-                span=records["span"],
-                parent=records["parent"],
-                start=records["start"],
-                end=records["end"],
-                endpoint=self._interned(records, batch.names, "service", "operation", True),
-                placement=self._interned(records, batch.names, "host", "container", False),
-                kind=records["kind"],
-                flags=records["flags"],
+                endpoint=self._interned(batch, "service", "operation", True),
+                placement=self._interned(batch, "host", "container", False),
             )
         )
         return len(records)
 
-    def _slot(self, trace_id: bytes, now: float) -> int:
-        slot = self._slots.get(trace_id)
-        if slot is None:
-            slot = self._slots[trace_id] = len(self._last_seen)
-            self._last_seen.append(now)
-        else:
-            self._last_seen[slot] = now
-        return slot
-
-    def _interned(
-        self, records: np.ndarray, names: list[str], first: str, second: str, endpoint: bool
-    ) -> np.ndarray:
-        pairs = records[first].astype(np.uint32) << 16 | records[second].astype(np.uint32)
-        unique, inverse = np.unique(pairs, return_inverse=True)
-        make = endpoint_text if endpoint else placement_text
-        texts = [make(names[int(p) >> 16], names[int(p) & 0xFFFF]) for p in unique]
-        ids = np.array(self.store.names.ids(texts), np.uint32)
-        return ids[inverse.reshape(-1)]
+    def _interned(self, batch: DecodedBatch, first: str, second: str, endpoint: bool) -> np.ndarray:
+        """Global ids of the (first, second) name pairs of a batch's records; the table
+        for a name list (cached per encoded list) fills in as pairs turn up."""
+        records, names = batch.records, batch.names
+        width = len(names)
+        key = (batch.name_table, first)
+        table = self._pair_ids.get(key)
+        if table is None or len(table) != width * width:
+            if len(self._pair_ids) > 2 * NAME_CACHE_SIZE:
+                self._pair_ids.clear()
+            table = self._pair_ids[key] = np.zeros(width * width, np.int64)
+        pairs = records[first].astype(np.int64) * width + records[second]
+        ids = table[pairs]
+        if bool((ids == 0).any()):
+            missing = distinct(pairs[ids == 0], width * width)
+            make = endpoint_text if endpoint else placement_text
+            texts = [make(names[int(p) // width], names[int(p) % width]) for p in missing]
+            table[missing] = self.store.names.ids(texts)
+            ids = table[pairs]
+        return ids.astype(np.uint32)
 
     def _dead_letter(self, dead: list[tuple[bytes, bytes, str]]) -> None:
         with store_errors(self.store.config, "moving bad entries to the dead-letter stream"):
@@ -292,28 +343,29 @@ class IngestWorker:
 
     @property
     def held_spans(self) -> int:
-        return sum(len(c.span) for c in self._chunks)
+        return sum(len(c.trace) for c in self._chunks)
 
     def flush(self, force: bool = False) -> int:
         """Store the traces that went quiet (all of them if ``force``); traces stored."""
         if not self._entry_ids:
             return 0
         began = time.perf_counter()
-        last_seen = np.array(self._last_seen)
+        last_seen = self._traces.seen()
         done = np.ones(len(last_seen), bool) if force else self._quiet(last_seen)
+        outstanding = np.array(self._outstanding, np.int64)
         if not bool(done.any()):
-            self._ack_empty_entries()
+            if bool((outstanding == 0).any()):  # entries that held no spans
+                self._settle(outstanding, done, np.zeros(self.held_spans, bool))
             return 0
         chunks = self._chunks
         trace = np.concatenate([c.trace for c in chunks]) if chunks else np.zeros(0, np.int64)
-        entry = (
-            np.concatenate([np.full(len(c.span), c.entry, np.int64) for c in chunks])
-            if chunks
-            else np.zeros(0, np.int64)
-        )
         leaving = done[trace]
         stored = self._store(chunks, leaving)
-        self._settle(entry[leaving], done, chunks, leaving)
+        entry = np.repeat(
+            np.array([c.entry for c in chunks], np.int64), [len(c.trace) for c in chunks]
+        )
+        outstanding -= np.bincount(entry[leaving], minlength=len(outstanding))
+        self._settle(outstanding, done, leaving)
         self.counters.busy_s += time.perf_counter() - began
         return stored
 
@@ -326,70 +378,37 @@ class IngestWorker:
     def _store(self, chunks: list[_Chunk], leaving: np.ndarray) -> int:
         if not bool(leaving.any()):
             return 0
-        trace_ids = np.zeros(len(self._last_seen), TRACE_ID_DTYPE)
-        for trace_id, slot in self._slots.items():
-            trace_ids[slot] = np.frombuffer(trace_id, TRACE_ID_DTYPE)[0]
+        every = bool(leaving.all())
 
-        def column(name: str) -> np.ndarray:
-            return np.concatenate([getattr(c, name) for c in chunks])[leaving]
+        def joined(parts: list[np.ndarray]) -> np.ndarray:
+            whole = np.concatenate(parts)
+            return whole if every else whole[leaving]
 
+        records = joined([c.records for c in chunks])
         raw = RawSpans(
-            trace_ids,
-            column("trace"),
-            column("span"),
-            column("parent"),
-            column("start"),
-            column("end"),
-            column("endpoint"),
-            column("placement"),
-            column("kind"),
-            column("flags"),
+            self._traces.id_array(),
+            joined([c.trace for c in chunks]),
+            records["span"],
+            records["parent"],
+            records["start"],
+            records["end"],
+            joined([c.endpoint for c in chunks]),
+            joined([c.placement for c in chunks]),
+            records["kind"],
+            records["flags"],
         )
         assembled = assemble(raw)
-        self.store.write(assembled.columns)
-        self.counters.segments += 1
+        for part in split_columns(assembled.columns, SEGMENT_SPANS):
+            self.store.write(part)
+            self.counters.segments += 1
         self.counters.duplicates += assembled.duplicates
         self.counters.traces_stored += assembled.columns.n_traces
         self.counters.spans_stored += assembled.columns.n_spans
         return assembled.columns.n_traces
 
-    def _settle(
-        self, entries_done: np.ndarray, done: np.ndarray, chunks: list[_Chunk], leaving: np.ndarray
-    ) -> None:
-        """Count the stored spans off their entries, acknowledge the finished entries and
-        keep only the traces still open."""
-        finished = np.bincount(entries_done, minlength=len(self._entry_ids))
-        outstanding = np.array(self._outstanding, np.int64) - finished
-        self._ack(np.flatnonzero(outstanding == 0))
-        self._keep_open(done, chunks, leaving, outstanding)
-
-    def _ack_empty_entries(self) -> None:
-        outstanding = np.array(self._outstanding, np.int64)
-        if bool((outstanding == 0).any()):
-            self._ack(np.flatnonzero(outstanding == 0))
-            self._keep_open(
-                np.zeros(len(self._last_seen), bool),
-                self._chunks,
-                np.zeros(self.held_spans, bool),
-                outstanding,
-            )
-
-    def _ack(self, entries: np.ndarray) -> None:
-        if not len(entries):
-            return
-        ids = [self._entry_ids[int(e)] for e in entries]
-        with store_errors(self.store.config, "acknowledging stream entries"):
-            for first in range(0, len(ids), 1000):
-                self.client.xack(self.keys.stream, self.keys.group, *ids[first : first + 1000])
-        self.counters.acked += len(ids)
-
-    def _keep_open(
-        self,
-        done: np.ndarray,
-        chunks: list[_Chunk],
-        leaving: np.ndarray,
-        outstanding: np.ndarray,
-    ) -> None:
+    def _settle(self, outstanding: np.ndarray, done: np.ndarray, leaving: np.ndarray) -> None:
+        """Acknowledge the entries with no span left to store; keep the open traces."""
+        self._ack(np.flatnonzero(outstanding <= 0))
         open_slots = np.flatnonzero(~done)
         renumber = np.full(len(done), -1, np.int64)
         renumber[open_slots] = np.arange(len(open_slots))
@@ -398,20 +417,29 @@ class IngestWorker:
         entry_renumber[open_entries] = np.arange(len(open_entries))
         kept: list[_Chunk] = []
         at = 0
-        for chunk in chunks:
-            size = len(chunk.span)
+        for chunk in self._chunks:
+            size = len(chunk.trace)
             stay = ~leaving[at : at + size]
             at += size
             if bool(stay.any()):
-                kept.append(_rekeyed(chunk, stay, renumber, int(entry_renumber[chunk.entry])))
+                kept.append(chunk.take(stay, renumber, int(entry_renumber[chunk.entry])))
         self._chunks = kept
-        by_slot = {slot: trace_id for trace_id, slot in self._slots.items()}
-        self._slots = {by_slot[int(s)]: i for i, s in enumerate(open_slots)}
-        self._last_seen = [self._last_seen[int(s)] for s in open_slots]
+        self._traces.keep(open_slots)
         gone = [self._entry_ids[int(e)] for e in np.flatnonzero(outstanding <= 0)]
         self._held.difference_update(gone)
         self._entry_ids = [self._entry_ids[int(e)] for e in open_entries]
         self._outstanding = [int(outstanding[e]) for e in open_entries]
+
+    def _ack(self, entries: np.ndarray) -> None:
+        if not len(entries):
+            return
+        ids = [self._entry_ids[int(e)] for e in entries]
+        with store_errors(self.store.config, "acknowledging stream entries"):
+            pipe = self.client.pipeline(transaction=False)
+            for first in range(0, len(ids), 1000):
+                pipe.xack(self.keys.stream, self.keys.group, *ids[first : first + 1000])
+            pipe.execute()
+        self.counters.acked += len(ids)
 
     # ------------------------------------------------------------------ upkeep
 
@@ -441,17 +469,23 @@ class IngestWorker:
             self.trim()
             self.store.maintain()
 
-    def drain(self, *, max_idle_polls: int = 1) -> IngestCounters:
-        """Read everything the stream holds for this group, store every trace now (no
-        quiet period), acknowledge and trim. For imports and the benchmark."""
-        idle = 0
-        while idle < max_idle_polls:
+    def read_available(self) -> int:
+        """Read (without waiting) until the stream has nothing new for this consumer;
+        spans read. Stores only when more than ``max_held_spans`` are held."""
+        spans = 0
+        while True:
             before = self.counters.entries
             reading_own = not self._own_pending_read
-            self.poll(block_ms=0)
-            idle = 0 if reading_own or self.counters.entries > before else idle + 1
+            spans += self.poll(block_ms=0)
             if self.held_spans > self.config.max_held_spans:
                 self.flush(force=True)
+            if not reading_own and self.counters.entries == before:
+                return spans
+
+    def drain(self) -> IngestCounters:
+        """Read everything the stream holds for this group, store every trace now (no
+        quiet period), acknowledge and trim. For imports and the benchmark."""
+        self.read_available()
         self.flush(force=True)
         self.trim()
         return self.counters
@@ -471,21 +505,6 @@ class IngestWorker:
                 stop.wait(delay)
                 delay = min(delay * 2, 5.0)
         self.flush(force=True)
-
-
-def _rekeyed(chunk: _Chunk, stay: np.ndarray, renumber: np.ndarray, entry: int) -> _Chunk:
-    return _Chunk(
-        entry=entry,
-        trace=renumber[chunk.trace[stay]],
-        span=chunk.span[stay],
-        parent=chunk.parent[stay],
-        start=chunk.start[stay],
-        end=chunk.end[stay],
-        endpoint=chunk.endpoint[stay],
-        placement=chunk.placement[stay],
-        kind=chunk.kind[stay],
-        flags=chunk.flags[stay],
-    )
 
 
 def _text(value: bytes | str) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from tracing.errors import StoreError, StoreUnavailable
 
@@ -67,8 +69,12 @@ def config_problem(config: RedisConfig) -> str | None:
     return None
 
 
-def make_client(config: RedisConfig) -> redis.Redis:
-    """A client for the trace store (bytes in, bytes out). Connects lazily."""
+def make_client(config: RedisConfig, *, retries: int | None = None) -> redis.Redis:
+    """A client for the trace store (bytes in, bytes out). Connects lazily.
+
+    ``retries``: how often redis-py itself retries a command after a connection error
+    (None: its default, 3 with growing back-off). Give the exporter 0: it retries whole
+    batches itself and must not sit in back-off while its buffer fills."""
     problem = config_problem(config)
     if problem:
         raise StoreError(problem)
@@ -80,6 +86,8 @@ def make_client(config: RedisConfig) -> redis.Redis:
         "socket_connect_timeout": config.timeout_s,
         "health_check_interval": 30,
     }
+    if retries is not None:
+        options["retry"] = Retry(NoBackoff(), retries)
     if config.password:
         options["password"] = config.password
     if url.startswith("rediss://"):

@@ -4,7 +4,7 @@ One stream entry carries one batch of spans in one field, ``b``, so a service's
 exporter pays one XADD per few hundred spans rather than one per span. Little endian::
 
     magic  b"YTS1"
-    u32 n_strings, then n_strings x (u16 length, UTF-8 bytes)   names used in the batch
+    u32 n_names, u32 bytes, then n_names x (u16 length, UTF-8)   names used in the batch
     u32 n_traces,  then n_traces x 16 bytes                      trace ids used in the batch
     u32 n_spans,   then n_spans x RECORD (44 bytes, below)
 
@@ -73,10 +73,12 @@ def encode_batch(spans: Sequence[Span]) -> bytes:
             flags,
         )
         offset += RECORD_SIZE
-    parts = [MAGIC, _U32.pack(len(names))]
+    table = []
     for name in names:
         raw = name.encode("utf-8", "replace")[:MAX_NAME_BYTES]
-        parts += (_U16.pack(len(raw)), raw)
+        table += (_U16.pack(len(raw)), raw)
+    name_bytes = b"".join(table)
+    parts = [MAGIC, _U32.pack(len(names)), _U32.pack(len(name_bytes)), name_bytes]
     parts.append(_U32.pack(len(traces)))
     parts += [bytes.fromhex(trace_id) for trace_id in traces]
     parts += (_U32.pack(len(spans)), bytes(records))

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import TracebackType
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from yarn_adapt.minicluster.errors import MiniClusterError
 
@@ -122,7 +124,10 @@ class RedisServer:
         raise MiniClusterError(f"redis-server did not answer within {timeout_s}s")
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
+        """An admin client; no retries of its own (SHUTDOWN must not be retried)."""
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, socket_timeout=5, retry=Retry(NoBackoff(), 0)
+        )
 
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
