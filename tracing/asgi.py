@@ -50,7 +50,10 @@ class TracingASGIMiddleware:
         )
 
         async def traced_send(message: Message) -> None:
-            if message.get("type") == "http.response.start" and int(message.get("status", 200)) >= 500:
+            if (
+                message.get("type") == "http.response.start"
+                and int(message.get("status", 200)) >= 500
+            ):
                 span.set_error()
             await send(message)
 

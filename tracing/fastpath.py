@@ -144,7 +144,8 @@ class _State:
         self.blocking[spans] = blocking
         moved = (new_start != child_start) | (new_end != child_end)
         self.truncated += int(np.count_nonzero(blocking & moved))
-        return spans[blocking & (new_end > new_start)]
+        candidates: np.ndarray = spans[blocking & (new_end > new_start)]
+        return candidates
 
     def _correct_skew(
         self,
@@ -203,7 +204,7 @@ def _chain(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
     only = spans[siblings == 1]
     many = spans[siblings > 1]
     if not len(many):
-        return only
+        return np.asarray(only)
     ordered = _sorted_siblings(forest, state, many)
     parent = forest.parent[ordered]
     group_start = np.concatenate(([True], parent[1:] != parent[:-1]))
@@ -234,11 +235,10 @@ def _sorted_siblings(forest: Forest, state: _State, spans: np.ndarray) -> np.nda
         ordered_key = key[order]
         tied = np.flatnonzero(ordered_key[1:] == ordered_key[:-1])
         if not len(tied):
-            return spans[order]
-        return spans[_break_ties(order, ordered_key, tied, state.start[spans], forest.span_id[spans])]
-    return spans[
-        np.lexsort((forest.span_id[spans], state.start[spans], -end, parent))
-    ]
+            return np.asarray(spans[order])
+        fixed = _break_ties(order, ordered_key, tied, state.start[spans], forest.span_id[spans])
+        return np.asarray(spans[fixed])
+    return spans[np.lexsort((forest.span_id[spans], state.start[spans], -end, parent))]
 
 
 def _break_ties(
@@ -253,7 +253,9 @@ def _break_ties(
     return order
 
 
-def _on_path(forest: Forest, order: np.ndarray, bounds: np.ndarray, chain: np.ndarray) -> np.ndarray:
+def _on_path(
+    forest: Forest, order: np.ndarray, bounds: np.ndarray, chain: np.ndarray
+) -> np.ndarray:
     on_path = np.zeros(forest.n_spans, bool)
     on_path[forest.root] = True
     for level in range(1, len(bounds) - 1):

@@ -85,17 +85,12 @@ def build_forest(columns: TraceColumns, names: NameTable) -> Forest:
     start, end = columns.start, columns.end
     kind, flags, span_id = columns.kind, columns.flags, columns.span
     placement = columns.placement
-    if len(needs_virtual):
-        adopted_top = adopt | (top & ~single[trace])
-    else:
-        adopted_top = adopt
+    adopted_top = adopt | (top & ~single[trace])  # re-parented top-level spans
     depth = depth + adopted_top[top_of]
     if len(needs_virtual):
         depth = np.concatenate([depth, np.zeros(len(needs_virtual), np.int64)])
         (trace, parent, adopted, start, end, kind, flags, span_id, endpoint, placement, root) = (
-            _add_virtual_roots(
-                columns, needs_virtual, trace, parent, adopted, top, root, n
-            )
+            _add_virtual_roots(columns, needs_virtual, trace, parent, adopted, top, root, n)
         )
     service, operation, service_names, operation_names = _endpoint_ids(endpoint, names)
     host, host_names = _host_ids(placement, names)

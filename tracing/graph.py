@@ -39,8 +39,8 @@ import numpy as np
 
 from tracing.fastpath import PathTable
 from tracing.forest import MISSING_ROOT, Forest
-from tracing.npkit import grouped
 from tracing.model import CriticalPath, PathSegment, Span, SpanKind
+from tracing.npkit import grouped
 
 VIRTUAL = "virtual-root"
 CHILD, FOLLOWS_FROM, ADOPTED = "child", "follows_from", "adopted"
@@ -222,9 +222,7 @@ def _segments(graph: nx.DiGraph, root: str, chains: dict[str, list[str]]) -> lis
     # A frame: (span, its chain children in start order, index of the next child, time
     # up to which the span's own time has been emitted)
     root_node: _Node = graph.nodes[root]["node"]
-    stack: list[tuple[str, list[str], int, int]] = [
-        (root, chains[root][::-1], 0, root_node.start)
-    ]
+    stack: list[tuple[str, list[str], int, int]] = [(root, chains[root][::-1], 0, root_node.start)]
     _mark(graph, root)
     while stack:
         key, children, index, cursor = stack.pop()

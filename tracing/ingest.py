@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import redis
@@ -137,8 +138,10 @@ class _Traces:
         return self.last_seen[: len(self.ids)]
 
     def id_array(self) -> np.ndarray:
-        return np.frombuffer(b"".join(self.ids), TRACE_ID_DTYPE) if self.ids else np.zeros(
-            0, TRACE_ID_DTYPE
+        return (
+            np.frombuffer(b"".join(self.ids), TRACE_ID_DTYPE)
+            if self.ids
+            else np.zeros(0, TRACE_ID_DTYPE)
         )
 
     def keep(self, open_slots: np.ndarray) -> None:
@@ -230,7 +233,8 @@ class IngestWorker:
                 return []
         if not reply:
             return []
-        entries: list[tuple[bytes, dict[bytes, bytes]]] = reply[0][1]
+        streams = cast(list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]], reply)
+        entries = streams[0][1]
         if start == ">":
             return [(i, f) for i, f in entries if i not in self._held]
         return entries
@@ -325,7 +329,8 @@ class IngestWorker:
             texts = [make(names[int(p) // width], names[int(p) % width]) for p in missing]
             table[missing] = self.store.names.ids(texts)
             ids = table[pairs]
-        return ids.astype(np.uint32)
+        interned: np.ndarray = ids.astype(np.uint32)
+        return interned
 
     def _dead_letter(self, dead: list[tuple[bytes, bytes, str]]) -> None:
         with store_errors(self.store.config, "moving bad entries to the dead-letter stream"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import redis
 
-from tracing.redisconn import Keys
+from tracing.redisconn import Keys, as_text
 
 ENDPOINT = "e"
 PLACEMENT = "p"
@@ -78,7 +78,7 @@ class NameBook:
 
     def table(self) -> NameTable:
         raw = self.client.hgetall(self.keys.names_rev)
-        return name_table((int(k), v.decode("utf-8", "replace")) for k, v in raw.items())
+        return name_table((int(as_text(k)), as_text(v)) for k, v in raw.items())
 
 
 def name_table(entries: Iterable[tuple[int, str]]) -> NameTable:

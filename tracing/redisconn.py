@@ -116,6 +116,15 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, redis.ResponseError) and text.startswith(("LOADING", "READONLY"))
 
 
+def as_text(value: object) -> str:
+    """A Redis reply item (bytes from this client) as text."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def as_bytes(value: object) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
 @dataclass(frozen=True)
 class Keys:
     """The key names under one prefix."""

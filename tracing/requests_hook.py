@@ -38,13 +38,13 @@ class TracingAdapter(HTTPAdapter):
         self.tracer = tracer
         self.operation = operation
 
-    def send(  # type: ignore[override]
+    def send(
         self,
         request: requests.PreparedRequest,
         stream: bool = False,
-        timeout: None | float | tuple[float, float] | tuple[float, None] = None,
+        timeout: float | tuple[float, float] | tuple[float, None] | None = None,
         verify: bool | str = True,
-        cert: None | bytes | str | tuple[bytes | str, bytes | str] = None,
+        cert: bytes | str | tuple[bytes | str, bytes | str] | None = None,
         proxies: Mapping[str, str] | None = None,
     ) -> requests.Response:
         span = self.tracer.start_span(self.operation(request), kind=SpanKind.CLIENT)

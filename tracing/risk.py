@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +37,8 @@ import numpy as np
 from tracing.fastpath import PathTable
 from tracing.forest import MISSING_ROOT, UNKNOWN_HOST, Forest
 from tracing.graph import request_mask
-from tracing.npkit import distinct, grouped
 from tracing.model import ApiSojourn, NodeRisk, RiskSnapshot, ServiceRisk
+from tracing.npkit import distinct, grouped
 from tracing.wire import FLAG_ERROR
 
 MIN_SOJOURN_US = 1.0
@@ -101,9 +101,19 @@ def assess(inputs: RiskInputs, settings: RiskSettings) -> RiskSnapshot:
         wsp = wst[k] / critical_wst if k in critical and critical_wst > 0 else 0.0
         wfp = errors[k] / requests if requests else 0.0
         risks.append(
-            _service_risk(k, requests, errors[k], apis[k], wst[k], k in critical, inputs, wsp, wfp,
-                          settings.alpha)
-        )  # fmt: skip
+            _service_risk(
+                k,
+                requests,
+                errors[k],
+                apis[k],
+                wst[k],
+                k in critical,
+                inputs,
+                wsp,
+                wfp,
+                settings.alpha,
+            )
+        )
     return _snapshot(inputs, settings, risks)
 
 
@@ -160,9 +170,7 @@ def _service_risk(
     )
 
 
-def _snapshot(
-    inputs: RiskInputs, settings: RiskSettings, risks: list[ServiceRisk]
-) -> RiskSnapshot:
+def _snapshot(inputs: RiskInputs, settings: RiskSettings, risks: list[ServiceRisk]) -> RiskSnapshot:
     risk_of = {r.service: r.risk for r in risks}
     members: dict[str, set[str]] = defaultdict(set)
     for service, node in inputs.placements:
@@ -222,9 +230,10 @@ def assess_paths(
         wsp = wst[k] / critical_wst if k in critical and critical_wst > 0 else 0.0
         wfp = errors / count if count else 0.0
         risks.append(
-            _service_risk(k, count, errors, apis, wst[k], k in critical, inputs, wsp, wfp,
-                          settings.alpha)
-        )  # fmt: skip
+            _service_risk(
+                k, count, errors, apis, wst[k], k in critical, inputs, wsp, wfp, settings.alpha
+            )
+        )
     return _snapshot(inputs, settings, risks)
 
 
@@ -290,15 +299,16 @@ def _placements(paths: PathTable) -> frozenset[tuple[str, str]]:
     forest = paths.forest
     known = (forest.host != UNKNOWN_HOST) & _real(forest)
     size = len(forest.host_names)
-    pairs = distinct(forest.service[known].astype(np.int64) * size + forest.host[known], len(forest.service_names) * size)
+    pairs = distinct(
+        forest.service[known].astype(np.int64) * size + forest.host[known],
+        len(forest.service_names) * size,
+    )
     return frozenset(
         (forest.service_names[int(p) // size], forest.host_names[int(p) % size]) for p in pairs
     )
 
 
-def inputs_from_paths(
-    paths: PathTable, window_start_us: int, window_end_us: int
-) -> RiskInputs:
+def inputs_from_paths(paths: PathTable, window_start_us: int, window_end_us: int) -> RiskInputs:
     """The plain records behind a PathTable, built span by span (slow; for checking
     :func:`assess_paths` against :func:`assess`)."""
     forest = paths.forest

@@ -34,9 +34,8 @@ class SegmentError(ValueError):
 
 def encode_segment(columns: TraceColumns) -> bytes:
     duration = columns.end - columns.start
-    narrow = (
-        columns.n_spans == 0
-        or (int(columns.start.min()) >= 0 and int(columns.start.max()) <= _NARROW)
+    narrow = columns.n_spans == 0 or (
+        (int(columns.start.min()) >= 0 and int(columns.start.max()) <= _NARROW)
         and int(duration.max()) <= _NARROW
     )
     width = 4 if narrow else 8
@@ -76,12 +75,12 @@ def segment_bounds(payload: bytes) -> tuple[int, int]:
 
 def _header(payload: bytes) -> tuple[bytes, int, int, int, int, int, int]:
     try:
-        fields = HEADER.unpack_from(payload, 0)
+        fields: tuple[bytes, int, int, int, int, int, int] = HEADER.unpack_from(payload, 0)
     except struct.error as exc:
         raise SegmentError("truncated segment header") from exc
     if fields[0] != MAGIC or fields[1] not in (4, 8):
         raise SegmentError("not a trace segment")
-    return fields  # type: ignore[no-any-return]
+    return fields
 
 
 def decode_segment(payload: bytes) -> TraceColumns:

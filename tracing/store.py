@@ -29,7 +29,7 @@ from tracing.columns import (
 )
 from tracing.errors import TraceNotFound
 from tracing.names import NameBook, NameTable
-from tracing.redisconn import Keys, RedisConfig, store_errors
+from tracing.redisconn import Keys, RedisConfig, as_bytes, as_text, store_errors
 from tracing.segment import decode_segment, encode_segment, segment_bounds
 
 _FETCH_CHUNK = 64
@@ -93,7 +93,7 @@ class TraceStore:
         """Forget expired segments, then delete the oldest while over budget; how many
         segments were deleted for the budget."""
         with store_errors(self.config, "maintaining the trace store"):
-            keys = [k.decode() for k in self.client.zrange(self.keys.segments, 0, -1)]
+            keys = [as_text(k) for k in self.client.zrange(self.keys.segments, 0, -1)]
             exists = self._exists(keys)
             gone = [k for k, alive in zip(keys, exists, strict=True) if not alive]
             if gone:
@@ -115,7 +115,7 @@ class TraceStore:
 
     def _enforce_budget(self, oldest_first: list[str]) -> int:
         sizes = self.client.hgetall(self.sizes_key)
-        size_of = {k.decode(): int(v) + SEGMENT_OVERHEAD_BYTES for k, v in sizes.items()}
+        size_of = {as_text(k): int(v) + SEGMENT_OVERHEAD_BYTES for k, v in sizes.items()}
         total = sum(size_of.get(k, 0) for k in oldest_first)
         doomed: list[str] = []
         for key in oldest_first:
@@ -138,7 +138,7 @@ class TraceStore:
         """Traces whose last span ends in [start_us, end_us] (None: unbounded)."""
         with store_errors(self.config, "reading trace segments"):
             low = "-inf" if start_us is None else start_us
-            keys = self.client.zrangebyscore(self.keys.segments, low, "+inf")
+            keys = [as_bytes(k) for k in self.client.zrangebyscore(self.keys.segments, low, "+inf")]
             payloads = self._fetch(keys)
             names = self.names.table()
         parts = [
@@ -153,7 +153,8 @@ class TraceStore:
     def _fetch(self, keys: list[bytes]) -> list[bytes | None]:
         payloads: list[bytes | None] = []
         for first in range(0, len(keys), _FETCH_CHUNK):
-            payloads += self.client.mget(keys[first : first + _FETCH_CHUNK])
+            got = self.client.mget(keys[first : first + _FETCH_CHUNK])
+            payloads += [as_bytes(p) if p is not None else None for p in got]
         return payloads
 
     def find(self, trace_id: str) -> LoadedTraces:
@@ -163,9 +164,7 @@ class TraceStore:
         hits = np.flatnonzero(loaded.columns.trace_ids == wanted[0])
         if not len(hits):
             raise TraceNotFound(f"no stored trace has id {trace_id}")
-        return LoadedTraces(
-            select_traces(loaded.columns, hits), loaded.names, loaded.segments, 0
-        )
+        return LoadedTraces(select_traces(loaded.columns, hits), loaded.names, loaded.segments, 0)
 
     def newest_end_us(self) -> int | None:
         with store_errors(self.config, "reading the trace index"):
@@ -181,7 +180,8 @@ def trace_ends(columns: TraceColumns) -> np.ndarray:
     nonempty = np.diff(columns.offsets) > 0
     ends = np.zeros(columns.n_traces, np.int64)
     ends[nonempty] = np.maximum.reduceat(columns.end, starts[nonempty])
-    return ends + columns.base
+    absolute: np.ndarray = ends + columns.base
+    return absolute
 
 
 def within(columns: TraceColumns, start_us: int | None, end_us: int | None) -> TraceColumns:

@@ -73,7 +73,7 @@ def encode_batch(spans: Sequence[Span]) -> bytes:
             flags,
         )
         offset += RECORD_SIZE
-    table = []
+    table: list[bytes] = []
     for name in names:
         raw = name.encode("utf-8", "replace")[:MAX_NAME_BYTES]
         table += (_U16.pack(len(raw)), raw)

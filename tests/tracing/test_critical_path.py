@@ -63,8 +63,12 @@ def test_sequential_children_each_bound_the_latency_in_turn() -> None:
     )
     assert path.latency_us == 100
     assert windows(path) == [
-        ("a", 0, 10), ("b", 10, 40), ("a", 40, 50), ("c", 50, 90), ("a", 90, 100),
-    ]  # fmt: skip
+        ("a", 0, 10),
+        ("b", 10, 40),
+        ("a", 40, 50),
+        ("c", 50, 90),
+        ("a", 90, 100),
+    ]
 
 
 def test_parallel_fan_out_puts_only_the_slowest_call_on_the_path() -> None:
@@ -89,8 +93,12 @@ def test_overlapping_children_chain_through_the_last_finishing_one() -> None:
         ]
     )
     assert windows(path) == [
-        ("a", 0, 5), ("d", 5, 30), ("a", 30, 40), ("c", 40, 90), ("a", 90, 100),
-    ]  # fmt: skip
+        ("a", 0, 5),
+        ("d", 5, 30),
+        ("a", 30, 40),
+        ("c", 40, 90),
+        ("a", 90, 100),
+    ]
 
 
 def test_equal_ends_go_to_the_earlier_start() -> None:
@@ -140,9 +148,14 @@ def test_clock_skew_between_client_and_server_is_corrected() -> None:
     ]
     path = path_of(spans)
     assert windows(path) == [
-        ("gw", 0, 10), ("gw", 10, 20), ("acct", 20, 30), ("acct", 30, 70), ("acct", 70, 80),
-        ("gw", 80, 90), ("gw", 90, 100),
-    ]  # fmt: skip
+        ("gw", 0, 10),
+        ("gw", 10, 20),
+        ("acct", 20, 30),
+        ("acct", 30, 70),
+        ("acct", 70, 80),
+        ("gw", 80, 90),
+        ("gw", 90, 100),
+    ]
     assert path.notes["skew_corrected"] == 1
 
 
@@ -221,7 +234,9 @@ def test_zero_length_spans_are_never_on_the_path() -> None:
 def test_a_10000_span_deep_chain() -> None:
     """Span k runs [k, 20000 - k] inside span k - 1: each has 2 µs of self time."""
     spans = [span("n0", None, 0, 20_000, service="s0")]
-    spans += [span(f"n{k}", f"n{k - 1}", k, 20_000 - k, service=f"s{k % 7}") for k in range(1, 10_000)]
+    spans += [
+        span(f"n{k}", f"n{k - 1}", k, 20_000 - k, service=f"s{k % 7}") for k in range(1, 10_000)
+    ]
     path = path_of(spans)
     assert path.latency_us == 20_000
     assert len(path.span_time_us()) == 10_000
@@ -250,7 +265,14 @@ def well_formed(draw: st.DrawFn) -> list[Span]:
         end = draw(st.integers(start, parent.end_us))
         kind = draw(st.sampled_from([SpanKind.INTERNAL, CLIENT, SERVER]))
         spans.append(
-            span(f"s{i}", parent.span_id and _short(parent), start, end, service=f"v{i % 5}", kind=kind)
+            span(
+                f"s{i}",
+                parent.span_id and _short(parent),
+                start,
+                end,
+                service=f"v{i % 5}",
+                kind=kind,
+            )
         )
     return spans
 
@@ -288,13 +310,16 @@ def messy(draw: st.DrawFn) -> list[Span]:
         start = draw(st.integers(0, 2_000))
         spans.append(
             span(
-                ids[i], parent, start, start + draw(st.integers(0, 1_000)),
+                ids[i],
+                parent,
+                start,
+                start + draw(st.integers(0, 1_000)),
                 service=draw(st.sampled_from("abc")),
                 kind=draw(st.sampled_from(list(SpanKind))),
                 host=draw(st.sampled_from(["h1", "h2", ""])),
                 follows_from=draw(st.booleans()),
             )
-        )  # fmt: skip
+        )
     return spans
 
 
@@ -306,7 +331,10 @@ def test_fast_path_and_networkx_agree_on_any_trace(spans: list[Span]) -> None:
 
 def test_many_traces_at_once_match_one_at_a_time() -> None:
     traces = [
-        [span("a", None, 0, 100, trace=f"{t + 1:032x}"), span("b", "a", 10, 10 + t, trace=f"{t + 1:032x}")]
+        [
+            span("a", None, 0, 100, trace=f"{t + 1:032x}"),
+            span("b", "a", 10, 10 + t, trace=f"{t + 1:032x}"),
+        ]
         for t in range(50)
     ]
     columns, names = columns_from_spans([s for trace in traces for s in trace])
@@ -320,7 +348,7 @@ def test_many_traces_at_once_match_one_at_a_time() -> None:
 
 def test_padding_helper_is_stable() -> None:
     assert pad("a") == span("a", None, 0, 1).span_id
-    assert TRACE == span("a", None, 0, 1).trace_id
+    assert span("a", None, 0, 1).trace_id == TRACE
 
 
 @pytest.mark.parametrize("kind", [SpanKind.INTERNAL, SERVER])

@@ -35,7 +35,10 @@ def test_otlp_sample() -> None:
     spans = {s.span_id: s for s in result.spans}
     root = spans["eee19b7ec3c1b174"]
     assert (root.service, root.kind, root.host, root.start_us) == (
-        "frontend", SpanKind.SERVER, "node-1", 1_700_000_000_000_000
+        "frontend",
+        SpanKind.SERVER,
+        "node-1",
+        1_700_000_000_000_000,
     )
     assert root.container == "container_1_0001_01_000002"
     assert spans["eee19b7ec3c1b176"].status is Status.ERROR
@@ -56,8 +59,9 @@ def test_jaeger_sample() -> None:
     assert server.container.startswith("container_e01")
     assert spans["a000000000000004"].follows_from
     assert critical_path(result.spans).service_time_us() == {
-        "gateway": 24_000, "account-service": 26_000,
-    }  # fmt: skip
+        "gateway": 24_000,
+        "account-service": 26_000,
+    }
 
 
 def test_zipkin_sample_splits_the_shared_rpc_span() -> None:
@@ -80,9 +84,12 @@ def test_alibaba_2021_sample() -> None:
     trace = by_trace(result.spans)[external_trace_id("0b0127181591958243219900")]
     kinds = sorted((s.service, s.kind.name) for s in trace)
     assert kinds == [
-        ("db-user", "SERVER"), ("svc-audit", "CONSUMER"), ("svc-gateway", "CLIENT"),
-        ("svc-gateway", "SERVER"), ("svc-user", "SERVER"),
-    ]  # fmt: skip
+        ("db-user", "SERVER"),
+        ("svc-audit", "CONSUMER"),
+        ("svc-gateway", "CLIENT"),
+        ("svc-gateway", "SERVER"),
+        ("svc-user", "SERVER"),
+    ]
     path = critical_path(trace)
     # 0.1 (60 ms) calls 0.1.1 (client 30 ms, server 26 ms, which calls db 12 ms); the
     # message consumed by svc-audit does not block.
@@ -108,18 +115,37 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
 
 
 def jaeger(spans: list[dict[str, Any]]) -> str:
-    return json.dumps({"data": [{"traceID": "ab", "spans": spans,
-                                 "processes": {"p": {"serviceName": "s", "tags": []}}}]})  # fmt: skip
+    return json.dumps(
+        {
+            "data": [
+                {
+                    "traceID": "ab",
+                    "spans": spans,
+                    "processes": {"p": {"serviceName": "s", "tags": []}},
+                }
+            ]
+        }
+    )
 
 
-def jspan(span_id: str, parent: str | None = None, start: int = 0, duration: int = 10,
-          name: str = "op") -> dict[str, Any]:  # fmt: skip
+def jspan(
+    span_id: str, parent: str | None = None, start: int = 0, duration: int = 10, name: str = "op"
+) -> dict[str, Any]:
     refs = [{"refType": "CHILD_OF", "traceID": "ab", "spanID": parent}] if parent else []
-    return {"traceID": "ab", "spanID": span_id, "operationName": name, "references": refs,
-            "startTime": start, "duration": duration, "tags": [], "processID": "p"}  # fmt: skip
+    return {
+        "traceID": "ab",
+        "spanID": span_id,
+        "operationName": name,
+        "references": refs,
+        "startTime": start,
+        "duration": duration,
+        "tags": [],
+        "processID": "p",
+    }
 
 
 GOOD = [jspan("1", None, 0, 100), jspan("2", "1", 10, 20)]
+ZIPKIN = json.loads((SAMPLES / "zipkin.json").read_text())
 Case = tuple[str, Callable[[Path], Path], str, str]
 
 CASES: list[Case] = [
@@ -150,7 +176,9 @@ CASES: list[Case] = [
     (
         "non-UTF-8 name",
         lambda d: write(
-            d, "j.json", jaeger([*GOOD, jspan("3", "1", name="NAME")]).encode().replace(b"NAME", b"caf\xe9")
+            d,
+            "j.json",
+            jaeger([*GOOD, jspan("3", "1", name="NAME")]).encode().replace(b"NAME", b"caf\xe9"),
         ),
         r"j\.json: record 3 .*operationName is not UTF-8",
         "not-utf8",
@@ -158,40 +186,41 @@ CASES: list[Case] = [
     (
         "OTLP document without resourceSpans",
         lambda d: write(
-            d, "o.jsonl",
+            d,
+            "o.jsonl",
             (SAMPLES / "otlp.json").read_text().replace("\n", "") + "\n" + '{"resource": {}}\n',
         ),
         r"o\.jsonl: line 2 record 7: not an ExportTraceServiceRequest",
         "schema",
-    ),  # fmt: skip
+    ),
     (
         "JSON Lines with a broken line",
         lambda d: write(
-            d, "o.jsonl",
+            d,
+            "o.jsonl",
             (SAMPLES / "otlp.json").read_text().replace("\n", "") + "\n" + '{"resourceSpans": [\n',
         ),
         r"o\.jsonl: line 2: invalid JSON",
         "invalid-json",
-    ),  # fmt: skip
+    ),
     (
         "OTLP end before start",
         lambda d: write(
-            d, "o.json",
-            (SAMPLES / "otlp.json").read_text().replace('"1700000000040000000"', '"1700000000000000000"'),
+            d,
+            "o.json",
+            (SAMPLES / "otlp.json")
+            .read_text()
+            .replace('"1700000000040000000"', '"1700000000000000000"'),
         ),
         r"o\.json: record 2 \(resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[1\]\): .*ends before",
         "end-before-start",
-    ),  # fmt: skip
+    ),
     (
         "Zipkin duplicate span id",
-        lambda d: write(
-            d, "z.json",
-            json.dumps(json.loads((SAMPLES / "zipkin.json").read_text())
-                       + [{**json.loads((SAMPLES / "zipkin.json").read_text())[3], "name": "again"}]),
-        ),
+        lambda d: write(d, "z.json", json.dumps([*ZIPKIN, {**ZIPKIN[3], "name": "again"}])),
         r"z\.json: record 5 \(\[4\]\): duplicate span id 5e2f11d1ec0121ec",
         "duplicate-span",
-    ),  # fmt: skip
+    ),
     (
         "Alibaba row with a broken rt",
         lambda d: write(
@@ -203,22 +232,24 @@ CASES: list[Case] = [
     (
         "Alibaba conflicting rows for one call side",
         lambda d: write(
-            d, "a.csv",
+            d,
+            "a.csv",
             (SAMPLES / "alibaba-2021.csv").read_text() + "6,0b0127181591958243219900,1006,0.1.1,"
             "svc-gateway,rpc,svc-user,if-get-user,31\n",
         ),
         r"a\.csv: line 8: duplicate span: a second caller row for rpc id 0\.1\.1",
         "duplicate-span",
-    ),  # fmt: skip
+    ),
     (
         "Alibaba non-UTF-8 row",
         lambda d: write(
-            d, "a.csv",
+            d,
+            "a.csv",
             (SAMPLES / "alibaba-2021.csv").read_bytes() + b"6,tx,10,0.1,a,rpc,b\xff,i,-3\n",
         ),
         r"a\.csv: line 8: dm is not UTF-8",
         "not-utf8",
-    ),  # fmt: skip
+    ),
 ]
 
 

@@ -32,14 +32,44 @@ def three_traces() -> list[Span]:
         span("g1", None, 0, 300, service="gw", operation="/", kind=SERVER, trace=trace(1)),
         span("a1", "g1", 100, 200, service="acct", operation="/u1", kind=SERVER, trace=trace(1)),
         span("g2", None, 0, 300, service="gw", operation="/", kind=SERVER, trace=trace(2)),
-        span("a2", "g2", 25, 275, service="acct", operation="/u1", kind=SERVER, host="node-2",
-             error=True, trace=trace(2)),
+        span(
+            "a2",
+            "g2",
+            25,
+            275,
+            service="acct",
+            operation="/u1",
+            kind=SERVER,
+            host="node-2",
+            error=True,
+            trace=trace(2),
+        ),
         span("g3", None, 0, 300, service="gw", operation="/", kind=SERVER, trace=trace(3)),
-        span("a3", "g3", 50, 250, service="acct", operation="/u2", kind=SERVER, host="node-2",
-             follows_from=True, trace=trace(3)),
-        span("d3", "g3", 10, 60, service="db", operation="find", kind=SERVER, host="node-3",
-             error=True, trace=trace(3)),
-    ]  # fmt: skip
+        span(
+            "a3",
+            "g3",
+            50,
+            250,
+            service="acct",
+            operation="/u2",
+            kind=SERVER,
+            host="node-2",
+            follows_from=True,
+            trace=trace(3),
+        ),
+        span(
+            "d3",
+            "g3",
+            10,
+            60,
+            service="db",
+            operation="find",
+            kind=SERVER,
+            host="node-3",
+            error=True,
+            trace=trace(3),
+        ),
+    ]
 
 
 # By hand, eq. 4: acct's /u1 has 2 of its 3 requests, geometric mean sqrt(100 * 250);
@@ -140,13 +170,13 @@ def test_plain_records_reference() -> None:
 
 
 def test_equal_nodes_normalise_to_zero_and_an_empty_window_is_no_evidence() -> None:
-    spans = [span("g", None, 0, 10, service="s", kind=SERVER, host=h, trace=f"{i + 1:032x}")
-             for i, h in enumerate(["n1", "n2"])]  # fmt: skip
+    spans = [
+        span("g", None, 0, 10, service="s", kind=SERVER, host=h, trace=f"{i + 1:032x}")
+        for i, h in enumerate(["n1", "n2"])
+    ]
     fast, _ = pipeline(spans, RiskSettings())
     assert {n.node: n.normalized for n in fast.nodes} == {"n1": 0.0, "n2": 0.0}
-    empty = assess(
-        RiskInputs((), frozenset(), {}, {}, 0, 0, 0, 10), RiskSettings()
-    )
+    empty = assess(RiskInputs((), frozenset(), {}, {}, 0, 0, 0, 10), RiskSettings())
     assert empty.traces == 0 and not empty.services and not empty.nodes
 
 
@@ -159,19 +189,32 @@ def test_vectorised_risk_equals_the_reference_on_random_windows() -> None:
         for c in range(rng.randint(0, 6)):
             start = rng.randint(0, 900)
             spans.append(
-                span(f"c{c}", "r", start, start + rng.randint(0, 100),
-                     service=rng.choice("abcd"), operation=rng.choice(["/1", "/2", "/3"]),
-                     kind=rng.choice([SERVER, SpanKind.CLIENT, SpanKind.CONSUMER]),
-                     host=rng.choice(["n1", "n2", "n3", ""]), error=rng.random() < 0.1,
-                     trace=trace)
-            )  # fmt: skip
+                span(
+                    f"c{c}",
+                    "r",
+                    start,
+                    start + rng.randint(0, 100),
+                    service=rng.choice("abcd"),
+                    operation=rng.choice(["/1", "/2", "/3"]),
+                    kind=rng.choice([SERVER, SpanKind.CLIENT, SpanKind.CONSUMER]),
+                    host=rng.choice(["n1", "n2", "n3", ""]),
+                    error=rng.random() < 0.1,
+                    trace=trace,
+                )
+            )
     fast, reference = pipeline(spans, RiskSettings(alpha=0.7, min_share=0.05))
     assert [s.service for s in fast.services] == [s.service for s in reference.services]
     for x, y in zip(fast.services, reference.services, strict=True):
-        assert (x.requests, x.errors, x.on_critical_path) == (y.requests, y.errors, y.on_critical_path)
+        assert (x.requests, x.errors, x.on_critical_path) == (
+            y.requests,
+            y.errors,
+            y.on_critical_path,
+        )
         for name in ("wst_us", "wsp", "wfp", "risk", "critical_share", "critical_self_us"):
             assert getattr(x, name) == pytest.approx(getattr(y, name))
-    assert [(n.node, n.services) for n in fast.nodes] == [(n.node, n.services) for n in reference.nodes]
+    assert [(n.node, n.services) for n in fast.nodes] == [
+        (n.node, n.services) for n in reference.nodes
+    ]
     for x, y in zip(fast.nodes, reference.nodes, strict=True):
         assert x.normalized == pytest.approx(y.normalized)
 

@@ -40,11 +40,22 @@ def make_traces(count: int, first: int = 0) -> list[list[Span]]:
         traces.append(
             [
                 span("r", None, base, base + 500, service="gw", kind=SpanKind.SERVER, trace=trace),
-                span("c", "r", base + 10, base + 400, service="gw", kind=SpanKind.CLIENT, trace=trace),
-                span("s", "c", base + 20, base + 380, service="db", kind=SpanKind.SERVER,
-                     host="node-2", error=t % 10 == 0, trace=trace),
+                span(
+                    "c", "r", base + 10, base + 400, service="gw", kind=SpanKind.CLIENT, trace=trace
+                ),
+                span(
+                    "s",
+                    "c",
+                    base + 20,
+                    base + 380,
+                    service="db",
+                    kind=SpanKind.SERVER,
+                    host="node-2",
+                    error=t % 10 == 0,
+                    trace=trace,
+                ),
             ]
-        )  # fmt: skip
+        )
     return traces
 
 
@@ -68,8 +79,9 @@ def test_exported_spans_are_ingested_and_stored_once(
     client: redis.Redis, store_config: RedisConfig
 ) -> None:
     traces = make_traces(300)
-    exporter = RedisStreamExporter(client, Keys(store_config.prefix).stream,
-                                   ExporterConfig(batch_spans=64))  # fmt: skip
+    exporter = RedisStreamExporter(
+        client, Keys(store_config.prefix).stream, ExporterConfig(batch_spans=64)
+    )
     for trace in traces:
         for s in trace:
             exporter.export(s)
@@ -162,11 +174,16 @@ def test_redis_killed_and_restarted_mid_stream_loses_and_doubles_nothing(
     config = RedisConfig(url=aof_server.url, prefix="aof", timeout_s=1.0)
     producer_client, worker_client = make_client(config, retries=0), make_client(config)
     store = TraceStore(worker_client, config)
-    worker = worker_for(store, quiet_s=0.2, claim_idle_s=1.0, claim_every_s=0.3,
-                        maintain_every_s=0.5)  # fmt: skip
-    exporter = RedisStreamExporter(producer_client, Keys("aof").stream,
-                                   ExporterConfig(batch_spans=32, retry_initial_s=0.05,
-                                                  retry_max_s=0.2, flush_interval_s=0.02))  # fmt: skip
+    worker = worker_for(
+        store, quiet_s=0.2, claim_idle_s=1.0, claim_every_s=0.3, maintain_every_s=0.5
+    )
+    exporter = RedisStreamExporter(
+        producer_client,
+        Keys("aof").stream,
+        ExporterConfig(
+            batch_spans=32, retry_initial_s=0.05, retry_max_s=0.2, flush_interval_s=0.02
+        ),
+    )
     stop = threading.Event()
     failures: list[BaseException] = []
 
@@ -211,8 +228,13 @@ def test_the_exporter_while_redis_is_down(tmp_path: Path) -> None:
     try:
         config = RedisConfig(url=server.url, prefix="down", timeout_s=0.5)
         client = make_client(config, retries=0)
-        limits = ExporterConfig(max_buffered_spans=1000, batch_spans=100, batches_per_round=2,
-                                retry_initial_s=0.05, retry_max_s=0.2)  # fmt: skip
+        limits = ExporterConfig(
+            max_buffered_spans=1000,
+            batch_spans=100,
+            batches_per_round=2,
+            retry_initial_s=0.05,
+            retry_max_s=0.2,
+        )
         exporter = RedisStreamExporter(client, Keys("down").stream, limits)
         registry = CollectorRegistry()
         registry.register(prometheus_collector(exporter))
@@ -260,7 +282,9 @@ def test_a_bad_entry_goes_to_the_dead_letter_stream_and_the_rest_is_stored(
 
 def test_retention_and_the_memory_budget(client: redis.Redis, store_config: RedisConfig) -> None:
     keys = Keys(store_config.prefix)
-    store = TraceStore(client, store_config, StoreLimits(retention_s=0.3, memory_budget_bytes=1 << 30))
+    store = TraceStore(
+        client, store_config, StoreLimits(retention_s=0.3, memory_budget_bytes=1 << 30)
+    )
     publish([s for t in make_traces(10) for s in t], client, keys.stream)
     worker_for(store).drain()
     assert store.usage().segments == 1

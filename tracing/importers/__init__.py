@@ -37,7 +37,9 @@ PUBLISH_BATCH = 1024
 
 def load_spans(path: Path, fmt: str = "auto", *, lenient: bool = False) -> ImportResult:
     if fmt not in FORMATS:
-        raise TraceInputError(str(path), "", f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+        raise TraceInputError(
+            str(path), "", f"unknown format {fmt!r} (known: {', '.join(FORMATS)})"
+        )
     source = str(path)
     text = read_text(path)
     rejects = Rejects(source, lenient=lenient)
@@ -85,9 +87,11 @@ def sniff(source: str, text: str) -> str:
         if schema:
             return schema
     raise TraceInputError(
-        source, "", "cannot tell the format (OTLP/JSON, Jaeger JSON, Zipkin v2 JSON or an "
+        source,
+        "",
+        "cannot tell the format (OTLP/JSON, Jaeger JSON, Zipkin v2 JSON or an "
         "Alibaba call-graph CSV); give --format",
-    )  # fmt: skip
+    )
 
 
 def publish(

@@ -41,9 +41,18 @@ from tracing.model import Span, SpanKind
 
 COLUMNS_2021 = ("traceid", "timestamp", "rpcid", "um", "rpctype", "dm", "interface", "rt")
 COLUMNS_2022 = (
-    "timestamp", "traceid", "service", "rpc_id", "um", "uminstanceid", "rpctype", "interface",
-    "dm", "dminstanceid", "rt",
-)  # fmt: skip
+    "timestamp",
+    "traceid",
+    "service",
+    "rpc_id",
+    "um",
+    "uminstanceid",
+    "rpctype",
+    "interface",
+    "dm",
+    "dminstanceid",
+    "rt",
+)
 UNKNOWN_NAMES = frozenset({"", "nan", "(?)", "unknown", "unavailable", "none", "null"})
 _RPC_ID = re.compile(r"^\d+(\.\d+)*$")
 
@@ -89,9 +98,7 @@ def parse_alibaba(
     yield from _spans(rows, rejects)
 
 
-def _rows(
-    lines: list[str], columns: dict[str, int], schema: str, rejects: Rejects
-) -> list[_Row]:
+def _rows(lines: list[str], columns: dict[str, int], schema: str, rejects: Rejects) -> list[_Row]:
     rows: list[_Row] = []
     seen: set[tuple[str, ...]] = set()
     for number, fields in enumerate(csv.reader(lines[1:]), start=2):
@@ -192,27 +199,60 @@ def _call_spans(
     message = (callee or caller or _never()).rpc_type == "mq"
     if caller is not None and callee is not None:
         client_id = derived_span_id(trace, rpc_id, "c")
-        yield caller.where, _span(
-            trace_id, client_id, parent, caller, caller.um, caller.um_instance,
-            SpanKind.PRODUCER if message else SpanKind.CLIENT, False,
-        )  # fmt: skip
-        yield callee.where, _span(
-            trace_id, derived_span_id(trace, rpc_id, "s"), client_id, callee, callee.dm,
-            callee.dm_instance, SpanKind.CONSUMER if message else SpanKind.SERVER, message,
-        )  # fmt: skip
+        yield (
+            caller.where,
+            _span(
+                trace_id,
+                client_id,
+                parent,
+                caller,
+                caller.um,
+                caller.um_instance,
+                SpanKind.PRODUCER if message else SpanKind.CLIENT,
+                False,
+            ),
+        )
+        yield (
+            callee.where,
+            _span(
+                trace_id,
+                derived_span_id(trace, rpc_id, "s"),
+                client_id,
+                callee,
+                callee.dm,
+                callee.dm_instance,
+                SpanKind.CONSUMER if message else SpanKind.SERVER,
+                message,
+            ),
+        )
         return
     row = callee or caller or _never()
     side = "s" if callee is not None else "c"
-    yield row.where, _span(
-        trace_id, derived_span_id(trace, rpc_id, side), parent, row, row.dm, row.dm_instance,
-        SpanKind.CONSUMER if message else SpanKind.SERVER, message,
-    )  # fmt: skip
+    yield (
+        row.where,
+        _span(
+            trace_id,
+            derived_span_id(trace, rpc_id, side),
+            parent,
+            row,
+            row.dm,
+            row.dm_instance,
+            SpanKind.CONSUMER if message else SpanKind.SERVER,
+            message,
+        ),
+    )
 
 
 def _span(
-    trace_id: str, span_id: str, parent: str | None, row: _Row, service: str, container: str,
-    kind: SpanKind, follows_from: bool,
-) -> Span:  # fmt: skip
+    trace_id: str,
+    span_id: str,
+    parent: str | None,
+    row: _Row,
+    service: str,
+    container: str,
+    kind: SpanKind,
+    follows_from: bool,
+) -> Span:
     return Span(
         trace_id=trace_id,
         span_id=span_id,

@@ -164,7 +164,10 @@ def integer(value: Any, what: str) -> int:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), repr(value)[:30])
+    for kind, name in ((Mapping, "an object"), (list, "a list"), (str, "a string")):
+        if isinstance(value, kind):
+            return name
+    return repr(value)[:30]
 
 
 def hex_id(value: str, digits: int, what: str) -> str:
@@ -181,9 +184,9 @@ def external_trace_id(value: str) -> str:
     """A trace id from a source whose ids are not hex (Alibaba's ``T_...``): hex ids
     pass through, anything else is hashed to 32 hex digits."""
     lowered = value.strip().lower()
-    if lowered and len(lowered) <= TRACE_ID_DIGITS and _HEX.issuperset(lowered):
-        if lowered.strip("0"):
-            return lowered.rjust(TRACE_ID_DIGITS, "0")
+    hex_id_already = len(lowered) <= TRACE_ID_DIGITS and _HEX.issuperset(lowered)
+    if hex_id_already and lowered.strip("0"):
+        return lowered.rjust(TRACE_ID_DIGITS, "0")
     return hashlib.blake2b(value.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 

@@ -101,7 +101,7 @@ def _span(raw: Any, processes: Mapping[str, tuple[str, dict[str, Any]]]) -> Span
     trace_id = hex_id(text(span.get("traceID"), "traceID"), TRACE_ID_DIGITS, "traceID")
     span_id = hex_id(text(span.get("spanID"), "spanID"), SPAN_ID_DIGITS, "spanID")
     parent, follows, links = _references(span, trace_id)
-    process_id = span.get("processID")
+    process_id = str(span.get("processID"))
     if "process" in span:  # embedded process (some exporters)
         embedded = obj(span["process"], "process")
         service = text(embedded.get("serviceName"), "process.serviceName")
@@ -114,7 +114,9 @@ def _span(raw: Any, processes: Mapping[str, tuple[str, dict[str, Any]]]) -> Span
     start = integer(span.get("startTime"), "startTime")
     duration = integer(span.get("duration"), "duration")
     if duration < 0:
-        raise RecordError(f"span {span_id} ends before it starts (duration {duration})", "end-before-start")
+        raise RecordError(
+            f"span {span_id} ends before it starts (duration {duration})", "end-before-start"
+        )
     kind_tag = tags.get("span.kind", "internal")
     return Span(
         trace_id=trace_id,
@@ -127,7 +129,10 @@ def _span(raw: Any, processes: Mapping[str, tuple[str, dict[str, Any]]]) -> Span
         kind=_KINDS.get(str(kind_tag).lower(), SpanKind.INTERNAL),
         status=Status.ERROR if _is_error(tags) else Status.OK,
         host=str(
-            process_tags.get("hostname") or process_tags.get("host.name") or process_tags.get("ip") or ""
+            process_tags.get("hostname")
+            or process_tags.get("host.name")
+            or process_tags.get("ip")
+            or ""
         ),
         container=str(process_tags.get("container.id") or ""),
         follows_from=follows,
@@ -135,7 +140,9 @@ def _span(raw: Any, processes: Mapping[str, tuple[str, dict[str, Any]]]) -> Span
     )
 
 
-def _references(span: Mapping[str, Any], trace_id: str) -> tuple[str | None, bool, tuple[SpanRef, ...]]:
+def _references(
+    span: Mapping[str, Any], trace_id: str
+) -> tuple[str | None, bool, tuple[SpanRef, ...]]:
     """(parent, follows-from, other links): the first CHILD_OF reference in the trace is
     the parent; failing that, the first FOLLOWS_FROM one (non-blocking)."""
     refs: list[tuple[str, str, str]] = []
@@ -143,15 +150,28 @@ def _references(span: Mapping[str, Any], trace_id: str) -> tuple[str | None, boo
         ref = obj(entry, f"references[{i}]")
         kind = text(ref.get("refType"), f"references[{i}].refType").upper()
         ref_trace = hex_id(
-            text(ref.get("traceID", trace_id), f"references[{i}].traceID"), TRACE_ID_DIGITS, "traceID"
+            text(ref.get("traceID", trace_id), f"references[{i}].traceID"),
+            TRACE_ID_DIGITS,
+            "traceID",
         )
-        ref_span = hex_id(text(ref.get("spanID"), f"references[{i}].spanID"), SPAN_ID_DIGITS, "spanID")
+        ref_span = hex_id(
+            text(ref.get("spanID"), f"references[{i}].spanID"), SPAN_ID_DIGITS, "spanID"
+        )
         if kind not in ("CHILD_OF", "FOLLOWS_FROM"):
-            raise RecordError(f"refType {kind!r:.30} is neither CHILD_OF nor FOLLOWS_FROM", "schema")
+            raise RecordError(
+                f"refType {kind!r:.30} is neither CHILD_OF nor FOLLOWS_FROM", "schema"
+            )
         refs.append((kind, ref_trace, ref_span))
     legacy = span.get("parentSpanID")
     if legacy and legacy.strip("0"):
-        refs.insert(0, ("CHILD_OF", trace_id, hex_id(text(legacy, "parentSpanID"), SPAN_ID_DIGITS, "parentSpanID")))
+        refs.insert(
+            0,
+            (
+                "CHILD_OF",
+                trace_id,
+                hex_id(text(legacy, "parentSpanID"), SPAN_ID_DIGITS, "parentSpanID"),
+            ),
+        )
     for wanted in ("CHILD_OF", "FOLLOWS_FROM"):
         for kind, ref_trace, ref_span in refs:
             if kind == wanted and ref_trace == trace_id:

@@ -117,7 +117,11 @@ def _span(raw: Any, resource: Mapping[str, str]) -> Span:
     trace_id = _id(span, ("traceId", "trace_id"), TRACE_ID_DIGITS, "traceId")
     span_id = _id(span, ("spanId", "span_id"), SPAN_ID_DIGITS, "spanId")
     parent_raw = span.get("parentSpanId", span.get("parent_span_id")) or None
-    parent = hex_id(_bytes_id(parent_raw, SPAN_ID_DIGITS), SPAN_ID_DIGITS, "parentSpanId") if parent_raw else None
+    parent = (
+        hex_id(_bytes_id(parent_raw, SPAN_ID_DIGITS), SPAN_ID_DIGITS, "parentSpanId")
+        if parent_raw
+        else None
+    )
     links = tuple(_link(link) for link in items(span.get("links"), "links"))
     follows = False
     if parent is None:
@@ -136,7 +140,9 @@ def _span(raw: Any, resource: Mapping[str, str]) -> Span:
         end_us=integer(span.get("endTimeUnixNano"), "endTimeUnixNano") // 1000,
         kind=_kind(span.get("kind", 0)),
         status=_status(span.get("status") or {}),
-        host=resource.get("host.name") or resource.get("k8s.node.name") or attributes.get("host.name", ""),
+        host=resource.get("host.name")
+        or resource.get("k8s.node.name")
+        or attributes.get("host.name", ""),
         container=resource.get("container.id") or attributes.get("container.id", ""),
         follows_from=follows,
         links=links,

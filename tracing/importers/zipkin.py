@@ -21,7 +21,6 @@ from tracing.importers.common import (
     derived_span_id,
     hex_id,
     integer,
-    items,
     obj,
     text,
 )
@@ -121,4 +120,3 @@ def _split_shared(parsed: list[tuple[str, Span, bool]]) -> Iterator[tuple[str, S
         elif span.parent_id is not None and (span.trace_id, span.parent_id) in server_of:
             span = dataclasses.replace(span, parent_id=server_of[(span.trace_id, span.parent_id)])
         yield where, span
-

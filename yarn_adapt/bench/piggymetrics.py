@@ -129,9 +129,15 @@ class PiggyMetrics:
 
 
 def _serve(
-    trace: _Trace, service: str, operation: str, parent: str | None, start: int, body: Handler,
-    kind: SpanKind = SpanKind.SERVER, follows_from: bool = False,
-) -> tuple[int, bool]:  # fmt: skip
+    trace: _Trace,
+    service: str,
+    operation: str,
+    parent: str | None,
+    start: int,
+    body: Handler,
+    kind: SpanKind = SpanKind.SERVER,
+    follows_from: bool = False,
+) -> tuple[int, bool]:
     """A server span of ``service`` starting at true time ``start``; (true end, failed)."""
     span_id = trace.new_id()
     host = trace.rng.choice(PLACEMENT[service])
@@ -163,9 +169,14 @@ def _serve(
 
 
 def _call(
-    trace: _Trace, caller: str, caller_span: Caller, callee: str, operation: str, start: int,
+    trace: _Trace,
+    caller: str,
+    caller_span: Caller,
+    callee: str,
+    operation: str,
+    start: int,
     body: Handler | None = None,
-) -> tuple[int, bool]:  # fmt: skip
+) -> tuple[int, bool]:
     """``caller`` calls ``callee``: a CLIENT span (on the caller's node) around the
     callee's SERVER span."""
     client_id = trace.new_id()
@@ -224,18 +235,28 @@ def _get_account(trace: _Trace, span: Caller, now: int) -> tuple[int, bool]:
         trace, "gateway", span, "account-service", "GET /accounts/{name}", now, _account_lookup
     )
     stats_end, b = _call(
-        trace, "gateway", span, "statistics-service", "GET /statistics/{name}", now + 30,
+        trace,
+        "gateway",
+        span,
+        "statistics-service",
+        "GET /statistics/{name}",
+        now + 30,
         _statistics_lookup,
-    )  # fmt: skip
+    )
     return max(account_end, stats_end), failed or a or b
 
 
 def _save_in_account(trace: _Trace, span: Caller, now: int) -> tuple[int, bool]:
     now, failed = _call(trace, "account-service", span, "account-mongodb", "save accounts", now)
     now, more = _call(
-        trace, "account-service", span, "statistics-service", "PUT /statistics/{name}", now,
+        trace,
+        "account-service",
+        span,
+        "statistics-service",
+        "PUT /statistics/{name}",
+        now,
         _save_statistics,
-    )  # fmt: skip
+    )
     published, _ = _publish(trace, span, now)
     return published, failed or more
 
@@ -266,9 +287,14 @@ def _publish(trace: _Trace, span: Caller, now: int) -> tuple[int, bool]:
     )
     consume_at = end + int(trace.rng.expovariate(1 / 5000))
     _serve(
-        trace, "notification-service", "consume account.updated", producer_id, consume_at,
-        _notification_store, SpanKind.CONSUMER,
-    )  # fmt: skip
+        trace,
+        "notification-service",
+        "consume account.updated",
+        producer_id,
+        consume_at,
+        _notification_store,
+        SpanKind.CONSUMER,
+    )
     return end, False
 
 
@@ -309,9 +335,14 @@ def _get_notifications(trace: _Trace, span: Caller, now: int) -> tuple[int, bool
         )
 
     now, more = _call(
-        trace, "gateway", span, "notification-service", "GET /notifications/settings/current",
-        now, lookup,
-    )  # fmt: skip
+        trace,
+        "gateway",
+        span,
+        "notification-service",
+        "GET /notifications/settings/current",
+        now,
+        lookup,
+    )
     return now, failed or more
 
 

@@ -67,10 +67,8 @@ class _Settings:
 @benchmark("trace-risk", "TopoSch tracing: 30k traces through Redis, critical paths and risk")
 def trace_risk(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
-    with _redis(settings) as (url, used_memory):
-        rows = [
-            _measure(url, used_memory, size, settings, options) for size in settings.sizes
-        ]
+    with _RedisFor(settings) as (url, used_memory):
+        rows = [_measure(url, used_memory, size, settings, options) for size in settings.sizes]
     figures = dict(rows[-1])
     figures["gap_to_target"] = {
         "analyse_s": round(figures["analyse_s"] - TARGETS["analyse_s"], 4),
@@ -102,7 +100,7 @@ def _settings(options: BenchOptions) -> _Settings:
     return _Settings(sizes, repeats, extra.get("redis_url"), app)
 
 
-class _redis:
+class _RedisFor:
     """Our own redis-server in a temporary directory, or the one --set redis_url names."""
 
     def __init__(self, settings: _Settings) -> None:
@@ -245,16 +243,25 @@ def _analyse_repeatedly(
 def _check(result: Any, traces: int) -> None:
     """The path of every trace covers its latency (a wrong bench must not report)."""
     paths = result.paths
-    per_trace = np.bincount(
-        paths.forest.trace, weights=paths.self_us, minlength=traces
-    ).astype(np.int64)
+    per_trace = np.bincount(paths.forest.trace, weights=paths.self_us, minlength=traces).astype(
+        np.int64
+    )
     if not np.array_equal(per_trace, paths.latency_us):
         raise AssertionError("critical path lengths do not add up to the latencies")
 
 
 def _table_row(row: Mapping[str, Any]) -> dict[str, Any]:
     keys: Sequence[str] = (
-        "traces", "spans", "export_spans_per_s", "ingest_spans_per_s", "load_s", "analyse_s",
-        "analyse_s_worst", "analyse_cpu_s", "redis_mb", "redis_peak_mb", "exporter_dropped",
-    )  # fmt: skip
+        "traces",
+        "spans",
+        "export_spans_per_s",
+        "ingest_spans_per_s",
+        "load_s",
+        "analyse_s",
+        "analyse_s_worst",
+        "analyse_cpu_s",
+        "redis_mb",
+        "redis_peak_mb",
+        "exporter_dropped",
+    )
     return {k: row[k] for k in keys}

@@ -334,9 +334,7 @@ def topology_command(context: _Context, window: str | None, end: str, as_json: b
         start_us, end_us = window_bounds(store, window_s, parse_end(end))
         loaded = store.load(start_us, end_us)
     graph = service_topology(analyse(loaded, RiskSettings(), start_us, end_us).paths)
-    edges = [
-        {"caller": a, "callee": b, **data} for a, b, data in sorted(graph.edges(data=True))
-    ]
+    edges = [{"caller": a, "callee": b, **data} for a, b, data in sorted(graph.edges(data=True))]
     if as_json:
         nodes = [{"service": n, **data} for n, data in sorted(graph.nodes(data=True))]
         click.echo(json.dumps({"services": nodes, "calls": edges}))
