@@ -4,12 +4,20 @@ show a critical path and the risk, one-line errors with exit codes, and the benc
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.tracing.conftest import SAMPLES
-from tracing.redisconn import RedisConfig
+from tests.tracing.test_store_ingest import ROOT, make_traces
+from tracing.importers import publish
+from tracing.redisconn import Keys, RedisConfig, make_client
+from tracing.store import TraceStore
 from yarn_adapt import bench
 from yarn_adapt.cli import main
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
@@ -139,3 +147,42 @@ def test_the_bench_runs_a_small_window(
     assert figures["exporter_dropped"] == 0
     for key in ("ingest_spans_per_s", "analyse_s", "redis_mb", "load_s"):
         assert key in figures
+
+
+def test_the_standalone_worker_stores_traces_and_stops_on_sigterm(
+    redis_server: RedisServer, store_config: RedisConfig, client: object
+) -> None:
+
+    connection = make_client(store_config)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tracing", "ingest", "--redis-url", redis_server.url,
+         "--prefix", store_config.prefix, "--quiet-s", "0.1"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        publish(
+            [s for t in make_traces(50) for s in t], connection, Keys(store_config.prefix).stream
+        )
+        store = TraceStore(connection, store_config)
+        deadline = time.monotonic() + 60
+        while store.load().columns.n_traces < 50 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert store.load().columns.n_spans == 150
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    connection.close()
+
+
+def test_the_tracing_package_never_imports_yarn_adapt() -> None:
+
+    modules = [p.stem for p in (ROOT / "tracing").glob("*.py") if p.stem != "__main__"]
+    code = (
+        "import sys\n"
+        + "".join(f"import tracing.{m}\n" for m in modules if m != "__init__")
+        + "import tracing.importers\n"
+        + "assert not [m for m in sys.modules if m.startswith('yarn_adapt')], sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
