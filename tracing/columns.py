@@ -15,7 +15,10 @@ resolves parent span ids into in-trace indices, all with numpy over every row at
 :class:`TraceColumns` is the result: per trace an id, a base time and a run of spans;
 per span its id, the in-trace index of its parent (-1: none), the missing parent's id
 (0: none), start and end (µs from the base), endpoint and placement ids (interned
-(service, operation) and (host, container) pairs, see :mod:`tracing.names`), kind, flags.
+(service, operation) and (host, container) pairs, see :mod:`tracing.names`), kind, flags
+and depth. Parent links that form a cycle (corrupt input) are cut at assembly: the
+spans on it keep their parent's id as a missing parent and get ``FLAG_CYCLE_CUT``; so
+the links of assembled columns are acyclic and their depths exact.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracing.wire import FLAG_HAS_PARENT
+from tracing.tree import cut_cycles
+from tracing.wire import FLAG_CYCLE_CUT, FLAG_HAS_PARENT
 
 TRACE_ID_DTYPE = np.dtype("V16")
 _MIX_SPAN = np.uint64(0x9E3779B97F4A7C15)
@@ -81,6 +85,7 @@ class TraceColumns:
     placement: np.ndarray  # uint32
     kind: np.ndarray  # uint8
     flags: np.ndarray  # uint8
+    depth: np.ndarray  # int32: distance from the trace's top-level span (links acyclic)
 
     @property
     def n_traces(self) -> int:
@@ -129,6 +134,7 @@ def empty_columns() -> TraceColumns:
         np.zeros(0, np.uint32),
         np.zeros(0, np.uint8),
         np.zeros(0, np.uint8),
+        np.zeros(0, np.int32),
     )
 
 
@@ -223,9 +229,13 @@ def _grouped(
     trace_index = np.repeat(np.arange(len(starts)), np.diff(offsets))
     first = offsets[:-1][trace_index]
     has_parent = parent_rows >= 0
-    parent_local = np.where(has_parent, position[np.maximum(parent_rows, 0)] - first, -1)
+    parent_global = np.where(has_parent, position[np.maximum(parent_rows, 0)], -1)
+    parent_global, cut, depth, _ = cut_cycles(parent_global)
+    has_parent &= ~cut
+    parent_local = np.where(has_parent, parent_global - first, -1)
     claimed_parent = (raw.flags[rows] & FLAG_HAS_PARENT).astype(bool)
     missing = np.where(claimed_parent & ~has_parent, raw.parent[rows], 0).astype(np.uint64)
+    flags = raw.flags[rows] | np.where(cut, FLAG_CYCLE_CUT, 0).astype(np.uint8)
     start = raw.start[rows]
     base = np.minimum.reduceat(start, starts)
     base_of_span = base[trace_index]
@@ -241,7 +251,8 @@ def _grouped(
         endpoint=raw.endpoint[rows],
         placement=raw.placement[rows],
         kind=raw.kind[rows],
-        flags=raw.flags[rows],
+        flags=flags,
+        depth=depth.astype(np.int32),
     )
     return Assembled(columns, rows, duplicates)
 
@@ -276,6 +287,7 @@ def concat_columns(parts: Sequence[TraceColumns]) -> TraceColumns:
         cat("placement"),
         cat("kind"),
         cat("flags"),
+        cat("depth"),
     )
 
 
@@ -298,6 +310,7 @@ def select_traces(columns: TraceColumns, traces: np.ndarray) -> TraceColumns:
         columns.placement[rows],
         columns.kind[rows],
         columns.flags[rows],
+        columns.depth[rows],
     )
 
 

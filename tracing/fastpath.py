@@ -62,15 +62,20 @@ class PathTable:
 
 def critical_paths(forest: Forest) -> PathTable:
     n = forest.n_spans
-    order = np.argsort(forest.depth, kind="stable")
-    bounds = np.searchsorted(forest.depth[order], np.arange(int(forest.depth.max(initial=0)) + 2))
+    deepest = int(forest.depth.max(initial=0))
+    narrow = forest.depth.astype(np.uint16) if deepest < 1 << 16 else forest.depth
+    order = np.argsort(narrow, kind="stable")  # a radix sort for 16-bit keys
+    bounds = np.searchsorted(narrow[order], np.arange(deepest + 2))
+    position = np.empty(n, np.int64)  # each span's index within its level
+    position[order] = np.arange(n) - bounds[narrow[order]]
     state = _State.begin(forest, n)
     chain = np.zeros(n, bool)
     for level in range(1, len(bounds) - 1):
         spans = order[bounds[level] : bounds[level + 1]]
         if len(spans):
             candidates = state.place(spans)
-            chain[_chain(forest, state, candidates)] = True
+            width = int(bounds[level] - bounds[level - 1])
+            chain[_chain(forest, state, candidates, position, width)] = True
     on_path = _on_path(forest, order, bounds, chain)
     return state.finish(forest, on_path)
 
@@ -174,11 +179,9 @@ class _State:
 
     def finish(self, forest: Forest, on_path: np.ndarray) -> PathTable:
         duration = self.end - self.start
+        self_us = np.where(on_path, duration, 0)
         on_children = np.flatnonzero(on_path & (forest.parent >= 0))
-        covered = np.bincount(
-            forest.parent[on_children], weights=duration[on_children], minlength=len(duration)
-        )
-        self_us = np.where(on_path, duration - covered.astype(np.int64), 0)
+        np.subtract.at(self_us, forest.parent[on_children], duration[on_children])
         return PathTable(
             forest=forest,
             start=self.start,
@@ -194,13 +197,16 @@ class _State:
         )
 
 
-def _chain(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
+def _chain(
+    forest: Forest, state: _State, spans: np.ndarray, position: np.ndarray, parents: int
+) -> np.ndarray:
     """Of one level's candidate children, the ones on their parent's last-finishing-child
-    chain. An only child always is (it ends within its parent)."""
+    chain. An only child always is (it ends within its parent). ``position`` places each
+    parent within its level of ``parents`` spans."""
     if not len(spans):
         return spans
-    parent = forest.parent[spans]
-    siblings = np.bincount(parent, minlength=forest.n_spans)[parent]
+    parent_at = position[forest.parent[spans]]
+    siblings = np.bincount(parent_at, minlength=parents)[parent_at]
     only = spans[siblings == 1]
     many = spans[siblings > 1]
     if not len(many):
@@ -213,7 +219,7 @@ def _chain(forest: Forest, state: _State, spans: np.ndarray) -> np.ndarray:
     rank = np.arange(len(ordered)) - firsts[group]
     horizon = state.end[parent[firsts]]
     picked = np.zeros(len(ordered), bool)
-    by_rank = np.argsort(rank, kind="stable")
+    by_rank = np.argsort(rank.astype(np.uint16) if len(rank) < 1 << 16 else rank, kind="stable")
     rank_bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
     starts, ends = state.start[ordered], state.end[ordered]
     for r in range(len(rank_bounds) - 1):

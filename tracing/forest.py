@@ -25,6 +25,8 @@ import numpy as np
 from tracing.columns import TraceColumns
 from tracing.names import NameTable
 from tracing.npkit import distinct
+from tracing.tree import depths
+from tracing.wire import FLAG_CYCLE_CUT
 
 MISSING_ROOT = "(missing root)"
 UNKNOWN_HOST = 0
@@ -69,7 +71,7 @@ def build_forest(columns: TraceColumns, names: NameTable) -> Forest:
     trace = columns.trace_of_span()
     first = columns.offsets[:-1][trace]
     parent = np.where(columns.parent >= 0, columns.parent.astype(np.int64) + first, -1)
-    parent, cut, depth, top_of = _cut_cycles(parent)
+    cut = (columns.flags & FLAG_CYCLE_CUT) != 0  # cut at assembly (tracing.columns)
     top = parent < 0
     orphan = top & ((columns.missing_parent != 0) | cut)
     true_root = top & ~orphan
@@ -86,7 +88,7 @@ def build_forest(columns: TraceColumns, names: NameTable) -> Forest:
     kind, flags, span_id = columns.kind, columns.flags, columns.span
     placement = columns.placement
     adopted_top = adopt | (top & ~single[trace])  # re-parented top-level spans
-    depth = depth + adopted_top[top_of]
+    depth = _depth_after_adoption(columns, parent, trace, adopted_top)
     if len(needs_virtual):
         depth = np.concatenate([depth, np.zeros(len(needs_virtual), np.int64)])
         (trace, parent, adopted, start, end, kind, flags, span_id, endpoint, placement, root) = (
@@ -117,61 +119,25 @@ def build_forest(columns: TraceColumns, names: NameTable) -> Forest:
     )
 
 
-def _cut_cycles(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Parent links with every cycle cut, which spans lost their parent, and each span's
-    depth and top-level ancestor under the cut links."""
-    cut = np.zeros(len(parent), bool)
-    found = depths(parent)
-    if found is not None:
-        return parent, cut, found[0], found[1]
-    on_cycle = _cycle_members(parent)
-    parent = parent.copy()
-    parent[on_cycle] = -1
-    cut[on_cycle] = True
-    found = depths(parent)
-    assert found is not None
-    return parent, cut, found[0], found[1]
-
-
-def depths(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each span's distance from its top-level ancestor, and that ancestor, by pointer
-    jumping (O(n log depth)); None if the links have a cycle."""
-    n = len(parent)
-    ancestor = np.where(parent >= 0, parent, np.arange(n))
-    depth = (parent >= 0).astype(np.int64)
-    active = np.flatnonzero(ancestor[ancestor] != ancestor)
-    limit = int(np.ceil(np.log2(n + 1))) + 2
-    rounds = 0
-    while len(active):
-        if rounds > limit:
-            return None
-        above = ancestor[active]
-        depth[active] += depth[above]
-        ancestor[active] = ancestor[above]
-        ahead = ancestor[active]
-        active = active[ancestor[ahead] != ahead]
-        rounds += 1
-    if bool((parent[ancestor] >= 0).any()):  # a "top" that has a parent: a cycle
-        return None
-    return depth, ancestor
-
-
-def _cycle_members(parent: np.ndarray) -> np.ndarray:
-    """Spans on a parent cycle: jumping 2^k >= n steps from any span that never reaches a
-    root lands on its cycle; walking on from there collects the rest of it."""
-    ancestor = parent.copy()
-    for _ in range(int(np.ceil(np.log2(len(parent) + 1))) + 1):
-        valid = ancestor >= 0
-        ancestor = np.where(valid, ancestor[np.maximum(ancestor, 0)], -1)
-    members = np.zeros(len(parent), bool)
-    members[ancestor[ancestor >= 0]] = True
-    frontier = np.flatnonzero(members)
-    while len(frontier):
-        nxt = parent[frontier]
-        fresh = nxt[(nxt >= 0) & ~members[np.maximum(nxt, 0)]]
-        members[fresh] = True
-        frontier = fresh
-    return np.flatnonzero(members)
+def _depth_after_adoption(
+    columns: TraceColumns, parent: np.ndarray, trace: np.ndarray, adopted_top: np.ndarray
+) -> np.ndarray:
+    """Stored depths, one deeper under every re-parented top-level span. Only the traces
+    with such a span are walked (a trace usually has none)."""
+    depth = columns.depth.astype(np.int64)
+    if not bool(adopted_top.any()):
+        return depth
+    affected = np.zeros(columns.n_traces, bool)
+    affected[trace[adopted_top]] = True
+    rows = np.flatnonzero(affected[trace])
+    local = np.full(len(parent), -1, np.int64)
+    local[rows] = np.arange(len(rows))
+    stored_parent = parent[rows].copy()
+    stored_parent[adopted_top[rows]] = -1  # the links as stored, before adoption
+    found = depths(np.where(stored_parent >= 0, local[np.maximum(stored_parent, 0)], -1))
+    assert found is not None  # assembled links are acyclic
+    depth[rows] += adopted_top[rows[found[1]]]
+    return depth
 
 
 def _add_virtual_roots(

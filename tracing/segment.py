@@ -2,14 +2,14 @@
 
 Little endian::
 
-    header  magic b"YTG1", u8 time width (4 or 8 bytes), u8 pad x3,
+    header  magic b"YTG1", u8 time width (4 or 8 bytes), u8 depth width (2 or 4), 2 pad,
             u32 n_traces, u32 n_spans, u32 n_orphans, i64 min start, i64 max end (µs)
     traces  16-byte ids | i64 base | u32 span count            (each a column)
     spans   u64 id | i32 parent index | i32/i64 start offset | u32/u64 duration |
-            u32 endpoint | u32 placement | u8 kind | u8 flags   (each a column)
+            u32 endpoint | u32 placement | u8 kind | u8 flags | u16/u32 depth (columns)
     orphans u32 span row | u64 missing parent id
 
-About 30 bytes a span and 28 a trace: service and operation names are interned
+About 32 bytes a span and 28 a trace: service and operation names are interned
 (endpoint ids), times are offsets from the trace's first start, and a missing
 parent's id is kept only for the spans that have one. Times use 4 bytes unless a
 trace is longer than 35 minutes.
@@ -24,7 +24,7 @@ import numpy as np
 from tracing.columns import TRACE_ID_DTYPE, TraceColumns
 
 MAGIC = b"YTG1"
-HEADER = struct.Struct("<4sB3xIIIqq")
+HEADER = struct.Struct("<4sBB2xIIIqq")
 _NARROW = np.iinfo(np.int32).max
 
 
@@ -45,8 +45,10 @@ def encode_segment(columns: TraceColumns) -> bytes:
     min_start = int(columns.base.min()) if columns.n_traces else 0
     ends = columns.end + columns.base[columns.trace_of_span()]
     max_end = int(ends.max()) if columns.n_spans else 0
+    depth_width = 2 if columns.n_spans == 0 or int(columns.depth.max()) < 1 << 16 else 4
     header = HEADER.pack(
-        MAGIC, width, columns.n_traces, columns.n_spans, len(orphans), min_start, max_end
+        MAGIC, width, depth_width, columns.n_traces, columns.n_spans, len(orphans), min_start,
+        max_end,
     )
     parts = [
         header,
@@ -61,6 +63,7 @@ def encode_segment(columns: TraceColumns) -> bytes:
         columns.placement.astype("<u4").tobytes(),
         columns.kind.astype("u1").tobytes(),
         columns.flags.astype("u1").tobytes(),
+        columns.depth.astype(f"<u{depth_width}").tobytes(),
         orphans.astype("<u4").tobytes(),
         columns.missing_parent[orphans].astype("<u8").tobytes(),
     ]
@@ -69,22 +72,22 @@ def encode_segment(columns: TraceColumns) -> bytes:
 
 def segment_bounds(payload: bytes) -> tuple[int, int]:
     """(min start, max end) of a segment, from its header alone."""
-    _, _, _, _, _, min_start, max_end = _header(payload)
-    return min_start, max_end
+    fields = _header(payload)
+    return fields[6], fields[7]
 
 
-def _header(payload: bytes) -> tuple[bytes, int, int, int, int, int, int]:
+def _header(payload: bytes) -> tuple[bytes, int, int, int, int, int, int, int]:
     try:
-        fields: tuple[bytes, int, int, int, int, int, int] = HEADER.unpack_from(payload, 0)
+        fields: tuple[bytes, int, int, int, int, int, int, int] = HEADER.unpack_from(payload, 0)
     except struct.error as exc:
         raise SegmentError("truncated segment header") from exc
-    if fields[0] != MAGIC or fields[1] not in (4, 8):
+    if fields[0] != MAGIC or fields[1] not in (4, 8) or fields[2] not in (2, 4):
         raise SegmentError("not a trace segment")
     return fields
 
 
 def decode_segment(payload: bytes) -> TraceColumns:
-    _, width, n_traces, n_spans, n_orphans, _, _ = _header(payload)
+    _, width, depth_width, n_traces, n_spans, n_orphans, _, _ = _header(payload)
     reader = _Reader(payload, HEADER.size)
     trace_ids = reader.take(TRACE_ID_DTYPE, n_traces)
     base = reader.take(np.dtype("<i8"), n_traces).astype(np.int64)
@@ -97,6 +100,7 @@ def decode_segment(payload: bytes) -> TraceColumns:
     placement = reader.take(np.dtype("<u4"), n_spans).astype(np.uint32)
     kind = reader.take(np.dtype("u1"), n_spans)
     flags = reader.take(np.dtype("u1"), n_spans)
+    depth = reader.take(np.dtype(f"<u{depth_width}"), n_spans).astype(np.int32)
     orphan_rows = reader.take(np.dtype("<u4"), n_orphans).astype(np.int64)
     orphan_parents = reader.take(np.dtype("<u8"), n_orphans)
     reader.finish()
@@ -118,6 +122,7 @@ def decode_segment(payload: bytes) -> TraceColumns:
         placement=placement,
         kind=kind,
         flags=flags,
+        depth=depth,
     )
 
 

@@ -34,6 +34,7 @@ MAX_NAME_BYTES = 512
 FLAG_ERROR = 0x01
 FLAG_FOLLOWS_FROM = 0x02
 FLAG_HAS_PARENT = 0x04
+FLAG_CYCLE_CUT = 0x08  # set at assembly, never on the wire
 
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
