@@ -21,10 +21,10 @@ import numpy as np
 import redis
 
 from tracing.columns import (
+    RawSpans,
     TraceColumns,
     assemble,
     concat_columns,
-    empty_columns,
     select_traces,
 )
 from tracing.errors import TraceNotFound
@@ -217,7 +217,7 @@ def merge_duplicates(columns: TraceColumns) -> tuple[TraceColumns, int]:
     slot = slot.reshape(-1)
     first_piece = np.zeros(slot.max() + 1, np.int64)
     first_piece[slot[::-1]] = pieces[::-1]
-    merged_raw = raw.__class__(
+    merged_raw = RawSpans(
         columns.trace_ids[first_piece],
         slot[raw.trace],
         raw.span,
@@ -236,16 +236,3 @@ def merge_duplicates(columns: TraceColumns) -> tuple[TraceColumns, int]:
 
 def now_us() -> int:
     return time.time_ns() // 1000
-
-
-__all__ = [
-    "LoadedTraces",
-    "StoreLimits",
-    "StoreUsage",
-    "TraceStore",
-    "empty_columns",
-    "merge_duplicates",
-    "now_us",
-    "trace_ends",
-    "within",
-]
