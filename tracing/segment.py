@@ -47,7 +47,13 @@ def encode_segment(columns: TraceColumns) -> bytes:
     max_end = int(ends.max()) if columns.n_spans else 0
     depth_width = 2 if columns.n_spans == 0 or int(columns.depth.max()) < 1 << 16 else 4
     header = HEADER.pack(
-        MAGIC, width, depth_width, columns.n_traces, columns.n_spans, len(orphans), min_start,
+        MAGIC,
+        width,
+        depth_width,
+        columns.n_traces,
+        columns.n_spans,
+        len(orphans),
+        min_start,
         max_end,
     )
     parts = [
@@ -84,6 +90,12 @@ def _header(payload: bytes) -> tuple[bytes, int, int, int, int, int, int, int]:
     if fields[0] != MAGIC or fields[1] not in (4, 8) or fields[2] not in (2, 4):
         raise SegmentError("not a trace segment")
     return fields
+
+
+def segment_trace_ids(payload: bytes) -> np.ndarray:
+    """The trace ids a segment holds (V16), without decoding the rest."""
+    n_traces = _header(payload)[3]
+    return _Reader(payload, HEADER.size).take(TRACE_ID_DTYPE, n_traces)
 
 
 def decode_segment(payload: bytes) -> TraceColumns:

@@ -30,7 +30,7 @@ from tracing.columns import (
 from tracing.errors import TraceNotFound
 from tracing.names import NameBook, NameTable
 from tracing.redisconn import Keys, RedisConfig, as_bytes, as_text, store_errors
-from tracing.segment import decode_segment, encode_segment, segment_bounds
+from tracing.segment import decode_segment, encode_segment, segment_bounds, segment_trace_ids
 
 _FETCH_CHUNK = 64
 SEGMENT_OVERHEAD_BYTES = 200  # key, index entry and size entry, roughly
@@ -158,13 +158,23 @@ class TraceStore:
         return payloads
 
     def find(self, trace_id: str) -> LoadedTraces:
-        """The stored trace with this id (all its pieces, merged)."""
-        wanted = np.frombuffer(bytes.fromhex(trace_id), dtype="V16")
-        loaded = self.load()
-        hits = np.flatnonzero(loaded.columns.trace_ids == wanted[0])
-        if not len(hits):
+        """The stored trace with this id (all its pieces, merged). Scans every segment's
+        trace ids (a few segments at a time) and decodes only those that hold it."""
+        wanted = np.frombuffer(bytes.fromhex(trace_id), dtype="V16")[0]
+        pieces: list[TraceColumns] = []
+        with store_errors(self.config, "looking for a trace"):
+            keys = [as_bytes(k) for k in self.client.zrange(self.keys.segments, 0, -1)]
+            for first in range(0, len(keys), _FETCH_CHUNK):
+                for payload in self._fetch(keys[first : first + _FETCH_CHUNK]):
+                    if payload is not None and bool((segment_trace_ids(payload) == wanted).any()):
+                        columns = decode_segment(payload)
+                        hits = np.flatnonzero(columns.trace_ids == wanted)
+                        pieces.append(select_traces(columns, hits))
+            names = self.names.table()
+        if not pieces:
             raise TraceNotFound(f"no stored trace has id {trace_id}")
-        return LoadedTraces(select_traces(loaded.columns, hits), loaded.names, loaded.segments, 0)
+        columns, merged = merge_duplicates(concat_columns(pieces))
+        return LoadedTraces(columns, names, len(pieces), merged)
 
     def newest_end_us(self) -> int | None:
         with store_errors(self.config, "reading the trace index"):

@@ -120,6 +120,10 @@ def test_a_span_delivered_twice_and_late_spans_count_once(
     assert sorted(stored_ids(loaded)) == sorted(ids(spans))
     assert loaded.merged_traces >= 1
     assert not loaded.columns.missing_parent.any()  # late parents were joined up
+    split = traces[10][0].trace_id  # spans 30-32: sent again later, stored in two pieces
+    found = store.find(split)
+    assert found.columns.n_traces == 1 and found.columns.n_spans == 3
+    assert found.segments == 2 and found.merged_traces == 1
 
 
 def test_a_dead_consumers_pending_entries_are_reclaimed(

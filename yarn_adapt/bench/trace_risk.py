@@ -139,7 +139,7 @@ def _measure(
     keys = Keys(config.prefix)
     before = used_memory()
     traces = _traces(size, settings, options)
-    exported, export_s, dropped, end_us = _export(client, keys.stream, traces)
+    exported, export_s, dropped, (start_us, end_us) = _export(client, keys.stream, traces)
     peak = used_memory()
     store = TraceStore(client, config, StoreLimits(retention_s=3600, memory_budget_bytes=1 << 30))
     worker = IngestWorker(store, IngestConfig(quiet_s=0.0, claim_idle_s=60.0))
@@ -152,7 +152,7 @@ def _measure(
     client.connection_pool.disconnect()  # a client's buffers are not stored traces
     after = used_memory()
     started = time.perf_counter()
-    window = (end_us - 3_600_000_000, end_us + 1)
+    window = (start_us, end_us + 1)  # every trace written
     loaded = store.load(*window)
     load_s = time.perf_counter() - started
     walls, cpus, result = _analyse_repeatedly(loaded, window, settings.repeats)
@@ -214,12 +214,12 @@ def _file_traces(path: Path, size: int) -> Iterator[list[Span]]:
 
 def _export(
     client: redis.Redis, stream: str, traces: Iterator[list[Span]]
-) -> tuple[int, float, int, int]:
-    """Every span through the exporter of its service; (spans, seconds, dropped, newest
-    end µs)."""
+) -> tuple[int, float, int, tuple[int, int]]:
+    """Every span through the exporter of its service; (spans, seconds, dropped,
+    (oldest start, newest end) in µs)."""
     config = ExporterConfig(max_buffered_spans=200_000, batch_spans=512)
     exporters: dict[str, RedisStreamExporter] = {}
-    count, newest = 0, 0
+    count, oldest, newest = 0, 2**62, -(2**62)
     began = time.perf_counter()
     for number, spans in enumerate(traces, start=1):
         for span in spans:
@@ -227,7 +227,7 @@ def _export(
             if exporter is None:
                 exporter = exporters[span.service] = RedisStreamExporter(client, stream, config)
             exporter.export(span)
-            newest = max(newest, span.end_us)
+            oldest, newest = min(oldest, span.start_us), max(newest, span.end_us)
         count += len(spans)
         if number % 2000 == 0:  # keep the buffers from filling (a real service would pace)
             _wait_below(exporters.values(), config.max_buffered_spans // 4)
@@ -238,7 +238,7 @@ def _export(
     for exporter in exporters.values():
         exporter.close()
         dropped += sum(exporter.stats().dropped.values())
-    return count, elapsed, dropped, newest
+    return count, elapsed, dropped, (oldest, newest)
 
 
 def _wait_below(exporters: Iterable[RedisStreamExporter], limit: int) -> None:
