@@ -229,8 +229,12 @@ class IngestWorker:
             except redis.ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
-                self.ensure_group()  # Redis lost the group (restarted without persistence)
-                return []
+                # Redis lost its data (restarted without persistence): the group, and the
+                # interned names this worker has cached, are gone.
+                self.store.names.forget()
+                self._pair_ids.clear()
+                self.ensure_group()  # from the stream's start: nothing written is skipped
+                return self._read(start, block_ms)
         if not reply:
             return []
         streams = cast(list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]], reply)

@@ -76,6 +76,10 @@ class NameBook:
             self._ids.update(zip(new, (int(i) for i in got), strict=True))
         return [self._ids[t] for t in texts]
 
+    def forget(self) -> None:
+        """Drop the cached ids (after Redis lost its data)."""
+        self._ids.clear()
+
     def table(self) -> NameTable:
         raw = self.client.hgetall(self.keys.names_rev)
         return name_table((int(as_text(k)), as_text(v)) for k, v in raw.items())

@@ -302,3 +302,27 @@ def test_retention_and_the_memory_budget(client: redis.Redis, store_config: Redi
         worker.drain()
     assert tight.usage().segments == 3
     assert tight.maintain() == 3 and tight.usage().segments == 0
+
+
+def test_a_worker_survives_redis_losing_everything(tmp_path: Path) -> None:
+    """A Redis without persistence restarts empty: the worker recreates its group and
+    interns its names again, so later traces still carry the right names."""
+    server = start_server(tmp_path / "volatile")
+    try:
+        config = RedisConfig(url=server.url, prefix="vol")
+        store = TraceStore(make_client(config), config)
+        worker = worker_for(store)
+        publish([s for t in make_traces(5) for s in t], store.client, Keys("vol").stream)
+        worker.drain()
+        server.restart()
+        later = make_traces(5, first=100)
+        publish([s for t in later for s in t], store.client, Keys("vol").stream)
+        worker.drain()
+        loaded = store.load()
+        assert loaded.columns.n_traces == 5
+        services = {
+            s.service for t in range(5) for s in spans_of_trace(loaded.columns, loaded.names, t)
+        }
+        assert services == {"gw", "db"}
+    finally:
+        server.kill()
