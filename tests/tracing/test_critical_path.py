@@ -282,7 +282,7 @@ def _short(s: Span) -> str:
 
 
 @given(well_formed())
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_the_path_of_a_well_formed_trace_covers_its_latency_without_gaps(
     spans: list[Span],
 ) -> None:
@@ -324,7 +324,7 @@ def messy(draw: st.DrawFn) -> list[Span]:
 
 
 @given(messy())
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_fast_path_and_networkx_agree_on_any_trace(spans: list[Span]) -> None:
     path_of(spans)  # asserts the agreement and that the path adds up to the latency
 
