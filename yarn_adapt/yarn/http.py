@@ -238,6 +238,15 @@ def _reason(exc: BaseException) -> str:
     return _excerpt(text, 160) or exc.__class__.__name__
 
 
+TLS_HINT = "trust the server's CA with --ca-bundle or [yarn] ca_bundle"
+
+
+def _tls_failure(exc: BaseException) -> str:
+    reason = _reason(exc)
+    hint = f"; {TLS_HINT}" if "CERTIFICATE_VERIFY_FAILED" in reason else ""
+    return f"TLS failed: {reason}{hint}"
+
+
 def _attempt_note(attempt: int) -> str:
     return f" (attempt {attempt})" if attempt > 1 else ""
 
@@ -250,7 +259,7 @@ def _mapped_errors(method: str, url: str, attempt: int) -> Iterator[None]:
     try:
         yield
     except requests.exceptions.SSLError as exc:
-        raise YarnUnavailable(f"{where}: TLS failed: {_reason(exc)}{note}") from exc
+        raise YarnUnavailable(f"{where}: {_tls_failure(exc)}{note}") from exc
     except requests.exceptions.ConnectTimeout as exc:
         raise YarnUnavailable(f"{where}: connect timed out{note}") from exc
     except requests.exceptions.ReadTimeout as exc:
@@ -380,11 +389,16 @@ class Transport:
         return reply
 
     def _auth_failure(self, reply: HttpReply) -> str:
-        """Why SPNEGO did not get past a 401, as a prefix of the error message."""
-        if reply.status != 401 or self.settings.auth != "kerberos":
+        """Why a 401 happened, as a prefix of the error message: SPNEGO failed, or
+        the server wants Kerberos and we did not offer it."""
+        if reply.status != 401:
             return ""
-        failure = failure_of(self._session.auth)
-        return f"Kerberos negotiation failed ({failure}): " if failure else ""
+        if self.settings.auth == "kerberos":
+            failure = failure_of(self._session.auth)
+            return f"Kerberos negotiation failed ({failure}): " if failure else ""
+        if reply.headers.get("www-authenticate", "").lower().startswith("negotiate"):
+            return "the server asks for Kerberos (--kerberos, [yarn] kerberos = true): "
+        return ""
 
     def _with_auth(self, params: Params | None) -> dict[str, str | int]:
         merged = dict(params or {})
@@ -552,6 +566,8 @@ class ResourceManagerEndpoints:
             state = parse_cluster_info(reply.json(), reply.url).ha_state
             return _ProbeFinding(base, state, state.value)
         except (YarnUnavailable, YarnTimeout) as error:
+            if isinstance(error.__cause__, requests.exceptions.SSLError):
+                return _ProbeFinding(base, None, _tls_failure(error.__cause__))
             return _ProbeFinding(base, None, f"unreachable ({_short_cause(error)})")
         except YarnError as error:
             return _ProbeFinding(base, None, f"answered badly ({error.one_line()})")
