@@ -38,7 +38,7 @@ NEW_CAPACITY_XML = """\
   <property><name>yarn.scheduler.capacity.root.b.capacity</name><value>30</value></property>
   <property><name>yarn.scheduler.capacity.root.b.maximum-capacity</name><value>100</value></property>
 </configuration>
-"""  # noqa: E501
+"""
 
 
 def kerberos_options(cluster: MiniCluster) -> list[str]:
@@ -112,7 +112,8 @@ def test_without_kerberos_the_refusal_says_what_the_rm_wants(
     secure_cluster: MiniCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ca = str(secure_cluster.tls.ca_cert)
-    assert main(["observe", "--rm", secure_cluster.rm_url, "--retries", "0", "--ca-bundle", ca]) == 3
+    options = ["--rm", secure_cluster.rm_url, "--retries", "0", "--ca-bundle", ca]
+    assert main(["observe", *options]) == 3
     err = one_line_error(capsys)
     assert "HTTP 401" in err and "asks for Kerberos" in err
 
