@@ -58,7 +58,9 @@ class MiniClusterSpec:
     scheduler_xml: str | None = None
     yarn_site: Mapping[str, str] = field(default_factory=dict, hash=False)
     # Kerberos (MiniKdc; SPNEGO on every web UI and REST API) and HTTPS only
-    # (a generated CA): see yarn_adapt.minicluster.security.
+    # (a generated CA): see yarn_adapt.minicluster.security. The harness talks REST to
+    # such a cluster; its Java clients (bin/yarn rmadmin, app submission) are not
+    # logged in to Kerberos, so the secured variant serves REST clients only.
     kerberos: bool = False
     https: bool = False
 
