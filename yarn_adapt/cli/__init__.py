@@ -75,6 +75,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
+    from yarn_adapt.cli.trace import trace_group
 
     for command in (
         observe_command,
@@ -85,6 +86,7 @@ def _register_commands() -> None:
         propose_command,
         serve_command,
         demo_command,
+        trace_group,
     ):
         cli.add_command(command)
 

@@ -32,6 +32,7 @@ from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
 TOKEN_ENV = "YARN_ADAPT_TOKEN"
 MIN_TOKEN_LENGTH = 16
+REDIS_PASSWORD_ENV = "YARN_ADAPT_REDIS_PASSWORD"
 
 
 class Mode(StrEnum):
@@ -131,6 +132,26 @@ class RealizedSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TracingSection:
+    """The Redis trace store (TopoSch tracing) and the risk over its traces."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_password: str = field(default="", repr=False)
+    redis_password_file: str = ""
+    tls: bool = False
+    ca_bundle: str = ""
+    verify_tls: bool = True
+    timeout_s: float = 5.0
+    prefix: str = "yat"
+    quiet_s: float = 5.0
+    retention_s: float = 3600.0
+    memory_budget_mb: float = 256.0
+    window_s: float = 60.0
+    alpha: float = 0.5
+    critical_min_share: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """All of ``yarn-adapt.toml``; ``source`` is the file it came from."""
 
@@ -142,6 +163,7 @@ class Settings:
     http: HttpSection = field(default_factory=HttpSection)
     backoff: BackoffSection = field(default_factory=BackoffSection)
     realized: RealizedSection = field(default_factory=RealizedSection)
+    tracing: TracingSection = field(default_factory=TracingSection)
     source: str = "<defaults>"
 
     def with_overrides(self, **sections: object) -> Settings:
@@ -157,6 +179,7 @@ SECTIONS: dict[str, type[Any]] = {
     "http": HttpSection,
     "backoff": BackoffSection,
     "realized": RealizedSection,
+    "tracing": TracingSection,
 }
 
 # --------------------------------------------------------------------------- reading
@@ -265,6 +288,15 @@ def check_settings(settings: Settings) -> None:
         ("[backoff] max_s", settings.backoff.max_s >= settings.backoff.initial_s, ">= initial_s"),
         ("[realized] intervals", settings.realized.intervals >= 1, "at least 1"),
         ("[state] dir", bool(settings.state.dir), "is empty"),
+        ("[tracing] redis_url", _redis_url_ok(settings.tracing.redis_url), "redis://, rediss://"),
+        ("[tracing] timeout_s", settings.tracing.timeout_s > 0, "must be positive"),
+        ("[tracing] prefix", _is_word(settings.tracing.prefix), "must be one word"),
+        ("[tracing] quiet_s", settings.tracing.quiet_s >= 0, "must be 0 or more"),
+        ("[tracing] retention_s", settings.tracing.retention_s > 0, "must be positive"),
+        ("[tracing] memory_budget_mb", settings.tracing.memory_budget_mb > 0, "positive"),
+        ("[tracing] window_s", settings.tracing.window_s > 0, "must be positive"),
+        ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
+        ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),
     ]
     for key, ok, expectation in rules:
         if not ok:
@@ -290,6 +322,32 @@ def _is_origin(url: str) -> bool:
         and parts.path in ("", "/")
         and not (parts.query or parts.fragment or parts.username)
     )
+
+
+def _is_word(text: str) -> bool:
+    return bool(text) and text == "".join(text.split())
+
+
+def _redis_url_ok(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://", "unix://"))
+
+
+def redis_password(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """The trace store's password: ``$YARN_ADAPT_REDIS_PASSWORD``, else the first line of
+    ``[tracing] redis_password_file``, else ``[tracing] redis_password`` (may be empty)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(REDIS_PASSWORD_ENV):
+        return environ[REDIS_PASSWORD_ENV].strip()
+    if settings.tracing.redis_password_file:
+        path = Path(settings.tracing.redis_password_file).expanduser()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise SettingsError(
+                f"{settings.source}: [tracing] redis_password_file {path}: {exc.strerror or exc}"
+            ) from exc
+        return lines[0].strip() if lines else ""
+    return settings.tracing.redis_password
 
 
 def _value(settings: Settings, key: str) -> str:
