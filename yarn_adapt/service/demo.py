@@ -89,7 +89,7 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     backend = SimulatedBackend(cluster, path, apply_settings, options.step_s)
     if proposer is None:
         model = fit_task_time_model(history, seed=options.seed)
-        proposer = SimulationProposer(tuner_settings(settings, options.step_s), model)
+        proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
     return Service.build(settings, backend, proposer, token=None)
 
 
