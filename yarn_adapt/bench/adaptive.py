@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from yarn_adapt.progress import report
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mean_latency
 from yarn_adapt.errors import SettingsError
@@ -307,6 +308,7 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
         if only is not None and scenario.setting.scheduler.value != only:
             continue
         rows += run_scenario(scenario, intervals, options.extra.get("forecast", "yes") == "yes")
+        report("adaptive-latency scenario", len({r.scenario for r in rows}))
     table = [
         {
             "scenario": r.scenario,
