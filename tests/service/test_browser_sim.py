@@ -37,7 +37,7 @@ def test_an_operator_reads_the_diff_signs_in_and_approves(
     diff = text_of(chromium, "xml-diff")
     assert "-    <value>50</value>" in diff and "+    <value>70</value>" in diff
     assert "root.q1" in text_of(chromium, "property-changes")
-    assert text_of(chromium, "cluster-after") == "80.0"
+    assert text_of(chromium, "cluster-after") == "1 m 20 s"
 
     sign_in(chromium, TOKEN)  # returns to the proposal
     click(chromium, "approve")

@@ -4,7 +4,7 @@ stands. Records in, plain dicts and SVG markup out; the routes are in
 :mod:`yarn_adapt.service.web.console_routes`.
 
 The overview page is a list of :class:`Section` s, each a template partial under
-``templates/sections/`` and a function that builds its context from the service.
+``templates/section_*.html`` and a function that builds its context from the service.
 A later layer (the co-location guard's node risk and batch visibility) adds its own
 with :func:`add_section`, drawing its charts with :mod:`~yarn_adapt.service.web.charts`.
 """
@@ -85,7 +85,7 @@ PROPERTY_DEFAULTS = {
 
 @dataclass(frozen=True)
 class Section:
-    """One part of the overview: ``template`` (under ``templates/sections/``) is
+    """One part of the overview: ``template`` (under ``templates/section_*.html``) is
     rendered with the dict ``build(service)`` returns, as ``s``."""
 
     id: str

@@ -111,10 +111,10 @@ def build_rounds(service: Service) -> dict[str, Any]:
 
 def _register_default_sections() -> None:
     for section in (
-        Section("queues", "Queues", "sections/queues.html", build_queues),
-        Section("charts", "Latency and usage", "sections/charts.html", build_charts),
-        Section("proposals-section", "Proposals", "sections/proposals.html", build_proposals),
-        Section("rounds-section", "Recent rounds", "sections/rounds.html", build_rounds),
+        Section("queues", "Queues", "section_queues.html", build_queues),
+        Section("charts", "Latency and usage", "section_charts.html", build_charts),
+        Section("proposals-section", "Proposals", "section_proposals.html", build_proposals),
+        Section("rounds-section", "Recent rounds", "section_rounds.html", build_rounds),
     ):
         if not any(s.id == section.id for s in SECTIONS):
             add_section(section)
