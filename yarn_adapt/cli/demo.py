@@ -11,6 +11,8 @@ import json
 import secrets
 import tempfile
 import threading
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,36 +119,52 @@ def demo_command(
         service.close()
 
 
-def _run(service: Service, options: DemoOptions, rounds: int, *, keep_serving: bool) -> int:
+def _run(
+    service: Service,
+    options: DemoOptions,
+    rounds: int,
+    *,
+    keep_serving: bool,
+    announce: Callable[[str], None] = click.echo,
+    stop_event: threading.Event | None = None,
+) -> int:
+    """The rounds, the page and the review holds. ``stop_event``: stop on it instead
+    of on SIGTERM/SIGINT (which only the main thread can catch)."""
     from yarn_adapt.service.demo import describe_round
     from yarn_adapt.service.runner import serving, stop_on_signals
 
-    click.echo(f"demo state in {options.state_dir}")
+    announce(f"demo state in {options.state_dir}")
     progress = Progress("demo round", rounds)
-    with serving(service) as server, stop_on_signals() as stop:
+    stopping = nullcontext(stop_event) if stop_event is not None else stop_on_signals()
+    with serving(service) as server, stopping as stop:
         if server is not None:
-            click.echo(f"the operators' page: {server.url}  (Ctrl-C to stop)")
+            announce(f"the operators' page: {server.url}  (Ctrl-C to stop)")
         if options.review and server is not None:
-            click.echo(f"sign in at {server.url}/login with the one-time token: {options.token}")
+            announce(f"sign in at {server.url}/login with the one-time token: {options.token}")
         done = 0
         while not stop.is_set() and done < rounds:
             report = service.loop.run_round()
             done += 1
             for line in describe_round(report, service, _cluster(service).elapsed_s):
-                click.echo(line)
+                announce(line)
             progress.advance(done)
             if options.review and server is not None:
-                _await_review(service, server, stop)
+                _await_review(service, server, stop, announce)
             if _cluster(service).done or done >= rounds:
                 break
             stop.wait(options.interval_s)
         if keep_serving and server is not None and not stop.is_set():
-            click.echo(f"rounds done; the page stays at {server.url} until Ctrl-C")
+            announce(f"rounds done; the page stays at {server.url} until Ctrl-C")
             stop.wait()
     return done
 
 
-def _await_review(service: Service, server: WebServer, stop: threading.Event) -> None:
+def _await_review(
+    service: Service,
+    server: WebServer,
+    stop: threading.Event,
+    announce: Callable[[str], None],
+) -> None:
     """Hold the rounds while a proposal waits for the operator."""
     from yarn_adapt.service.records import ProposalState
 
@@ -154,13 +172,13 @@ def _await_review(service: Service, server: WebServer, stop: threading.Event) ->
     if not waiting:
         return
     proposal = waiting[0]
-    click.echo(
+    announce(
         f"  proposal {proposal.id} waits for your review: {server.url}/proposals/{proposal.id}"
     )
     while not stop.is_set():
         state = service.store.proposal(proposal.id).state
         if state is not ProposalState.PENDING:
-            click.echo(f"  proposal {proposal.id} is now {state}")
+            announce(f"  proposal {proposal.id} is now {state}")
             return
         stop.wait(REVIEW_POLL_S)
 

@@ -122,7 +122,7 @@ def usage_of_jobs(
     return [
         QueueUsage(
             queue=q.path,
-            used_percent=round(100.0 * used.get(q.path, NO_RESOURCES).dominant_share(total), 2),
+            used_percent=_share(used.get(q.path, NO_RESOURCES), total),
             guaranteed_percent=shares.get(q.path),
             pending_containers=pending.get(q.path, 0),
             running_apps=running_apps.get(q.path, 0),
@@ -130,6 +130,12 @@ def usage_of_jobs(
         )
         for q in config.queues()
     ]
+
+
+def _share(used: Resources, total: Resources) -> float:
+    """Percent of the cluster, at most 100: the simulator's jobs in progress may
+    hold a container that is being released at this instant."""
+    return min(100.0, round(100.0 * used.dominant_share(total), 2)) if not total.is_zero else 0.0
 
 
 def _ancestors(path: str) -> list[str]:
