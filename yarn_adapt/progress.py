@@ -90,6 +90,6 @@ def report(what: str, done: int, total: int | None = None, note: str = "") -> No
     """Progress from code that does not own a :class:`Progress` (a bench's loop):
     one per ``what``, started at its first report."""
     progress = _CURRENT.get(what)
-    if progress is None or done <= 1 and progress.total != total:
+    if progress is None or (done <= 1 and progress.total != total):
         progress = _CURRENT[what] = Progress(what, total)
     progress.advance(done, note)

@@ -29,8 +29,14 @@ WIDTH = 1360
 def browser(profile: Path) -> webdriver.Chrome:
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
-    for argument in ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                     "--disable-background-networking", f"--user-data-dir={profile}"):
+    for argument in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--disable-background-networking",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(argument)
     return webdriver.Chrome(service=DriverService("/usr/bin/chromedriver"), options=options)
 
@@ -62,16 +68,25 @@ def main() -> None:
         elif pending:
             last_pending = pending[0].id
     versions = service.store.versions()
-    reverted = None
     if len(versions) > 1:
         reverted = revert(service, versions[-1].id, "operator (web)")
         service.desk.approve(reverted.id, "operator (web)")
+    for _ in range(6):  # end with a proposal waiting for review, marked on the tree
         service.loop.run_round()
+        pending = service.store.proposals(limit=1, states=[ProposalState.PENDING])
+        if pending:
+            last_pending = pending[0].id
+            break
     server = WebServer(create_app(service), "127.0.0.1", 0).start()
     driver = browser(state / "profile")
     try:
+        driver.get(server.url + "/login")
+        driver.find_element("id", "token").send_keys("x" * 24)
+        driver.find_element("id", "sign-in-submit").click()
         shoot(driver, server.url + "/?refresh=off", "overview")
-        applied = [p for p in service.store.proposals(limit=50) if p.groups and p.state != "pending"]
+        applied = [
+            p for p in service.store.proposals(limit=50) if p.groups and p.state != "pending"
+        ]
         if applied:
             shoot(driver, f"{server.url}/proposals/{applied[-1].id}", "proposal", unfold=True)
         if last_pending:
@@ -79,8 +94,11 @@ def main() -> None:
         shoot(driver, server.url + "/versions", "versions")
         listed = service.store.versions()
         if len(listed) > 1:
-            shoot(driver, f"{server.url}/versions/diff?from={listed[-1].id}&to={listed[1].id}",
-                  "version-diff")
+            shoot(
+                driver,
+                f"{server.url}/versions/diff?from={listed[-1].id}&to={listed[1].id}",
+                "version-diff",
+            )
     finally:
         driver.quit()
         server.stop()

@@ -22,7 +22,17 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 @pytest.mark.parametrize("config", ["capacity-scheduler.xml", "fair-scheduler.xml"])
 def test_sim_prints_latency_per_queue(config: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
-        ["sim", "--scheduler-file", str(DEMO / config), "--nodes", "10", "--until", "3600", "--json"], capsys
+        [
+            "sim",
+            "--scheduler-file",
+            str(DEMO / config),
+            "--nodes",
+            "10",
+            "--until",
+            "3600",
+            "--json",
+        ],
+        capsys,
     )
     assert code == 0
     summary = json.loads(out)
@@ -35,7 +45,14 @@ def test_sim_prints_latency_per_queue(config: str, capsys: pytest.CaptureFixture
 
 
 def test_a_smaller_cluster_waits_longer(capsys: pytest.CaptureFixture[str]) -> None:
-    common = ["sim", "--scheduler-file", str(DEMO / "capacity-scheduler.xml"), "--until", "7200", "--json"]
+    common = [
+        "sim",
+        "--scheduler-file",
+        str(DEMO / "capacity-scheduler.xml"),
+        "--until",
+        "7200",
+        "--json",
+    ]
     _, big, _ = run([*common, "--nodes", "50"], capsys)
     _, small, _ = run([*common, "--nodes", "1", "--containers-per-node", "4"], capsys)
     assert json.loads(small)["all"]["mean_wait_s"] > json.loads(big)["all"]["mean_wait_s"]

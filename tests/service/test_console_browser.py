@@ -109,12 +109,12 @@ def test_every_asset_of_every_page_is_our_own(applied: tuple[Service, WebServer]
     for path in ("/", "/proposals/1", "/versions", "/versions/diff?from=1&to=2", "/login"):
         page = client.get(path).get_data(as_text=True)
         assert "<script" not in page and not re.search(r"\sstyle\s*=", page), path
-        for tag, attribute, url in re.findall(r"<(\w+)[^>]*?\s(src|href)=\"([^\"]*)\"", page):
+        for tag, _attribute, url in re.findall(r"<(\w+)[^>]*?\s(src|href)=\"([^\"]*)\"", page):
             parts = urlsplit(url)
             if tag == "a" and not parts.netloc:
                 continue
             assert tag == "a" or (not parts.scheme and not parts.netloc), (path, tag, url)
-            assert tag != "a" or parts.scheme in ("http", "https") and 'rel="noreferrer"', url
+            assert tag != "a" or (parts.scheme in ("http", "https") and 'rel="noreferrer"'), url
 
 
 def test_a_version_diff_and_a_revert_through_the_review(

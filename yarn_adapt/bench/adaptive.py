@@ -52,11 +52,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from yarn_adapt.progress import report
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mean_latency
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.sim import ClusterSpec, SimulationOptions, simulate
 from yarn_adapt.tuning.apply import apply_setting

@@ -57,10 +57,10 @@ from rules.comparator import Comparator, Uncertainty
 from rules.inputs import JobMix
 from rules.mixes import mix_from_workload
 from rules.uncertainty import log_error_spread
-from yarn_adapt.progress import report
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.sim import SimulationOptions, SimulationResult, simulate
 from yarn_adapt.tuning.paper import (
     Candidate,

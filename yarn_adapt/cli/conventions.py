@@ -115,7 +115,11 @@ def _check_option(path: str, option: click.Option) -> list[str]:
                 f"{path} {name}: metavar {metavar!r}, but {name} is {meaning.what} "
                 f"({meaning.metavar})"
             )
-        if meaning is not None and meaning.default is not None and option.default != meaning.default:
+        if (
+            meaning is not None
+            and meaning.default is not None
+            and option.default != meaning.default
+        ):
             found.append(f"{path} {name}: default {option.default!r}, expected {meaning.default!r}")
         if name.rsplit("-", 1)[-1] in TIME_WORDS and not option.is_flag and metavar != SECONDS:
             found.append(f"{path} {name}: a time, so its metavar must be {SECONDS}")

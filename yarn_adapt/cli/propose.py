@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
-
 from click.core import ParameterSource
 
 from yarn_adapt.cli.common import quiet_option
@@ -99,7 +98,7 @@ class Proposed:
 @quiet_option
 @click.pass_context
 def propose_command(
-    ctx: click.Context, sim: bool, scheduler_file: Path | None, mutation: bool,
+    ctx: click.Context, /, sim: bool, scheduler_file: Path | None, mutation: bool,
     trace: Path | None, at: float, nodes: int, containers_per_node: int,
     interval: float | None, min_improvement: float, out: Path | None, executor: str,
     as_json: bool, seed: int, **connection: object,

@@ -569,7 +569,6 @@ class Store:
         ).fetchone()
         return int(row[0])
 
-
     # ------------------------------------------------------------------ console series
     # (the operators' console: per-round usage and latency, versions, origins)
 
@@ -608,10 +607,14 @@ class Store:
                 r["round_id"],
                 r["at"],
                 QueueUsage(
-                    r["queue"], r["used_percent"], r["guaranteed_percent"],
-                    r["pending_containers"], r["running_apps"], r["pending_apps"],
+                    r["queue"],
+                    r["used_percent"],
+                    r["guaranteed_percent"],
+                    r["pending_containers"],
+                    r["running_apps"],
+                    r["pending_apps"],
                 ),
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
@@ -620,7 +623,7 @@ class Store:
         row = self._db.execute("SELECT MAX(round_id) FROM queue_usage").fetchone()
         if row is None or row[0] is None:
             return None
-        samples = [s for s in self.usage_series(rounds=1)]
+        samples = list(self.usage_series(rounds=1))
         return samples[0].round_id, samples[0].at, [s.usage for s in samples]
 
     def latency_series(self, rounds: int = 60) -> list[GroupLatencySample]:

@@ -15,10 +15,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from rules.uncertainty import log_error_spread
 from yarn_adapt.errors import TraceError
 from yarn_adapt.model import ClusterSnapshot, TaskType, Workload
 from yarn_adapt.model.workload import JobSpec
-from rules.uncertainty import log_error_spread
 from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.evidence import (
     jobs_by_group,

@@ -36,7 +36,7 @@ def guaranteed_shares(config: SchedulerConfig) -> dict[str, float | None]:
     for queue in config.queues():
         parent = shares.get(queue.path)
         children = queue.children
-        fractions = _child_fractions(config, children)  # type: ignore[arg-type]
+        fractions = _child_fractions(config, children)
         for child, fraction in zip(children, fractions, strict=True):
             shares[child.path] = None if parent is None or fraction is None else parent * fraction
     return shares
@@ -50,9 +50,10 @@ def _child_fractions(
         total = sum(weights)
         return [w / total if total > 0 else None for w in weights]
     capacities = [q.capacity for q in children]  # type: ignore[union-attr]
-    if all(isinstance(c, Weight) for c in capacities) and capacities:
-        total = sum(c.weight for c in capacities)  # type: ignore[union-attr]
-        return [c.weight / total if total > 0 else None for c in capacities]  # type: ignore[union-attr]
+    weights = [c.weight for c in capacities if isinstance(c, Weight)]
+    if capacities and len(weights) == len(capacities):
+        total = sum(weights)
+        return [w / total if total > 0 else None for w in weights]
     return [
         c.percent / 100.0 if isinstance(c, Percentage) else 0.0 if c is None else None
         for c in capacities

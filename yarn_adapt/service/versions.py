@@ -91,8 +91,11 @@ def _attribution(
         if written is None or not same_config(written, config):
             continue
         proposal = store.proposal(record.proposal_id)
-        return record.actor, _why(record, proposal, origins.get(proposal.id)), proposal.id, (
-            record.apply_id
+        return (
+            record.actor,
+            _why(record, proposal, origins.get(proposal.id)),
+            proposal.id,
+            (record.apply_id),
         )
     if first:
         return "yarn-adapt", "running when yarn-adapt first read it", None, ""
@@ -134,7 +137,9 @@ def revert_draft(
         )
     changes = tuple(diff_configs(running.config, wanted))
     if not changes:
-        raise InputError(f"version {version.id} is the configuration running now: nothing to revert")
+        raise InputError(
+            f"version {version.id} is the configuration running now: nothing to revert"
+        )
     when = time.strftime("%Y-%m-%d %H:%M %Z", time.localtime(version.seen_at))
     reason = f"revert to version {version.id} (ran from {when}; {version.actor}: {version.why})"
     draft = ProposalRecord(
@@ -159,9 +164,7 @@ def revert_draft(
 def changed_groups(config: SchedulerConfig, changes: Sequence[ConfigChange]) -> tuple[str, ...]:
     """The groups (parent queues) whose queues the changes touch."""
     touched = {c.queue for c in changes if c.queue}
-    found = [
-        g.parent for g in groups_of(config) if touched & {g.parent, *g.queues}
-    ]
+    found = [g.parent for g in groups_of(config) if touched & {g.parent, *g.queues}]
     return tuple(found)
 
 
@@ -194,5 +197,7 @@ def standings(applies: Sequence[ApplyRecord]) -> dict[int, Standing]:
             result[record.proposal_id] = Standing(running=True)
             continue
         after = later[0]
-        result[record.proposal_id] = Standing(False, after.proposal_id, after.kind, after.finished_at)
+        result[record.proposal_id] = Standing(
+            False, after.proposal_id, after.kind, after.finished_at
+        )
     return result

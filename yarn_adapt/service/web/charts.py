@@ -63,7 +63,7 @@ def _nice_step(span: float, ticks: int = 4) -> float:
     if span <= 0 or not math.isfinite(span):
         return 1.0
     raw = span / ticks
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10.0 ** math.floor(math.log10(raw))
     for factor in (1, 2, 2.5, 5, 10):
         if factor * power >= raw:
             return factor * power

@@ -149,7 +149,7 @@ def queue_rows(
     rows = []
     for queue in config.queues():
         depth = queue.path.count(".")
-        configured = _configured(config, queue)  # type: ignore[arg-type]
+        configured = _configured(config, queue)
         row_usage = used.get(queue.path) or _by_name(used, queue.path)
         share = shares.get(queue.path)
         new_share = proposed_shares.get(queue.path, share)
@@ -161,17 +161,13 @@ def queue_rows(
                 "leaf": queue.is_leaf,
                 **configured,
                 "guaranteed_percent": _round(share),
-                "proposed_guaranteed_percent": _round(new_share)
-                if new_share != share
-                else None,
+                "proposed_guaranteed_percent": _round(new_share) if new_share != share else None,
                 "used_percent": row_usage.used_percent if row_usage else None,
                 "pending_containers": row_usage.pending_containers if row_usage else None,
                 "running_apps": row_usage.running_apps if row_usage else None,
                 "pending_apps": row_usage.pending_apps if row_usage else None,
                 "proposed": proposed_changes.get(queue.path, []),
-                "bar": usage_bar(
-                    row_usage.used_percent if row_usage else None, share, new_share
-                ),
+                "bar": usage_bar(row_usage.used_percent if row_usage else None, share, new_share),
             }
         )
     return rows
@@ -192,7 +188,9 @@ def _configured(config: SchedulerConfig, queue: CapacityQueue | FairQueue) -> di
         assert isinstance(queue, FairQueue)
         policy_default = config.default("defaultQueueSchedulingPolicy") or "fair"
         return {
-            "guarantee": f"weight {queue.weight:g}" if queue.weight is not None else unset("weight 1"),
+            "guarantee": f"weight {queue.weight:g}"
+            if queue.weight is not None
+            else unset("weight 1"),
             "maximum": queue.max_resources.text if queue.max_resources else unset("no limit"),
             "policy": queue.scheduling_policy or unset(policy_default),
         }
@@ -286,9 +284,7 @@ def standing_words(
         else:
             how = "rolled back" if standing.kind == "rollback" else "replaced"
             by = (
-                f"by proposal {standing.by_proposal}"
-                if standing.by_proposal != proposal.id
-                else ""
+                f"by proposal {standing.by_proposal}" if standing.by_proposal != proposal.id else ""
             )
             parts.append(f"{how} {by} at {clock(standing.at)}".replace("  ", " "))
     return "; ".join(parts)
@@ -302,7 +298,9 @@ def is_replaced(proposal: ProposalRecord, standing: Standing | None) -> bool:
 
 
 def latency_chart(
-    samples: Sequence[GroupLatencySample], applies: Sequence[ApplyRecord], rounds: Sequence[tuple[int, float]]
+    samples: Sequence[GroupLatencySample],
+    applies: Sequence[ApplyRecord],
+    rounds: Sequence[tuple[int, float]],
 ) -> Markup:
     by_group: dict[str, list[GroupLatencySample]] = {}
     for sample in samples:
@@ -339,9 +337,7 @@ def usage_chart(samples: Sequence[UsageSample], leaves: Iterable[str]) -> Markup
             charts.Series(
                 queue,
                 tuple((float(s.round_id), s.usage.used_percent) for s in items),
-                notes=tuple(
-                    f"{s.usage.pending_containers} containers pending" for s in items
-                ),
+                notes=tuple(f"{s.usage.pending_containers} containers pending" for s in items),
             )
         )
     return charts.line_chart(
@@ -389,7 +385,9 @@ def predicted_vs_realized(
                 continue
             jobs = sum(r.jobs for r in rows)
             mean = sum((r.mean_s or 0.0) * r.jobs for r in rows) / jobs
-            predicted = group.after_s if math.isfinite(group.after_s) and group.after_s >= 0 else None
+            predicted = (
+                group.after_s if math.isfinite(group.after_s) and group.after_s >= 0 else None
+            )
             pairs.append(
                 charts.Pair(
                     f"#{proposal.id}",

@@ -29,7 +29,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from yarn_adapt.errors import InputError, ProposalNotFound, YarnAdaptError
 from yarn_adapt.service.records import ProposalRecord
-from yarn_adapt.service.versions import revert_draft
+from yarn_adapt.service.versions import revert_draft, standings
 from yarn_adapt.service.web import auth
 from yarn_adapt.service.web.console import (
     CHART_ROUNDS,
@@ -48,7 +48,6 @@ from yarn_adapt.service.web.console import (
     version_changes,
     version_rows,
 )
-from yarn_adapt.service.versions import standings
 from yarn_adapt.service.web.views import proposal_summary, round_view
 from yarn_adapt.service.xmltext import unified_xml_diff
 
@@ -231,14 +230,19 @@ def console_blueprint(service: Service) -> Blueprint:
             {
                 "latency": [
                     {
-                        "round_id": s.round_id, "at_epoch_s": s.at, "group": s.group,
-                        "jobs": s.jobs, "mean_s": s.mean_s,
+                        "round_id": s.round_id,
+                        "at_epoch_s": s.at,
+                        "group": s.group,
+                        "jobs": s.jobs,
+                        "mean_s": s.mean_s,
                     }
                     for s in store.latency_series(rounds)
                 ],
                 "usage": [
                     {
-                        "round_id": s.round_id, "at_epoch_s": s.at, "queue": s.usage.queue,
+                        "round_id": s.round_id,
+                        "at_epoch_s": s.at,
+                        "queue": s.usage.queue,
                         "used_percent": s.usage.used_percent,
                         "guaranteed_percent": s.usage.guaranteed_percent,
                         "pending_containers": s.usage.pending_containers,
@@ -247,7 +251,7 @@ def console_blueprint(service: Service) -> Blueprint:
                     }
                     for s in store.usage_series(rounds)
                 ],
-            }  # fmt: skip
+            }
         )
 
     @console.get("/api/versions")

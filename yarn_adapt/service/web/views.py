@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
+from yarn_adapt.service.evidence import warnings_for
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
@@ -16,13 +17,11 @@ from yarn_adapt.service.records import (
     RealizedLatency,
     RoundReport,
 )
-from yarn_adapt.service.evidence import warnings_for
 from yarn_adapt.service.series import ProposalOrigin
 from yarn_adapt.service.statemachine import Action, operator_actions
 from yarn_adapt.service.versions import Standing
 from yarn_adapt.service.web.console import change_words, standing_words
 from yarn_adapt.service.xmltext import unified_xml_diff
-
 
 # The endpoint (``POST /api/proposals/N/<endpoint>``) of each operator action.
 ENDPOINT_OF = {
