@@ -30,12 +30,12 @@ def duration(seconds: float | None) -> str:
 
 
 def axis_seconds(seconds: float) -> str:
-    """A compact axis label: ``90 s``, ``2 m``, ``2.5 m``, ``1.5 h``."""
-    if seconds < 120:
+    """A compact axis label: ``90 s``, ``300 s``, ``12.5 m``, ``1.5 h``."""
+    if seconds < 600:
         return f"{seconds:g} s"
     if seconds < 7200:
-        return f"{seconds / 60:g} m"
-    return f"{seconds / 3600:g} h"
+        return f"{seconds / 60:.1f}".rstrip("0").rstrip(".") + " m"
+    return f"{seconds / 3600:.1f}".rstrip("0").rstrip(".") + " h"
 
 
 def when(timestamp: float | None) -> str:
