@@ -112,8 +112,7 @@ def propose_command(
     spec = parse_executor_spec(executor)
     if sim and ctx.get_parameter_source("rm_urls") is ParameterSource.COMMANDLINE:
         raise InputError("--sim proposes for a simulated cluster: drop --rm (or drop --sim)")
-    progress = Progress("propose step", 2)
-    progress.advance(0, "reading the cluster")
+    progress = Progress("propose", 1)  # one line at the end: how long it took
     if sim:
         _check_sim_options(at, nodes, containers_per_node)
         tuner = _tuner_settings(interval or at, min_improvement, seed)
@@ -125,7 +124,7 @@ def propose_command(
         tuner = _tuner_settings(interval or 120.0, min_improvement, seed)
         with open_executor(spec) as handle:
             proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner, handle)
-    progress.advance(2, "proposed")
+    progress.advance(1, "proposed")
     _report(proposed, out, as_json)
 
 

@@ -17,6 +17,8 @@ def duration(seconds: float | None) -> str:
     """``1 m 12 s``, ``2 h 5 m``, ``8.4 s``, ``0.35 s``; ``-`` when unknown."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:
         return "-" if seconds is None or math.isnan(seconds) or seconds < 0 else "never"
+    if seconds < 0.01:
+        return "0 s"
     if seconds < 10:
         return f"{seconds:.2g} s" if seconds < 1 else f"{seconds:.1f} s".replace(".0 s", " s")
     whole = round(seconds)
