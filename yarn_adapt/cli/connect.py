@@ -41,17 +41,25 @@ def yarn_options(fn: F) -> F:
             "rm_urls",
             multiple=True,
             envvar="YARN_ADAPT_RM",
-            help="RM web address (repeat for HA). Default: from $HADOOP_CONF_DIR/yarn-site.xml.",
+            metavar="URL",
+            help="RM web address, http(s)://host:port or host:port (repeat for HA). "
+            "Default: from $HADOOP_CONF_DIR/yarn-site.xml.",
         ),
         click.option(
             "--history",
             "history_url",
             envvar="YARN_ADAPT_HISTORY",
-            help="JobHistory web address. Default: from mapred-site.xml.",
+            metavar="URL",
+            help="JobHistory web address (or host:port). Default: from mapred-site.xml.",
         ),
         click.option("--user", envvar="YARN_ADAPT_USER", help="User for simple auth (user.name)."),
         click.option(
-            "--timeout", type=float, default=30.0, show_default=True, help="Read timeout, s."
+            "--timeout",
+            type=float,
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Read timeout.",
         ),
         click.option("--retries", type=int, default=3, show_default=True),
         click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False)),

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from yarn_adapt.errors import YarnUnavailable
+
 
 @click.command("serve")
 @click.option(
@@ -15,6 +17,7 @@ import click
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
+    metavar="TOML",
     help="yarn-adapt.toml (see conf/yarn-adapt.toml).",
 )
 @click.option("--once", is_flag=True, help="Run one round, print it as JSON and exit.")
@@ -29,6 +32,7 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
     # Imported here: the web stack and the tuner are not needed by other commands.
     from yarn_adapt.service.backend import YarnBackend
     from yarn_adapt.service.proposer import snapshot_proposer
+    from yarn_adapt.service.records import DecisionKind
     from yarn_adapt.service.runner import check_exposure, ensure_token, serving, stop_on_signals
     from yarn_adapt.service.service import Service
     from yarn_adapt.service.settings import load_settings
@@ -48,7 +52,11 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
         for line in service.start():
             click.echo(f"reconciled: {line}", err=True)
         if once:
-            click.echo(json.dumps(round_view(service.loop.run_round())))
+            report = service.loop.run_round()
+            click.echo(json.dumps(round_view(report)))
+            unavailable = [d for d in report.decisions if d.kind is DecisionKind.RM_UNAVAILABLE]
+            if unavailable:  # exit 3, as every command that cannot reach the RM
+                raise YarnUnavailable(unavailable[0].reason)
             return
         with serving(service) as server, stop_on_signals() as stop:
             if server is not None:

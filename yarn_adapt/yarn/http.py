@@ -443,7 +443,10 @@ def _standby_text(reply: HttpReply) -> bool:
 
 
 def _parse_base_url(url: str) -> str:
-    parts = urlsplit(url.strip())
+    text = url.strip()
+    if text and "://" not in text:
+        text = "http://" + text  # host:port, as yarn-site.xml writes webapp.address
+    parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SettingsError(f"ResourceManager address {url!r}: expected http(s)://host:port")
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -42,9 +41,12 @@ from yarn_adapt.errors import (
     YarnAdaptError,
     YarnError,
 )
-from yarn_adapt.service.records import ProposalRecord
+from yarn_adapt.service.records import ProposalRecord, ProposalState
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.web import auth
+from yarn_adapt.service.versions import note_running, standings
+from yarn_adapt.service.web import auth, words
+from yarn_adapt.service.web.console import evidence_rows, job_links
+from yarn_adapt.service.web.console_routes import console_blueprint, overview
 from yarn_adapt.service.web.throttle import LoginThrottle
 from yarn_adapt.service.web.views import (
     apply_view,
@@ -107,11 +109,21 @@ def create_app(service: Service, throttle: LoginThrottle | None = None) -> Flask
     app.after_request(_add_security_headers)
     app.register_blueprint(api_blueprint(service))
     app.register_blueprint(pages_blueprint(service))
+    app.register_blueprint(console_blueprint(service))
     app.add_url_rule("/metrics", "metrics", lambda: _metrics(service))
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
     app.register_error_handler(YarnAdaptError, _api_error)
     app.jinja_env.globals.update(csrf_token=auth.csrf_token, is_operator=auth.is_operator)
-    app.jinja_env.filters["when"] = _when
+    app.jinja_env.filters.update(
+        when=words.when,
+        clock=words.clock,
+        duration=words.duration,
+        percent=words.percent,
+        change=words.change_percent,
+        short=lambda note: words.short_note(note or "")[0],
+        long=lambda note: words.short_note(note or "")[1],
+        file_name=words.file_name,
+    )
     return app
 
 
@@ -163,7 +175,18 @@ def act(service: Service, proposal_id: int, action: str, actor: str) -> Proposal
     if action not in handlers:
         raise InputError(f"unknown action {action!r}: expected one of {', '.join(ACTIONS)}")
     log.info("%s asks to %s proposal %d", actor, action, proposal_id)
-    return handlers[action]()
+    record = handlers[action]()
+    if record.state in (ProposalState.APPLIED, ProposalState.ROLLED_BACK):
+        _note_version(service)
+    return record
+
+
+def _note_version(service: Service) -> None:
+    """Record the configuration an operator's apply or rollback made run."""
+    try:
+        note_running(service.store, service.backend.document())
+    except YarnAdaptError as exc:  # the next round records it
+        log.warning("cannot read the configuration just applied: %s", exc.one_line())
 
 
 def status_code(error: YarnAdaptError) -> int:
@@ -180,10 +203,27 @@ def _api_error(error: YarnAdaptError) -> tuple[Response, int]:
     return jsonify(error=error.one_line()), status_code(error)
 
 
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+def write_refusal(service: Service) -> tuple[Response, int] | Response | None:
+    """Why an API write is refused (no token, throttled, wrong token); None: allowed."""
+    given = auth.bearer_token(request)
+    if given is None:
+        return jsonify(error="write actions need 'Authorization: Bearer <token>'"), 401
+    wait_s = _locked_out()
+    if wait_s is not None:
+        return _too_many(jsonify(error=f"too many invalid tokens: retry in {wait_s} s"), wait_s)
+    if not _token_checked(given, service.token):
+        log.warning("refused a write with an invalid token from %s", request.remote_addr)
+        return jsonify(error="invalid token"), 403
+    return None
+
+
+def status_view(service: Service) -> dict[str, Any]:
+    """The loop's status with units in the names (times in epoch seconds)."""
+    status = dict(service.loop.status())
+    status["next_round_at_epoch_s"] = status.pop("next_round_at", None)
+    status["last_round_at_epoch_s"] = service.store.last_round_at()
+    status["pending_proposals"] = service.store.count_proposals(ProposalState.PENDING)
+    return status
 
 
 # --------------------------------------------------------------------------- API
@@ -194,24 +234,22 @@ def api_blueprint(service: Service) -> Blueprint:
     store = service.store
 
     def write_allowed() -> tuple[Response, int] | Response | None:
-        given = auth.bearer_token(request)
-        if given is None:
-            return jsonify(error="write actions need 'Authorization: Bearer <token>'"), 401
-        wait_s = _locked_out()
-        if wait_s is not None:
-            return _too_many(jsonify(error=f"too many invalid tokens: retry in {wait_s} s"), wait_s)
-        if not _token_checked(given, service.token):
-            log.warning("refused a write with an invalid token from %s", request.remote_addr)
-            return jsonify(error="invalid token"), 403
-        return None
+        return write_refusal(service)
 
     @api.get("/status")
     def status() -> Response:
-        return jsonify(service.loop.status())
+        return jsonify(status_view(service))
 
     @api.get("/proposals")
     def proposals() -> Response:
-        return jsonify([proposal_summary(p) for p in store.proposals(limit=_limit())])
+        places = standings(store.all_applies())
+        origins = store.origins()
+        return jsonify(
+            [
+                proposal_summary(p, places.get(p.id), origins.get(p.id))
+                for p in store.proposals(limit=_limit())
+            ]
+        )
 
     @api.get("/proposals/<rowid:proposal_id>")
     def proposal(proposal_id: int) -> Response:
@@ -243,7 +281,7 @@ def api_blueprint(service: Service) -> Blueprint:
     @api.get("/decisions")
     def decisions() -> Response:
         recent = store.decisions(limit=_limit())
-        return jsonify([{"at": at, **decision_view(d)} for at, d in recent])
+        return jsonify([{"at_epoch_s": at, **decision_view(d)} for at, d in recent])
 
     @api.get("/audit")
     def audit() -> Response:
@@ -265,6 +303,19 @@ def _local_path(target: str | None) -> str | None:
     return None
 
 
+REFRESH_MIN_S = 5
+REFRESH_MAX_S = 60
+
+
+def _refresh_s(service: Service) -> int | None:
+    """Seconds between automatic reloads of the overview (a ``<meta refresh>``, no
+    script): about one round, 5 s at least, a minute at most; ``?refresh=off`` stops it."""
+    if request.args.get("refresh") == "off":
+        return None
+    interval = service.settings.service.interval_s
+    return int(max(REFRESH_MIN_S, min(REFRESH_MAX_S, interval)))
+
+
 def _limit() -> int:
     try:
         return max(1, min(500, int(request.args.get("limit", "50"))))
@@ -280,6 +331,9 @@ def _detail(service: Service, proposal_id: int) -> dict[str, Any]:
         store.realized(proposal_id),
         store.applies(proposal_id=proposal_id),
         store.audit_log(proposal_id=proposal_id),
+        standings(store.all_applies()).get(proposal_id),
+        store.origins().get(proposal_id),
+        store.realized(),
     )
 
 
@@ -294,10 +348,9 @@ def pages_blueprint(service: Service) -> Blueprint:
     def index() -> str:
         return render_template(
             "index.html",
-            status=service.loop.status(),
-            proposals=[proposal_summary(p) for p in store.proposals(limit=30)],
-            applies=[apply_view(a) for a in store.applies(limit=20)],
-            rounds=[round_view(r) for r in store.rounds(limit=10)],
+            status=status_view(service),
+            sections=overview(service),
+            refresh_s=_refresh_s(service),
             token_configured=bool(service.token),
         )
 
@@ -307,7 +360,12 @@ def pages_blueprint(service: Service) -> Blueprint:
             detail = _detail(service, proposal_id)
         except ProposalNotFound as exc:
             return render_template("error.html", message=exc.one_line()), 404
-        return render_template("proposal.html", p=detail)
+        proposal_record = store.proposal(proposal_id)
+        return render_template(
+            "proposal.html",
+            p=detail,
+            evidence=evidence_rows(proposal_record, store.realized(), job_links(service)),
+        )
 
     @pages.post("/proposals/<rowid:proposal_id>/<action>")
     def proposal_action(proposal_id: int, action: str) -> BaseResponse | tuple[str, int]:
