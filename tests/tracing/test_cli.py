@@ -73,7 +73,7 @@ def test_import_then_critical_path_and_risk(
     )
     assert code == 0 and json.loads(out)["service_time_us"] == {"MS_32255": 3000, "MS_45753": 4000}
     code, out, _ = run(
-        ["trace", "--config", str(settings_file), "risk", "--window", "10000000h", "--json"], capsys
+        ["trace", "--config", str(settings_file), "risk", "--window", "36000000000", "--json"], capsys
     )
     assert code == 0
     risk = json.loads(out)
@@ -82,11 +82,11 @@ def test_import_then_critical_path_and_risk(
     assert services["payment"]["errors"] == 1 and services["payment"]["apis"]
     assert {n["node"] for n in risk["nodes"]} >= {"node-1", "node-2", "node-3"}
     code, out, _ = run(
-        ["trace", "--config", str(settings_file), "risk", "--window", "10000000h"], capsys
+        ["trace", "--config", str(settings_file), "risk", "--window", "36000000000"], capsys
     )
     assert code == 0 and "WST ms" in out and "geomean" in out
     code, out, _ = run(
-        ["trace", "--config", str(settings_file), "topology", "--window", "10000000h", "--json"],
+        ["trace", "--config", str(settings_file), "topology", "--window", "36000000000", "--json"],
         capsys,
     )
     calls = {(c["caller"], c["callee"]) for c in json.loads(out)["calls"]}

@@ -165,15 +165,19 @@ def import_command(
 
 @trace_group.command("ingest")
 @click.option("--once", is_flag=True, help="Drain the stream, store everything, exit.")
+@click.option("--json", "as_json", is_flag=True, help="With --once: counters as JSON.")
 @pass_context
-def ingest_command(context: _Context, once: bool) -> None:
+def ingest_command(context: _Context, once: bool, as_json: bool) -> None:
     """Run the ingest worker: span batches from the stream into stored traces."""
     with tracing_errors():
         store = context.store()
         worker = context.worker(store)
         if once:
             counters = worker.drain()
-            click.echo(json.dumps(vars(counters)))
+            if as_json:
+                click.echo(json.dumps(vars(counters)))
+            else:
+                click.echo(", ".join(f"{name} {value}" for name, value in vars(counters).items()))
             return
         stop = threading.Event()
         try:
@@ -240,16 +244,15 @@ def render_path(path: CriticalPath) -> list[str]:
     return lines
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_SECONDS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*s?\s*$")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in ``60``, ``60s``, ``500ms``, ``5m``, ``1h``."""
-    match = _DURATION.match(text)
+    """Seconds, as every yarn-adapt option takes them: ``60`` or ``60s``."""
+    match = _SECONDS.match(text)
     if not match or float(match.group(1)) <= 0:
-        raise click.BadParameter(f"{text!r} is not a positive duration like 60s, 5m or 1h")
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[match.group(2) or "s"]
-    return float(match.group(1)) * scale
+        raise click.BadParameter(f"{text!r} is not a positive number of seconds like 60 or 60s")
+    return float(match.group(1))
 
 
 def parse_end(text: str) -> int | None:
@@ -265,7 +268,12 @@ def parse_end(text: str) -> int | None:
 
 
 @trace_group.command("risk")
-@click.option("--window", default=None, help="Sliding window (e.g. 60s, 5m); [tracing] window_s.")
+@click.option(
+    "--window",
+    default=None,
+    metavar="SECONDS",
+    help="Sliding window; [tracing] window_s.",
+)
 @click.option("--end", default="latest", show_default=True, help="latest, now or epoch seconds.")
 @click.option("--alpha", type=float, help="Eq. 7's alpha; [tracing] alpha.")
 @click.option("--min-share", type=float, help="[tracing] critical_min_share.")
@@ -322,7 +330,12 @@ def render_risk(snapshot: RiskSnapshot) -> list[str]:
 
 
 @trace_group.command("topology")
-@click.option("--window", default=None, help="Sliding window (e.g. 60s); [tracing] window_s.")
+@click.option(
+    "--window",
+    default=None,
+    metavar="SECONDS",
+    help="Sliding window; [tracing] window_s.",
+)
 @click.option("--end", default="latest", show_default=True, help="latest, now or epoch seconds.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_context
