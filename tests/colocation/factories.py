@@ -10,6 +10,7 @@ from yarn_adapt.model import Resources
 
 NOW_S = 1_800_000_000.0
 FULL = Resources(8192, 8)
+NOTHING = Resources(0, 0)
 
 
 def node(
@@ -17,7 +18,7 @@ def node(
     *,
     total: Resources = FULL,
     capacity: Resources = FULL,
-    used: Resources = Resources(0, 0),
+    used: Resources = NOTHING,
     state: str = "RUNNING",
     host: str | None = None,
 ) -> NodeView:
@@ -32,9 +33,7 @@ def node(
     )
 
 
-def risk(
-    values: dict[str, float], *, age_s: float = 5.0, traces: int = 100
-) -> RiskSnapshot:
+def risk(values: dict[str, float], *, age_s: float = 5.0, traces: int = 100) -> RiskSnapshot:
     end_us = int((NOW_S - age_s) * 1e6)
     return RiskSnapshot(
         window_start_us=end_us - 60_000_000,

@@ -21,6 +21,7 @@ from yarn_adapt.model import Resources
 
 R = Resources
 FULL = R(8192, 8)
+NOTHING = R(0, 0)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Case:
     reason: str  # a fragment the reason must contain
     settings: GuardSettings = field(default_factory=GuardSettings)
     total: Resources = FULL
-    used: Resources = R(0, 0)
+    used: Resources = NOTHING
     demand_vcores: float | None = None
     demand_mb: float = 0.0
     lowered_ago_s: float | None = None

@@ -67,13 +67,17 @@ def decide_node(
         return _released(node, problem)
     reserved = min(1.0, max(0.0, settings.nu * risk.normalized))
     demand = inputs.demand_of(node.node_id)
-    qos = _violated_qos(node, inputs) if settings.zero_violation else None
-    wanted, why = wanted_visible(node, reserved, demand, qos, settings)
+    readings = qos_on_node(node, inputs)
+    violated = next((r for r in readings if r.violated), None)
+    wanted, why = wanted_visible(
+        node, reserved, demand, violated if settings.zero_violation else None, settings
+    )
     why.insert(0, f"risk {risk.normalized:.2f} x nu {settings.nu:g}: reserve {reserved:.0%}")
     target, safety = safe_target(node, wanted, memory, inputs.now_s, settings)
     if safety:
         why.append(safety)
-    return _decision(node, target, wanted, "; ".join(why), risk.normalized, reserved, demand, qos)
+    worst = violated or (readings[0] if readings else None)
+    return _decision(node, target, wanted, "; ".join(why), risk.normalized, reserved, demand, worst)
 
 
 # --------------------------------------------------------------------------- input
@@ -113,12 +117,19 @@ def _risk_entry(node: NodeView, inputs: GuardInputs) -> NodeRisk | None:
     return inputs.risk.node(node.host) if len(sharing) == 1 and node.host else None
 
 
-def _violated_qos(node: NodeView, inputs: GuardInputs) -> QosReading | None:
-    hosts = {node.node_id, node.host} | {h for h, n in inputs.node_hosts.items() if n == node.node_id}
-    for reading in inputs.qos:
-        if reading.violated and hosts & set(reading.nodes):
-            return reading
-    return None
+def qos_on_node(node: NodeView, inputs: GuardInputs) -> list[QosReading]:
+    """The QoS readings of the applications with a service on the node, the one
+    farthest over (or nearest to) its target first."""
+    mapped = {host for host, node_id in inputs.node_hosts.items() if node_id == node.node_id}
+    hosts = {node.node_id, node.host} | mapped
+    readings = [r for r in inputs.qos if hosts & set(r.nodes)]
+    return sorted(readings, key=_pressure, reverse=True)
+
+
+def _pressure(reading: QosReading) -> float:
+    if reading.target_ms and math.isfinite(reading.latency_ms):
+        return reading.latency_ms / reading.target_ms
+    return 0.0
 
 
 # --------------------------------------------------------------------------- wanted

@@ -57,6 +57,14 @@ class GuardSettings:
                 raise ValueError(f"{name}: {getattr(self, name)!r} {expectation}")
 
 
+class GuardMode(StrEnum):
+    """What a round does with its decisions."""
+
+    OFF = "off"  # nothing decided; every node the guard changed is given back
+    RECOMMEND = "recommend"  # decide and record (the page shows it); change nothing
+    AUTO = "auto"  # decide, set the node totals, serve reclaim requests to the agents
+
+
 # --------------------------------------------------------------------------- observed
 
 
