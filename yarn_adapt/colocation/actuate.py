@@ -23,7 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from yarn_adapt.colocation.model import NodeDecision
+from yarn_adapt.colocation.model import Action, GuardPlan, NodeDecision
 from yarn_adapt.colocation.originals import NodeOriginal, OriginalTotals
 from yarn_adapt.errors import (
     ApplyError,
@@ -65,15 +65,23 @@ class ActOutcome:
         return self.result in (Result.DONE, Result.UNCHANGED)
 
 
-class NodeActuator(Protocol):
-    """What the guard acts through (the RM's node totals, or a queue cap)."""
+class Actuator(Protocol):
+    """What the guard acts through: the RM's node totals, or a batch queue's cap."""
 
-    def apply(self, decision: NodeDecision) -> ActOutcome: ...
+    def journalled(self) -> dict[str, NodeOriginal]:
+        """Nodes whose original total is journalled (their real capacity)."""
+        ...
 
-    def restore_all(self) -> list[ActOutcome]: ...
+    def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
+        """Carry out the plan's changes; an outcome per node acted on."""
+        ...
+
+    def restore_all(self) -> list[ActOutcome]:
+        """Everything the guard changed back as it was."""
+        ...
 
     def pending_nodes(self) -> list[str]:
-        """Nodes not (known to be) back at their original total."""
+        """What is not (known to be) back as it was."""
         ...
 
 
@@ -91,6 +99,20 @@ class RmNodeTotals:
             state_dir=state_dir / "guard",
             verify=verify or PollSettings(timeout_s=20.0, interval_s=0.2),
         )
+
+    def journalled(self) -> dict[str, NodeOriginal]:
+        return self.originals.load()
+
+    def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
+        journalled = self.originals.load()
+        outcomes: dict[str, ActOutcome] = {}
+        for decision in plan.decisions:
+            if decision.changes:
+                outcomes[decision.node_id] = self.apply(decision)
+            elif decision.node_id in journalled and decision.action is not Action.SKIP:
+                # re-registered whole, or given back by someone: the journal forgets it
+                self.originals.confirmed(decision.node_id, decision.current)
+        return outcomes
 
     # ------------------------------------------------------------------ one node
 
@@ -181,3 +203,11 @@ def _invalid(target: Resources, capacity: Resources) -> str:
 
 def _words(resources: Resources) -> str:
     return f"{resources.memory_mb} MB / {resources.vcores} vcores"
+
+
+def restore_journalled(rm: ResourceManagerClient, state_dir: Path) -> list[ActOutcome]:
+    """``yarn-adapt recover``: every journalled node back to its original total."""
+    actuator = RmNodeTotals(rm, state_dir)
+    if not actuator.pending_nodes():
+        return []
+    return actuator.restore_all()

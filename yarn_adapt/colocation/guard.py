@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from yarn_adapt.colocation.actuate import ActOutcome, Result, RmNodeTotals
+from yarn_adapt.colocation.actuate import ActOutcome, Actuator, Result
 from yarn_adapt.colocation.decide import decide
 from yarn_adapt.colocation.model import (
     Action,
@@ -38,7 +38,6 @@ from yarn_adapt.colocation.model import (
     QosReading,
 )
 from yarn_adapt.colocation.observe import GuardObserver
-from yarn_adapt.colocation.originals import NodeOriginal
 from yarn_adapt.model import Node, Resources
 
 log = logging.getLogger(__name__)
@@ -130,7 +129,7 @@ class ColocationGuard:
         self,
         settings: GuardSettings,
         observer: GuardObserver,
-        actuator: RmNodeTotals,
+        actuator: Actuator,
         recorder: GuardRecorder,
         *,
         mode: GuardMode = GuardMode.RECOMMEND,
@@ -171,31 +170,27 @@ class ColocationGuard:
             return report
 
     def _decide_and_act(self, nodes: Sequence[Node]) -> GuardRoundReport:
-        originals = self.actuator.originals.load()
-        inputs = self.observer.inputs(nodes, originals)
+        inputs = self.observer.inputs(nodes, self.actuator.journalled())
         plan = decide(inputs, self._memory, self.settings)
         restored: tuple[ActOutcome, ...] = ()
         outcomes: dict[str, ActOutcome] = {}
         if self._mode is GuardMode.AUTO:
-            outcomes = self._act(plan, originals)
+            outcomes = self._act(plan)
             self._reclaims = self._reclaim_requests(plan, outcomes)
         else:
             restored = self._give_back()
         return GuardRoundReport(plan.decided_at_s, self._mode, plan, outcomes, restored,
                                 inputs.risk_problem)  # fmt: skip
 
-    def _act(self, plan: GuardPlan, originals: Mapping[str, NodeOriginal]) -> dict[str, ActOutcome]:
-        outcomes: dict[str, ActOutcome] = {}
+    def _act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
+        outcomes = self.actuator.act(plan)
         for decision in plan.decisions:
-            if decision.changes:
-                outcome = self.actuator.apply(decision)
-                outcomes[decision.node_id] = outcome
-                self._count(str(decision.action), str(outcome.result))
-                self._remember(decision, outcome, plan.decided_at_s)
-                self._audit(decision, outcome)
-            elif decision.node_id in originals and decision.action is not Action.SKIP:
-                # re-registered whole, or given back by someone: the journal forgets it
-                self.actuator.originals.confirmed(decision.node_id, decision.current)
+            outcome = outcomes.get(decision.node_id)
+            if outcome is None:
+                continue
+            self._count(str(decision.action), str(outcome.result))
+            self._remember(decision, outcome, plan.decided_at_s)
+            self._audit(decision, outcome)
         return outcomes
 
     def _remember(self, decision: NodeDecision, outcome: ActOutcome, at_s: float) -> None:
@@ -257,6 +252,10 @@ class ColocationGuard:
         """Every node the guard changed back to its original total."""
         with self._lock:
             return list(self._give_back())
+
+    def close(self) -> None:
+        """Release the trace store connection (the RM client belongs to the caller)."""
+        self.observer.close()
 
     def _give_back(self) -> tuple[ActOutcome, ...]:
         self._reclaims = {}

@@ -41,6 +41,8 @@ class RiskReading:
 class RiskSource(Protocol):
     def read(self, now_s: float) -> RiskReading: ...
 
+    def close(self) -> None: ...
+
 
 class TraceStoreRisk:
     """Risk and QoS over the newest ``window_s`` of the trace store."""
@@ -76,6 +78,11 @@ class TraceStoreRisk:
             analysis.forest, self.percentile, self.window_s, end_us / 1e6, self.targets_ms
         )
         return RiskReading(analysis.risk, qos)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.client.close()
+            self._store = None
 
 
 def qos_readings(
@@ -170,6 +177,9 @@ class GuardObserver:
         self.demand = demand
         self.node_hosts = dict(node_hosts or {})
         self.clock = clock
+
+    def close(self) -> None:
+        self.risk.close()
 
     def inputs(self, nodes: Sequence[Node], originals: Mapping[str, NodeOriginal]) -> GuardInputs:
         now_s = self.clock()

@@ -26,18 +26,19 @@ from prometheus_client.registry import Collector
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
-from yarn_adapt.colocation.actuate import RmNodeTotals
+from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
 from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
 from yarn_adapt.colocation.model import GuardMode, GuardSettings, NodeDecision
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
+from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import ClusterSnapshot, Resources
+from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.records import Decision, DecisionKind
 from yarn_adapt.service.settings import ColocationSection, Settings, pairs, redis_password
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import PollSettings
-from yarn_adapt.yarn.rm import ResourceManagerClient
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def demand_provider(section: ColocationSection) -> DemandProvider:
 
 
 def build_guard(
-    settings: Settings, rm: ResourceManagerClient, store: Store, guard_store: GuardStore
+    settings: Settings, backend: YarnBackend, store: Store, guard_store: GuardStore
 ) -> ColocationGuard:
     section = settings.colocation
     targets = {name: float(ms) for name, ms in pairs(section.qos_targets).items()}
@@ -113,11 +114,7 @@ def build_guard(
         targets_ms=targets,
     )
     observer = GuardObserver(risk, demand_provider(section), node_hosts=pairs(section.node_hosts))
-    actuator = RmNodeTotals(
-        rm,
-        settings.state.state_dir,
-        verify=PollSettings(timeout_s=section.verify_timeout_s, interval_s=0.25),
-    )
+    actuator = guard_actuator(settings, backend, store)
     mode = section.mode if section.enabled else GuardMode.OFF
     ttl = section.reclaim_ttl_s or 3 * settings.service.interval_s
     return ColocationGuard(
@@ -127,6 +124,27 @@ def build_guard(
         ServiceRecorder(store, guard_store),
         mode=mode,
         reclaim_ttl_s=ttl,
+    )
+
+
+def guard_actuator(settings: Settings, backend: YarnBackend, store: Store) -> Actuator:
+    """The RM's node totals, or (``actuator = "queue-cap"``) the batch queue's cap
+    through the configurator's applier and journal."""
+    section = settings.colocation
+    if section.actuator == "queue-cap":
+        journal = SqliteJournal(store)
+        return QueueCap(
+            backend.document,
+            lambda: backend.applier(journal),
+            section.batch_queue,
+            settings.state.state_dir,
+            via="mutation" if backend.path is None else str(backend.path),
+            dead_band_percent=100 * section.dead_band_fraction,
+        )
+    return RmNodeTotals(
+        backend.rm,
+        settings.state.state_dir,
+        verify=PollSettings(timeout_s=section.verify_timeout_s, interval_s=0.25),
     )
 
 

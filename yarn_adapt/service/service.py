@@ -84,6 +84,6 @@ def _guard_step(
     if not isinstance(backend, YarnBackend):
         return None
     guard_store = GuardStore(settings.state.database_path)
-    guard = build_guard(settings, backend.rm, store, guard_store)
+    guard = build_guard(settings, backend, store, guard_store)
     metrics.registry.register(GuardCollector(guard))
     return GuardStep(guard, guard_store)
