@@ -230,7 +230,7 @@ class MiniCluster:
             kill_marked_processes(self._layout.root)
         if self._reaper is not None:
             self._reaper.kill_group()
-        if self._layout is not None and self.spec.nm_cpusets:
+        if self._layout is not None:
             cpusets.remove(self._layout.root)
         # Forget the handles so no later kill can hit a process group id the kernel
         # has since given to someone else.

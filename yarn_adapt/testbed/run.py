@@ -36,9 +36,9 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from yarn_adapt.colocation.actuate import RmNodeTotals
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
 from yarn_adapt.colocation.model import GuardMode, GuardSettings
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
-from yarn_adapt.errors import YarnAdaptError
+from yarn_adapt.errors import SettingsError, YarnAdaptError
 from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.cluster import MiniCluster
@@ -58,7 +58,7 @@ from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
 from yarn_adapt.testbed import burner, services
-from yarn_adapt.testbed.cluster import NODE_VCORES
+from yarn_adapt.testbed.cluster import COLOCATION_SPEC, NODE_VCORES
 from yarn_adapt.testbed.usage import ProcessUsageDemand
 from yarn_adapt.yarn.apply import PollSettings
 from yarn_adapt.yarn.http import HttpSettings
@@ -86,6 +86,7 @@ class TestbedOptions:
     risk_window_s: float = 6.0
     nu: float = 1.0
     demand_headroom: float = 0.5
+    cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host (0: none)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -211,6 +212,7 @@ class Testbed:
     def __enter__(self) -> Testbed:
         try:
             self.work_dir.mkdir(parents=True, exist_ok=True)
+            self._weigh()
             self._start_redis()
             self._start_services()
             self._start_guard()
@@ -233,6 +235,24 @@ class Testbed:
             process.kill_group()
         self._stack.close()
         self.rm.close()
+        if self.options.cpu_shares:
+            cpusets.release_weight_group(self.cluster.root)
+
+    def _weigh(self) -> None:
+        """The NodeManagers (and so every container they start from now on) and the
+        services into one cpu cgroup of weight ``cpu_shares``: on a host shared with
+        other work, the testbed's two "machines" then keep about the same share of
+        their CPUs from run to run; inside, batch and services compete as equals."""
+        if not self.options.cpu_shares:
+            self.weight_group: Path | None = None
+            return
+        self.weight_group = cpusets.create_weight_group(self.cluster.root, self.options.cpu_shares)
+        for index in range(2):
+            group = self.cluster.nm_cpuset(index)
+            assert group is not None
+            for pid in cpusets.tasks(group):
+                with _logged(f"moving pid {pid} into {self.weight_group}"):
+                    cpusets.join(pid, self.weight_group)
 
     def _thread(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -274,7 +294,8 @@ class Testbed:
         ]  # fmt: skip
         env = marked_env(self.cluster.root, {"PYTHONPATH": PACKAGE_PARENT})
         name = f"{spec.name}-{spec.node}"
-        process = launch(name, cpusets.wrap(command, group), self.work_dir / f"{name}.log",
+        groups = [group, self.weight_group] if self.weight_group else [group]
+        process = launch(name, cpusets.wrap_many(command, groups), self.work_dir / f"{name}.log",
                          env, cwd=self.work_dir)  # fmt: skip
         self._processes.append(process)
         return process
@@ -504,6 +525,43 @@ def _logged(what: str) -> Iterator[None]:
 def run_testbed(cluster: MiniCluster, options: TestbedOptions, work_dir: Path) -> TestbedResult:
     with Testbed(cluster, options, work_dir) as testbed:
         return testbed.measure()
+
+
+QUICK = {"alone_s": 8.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
+         "job_containers": 4, "job_burn_s": 2.0}  # fmt: skip
+FULL: dict[str, float | int] = {}
+
+
+def options_from(quick: bool, seed: int, overrides: Mapping[str, str]) -> TestbedOptions:
+    """The testbed's options: the full or quick form, then ``KEY=VALUE`` overrides
+    (a field of :class:`TestbedOptions`); a bad key or value is a SettingsError."""
+    values: dict[str, Any] = {**(QUICK if quick else FULL), "seed": seed}
+    kinds = {f.name: f.type for f in fields(TestbedOptions)}
+    for key, text in overrides.items():
+        if key not in kinds:
+            raise SettingsError(f"--set {key}: unknown testbed option (known: {', '.join(kinds)})")
+        values[key] = _value(key, text, str(kinds[key]))
+    try:
+        return TestbedOptions(**values)
+    except ValueError as exc:
+        raise SettingsError(f"testbed options: {exc}") from exc
+
+
+def _value(key: str, text: str, kind: str) -> object:
+    try:
+        if kind == "bool":
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        return int(text) if kind == "int" else float(text)
+    except ValueError as exc:
+        raise SettingsError(f"--set {key}={text}: expected {kind}") from exc
+
+
+def run_on_new_cluster(options: TestbedOptions, *, keep: bool = False) -> TestbedResult:
+    """Start the testbed's cluster, run, stop it (``keep``: leave its directory)."""
+    with MiniCluster(COLOCATION_SPEC, keep_dir=keep) as cluster:
+        return run_testbed(cluster, options, cluster.root / "testbed")
 
 
 def result_json(result: TestbedResult) -> dict[str, Any]:

@@ -41,7 +41,7 @@ class ServiceSpec:
 
 
 LAYOUT: tuple[ServiceSpec, ...] = (
-    ServiceSpec("pricing", 0, 60_000),
+    ServiceSpec("pricing", 0, 40_000),
     ServiceSpec("inventory", 1, 4_000),
     ServiceSpec("frontend", 0, 2_000, ("inventory", "pricing")),
     ServiceSpec("frontend", 1, 2_000, ("inventory", "pricing")),
