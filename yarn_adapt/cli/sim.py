@@ -21,6 +21,9 @@ from yarn_adapt.model import (
 from yarn_adapt.sim import (
     ClusterSpec,
     LatencyStats,
+    PlacementPolicy,
+    SimulationHooks,
+    SimulationOptions,
     SimulationResult,
     latency_stats,
     latency_stats_by_queue,
@@ -86,10 +89,18 @@ def within_hours(workload: Workload, hours: float | None) -> Workload:
     "--lenient", is_flag=True, help="Skip malformed trace rows (counted) instead of failing."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--placement",
+    type=click.Choice(["yarn", "tarcil", "random", "least-loaded", "greedy"]),
+    default="yarn",
+    show_default=True,
+    help="Where granted containers go: yarn (the heartbeating node), tarcil "
+    "(quality-aware sampling), random (2 samples), least-loaded, greedy (every node).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def sim_command(
     trace: Path | None, config_path: Path, nodes: int, containers_per_node: int, queues: str | None,
-    hours: float | None, lenient: bool, seed: int, as_json: bool,
+    hours: float | None, lenient: bool, seed: int, placement: str, as_json: bool,
 ) -> None:  # fmt: skip
     """Print job latency statistics per queue for TRACE under CONFIG."""
     if nodes <= 0 or containers_per_node <= 0:
@@ -99,10 +110,32 @@ def sim_command(
         load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed), hours
     )
     cluster = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
+    hook = placement_hook(placement, cluster, seed)
     began = time.perf_counter()
-    result = simulate(workload, config, cluster)
+    result = simulate(
+        workload, config, cluster, SimulationOptions(hooks=SimulationHooks(placement=hook))
+    )
     summary = summarize(result, workload, time.perf_counter() - began)
+    summary["placement"] = placement_summary(placement, hook)
     click.echo(json.dumps(summary) if as_json else render_summary(summary, config))
+
+
+def placement_hook(name: str, cluster: ClusterSpec, seed: int) -> PlacementPolicy:
+    """The placement policy; interference classes are the synthetic catalogue of
+    the placement bench, assigned to jobs by a hash of their id."""
+    from yarn_adapt.placement.profiles import ProfileBook
+    from yarn_adapt.placement.sim_hook import sim_placement
+    from yarn_adapt.placement.workloads import synthetic_classes
+
+    return sim_placement(name, cluster, ProfileBook(synthetic_classes(20, seed)), seed)
+
+
+def placement_summary(name: str, hook: PlacementPolicy) -> dict[str, object]:
+    stats = getattr(hook, "stats", None)
+    summary: dict[str, object] = {"policy": name}
+    if stats is not None:
+        summary.update(stats.summary())
+    return summary
 
 
 def summarize(result: SimulationResult, workload: Workload, wall_s: float) -> dict[str, object]:
@@ -139,7 +172,8 @@ def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> st
         else "?"
     )
     lines = [
-        f"{summary['jobs']} jobs ({summary['skipped_rows']} rows skipped) on the {kind} scheduler",
+        f"{summary['jobs']} jobs ({summary['skipped_rows']} rows skipped) on the {kind} scheduler"
+        + _placement_line(summary.get("placement")),
         f"{summary['simulated_s']} s simulated in {summary['wall_s']} s; "
         f"memory utilisation {summary['utilisation_memory']}",
         f"{'queue':12} {'jobs':>6} {'mean s':>9} {'median s':>9} {'p95 s':>9} {'wait s':>9}",
@@ -152,6 +186,15 @@ def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> st
         ]
         lines.append(f"{queue:12} {stats['jobs']:>6} " + " ".join(f"{c:>9}" for c in cells))
     return "\n".join(lines)
+
+
+def _placement_line(placement: object) -> str:
+    if not isinstance(placement, dict) or placement.get("policy") == "yarn":
+        return ""
+    return (
+        f", placement {placement['policy']}: {placement.get('decisions')} decisions, "
+        f"{placement.get('declined')} declined, {placement.get('decision_ms_mean')} ms mean"
+    )
 
 
 def _cell(value: object) -> str:
