@@ -130,29 +130,32 @@ class FreeCounters:
         self.centre_sum = self.level_sum.copy()
         self.centre_count = self.free.astype(np.float64)
         self.free_times: list[deque[float]] = [deque(maxlen=free_window) for _ in range(buckets)]
-        self._pending: list[tuple[IntArray, float]] = []
+        self._pending: list[tuple[IntArray, FloatArray, IntArray, float]] = []
         self._centres: FloatArray | None = None
         state.listeners.append(self.note_change)
 
     def note_change(self, servers: IntArray, now: float) -> None:
-        """The state's listener: remember what changed. The counters catch up in
-        :meth:`flush` -- off the scheduling critical path, as in the paper."""
-        self._pending.append((servers, now))
+        """The state's listener: remember what changed (the servers' contention and
+        free counts as they are now). The counters catch up in :meth:`flush` -- off
+        the scheduling critical path, as in the paper."""
+        state = self.state
+        self._pending.append(
+            (servers, state.server_levels[servers], state.server_free[servers], now)
+        )
 
     def flush(self) -> None:
         """Apply the changes noted since the last flush, in order."""
         pending, self._pending = self._pending, []
-        for servers, now in pending:
-            self.on_change(servers, now)
+        for servers, levels, free, now in pending:
+            self.on_change(servers, levels, free, now)
 
-    def on_change(self, servers: IntArray, now: float) -> None:
+    def on_change(self, servers: IntArray, levels: FloatArray, new_free: IntArray, now: float) -> None:
+        """``servers`` now see contention ``levels`` and have ``new_free`` free RUs."""
         self._centres = None
         old_bucket = self.server_bucket[servers]
         old_free = self._free_seen[servers]
         np.subtract.at(self.free, old_bucket, old_free)
         np.subtract.at(self.level_sum, old_bucket, self._levels_seen[servers] * old_free[:, None])
-        levels = self.state.server_levels[servers]
-        new_free = self.state.server_free[servers]
         new_bucket = self.hasher.bucket(levels)
         np.add.at(self.free, new_bucket, new_free)
         np.add.at(self.level_sum, new_bucket, levels * new_free[:, None])

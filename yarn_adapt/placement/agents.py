@@ -135,6 +135,11 @@ class SharedState:
             self._cursors[reader] = self._base + len(self._log)
             self._trim()
 
+    def refresh(self, local: RUState, servers: IntArray) -> None:
+        """Re-read ``servers`` into ``local`` (after a conflict, or a give-back)."""
+        with self._lock:
+            local.refresh_servers(self.state, servers)
+
     def _trim(self) -> None:
         oldest = min(self._cursors.values())
         if oldest - self._base > 4096:
@@ -222,7 +227,7 @@ class SchedulingAgent:
                 got += len(committed)
             if len(conflicting):
                 conflicts += 1
-                local.refresh_servers(self.shared.state, local.server_of(conflicting))
+                self.shared.refresh(local, local.server_of(conflicting))
             if got == job.ru_count:
                 rus = np.concatenate(taken)
                 return Scheduled(placement, rus, attempt + 1, conflicts)
@@ -230,7 +235,7 @@ class SchedulingAgent:
         if taken:  # could not complete the job: give back what it holds
             back = np.concatenate(taken)
             self.shared.release(back, now)
-            local.refresh_servers(self.shared.state, local.server_of(back))
+            self.shared.refresh(local, local.server_of(back))
             self.shared.stats.gave_up += 1
         if placement.placed:
             placement = Placement(Outcome.NO_ROOM, reason="conflicts on every retry")

@@ -29,8 +29,10 @@ measured: performance = ideal duration / (end - arrival), so it counts queueing
 and interference (scheduling is instantaneous in simulated time; its cost is
 reported separately as decision time). At the horizon a running job's end is
 projected at its current speed, and a waiting job is scored as if it started then
-at full speed (optimistic). Decision time is the wall time of the scheduler's
-``schedule`` call (admission check, sampling, choice, commit and retries).
+at full speed (optimistic). Decision time is the wall time (and the thread's CPU
+time) of the scheduler's ``schedule`` call: admission check, sampling, choice,
+commit and retries; not the agents' syncs or the admission counters' update,
+which run beside the decisions (Tarcil §4-5).
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class JobOutcome:
 class ModelResult:
     jobs: list[JobOutcome]
     decision_ns: list[int]
+    decision_cpu_ns: list[int]
     utilisation: float
     conflict_rate: float
     estimate_errors: list[tuple[float, float]] = field(default_factory=list)
@@ -162,6 +165,7 @@ class ClusterModel:
         self._all = list(residents) + list(jobs)
         self._outcomes: dict[int, JobOutcome] = {}
         self._decisions: list[int] = []
+        self._decisions_cpu: list[int] = []
         self._admission: dict[int, tuple[float, float | None]] = {}
         self._waiting: deque[int] = deque()
         for index in range(len(residents)):
@@ -240,8 +244,9 @@ class ClusterModel:
         arrival = self._all[index]
         tenant = self._tenants[self._class_index[arrival.job.job_class]]
         self.scheduler.maintain(self.now)
-        began = time.perf_counter_ns()
+        began, began_cpu = time.perf_counter_ns(), time.thread_time_ns()
         done = self.scheduler.schedule(arrival.job, index, tenant, self.now, force=force)
+        self._decisions_cpu.append(time.thread_time_ns() - began_cpu)
         self._decisions.append(time.perf_counter_ns() - began)
         return done
 
@@ -347,6 +352,7 @@ class ClusterModel:
         return ModelResult(
             list(self._outcomes.values()),
             self._decisions,
+            self._decisions_cpu,
             utilisation if math.isfinite(utilisation) else 0.0,
             stats.conflict_rate,
             errors,

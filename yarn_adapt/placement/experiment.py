@@ -52,6 +52,7 @@ class Scenario:
     max_wait_s: float = 30.0
     patience: float = 0.25
     max_trace_rus: int = 32
+    protect: bool = True
     seed: int = 1
     trace: Path | None = None
 
@@ -144,9 +145,8 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
                 max_wait_s=scenario.max_wait_s, patience=scenario.patience, seed=scenario.seed,
             ),
         )  # fmt: skip
-    placer = make_placer(
-        policy, bench.book, TarcilSettings(scenario.miss_probability, scenario.cap), admission
-    )
+    tarcil = TarcilSettings(scenario.miss_probability, scenario.cap, protect=scenario.protect)
+    placer = make_placer(policy, bench.book, tarcil, admission)
     scheduler = (
         AgentPool(shared, placer, AgentSettings(scenario.agents, scenario.sync_interval_s), rng)
         if policy == "tarcil" and scenario.agents > 1
