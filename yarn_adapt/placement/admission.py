@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -131,7 +131,8 @@ class FreeCounters:
         self.centre_count = self.free.astype(np.float64)
         self.free_times: list[deque[float]] = [deque(maxlen=free_window) for _ in range(buckets)]
         self._pending: list[tuple[IntArray, FloatArray, IntArray, float]] = []
-        self._centres: FloatArray | None = None
+        self._centres = self._fresh_centres()
+        self.epoch = 0  # bumps when a published centre moves by a level or more
         state.listeners.append(self.note_change)
 
     def note_change(self, servers: IntArray, now: float) -> None:
@@ -145,13 +146,13 @@ class FreeCounters:
 
     def flush(self) -> None:
         """Apply the changes noted since the last flush, in order."""
+        self.state.settle()
         pending, self._pending = self._pending, []
         for servers, levels, free, now in pending:
             self.on_change(servers, levels, free, now)
 
     def on_change(self, servers: IntArray, levels: FloatArray, new_free: IntArray, now: float) -> None:
         """``servers`` now see contention ``levels`` and have ``new_free`` free RUs."""
-        self._centres = None
         old_bucket = self.server_bucket[servers]
         old_free = self._free_seen[servers]
         np.subtract.at(self.free, old_bucket, old_free)
@@ -161,6 +162,7 @@ class FreeCounters:
         np.add.at(self.level_sum, new_bucket, levels * new_free[:, None])
         np.add.at(self.centre_sum, new_bucket, levels)
         np.add.at(self.centre_count, new_bucket, 1.0)
+        self._publish(new_bucket)
         self.server_bucket[servers] = new_bucket
         self._free_seen[servers] = new_free
         self._levels_seen[servers] = levels
@@ -169,14 +171,27 @@ class FreeCounters:
                 self.free_times[bucket].append(now)
 
     def centres(self) -> FloatArray:
-        """Each bucket's centre (levels); rows never entered are all-``LEVELS``
-        (the worst, so they never count as acceptable)."""
-        if self._centres is None:
-            seen = self.centre_count > 0
-            centres = np.full_like(self.centre_sum, float(LEVELS))
-            centres[seen] = self.centre_sum[seen] / self.centre_count[seen, None]
-            self._centres = centres
+        """Each bucket's published centre (levels); rows never entered are
+        all-``LEVELS`` (the worst, so they never count as acceptable). A centre is
+        re-published when its running mean has moved a level or more, and
+        :attr:`epoch` counts the re-publications, so callers may cache what they
+        derive from the centres per epoch."""
         return self._centres
+
+    def _fresh_centres(self) -> FloatArray:
+        seen = self.centre_count > 0
+        centres = np.full_like(self.centre_sum, float(LEVELS))
+        centres[seen] = self.centre_sum[seen] / self.centre_count[seen, None]
+        return centres
+
+    def _publish(self, buckets: IntArray) -> None:
+        rows = np.unique(buckets)
+        fresh = self.centre_sum[rows] / self.centre_count[rows, None]
+        moved = np.abs(fresh - self._centres[rows]).max(axis=1) >= 1.0
+        if moved.any():
+            self._centres = self._centres.copy()
+            self._centres[rows[moved]] = fresh[moved]
+            self.epoch += 1
 
     def free_rate(self, buckets: IntArray, now: float) -> float:
         """RUs per second that became free in ``buckets`` over their recent history."""
@@ -222,6 +237,7 @@ class AdmissionControl:
             lambda: deque(maxlen=self.settings.history)
         )
         self._record = _WaitRecord()
+        self._acceptable_cache: dict[Hashable, tuple[int, IntArray]] = {}
 
     def assess(
         self,
@@ -230,14 +246,18 @@ class AdmissionControl:
         acceptable_levels: Callable[[FloatArray], npt.NDArray[np.bool_]],
         now: float,
         expected_duration_s: float | None = None,
+        *,
+        cache_key: Hashable | None = None,
     ) -> Assessment:
         """Admit, queue or place now (see the module docstring).
         ``acceptable_levels`` says which contention vectors the job accepts (e.g.
-        :meth:`QualityKernel.acceptable`)."""
+        :meth:`QualityKernel.acceptable`); jobs passing the same ``cache_key`` (e.g.
+        their class) accept the same vectors, so the answer is reused while the
+        bucket centres stay put."""
         settings = self.settings
         self.counters.flush()
         total_free = self.state.free_count
-        acceptable = np.flatnonzero(acceptable_levels(self.counters.centres()))
+        acceptable = self._acceptable_buckets(acceptable_levels, cache_key)
         good = int(self.counters.free[acceptable].sum())
         share = good / total_free if total_free else 0.0
         sample = sample_size(settings.miss_probability, share, cap=settings.cap)
@@ -261,6 +281,21 @@ class AdmissionControl:
             "no estimate" if estimate is None else f"estimate {estimate:.3g}s > bound {bound:.3g}s"
         )
         return Assessment(Verdict.PLACE_NOW, forced, good, estimate, bound, why)
+
+    def _acceptable_buckets(
+        self,
+        acceptable_levels: Callable[[FloatArray], npt.NDArray[np.bool_]],
+        key: Hashable | None,
+    ) -> IntArray:
+        """The buckets whose centre the job accepts, cached per ``key`` and epoch."""
+        epoch = self.counters.epoch
+        cached = self._acceptable_cache.get(key) if key is not None else None
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        buckets = np.flatnonzero(acceptable_levels(self.counters.centres()))
+        if key is not None:
+            self._acceptable_cache[key] = (epoch, buckets)
+        return buckets
 
     def _estimate(
         self, job_class: str, ru_count: int, missing: int, acceptable: IntArray, now: float

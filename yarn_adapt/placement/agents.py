@@ -128,6 +128,7 @@ class SharedState:
     def catch_up(self, reader: int, local: RUState) -> None:
         """Bring ``reader``'s copy up to date with the changes since its last read."""
         with self._lock:
+            self.state.settle()
             cursor = self._cursors.get(reader, self._base)
             pending = self._log[cursor - self._base :]
             if pending:
@@ -135,9 +136,15 @@ class SharedState:
             self._cursors[reader] = self._base + len(self._log)
             self._trim()
 
+    def settle(self) -> None:
+        """Let the monitors' updates of a deferred master catch up."""
+        with self._lock:
+            self.state.settle()
+
     def refresh(self, local: RUState, servers: IntArray) -> None:
         """Re-read ``servers`` into ``local`` (after a conflict, or a give-back)."""
         with self._lock:
+            self.state.settle()
             local.refresh_servers(self.state, servers)
 
     def _trim(self) -> None:
@@ -281,7 +288,7 @@ class DirectScheduler:
         self.rng = rng
 
     def maintain(self, now: float) -> None:
-        return None
+        self.shared.settle()
 
     def schedule(
         self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool

@@ -133,7 +133,7 @@ def _residents(jobs: list[JobArrival], busy: int, rng: np.random.Generator) -> l
 def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> ModelResult:
     """Replay the workbench's jobs under ``policy`` (one of ``POLICY_NAMES``)."""
     scenario = bench.scenario
-    state = RUState(bench.topology)
+    state = RUState(bench.topology, deferred=True)
     shared = SharedState(state)
     rng = np.random.default_rng(scenario.seed if seed is None else seed)
     admission = None

@@ -167,6 +167,31 @@ class Scorer:
             return match
         return match - self.predicted_overshoot(view, servers, levels, rank)
 
+    def evaluate(
+        self, view: PlacementView, servers: IntArray, *, ranked: bool = False
+    ) -> tuple[FloatArray, FloatArray]:
+        """(score, match Q) of a free RU on each of ``servers``. ``ranked``: the
+        candidates are one job's, so the k-th best on a server also carries the
+        job's own k RUs already there (see :func:`rank_within`)."""
+        levels = view.server_levels_of(servers)
+        match = self.kernel.match(levels)
+        if not self.protect:
+            return match, match
+        per_ru = self.caused / view.server_neighbours_of(servers)[:, None]
+        seen = levels * (1.0 / LEVELS)
+        headroom = view.server_headroom_of(servers)
+        own = np.maximum(seen - self.tolerance, 0.0).sum(axis=1)
+        score: FloatArray = match - own - np.maximum(per_ru - headroom, 0.0).sum(axis=1)
+        if ranked:
+            rank = rank_within(servers, score)
+            more = np.flatnonzero(rank)
+            if len(more):
+                mine = rank[more, None].astype(np.float64)
+                own = np.maximum(seen[more] + mine * per_ru[more] - self.tolerance, 0.0)
+                harm = np.maximum((mine + 1.0) * per_ru[more] - headroom[more], 0.0)
+                score[more] = match[more] - own.sum(axis=1) - harm.sum(axis=1)
+        return score, match
+
     def predicted_overshoot(
         self,
         view: PlacementView,
@@ -264,8 +289,9 @@ class TarcilPlacer:
         if self.admission is None:
             return self._sequential(job, scorer, view, rng)
         assessment = self.admission.assess(
-            job.job_class, job.ru_count, scorer.acceptable_levels, now, job.expected_duration_s
-        )
+            job.job_class, job.ru_count, scorer.acceptable_levels, now,
+            job.expected_duration_s, cache_key=(job.job_class, scorer.protect),
+        )  # fmt: skip
         if assessment.verdict is Verdict.QUEUE and not force:
             return Placement(
                 Outcome.QUEUED, sample_size=assessment.sample.r, reason=assessment.reason,
@@ -305,16 +331,19 @@ def _choose(
         candidates = candidates[order]
         level = level[first[order]] if level is not None else None
     servers = view.server_of(candidates)
-    score = scorer.score(view, servers)
-    if scorer.protect and job.ru_count > 1 and job.locality is Locality.ANY:
-        score = scorer.score(view, servers, rank_within(servers, score))
+    ranked = job.ru_count > 1 and job.locality is Locality.ANY
+    score, match = scorer.evaluate(view, servers, ranked=ranked)
     if level is not None:
         score = score - _LEVEL_WEIGHT * level
     chosen = _select(job, view, candidates, score)
+    if chosen is None:
+        together = _same_server(job.ru_count, view, candidates, score)
+        assert together is not None
+        return Placement(Outcome.PLACED, together, _quality(scorer, view, together), r, reason)
     if len(chosen) < job.ru_count:
         why = f"sampled {len(candidates)} distinct free RUs, {len(chosen)} usable"
         return Placement(Outcome.NO_ROOM, sample_size=r, reason=why)
-    return Placement(Outcome.PLACED, chosen, _quality(scorer, view, chosen), r, reason)
+    return Placement(Outcome.PLACED, candidates[chosen], match[chosen], r, reason)
 
 
 def _quality(scorer: Scorer, view: PlacementView, rus: IntArray) -> FloatArray:
@@ -358,16 +387,18 @@ def _with_locality(
 
 def _select(
     job: PlacementJob, view: PlacementView, candidates: IntArray, score: FloatArray
-) -> IntArray:
+) -> IntArray | None:
+    """Indices of the chosen candidates; ``None`` when the job should take a whole
+    sampled server instead (``SAME_SERVER`` with a server that has room)."""
     m = job.ru_count
     if job.locality is Locality.SPREAD:
         picked = pick_best_distinct(score, view.server_of(candidates), m)
-        return candidates[picked] if len(picked) == m else candidates[pick_best(score, m)]
-    if job.locality is Locality.SAME_SERVER:
-        together = _same_server(m, view, candidates, score)
-        if together is not None:
-            return together
-    return candidates[pick_best(score, m)]
+        return picked if len(picked) == m else pick_best(score, m)
+    if job.locality is Locality.SAME_SERVER and m > 1:
+        servers = view.server_of(candidates)
+        if (view.server_free_of(servers) >= m).any():
+            return None
+    return pick_best(score, m)
 
 
 def _same_server(
@@ -443,8 +474,11 @@ def rank_within(groups: IntArray, score: FloatArray) -> IntArray:
     order = np.argsort(-score, kind="stable")
     grouped = order[np.argsort(groups[order], kind="stable")]
     keys = groups[grouped]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    lengths = np.diff(np.r_[starts, len(keys)])
+    boundary = np.empty(len(keys), dtype=bool)
+    boundary[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=boundary[1:])
+    starts = np.flatnonzero(boundary)
+    lengths = np.diff(starts, append=len(keys))
     rank = np.empty(len(score), dtype=np.int64)
     rank[grouped] = np.arange(len(keys)) - np.repeat(starts, lengths)
     return rank

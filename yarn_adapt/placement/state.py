@@ -17,6 +17,14 @@ the contiguous ids ``first[s] .. first[s] + size[s] - 1``) and servers rack by r
   change) for optimistic commits;
 * listeners told which servers changed (the admission control's LSH counters).
 
+With ``deferred=True`` (the master copy under scheduling agents) a commit or
+release changes occupancy, free lists and pressure sums at once -- what makes a
+second booking impossible -- and the derived contention levels and headroom, with
+the listeners, catch up in :meth:`settle`: the node monitors' update of RU quality
+after a task starts or ends (Tarcil §5.1), off the scheduling critical path.
+Readers of a deferred state settle it first (the agents' catch-up, the admission
+control's flush, a direct scheduler's background step).
+
 A server of one RU has no neighbours, so its contention is zero.
 """
 
@@ -103,8 +111,10 @@ class Topology:
 class RUState:
     """Occupancy and contention of every RU; see the module docstring."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, *, deferred: bool = False) -> None:
         self.topology = topology
+        self.deferred = deferred
+        self._dirty: list[tuple[IntArray, float]] = []
         self.server_first = topology.first_ru()
         self.server_size = topology.rus_per_server
         self.ru_server = topology.server_of_ru()
@@ -287,12 +297,16 @@ class RUState:
         return servers
 
     def copy(self) -> RUState:
-        """A private copy (an agent's local view); listeners are not copied."""
+        """A private, settled copy (an agent's local view); listeners are not
+        copied."""
+        self.settle()
         clone = RUState.__new__(RUState)
         clone.__dict__.update(
             {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
         )
         clone.listeners = []
+        clone.deferred = False
+        clone._dirty = []
         return clone
 
     def refresh_servers(self, source: RUState, servers: IntArray) -> None:
@@ -343,7 +357,19 @@ class RUState:
         self.free_pos[ru] = self.n_free
         self.n_free += 1
 
+    def settle(self) -> None:
+        """Bring the derived figures of a deferred state up to date, in order."""
+        dirty, self._dirty = self._dirty, []
+        for servers, now in dirty:
+            self._derive(servers, now)
+
     def _changed(self, servers: IntArray, now: float) -> None:
+        if self.deferred:
+            self._dirty.append((servers, now))
+        else:
+            self._derive(servers, now)
+
+    def _derive(self, servers: IntArray, now: float) -> None:
         contention = self.server_caused[servers] / self._neighbours[servers][:, None]
         self.server_levels[servers] = digits(contention)
         self._update_headroom(servers)
