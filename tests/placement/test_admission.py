@@ -35,7 +35,9 @@ def test_vectors_at_cosine_one_share_a_direction(v: np.ndarray, scale: float, se
 def test_same_bucket_means_no_hyperplane_separates(v: np.ndarray, w: np.ndarray, seed: int) -> None:
     hasher = LshHasher(planes=5, bands=3, seed=seed)
     if hasher.bucket(v)[0] == hasher.bucket(w)[0]:
-        assert (np.sign(hasher.normals @ v) >= 0).tolist() == (np.sign(hasher.normals @ w) >= 0).tolist()
+        assert (np.sign(hasher.normals @ v) >= 0).tolist() == (
+            np.sign(hasher.normals @ w) >= 0
+        ).tolist()
         assert hasher.band(v)[0] == hasher.band(w)[0]
 
 
@@ -62,7 +64,9 @@ def test_closer_vectors_collide_more_often(seed: int) -> None:
 
 def test_buckets_separate_servers_by_contention_direction() -> None:
     state = cluster(8)
-    load_servers(state, [(s, 6, CPU_HEAVY) for s in range(4)] + [(s, 6, NET_HEAVY) for s in range(4, 8)])
+    load_servers(
+        state, [(s, 6, CPU_HEAVY) for s in range(4)] + [(s, 6, NET_HEAVY) for s in range(4, 8)]
+    )
     control = AdmissionControl(state, AdmissionSettings(planes=6, bands=4, seed=1))
     buckets = control.counters.server_bucket
     assert len(set(buckets[:4].tolist())) == 1 and len(set(buckets[4:].tolist())) == 1

@@ -31,7 +31,9 @@ def test_stale_agents_conflict_but_never_double_book() -> None:
     admission = AdmissionControl(state)
     placer = TarcilPlacer(BOOK, TarcilSettings(), admission)
     # copies re-read only every 50 s: they go stale fast
-    pool = AgentPool(shared, placer, AgentSettings(agents=6, sync_interval_s=50.0), np.random.default_rng(1))
+    pool = AgentPool(
+        shared, placer, AgentSettings(agents=6, sync_interval_s=50.0), np.random.default_rng(1)
+    )
     rng = np.random.default_rng(2)
     held: dict[int, np.ndarray] = {}
     for owner in range(400):
@@ -91,7 +93,12 @@ def test_a_job_that_cannot_complete_gives_back_what_it_took() -> None:
     state = cluster(2, rus_per_server=4)
     shared = SharedState(state)
     placer = TarcilPlacer(BOOK, TarcilSettings())
-    agent = SchedulingAgent(shared, placer, AgentSettings(agents=1, sync_interval_s=1e9, max_retries=2), np.random.default_rng(0))
+    agent = SchedulingAgent(
+        shared,
+        placer,
+        AgentSettings(agents=1, sync_interval_s=1e9, max_retries=2),
+        np.random.default_rng(0),
+    )
     agent.maintain(0.0)
     # behind the agent's back, someone takes 6 of the 8 RUs
     shared.try_commit(np.arange(6), 99, tenant(LIGHT))

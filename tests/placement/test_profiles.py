@@ -18,7 +18,7 @@ from yarn_adapt.placement.workloads import synthetic_classes
 
 def test_fully_measured_classes_keep_their_mean_measurements() -> None:
     truth = synthetic_classes(3, seed=4)
-    probes = measurements_of(truth) + [ProbeMeasurement("c00", "cpu", "caused", 0.0)]
+    probes = [*measurements_of(truth), ProbeMeasurement("c00", "cpu", "caused", 0.0)]
     book = learn_profiles(probes)
     assert book.profile("c01") == truth["c01"]
     assert book.profile("c00").caused[0] == (truth["c00"].caused[0] + 0.0) / 2

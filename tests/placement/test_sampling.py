@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -90,7 +91,7 @@ def test_pick_best_takes_the_m_highest(values: list[float], m: int) -> None:
     expected = np.sort(quality)[::-1][: len(chosen)]
     assert np.array_equal(quality[chosen], expected)  # best first
     # ties go to the earlier sample (the samples come in random order)
-    for a, b in zip(chosen[:-1], chosen[1:], strict=True):
+    for a, b in itertools.pairwise(chosen):
         if quality[a] == quality[b]:
             assert a < b
 

@@ -10,10 +10,16 @@ import pytest
 
 from tests.sim.factories import CONTAINER, capacity_leaf, capacity_tree, job, workload
 from yarn_adapt.cli import main
+from yarn_adapt.placement.profiles import ProfileBook
 from yarn_adapt.placement.sim_hook import SimPlacement, sim_placement
 from yarn_adapt.placement.workloads import synthetic_classes
-from yarn_adapt.placement.profiles import ProfileBook
-from yarn_adapt.sim import ClusterSpec, HeartbeatNodePlacement, SimulationHooks, SimulationOptions, simulate
+from yarn_adapt.sim import (
+    ClusterSpec,
+    HeartbeatNodePlacement,
+    SimulationHooks,
+    SimulationOptions,
+    simulate,
+)
 
 DEMO = Path(__file__).resolve().parents[2] / "yarn_adapt" / "data" / "demo"
 BOOK = ProfileBook(synthetic_classes(6, seed=2))

@@ -87,8 +87,11 @@ def run(options: BenchOptions) -> BenchResult:
         "scales": results,
         "sample_size_check": sample_size_check(),
         "targets": targets(results[-1]) if results else {},
-        "machine": {"cpus": os.cpu_count(), "load_before": load_before,
-                    "load_after": _machine_load()},  # fmt: skip
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_before": load_before,
+            "load_after": _machine_load(),
+        },
     }
     return BenchResult(summary, rows)
 
@@ -288,5 +291,5 @@ def _machine_load() -> list[float] | None:
         return None
 
 
-def _round(value: float, digits: int = 4) -> float:
+def _round(value: float | np.floating[Any], digits: int = 4) -> float:
     return round(float(value), digits)

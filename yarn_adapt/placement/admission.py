@@ -151,7 +151,9 @@ class FreeCounters:
         for servers, levels, free, now in pending:
             self.on_change(servers, levels, free, now)
 
-    def on_change(self, servers: IntArray, levels: FloatArray, new_free: IntArray, now: float) -> None:
+    def on_change(
+        self, servers: IntArray, levels: FloatArray, new_free: IntArray, now: float
+    ) -> None:
         """``servers`` now see contention ``levels`` and have ``new_free`` free RUs."""
         old_bucket = self.server_bucket[servers]
         old_free = self._free_seen[servers]

@@ -201,10 +201,10 @@ class Scorer:
     ) -> FloatArray:
         per_ru = self.caused / view.server_neighbours_of(servers)[:, None]
         seen = levels * (1.0 / LEVELS)
-        mine = 1.0
+        mine: FloatArray = np.ones((len(servers), 1))
         if rank is not None:
             seen = seen + rank[:, None] * per_ru
-            mine = rank[:, None] + 1.0
+            mine = rank[:, None].astype(np.float64) + 1.0
         own = np.maximum(seen - self.tolerance, 0.0).sum(axis=1)
         harm = np.maximum(mine * per_ru - view.server_headroom_of(servers), 0.0).sum(axis=1)
         overshoot: FloatArray = own + harm

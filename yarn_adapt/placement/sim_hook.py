@@ -50,8 +50,8 @@ from yarn_adapt.errors import InputError
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.placement.policies import (
     Locality,
-    Placer,
     PlacementJob,
+    Placer,
     TarcilSettings,
     make_placer,
 )
@@ -93,15 +93,15 @@ class YarnSimView:
         self._unknown_tolerance = np.array(default.tolerance)
         self._residents: list[deque[_Resident]] = [deque() for _ in self.node_ids]
         self._cluster: ClusterView | None = None
-        self._free_memo = {}
-        self._sum_memo = {}
+        self._free_memo: dict[int, int] = {}
+        self._sum_memo: dict[int, FloatArray] = {}
 
     def bind(self, cluster: ClusterView) -> None:
         """Read ``cluster`` for the next decision (node figures are memoised for
         that decision only)."""
         self._cluster = cluster
-        self._free_memo: dict[int, int] = {}
-        self._sum_memo: dict[int, FloatArray] = {}
+        self._free_memo = {}
+        self._sum_memo = {}
 
     # ------------------------------------------------------------------ PlacementView
 
@@ -118,9 +118,9 @@ class YarnSimView:
         return self.ru_count  # an upper bound; see the module docstring
 
     def free_rus_of_node(self, node: int) -> int:
-        known = self._free_memo.get(node)
-        if known is not None:
-            return known
+        memo = self._free_memo.get(node)
+        if memo is not None:
+            return memo
         assert self._cluster is not None, "bind() the view to the simulator's cluster first"
         free = self._cluster.free(self.node_ids[node])
         by_memory = free.memory_mb // self.ru_memory[node]
@@ -206,9 +206,9 @@ class YarnSimView:
         return list(residents) + (unknown if used > known else [])
 
     def _caused_sum(self, node: int) -> FloatArray:
-        known = self._sum_memo.get(node)
-        if known is not None:
-            return known
+        memo = self._sum_memo.get(node)
+        if memo is not None:
+            return memo
         total = np.zeros(N_RESOURCES)
         for resident in self._reconcile(node):
             total += resident.rus * resident.caused

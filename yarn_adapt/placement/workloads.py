@@ -123,7 +123,7 @@ def profiled_book(
     collaborative filtering."""
     rng = np.random.default_rng(seed)
     names = sorted(truth)
-    new = set(rng.choice(names, size=int(round(new_share * len(names))), replace=False).tolist())
+    new = set(rng.choice(names, size=round(new_share * len(names)), replace=False).tolist())
     measured: list[ProbeMeasurement] = []
     for name in names:
         noisy = _noisy(truth[name], noise, rng)
