@@ -326,10 +326,13 @@ def _choose(
 ) -> Placement:
     candidates, level = _with_locality(job, view, rng, sampled, r)
     if len(set(candidates.tolist())) < len(candidates):
-        candidates, first = np.unique(candidates, return_index=True)
+        unique, first, inverse = np.unique(candidates, return_index=True, return_inverse=True)
         order = np.argsort(first)  # back to draw order: ties go to the earlier draw
-        candidates = candidates[order]
-        level = level[first[order]] if level is not None else None
+        candidates = unique[order]
+        if level is not None:  # an RU drawn twice keeps its best locality
+            best = np.full(len(unique), np.inf)
+            np.minimum.at(best, inverse, level)
+            level = best[order]
     servers = view.server_of(candidates)
     ranked = job.ru_count > 1 and job.locality is Locality.ANY
     score, match = scorer.evaluate(view, servers, ranked=ranked)
