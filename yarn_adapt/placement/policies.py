@@ -298,7 +298,7 @@ class TarcilPlacer:
                 wait_estimate_s=assessment.wait_estimate_s, wait_bound_s=assessment.bound_s,
             )  # fmt: skip
         r = self.settings.cap if force else min(assessment.sample.r, self.settings.cap)
-        candidates = view.sample_free(r * job.ru_count, rng)
+        candidates = _distinct_enough(view.sample_free(r * job.ru_count, rng), job, view, rng)
         return _choose(job, scorer, view, rng, candidates, r, assessment.reason)
 
     def _sequential(
@@ -312,7 +312,23 @@ class TarcilPlacer:
         r = sample_size(settings.miss_probability, share, cap=settings.cap).r
         more = max(0, r - settings.first_batch) * job.ru_count
         candidates = np.concatenate((first, view.sample_free(more, rng))) if more else first
+        candidates = _distinct_enough(candidates, job, view, rng)
         return _choose(job, scorer, view, rng, candidates, max(r, settings.first_batch), "")
+
+
+def _distinct_enough(
+    sampled: IntArray, job: PlacementJob, view: PlacementView, rng: np.random.Generator
+) -> IntArray:
+    """Samples are drawn with replacement; a small ``R`` can repeat RUs and leave
+    fewer than ``m`` distinct ones. Draw more until there are ``m`` (bounded)."""
+    parts = [sampled]
+    distinct = len(set(sampled.tolist()))
+    for _ in range(16):
+        if distinct >= job.ru_count:
+            break
+        parts.append(view.sample_free(2 * (job.ru_count - distinct), rng))
+        distinct = len(set(np.concatenate(parts).tolist()))
+    return np.concatenate(parts) if len(parts) > 1 else sampled
 
 
 def _choose(
