@@ -121,13 +121,10 @@ def sim_command(
 
 
 def placement_hook(name: str, cluster: ClusterSpec, seed: int) -> PlacementPolicy:
-    """The placement policy; interference classes are the synthetic catalogue of
-    the placement bench, assigned to jobs by a hash of their id."""
-    from yarn_adapt.placement.profiles import ProfileBook
+    """The placement policy (:func:`yarn_adapt.placement.sim_hook.sim_placement`)."""
     from yarn_adapt.placement.sim_hook import sim_placement
-    from yarn_adapt.placement.workloads import synthetic_classes
 
-    return sim_placement(name, cluster, ProfileBook(synthetic_classes(20, seed)), seed)
+    return sim_placement(name, cluster, seed=seed)
 
 
 def placement_summary(name: str, hook: PlacementPolicy) -> dict[str, object]:

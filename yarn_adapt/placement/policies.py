@@ -25,6 +25,10 @@ candidates, ranked first), ``preferred_racks`` (sampled inside those racks, rank
 second), then the rest; quality breaks ties within a level. ``Locality.SAME_SERVER``
 puts all ``m`` RUs on one server, judged by the aggregate quality of its free RUs
 (neighbour aggregation); ``Locality.SPREAD`` takes at most one RU per server.
+
+**Scores.** Tarcil and the greedy optimum rank candidates with the same
+:class:`Scorer`: Tarcil's ``Q``, lowered (unless ``protect=False``) by the slowdown
+the placement predicts for the job and for the server's occupants.
 """
 
 from __future__ import annotations

@@ -318,12 +318,19 @@ SIM_POLICIES: Sequence[str] = ("yarn", "tarcil", "random", "least-loaded", "gree
 
 
 def sim_placement(
-    name: str, cluster: ClusterSpec, book: ProfileBook, seed: int = 0
+    name: str, cluster: ClusterSpec, book: ProfileBook | None = None, seed: int = 0
 ) -> SimPlacementPolicy:
     """The simulator's placement hook for policy ``name``: ``yarn`` is the
     simulator's own (the heartbeating node); the others run through
-    :class:`SimPlacement`."""
+    :class:`SimPlacement`. ``book`` defaults to the placement bench's synthetic
+    catalogue of 20 classes (jobs get a class by a hash of their id)."""
     if name == "yarn":
         return HeartbeatNodePlacement()
+    if name not in SIM_POLICIES:
+        raise InputError(f"unknown placement policy {name!r} (known: {', '.join(SIM_POLICIES)})")
+    if book is None:
+        from yarn_adapt.placement.workloads import synthetic_classes
+
+        book = ProfileBook(synthetic_classes(20, seed))
     placer = make_placer(name, book, TarcilSettings())
     return SimPlacement(placer, cluster, book, class_by_hash(sorted(book.profiles)), seed)
