@@ -46,7 +46,7 @@ class Scenario:
     profile_noise: float = 0.03
     slope: float = 1.0
     agents: int = 10
-    sync_interval_s: float = 5.0
+    sync_interval_s: float = 0.1
     miss_probability: float = 1e-3
     cap: int = 32
     max_wait_s: float = 30.0
