@@ -48,6 +48,12 @@ def test_an_empty_cluster_rejects_at_once(policy: str) -> None:
     placement = placer.place(PlacementJob("j", "cpu", 1), empty, RNG)
     assert placement.outcome is Outcome.REJECTED
     assert "no resource units" in placement.reason
+    model = ClusterModel(
+        empty, DirectScheduler(SharedState(empty), placer, RNG), {"cpu": CPU_HEAVY}, BOOK,
+        ModelSettings(horizon_s=10.0, measure_until_s=10.0),
+    )  # fmt: skip
+    result = model.run([JobArrival(PlacementJob("j", "cpu"), 1.0, 1.0)])
+    assert result.jobs[0].rejected and result.utilisation == 0.0
 
 
 @pytest.mark.parametrize("policy", POLICY_NAMES)

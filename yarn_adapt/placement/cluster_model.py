@@ -347,7 +347,8 @@ class ClusterModel:
 
     def _result(self) -> ModelResult:
         stats = self.scheduler.shared.stats
-        utilisation = self._busy_area / (self.state.ru_count * self.settings.horizon_s)
+        capacity = self.state.ru_count * self.settings.horizon_s
+        utilisation = self._busy_area / capacity if capacity > 0 else 0.0
         errors = self.admission.estimate_errors() if self.admission is not None else []
         return ModelResult(
             list(self._outcomes.values()),
