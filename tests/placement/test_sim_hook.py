@@ -63,7 +63,7 @@ def _swim(path: Path, jobs: int) -> Path:
 
 def test_sim_command_takes_a_placement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     trace = _swim(tmp_path / "tiny.tsv", 20)
-    args = ["sim", "--trace", str(trace), "--config", str(DEMO / "capacity-scheduler.xml"),
+    args = ["sim", "--trace", str(trace), "--scheduler-file", str(DEMO / "capacity-scheduler.xml"),
             "--nodes", "8", "--placement", "tarcil", "--json"]  # fmt: skip
     code, out, _ = _run(args, capsys)
     assert code == 0
@@ -92,5 +92,5 @@ def test_bench_runs_on_an_unseen_trace(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_bench_refuses_unknown_settings(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(["bench", "placement", "--set", "policies=tarcil,magic"], capsys)
+    code, _, err = _run(["bench", "placement", "--quiet", "--set", "policies=tarcil,magic"], capsys)
     assert code == 2 and "unknown policy" in err and err.count("\n") == 1
