@@ -11,9 +11,10 @@ with a tree-based binning estimator. :class:`MonotoneLearner` is that estimator:
   is ``1/sqrt(S)``).
 - A node ``[l, r]`` with mean ``m`` bounds ``p`` everywhere, not only inside it:
   monotonicity and the Lipschitz constant give ``p(x) >= m - L*(r - x)+`` and
-  ``p(x) <= m + L*(x - l)+``. Left of ``x`` a node costs nothing for the lower
-  bound, right of ``x`` nothing for the upper one; inside, the bias is at most
-  ``L`` times the node's width. The band at ``x`` is the tightest over all nodes,
+  ``p(x) <= m + L*(x - l)+``, where ``l`` and ``r`` are the smallest and largest
+  allocation per unit load observed in the node (at most its ends). Left of ``x``
+  a node costs nothing for the lower bound, right of ``x`` nothing for the upper
+  one; inside, the bias is at most ``L`` times the spread of its data. The band at ``x`` is the tightest over all nodes,
   each widened by ``z/sqrt(S)`` where ``z`` is the normal quantile that makes the
   nodes' intervals hold *simultaneously* with probability ``confidence`` (a union
   bound over the nodes). So the whole band covers the true curve at that rate, it
@@ -125,6 +126,8 @@ class MonotoneLearner:
         bins = 2**self.settings.depth
         self._weight = np.zeros(bins)
         self._weighted_sum = np.zeros(bins)
+        self._lowest = np.full(bins, np.inf)  # smallest x observed in each bin
+        self._highest = np.full(bins, -np.inf)  # largest x observed in each bin
         self._beyond = [0.0, 0.0]  # weight, weighted sum of observations past x_max
         nodes = 2 ** (self.settings.depth + 1)  # every dyadic node, plus the one beyond
         tail = (1.0 - self.settings.confidence) / (2.0 * nodes)
@@ -141,8 +144,8 @@ class MonotoneLearner:
     def observe(self, x: float, performance: float, sigma: float) -> None:
         """One feedback round: allocation per unit load ``x``, the performance
         measured, and its standard error ``sigma``. Rounds without a usable
-        measurement (x <= 0, sigma not positive, values not finite) are ignored."""
-        if not (x > 0 and sigma > 0 and math.isfinite(x + performance + sigma)):
+        measurement (x < 0, sigma not positive, values not finite) are ignored."""
+        if not (x >= 0 and sigma > 0 and math.isfinite(x + performance + sigma)):
             return
         weight = 1.0 / (sigma * sigma)
         if x >= self.settings.x_max:
@@ -152,6 +155,8 @@ class MonotoneLearner:
             index = min(self.bins - 1, int(x / self.settings.x_max * self.bins))
             self._weight[index] += weight
             self._weighted_sum[index] += weight * performance
+            self._lowest[index] = min(self._lowest[index], x)
+            self._highest[index] = max(self._highest[index], x)
         self.observations += 1
         self._edges_band = None
 
@@ -212,9 +217,8 @@ class MonotoneLearner:
             total = self._weighted_sum.reshape(nodes, -1).sum(axis=1)
             mean = total[known] / weight[known]
             spread = self._z / np.sqrt(weight[known])
-            width = settings.x_max / nodes
-            left = np.flatnonzero(known) * width
-            right = left + width
+            left = self._lowest.reshape(nodes, -1).min(axis=1)[known]
+            right = self._highest.reshape(nodes, -1).max(axis=1)[known]
             below = mean - spread
             above = mean + spread
             lipschitz = settings.lipschitz

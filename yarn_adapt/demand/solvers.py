@@ -117,10 +117,11 @@ def max_egalitarian_welfare(
     ceiling = min(float(ladder[-1]) for ladder in ladders)
     levels = np.unique(np.concatenate(ladders))
     levels = levels[levels <= ceiling]
+    budget = resources - int(box.lower.sum())
     low, high = 0, len(levels) - 1  # levels[low] is always affordable (box.lower is)
     while low < high:
         middle = (low + high + 1) // 2
-        if _cost(ladders, box, float(levels[middle])).sum() <= resources:
+        if _cost(ladders, box, float(levels[middle])).sum() <= budget:
             low = middle
         else:
             high = middle - 1
