@@ -48,6 +48,7 @@ def cli(debug: bool, verbose: bool) -> None:
     help="Benchmark-specific setting (repeatable).",
 )
 @click.option("--list", "list_only", is_flag=True, help="List the benchmarks.")
+@click.option("--curves", type=click.Path(path_type=Path), help="Performance curves CSV (cilantro).")
 def bench_command(
     name: str | None,
     quick: bool,
@@ -55,15 +56,17 @@ def bench_command(
     seed: int,
     settings: Sequence[str],
     list_only: bool,
+    curves: Path | None = None,
 ) -> None:
     """Run benchmark NAME; the last line of output is one JSON object of figures."""
     if list_only or name is None:
         for item in bench_registry.available():
             click.echo(f"{item.name:24} {item.summary}")
         return
-    options = bench_registry.BenchOptions(
-        quick=quick, trace=trace, seed=seed, extra=_parse_settings(settings)
-    )
+    extra = _parse_settings(settings)
+    if curves is not None:
+        extra["curves"] = str(curves)
+    options = bench_registry.BenchOptions(quick=quick, trace=trace, seed=seed, extra=extra)
     bench_registry.run_and_print(name, options, sys.stdout)
 
 

@@ -173,6 +173,11 @@ class MonotoneLearner:
         half_band = np.maximum((curve.upper - curve.lower) / 4.0, 1e-6) * sigma_scale
         self.observe_many(curve.grid, curve.estimate, half_band)
 
+    def refresh(self) -> None:
+        """Recompute the band now (otherwise it is recomputed at the first
+        question after new feedback)."""
+        self._band_at_edges()
+
     def band(self, x: ArrayLike) -> Band:
         """The band at ``x``: the lower bound of the fine-bin edge left of ``x`` and
         the upper bound of the edge right of it (both valid by monotonicity)."""

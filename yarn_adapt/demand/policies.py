@@ -351,6 +351,7 @@ def _teach(models: Sequence[PerformanceModel], feedback: Sequence[Feedback], rep
         if isinstance(model, MonotoneLearner):
             performance = reporting.reported(index, report.performance)
             model.observe(report.per_unit_load, performance, report.sigma)
+            model.refresh()  # the update is complete before the next allocation
 
 
 # --------------------------------------------------------------------------- feedback-driven baselines
