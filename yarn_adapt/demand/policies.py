@@ -94,15 +94,20 @@ class RoundContext:
     previous: IntArray | None = None
     max_step: int | None = DEFAULT_STEP
     round: int = 0
+    minimum: int = 0
 
     @property
     def size(self) -> int:
         return len(self.tenants)
 
     def box(self) -> Box:
+        """``previous ± max_step`` (everything when unlimited), never below ``minimum``."""
         if self.previous is None or self.max_step is None:
-            return Box.unbounded(self.size, self.resources)
-        return Box.around(self.previous, self.max_step, self.resources)
+            box = Box.unbounded(self.size, self.resources)
+        else:
+            box = Box.around(self.previous, self.max_step, self.resources)
+        lower = np.maximum(box.lower, self.minimum)
+        return Box(lower, np.maximum(box.upper, lower))
 
 
 @dataclass(frozen=True)
@@ -316,7 +321,7 @@ class CilantroNJC:
             recommended = np.clip(
                 recommended, self.demands - context.max_step, self.demands + context.max_step
             )
-        self.demands = recommended
+        self.demands = np.maximum(recommended, context.minimum)
         return njc_allocation(recommended, context.resources, [t.weight for t in context.tenants])
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:

@@ -60,6 +60,21 @@ class Utility:
         return f"{self.shape} up to SLO {self.slo:g}"
 
 
+@dataclass(frozen=True)
+class QueueObjective:
+    """A queue's SLO: ``fraction`` of its applications finish within ``latency_s``;
+    below that its utility falls with ``shape``."""
+
+    queue: str
+    latency_s: float
+    fraction: float = 0.9
+    shape: UtilityShape = UtilityShape.LINEAR
+
+    @property
+    def utility(self) -> Utility:
+        return Utility(self.fraction, self.shape)
+
+
 def social_welfare(utilities: Sequence[float] | FloatArray) -> float:
     """Eq. 1: the mean utility."""
     return float(np.mean(np.asarray(utilities, dtype=np.float64)))

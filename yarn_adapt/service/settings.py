@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
 from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
@@ -84,6 +85,7 @@ class TuningSection:
     max_share_step: float = 30.0
     seed: int = 0
     executor: str = "process"
+    proposer: str = "adaptiveconfig"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,6 +136,7 @@ class Settings:
     http: HttpSection = field(default_factory=HttpSection)
     backoff: BackoffSection = field(default_factory=BackoffSection)
     realized: RealizedSection = field(default_factory=RealizedSection)
+    cilantro: CilantroSection = field(default_factory=CilantroSection)
     source: str = "<defaults>"
 
     def with_overrides(self, **sections: object) -> Settings:
@@ -149,6 +152,7 @@ SECTIONS: dict[str, type[Any]] = {
     "http": HttpSection,
     "backoff": BackoffSection,
     "realized": RealizedSection,
+    "cilantro": CilantroSection,
 }
 
 # --------------------------------------------------------------------------- reading
@@ -246,10 +250,12 @@ def check_settings(settings: Settings) -> None:
         ("[backoff] max_s", settings.backoff.max_s >= settings.backoff.initial_s, ">= initial_s"),
         ("[realized] intervals", settings.realized.intervals >= 1, "at least 1"),
         ("[state] dir", bool(settings.state.dir), "is empty"),
+        ("[tuning] proposer", settings.tuning.proposer in PROPOSERS, " or ".join(PROPOSERS)),
     ]
     for key, ok, expectation in rules:
         if not ok:
             raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
+    check_cilantro(settings.cilantro, settings.source)
     try:
         parse_executor_spec(settings.tuning.executor)
     except SettingsError as exc:
