@@ -7,12 +7,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from yarn_adapt.cli import main
 from yarn_adapt.demand.environment import synthetic_job_types
 from yarn_adapt.errors import TraceError
-from yarn_adapt.workload.curves import curves_csv, load_arrivals, load_curves, parse_curves
+from yarn_adapt.workload.curves import (
+    CURVE_COLUMNS,
+    curves_csv,
+    load_arrivals,
+    load_curves,
+    parse_curves,
+)
 
-HEADER = "job_type,alloc_per_unit_load,performance,performance_lcb,performance_ucb,load_p50,load_p99,lipschitz"
+HEADER = ",".join(CURVE_COLUMNS)
 
 
 def good_rows() -> list[str]:
@@ -96,7 +103,9 @@ def test_arrival_traces(tmp_path: Path) -> None:
     path.write_text("10\n\n12.5\n11\n", encoding="utf-8")
     assert load_arrivals(path).tolist() == [10.0, 12.5, 11.0]
     path.write_text("10\n-3\n", encoding="utf-8")
-    with pytest.raises(TraceError, match=r"arrivals.txt:2: an arrival rate must be finite and >= 0"):
+    with pytest.raises(
+        TraceError, match=r"arrivals.txt:2: an arrival rate must be finite and >= 0"
+    ):
         load_arrivals(path)
     path.write_text("10\nabc\n", encoding="utf-8")
     with pytest.raises(TraceError, match=r"arrivals.txt:2: not a number: 'abc'"):

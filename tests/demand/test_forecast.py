@@ -8,7 +8,9 @@ import pytest
 from yarn_adapt.demand.forecast import ArmaForecaster, hannan_rissanen
 
 
-def arma_series(n: int, seed: int, constant: float = 10.0, phi: float = 0.8, theta: float = 0.4) -> np.ndarray:
+def arma_series(
+    n: int, seed: int, constant: float = 10.0, phi: float = 0.8, theta: float = 0.4
+) -> np.ndarray:
     rng = np.random.default_rng(seed)
     noise = rng.normal(0.0, 2.0, n)
     series = np.empty(n)

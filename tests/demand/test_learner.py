@@ -30,7 +30,9 @@ def trained(rounds: int, seed: int, sigma: float = 0.2, confidence: float = 0.9)
         LearnerSettings(x_max=4.0, lipschitz=SLOPE, ceiling=1.0, confidence=confidence)
     )
     xs = rng.uniform(0.0, 4.0, rounds)
-    learner.observe_many(xs, true_curve(xs) + rng.normal(0.0, sigma, rounds), np.full(rounds, sigma))
+    learner.observe_many(
+        xs, true_curve(xs) + rng.normal(0.0, sigma, rounds), np.full(rounds, sigma)
+    )
     return learner
 
 
@@ -73,7 +75,9 @@ def test_the_band_narrows_and_the_estimate_converges_as_rounds_grow() -> None:
     widths, errors = [], []
     for rounds in (30, 300, 3000):
         learners = [trained(rounds, seed) for seed in range(5)]
-        widths.append(np.mean([np.mean(lr.band(GRID).upper - lr.band(GRID).lower) for lr in learners]))
+        widths.append(
+            np.mean([np.mean(lr.band(GRID).upper - lr.band(GRID).lower) for lr in learners])
+        )
         errors.append(
             np.mean([np.max(np.abs(lr.band(GRID).estimate - true_curve(GRID))) for lr in learners])
         )
@@ -124,7 +128,9 @@ def test_a_warm_start_from_a_profile_narrows_the_band() -> None:
     cold = MonotoneLearner(LearnerSettings(x_max=4.0, lipschitz=SLOPE, ceiling=1.0))
     warm = MonotoneLearner(LearnerSettings(x_max=4.0, lipschitz=SLOPE, ceiling=1.0))
     grid = np.linspace(0.0, 4.0, 200)
-    warm.warm_start(ProfiledCurve.of(grid, true_curve(grid), true_curve(grid) - 0.1, true_curve(grid) + 0.1))
+    warm.warm_start(
+        ProfiledCurve.of(grid, true_curve(grid), true_curve(grid) - 0.1, true_curve(grid) + 0.1)
+    )
     width = lambda lr: float(np.mean(lr.band(GRID).upper - lr.band(GRID).lower))  # noqa: E731
     assert width(warm) < 0.5 * width(cold)
     assert covers(warm)

@@ -115,9 +115,7 @@ def runs() -> dict[str, PolicyRun]:
         Parties(),
         QuasarLike(),
     ]
-    return {
-        p.name: run_policy(env, p, forecasts, np.random.default_rng(5)) for p in policies
-    }
+    return {p.name: run_policy(env, p, forecasts, np.random.default_rng(5)) for p in policies}
 
 
 def test_every_policy_allocates_within_the_cluster_and_they_all_differ() -> None:
@@ -186,6 +184,8 @@ def test_cilantro_njc_does_not_reward_misreporting() -> None:
     utility = {}
     for factor in (1.0, 2.0, 0.5):
         policy = CilantroNJC(env.learners(), reporting=Reporting({liar: factor}))
-        utility[factor] = run_policy(env, policy, forecasts, np.random.default_rng(3)).mean_utility(liar)
+        utility[factor] = run_policy(env, policy, forecasts, np.random.default_rng(3)).mean_utility(
+            liar
+        )
     assert utility[2.0] <= utility[1.0] + 0.005
     assert utility[0.5] <= utility[1.0] + 0.005

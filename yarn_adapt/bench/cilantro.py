@@ -147,7 +147,9 @@ def _float(extra: Mapping[str, str], key: str, default: float, low: float, high:
 # --------------------------------------------------------------------------- the run
 
 
-@benchmark("cilantro", "Cilantro §7.1: 20 jobs on 1,000 CPUs, 15 policies' welfare, fairness, solver times")
+@benchmark(
+    "cilantro", "Cilantro §7.1: 20 jobs on 1,000 CPUs, 15 policies' welfare, fairness, solver times"
+)
 def run_cilantro(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
     trace_path = options.trace or bundled_trace(TWITTER)
@@ -184,7 +186,7 @@ def run_cilantro(options: BenchOptions) -> BenchResult:
     return BenchResult(figures, _rows(runs))
 
 
-def _median_loads(env: Environment) -> np.ndarray:  # type: ignore[type-arg]
+def _median_loads(env: Environment) -> np.ndarray:
     return np.array([env.types[job.kind].load_p50 for job in env.jobs])
 
 
@@ -219,7 +221,7 @@ class TimedLearning:
         self.name = policy.name
         self.updates = updates
 
-    def allocate(self, context: RoundContext) -> np.ndarray:  # type: ignore[type-arg]
+    def allocate(self, context: RoundContext) -> np.ndarray:
         return self.policy.allocate(context)
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
@@ -261,11 +263,14 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
 
 
 def _solver_figures(
-    env: Environment, forecasts: np.ndarray, settings: CilantroBenchSettings, seed: int  # type: ignore[type-arg]
+    env: Environment,
+    forecasts: np.ndarray,
+    settings: CilantroBenchSettings,
+    seed: int,
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     curves = env.curves()
     picks = np.linspace(0, env.rounds - 1, min(settings.solver_problems, env.rounds)).astype(int)
-    solvers: dict[str, Callable[..., np.ndarray]] = {  # type: ignore[type-arg]
+    solvers: dict[str, Callable[..., np.ndarray]] = {
         "sw": max_social_welfare,
         "ew": max_egalitarian_welfare,
     }
@@ -279,10 +284,15 @@ def _solver_figures(
             allocation = solver(table, env.resources)
             times[key].append((time.perf_counter() - began) * 1000.0)
             score = _score(key)
+
+            def objective(
+                a: np.ndarray, t: np.ndarray = table, s: Callable[[np.ndarray], float] = score
+            ) -> float:
+                return s(welfare_of(t, a))
+
             _, reference = evolutionary_search(
-                lambda a, t=table, s=score: s(welfare_of(t, a)),
-                len(env.jobs), env.resources, settings.evo_iterations, rng,
-            )  # fmt: skip
+                objective, len(env.jobs), env.resources, settings.evo_iterations, rng
+            )
             mine = score(welfare_of(table, allocation))
             ratios[key].append(mine / reference if reference > 0 else math.inf)
     return (
@@ -291,18 +301,23 @@ def _solver_figures(
     )
 
 
-def _score(key: str) -> Callable[[np.ndarray], float]:  # type: ignore[type-arg]
+def _score(key: str) -> Callable[[np.ndarray], float]:
     if key == "sw":
         return lambda u: float(np.mean(u))
     return lambda u: float(np.min(u))
 
 
 def _strategy_proofness(
-    env: Environment, forecasts: np.ndarray, settings: CilantroBenchSettings, seed: int  # type: ignore[type-arg]
+    env: Environment,
+    forecasts: np.ndarray,
+    settings: CilantroBenchSettings,
+    seed: int,
 ) -> dict[str, Any]:
     names = [job.name for job in env.jobs]
     if settings.liar not in names:
-        raise SettingsError(f"bench cilantro: liar {settings.liar!r} is not a job ({', '.join(names)})")
+        raise SettingsError(
+            f"bench cilantro: liar {settings.liar!r} is not a job ({', '.join(names)})"
+        )
     liar = names.index(settings.liar)
     result: dict[str, Any] = {"job": settings.liar}
     for name, make in _learning_policies(env, settings).items():
@@ -322,14 +337,21 @@ def _learning_policies(
     return {
         "cilantro-njc": lambda r: CilantroNJC(env.learners(), beta=settings.beta, reporting=r),
         "cilantro-sw": lambda r: CilantroWelfare(env.learners(), Objective.SOCIAL, reporting=r),
-        "cilantro-ew": lambda r: CilantroWelfare(env.learners(), Objective.EGALITARIAN, reporting=r),
+        "cilantro-ew": lambda r: CilantroWelfare(
+            env.learners(), Objective.EGALITARIAN, reporting=r
+        ),
     }
 
 
 def _gaps(figures: Mapping[str, Any]) -> dict[str, float]:
-    gaps = {key: round(figures[key] - RATIO_TARGET, 4) for key in ("njc_vs_oracle", "sw_vs_oracle", "ew_vs_oracle")}
+    gaps = {
+        key: round(figures[key] - RATIO_TARGET, 4)
+        for key in ("njc_vs_oracle", "sw_vs_oracle", "ew_vs_oracle")
+    }
     for key in ("cilantro-sw", "cilantro-ew"):
-        gaps[f"{key}_alloc_ms"] = round(ALLOC_MS_TARGET - figures["policies"][key]["alloc_ms_max"], 3)
+        gaps[f"{key}_alloc_ms"] = round(
+            ALLOC_MS_TARGET - figures["policies"][key]["alloc_ms_max"], 3
+        )
     for key in ("sw", "ew"):
         gaps[f"solver_{key}_ms"] = round(ALLOC_MS_TARGET - figures["solver_ms"][key]["max"], 3)
     return gaps

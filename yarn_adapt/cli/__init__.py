@@ -48,7 +48,7 @@ def cli(debug: bool, verbose: bool) -> None:
     help="Benchmark-specific setting (repeatable).",
 )
 @click.option("--list", "list_only", is_flag=True, help="List the benchmarks.")
-@click.option("--curves", type=click.Path(path_type=Path), help="Performance curves CSV (cilantro).")
+@click.option("--curves", type=click.Path(path_type=Path), help="Curves CSV (cilantro).")
 def bench_command(
     name: str | None,
     quick: bool,

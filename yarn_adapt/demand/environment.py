@@ -151,21 +151,23 @@ def synthetic_job_types() -> dict[str, JobType]:
     1) from 58.9 to 497 QPS at 150 CPUs. The anchors put the 20 jobs' total demand
     at the median load near the paper's 1,637 CPUs (the bench reports it), with
     DB-0 needing less than an equal share and DB-1 far more."""
+    db0 = [(0.0, 0.3), (0.5, 0.8), (1.0, 0.9), (1.5, 0.95), (2.5, 0.99), (8.0, 1.0)]
+    db1 = [
+        (0.0, 0.245),
+        (0.6, 0.27),
+        (1.19, 0.45),
+        (1.8, 0.9),
+        (2.3, 0.95),
+        (3.2, 0.99),
+        (4.0, 1.0),
+    ]
+    prs = [(0.0, 0.387), (0.5, 0.6), (1.0, 0.9), (1.6, 0.95), (2.5, 0.99), (4.2, 1.0)]
     return {
-        "db0": _fraction_type(
-            "db0", 8.0, [(0.0, 0.3), (0.5, 0.8), (1.0, 0.9), (1.5, 0.95), (2.5, 0.99), (8.0, 1.0)],
-            p50=20.0, p99=23.5,
-        ),
-        "db1": _fraction_type(
-            "db1", 4.0, [(0.0, 0.245), (0.6, 0.27), (1.19, 0.45), (1.8, 0.9), (2.3, 0.95), (3.2, 0.99), (4.0, 1.0)],
-            p50=42.2, p99=49.6,
-        ),
-        "prs": _fraction_type(
-            "prs", 4.2, [(0.0, 0.387), (0.5, 0.6), (1.0, 0.9), (1.6, 0.95), (2.5, 0.99), (4.2, 1.0)],
-            p50=40.4, p99=47.5,
-        ),
+        "db0": _fraction_type("db0", 8.0, db0, p50=20.0, p99=23.5),
+        "db1": _fraction_type("db1", 4.0, db1, p50=42.2, p99=49.6),
+        "prs": _fraction_type("prs", 4.2, prs, p50=40.4, p99=47.5),
         "mlt": _throughput_type(),
-    }  # fmt: skip
+    }
 
 
 def _fraction_type(
@@ -193,9 +195,7 @@ def _throughput_type() -> JobType:
 # --------------------------------------------------------------------------- loads
 
 
-def job_loads(
-    trace: FloatArray, kind: JobType, offset_minutes: int, rounds: int
-) -> FloatArray:
+def job_loads(trace: FloatArray, kind: JobType, offset_minutes: int, rounds: int) -> FloatArray:
     """The job's load in each of ``rounds`` rounds (see the module docstring)."""
     values = np.asarray(trace, dtype=np.float64)
     median, p99 = np.percentile(values, [50, 99])
@@ -205,7 +205,8 @@ def job_loads(
     minutes = offset_minutes + np.arange(rounds * MINUTES_PER_ROUND)
     per_minute = kind.load_p50 + (values[minutes % len(values)] - median) * scale
     per_round = per_minute.reshape(rounds, MINUTES_PER_ROUND).mean(axis=1)
-    return np.maximum(per_round, 0.01 * kind.load_p50)
+    floored: FloatArray = np.maximum(per_round, 0.01 * kind.load_p50)
+    return floored
 
 
 # --------------------------------------------------------------------------- the environment
@@ -339,9 +340,7 @@ def run_policy(
     tenants = env.tenants
     previous: IntArray | None = None
     for r in range(env.rounds):
-        context = RoundContext(
-            env.resources, tenants, forecasts[:, r], previous, env.max_step, r
-        )
+        context = RoundContext(env.resources, tenants, forecasts[:, r], previous, env.max_step, r)
         if previous is None:
             allocation = equal_split(env.resources, [t.weight for t in tenants])
         else:
@@ -364,7 +363,11 @@ def _check_allocation(allocation: IntArray, resources: int, name: str) -> None:
 
 
 def _feedback(
-    env: Environment, allocation: IntArray, loads: FloatArray, truth: FloatArray, rng: np.random.Generator
+    env: Environment,
+    allocation: IntArray,
+    loads: FloatArray,
+    truth: FloatArray,
+    rng: np.random.Generator,
 ) -> list[Feedback]:
     sigma = env.noise_sigma(allocation, loads)
     measured = truth + rng.normal(0.0, sigma)
@@ -394,6 +397,6 @@ def round_metrics(
         social_welfare(utilities),
         egalitarian_welfare(utilities),
         njc_fairness(utilities, fair_utilities),
-        useful_usage(allocation, env.demands(loads), env.resources),
+        useful_usage(allocation.astype(np.float64), env.demands(loads), env.resources),
         utilities,
     )

@@ -130,16 +130,14 @@ class ArmaForecaster:
         self._forecast, self._innovation = forecast, innovation
 
 
-def hannan_rissanen(series: np.ndarray) -> ArmaParameters:  # type: ignore[type-arg]
+def hannan_rissanen(series: np.ndarray) -> ArmaParameters:
     """ARMA(1,1) with a constant by Hannan-Rissanen's two regressions."""
     y = np.asarray(series, dtype=np.float64)
     n = len(y)
     order = max(1, min(10, n // 4))
     residuals = _long_ar_residuals(y, order)
     target = y[order + 1 :]
-    design = np.column_stack(
-        [np.ones(len(target)), y[order:-1], residuals[:-1]]
-    )
+    design = np.column_stack([np.ones(len(target)), y[order:-1], residuals[:-1]])
     coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
     constant, phi, theta = (float(c) for c in coefficients)
     if not (math.isfinite(phi) and math.isfinite(theta)):
@@ -153,10 +151,11 @@ def hannan_rissanen(series: np.ndarray) -> ArmaParameters:  # type: ignore[type-
     return ArmaParameters(constant, phi, theta, max(sigma2, 1e-12))
 
 
-def _long_ar_residuals(y: np.ndarray, order: int) -> np.ndarray:  # type: ignore[type-arg]
+def _long_ar_residuals(y: np.ndarray, order: int) -> np.ndarray:
     """Innovations from an AR(``order``) fit: residuals for ``y[order:]``."""
     rows = len(y) - order
     lags = np.column_stack([y[order - k - 1 : order - k - 1 + rows] for k in range(order)])
     design = np.column_stack([np.ones(rows), lags])
     coefficients, *_ = np.linalg.lstsq(design, y[order:], rcond=None)
-    return y[order:] - design @ coefficients
+    residuals: np.ndarray = y[order:] - design @ coefficients
+    return residuals

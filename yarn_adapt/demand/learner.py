@@ -14,11 +14,12 @@ with a tree-based binning estimator. :class:`MonotoneLearner` is that estimator:
   ``p(x) <= m + L*(x - l)+``, where ``l`` and ``r`` are the smallest and largest
   allocation per unit load observed in the node (at most its ends). Left of ``x``
   a node costs nothing for the lower bound, right of ``x`` nothing for the upper
-  one; inside, the bias is at most ``L`` times the spread of its data. The band at ``x`` is the tightest over all nodes,
-  each widened by ``z/sqrt(S)`` where ``z`` is the normal quantile that makes the
-  nodes' intervals hold *simultaneously* with probability ``confidence`` (a union
-  bound over the nodes). So the whole band covers the true curve at that rate, it
-  is monotone by construction, and it narrows as data arrive: near data, a fine
+  one; inside, the bias is at most ``L`` times the spread of its data. The band
+  at ``x`` is the tightest over all nodes, each widened by ``z/sqrt(S)`` where
+  ``z`` is the normal quantile that makes the nodes' intervals hold
+  *simultaneously* with probability ``confidence`` (a union bound over the
+  nodes). So the whole band covers the true curve at that rate, it is monotone by
+  construction, and it narrows as data arrive: near data, a fine
   node's small bias wins; far from data, a coarse node or the Lipschitz slope does.
 - Observations beyond ``x_max`` only say that ``p`` below them is no higher.
 
@@ -161,9 +162,7 @@ class MonotoneLearner:
         self._edges_band = None
 
     def observe_many(self, xs: ArrayLike, performances: ArrayLike, sigmas: ArrayLike) -> None:
-        for x, y, s in zip(
-            np.ravel(xs), np.ravel(performances), np.ravel(sigmas), strict=True
-        ):
+        for x, y, s in zip(np.ravel(xs), np.ravel(performances), np.ravel(sigmas), strict=True):
             self.observe(float(x), float(y), float(s))
 
     def warm_start(self, curve: ProfiledCurve, sigma_scale: float = 1.0) -> None:

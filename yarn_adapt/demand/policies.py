@@ -344,14 +344,18 @@ class CilantroWelfare:
     def allocate(self, context: RoundContext) -> IntArray:
         if context.previous is None:
             return equal_split(context.resources, [t.weight for t in context.tenants])
-        table = utility_table(self.models, context.tenants, context.loads, context.resources, "upper")
+        table = utility_table(
+            self.models, context.tenants, context.loads, context.resources, "upper"
+        )
         return solve(self.objective, table, context.resources, context.box())
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
         _teach(self.models, feedback, self.reporting)
 
 
-def _teach(models: Sequence[PerformanceModel], feedback: Sequence[Feedback], reporting: Reporting) -> None:
+def _teach(
+    models: Sequence[PerformanceModel], feedback: Sequence[Feedback], reporting: Reporting
+) -> None:
     for index, (model, report) in enumerate(zip(models, feedback, strict=True)):
         if isinstance(model, MonotoneLearner):
             performance = reporting.reported(index, report.performance)
@@ -359,7 +363,7 @@ def _teach(models: Sequence[PerformanceModel], feedback: Sequence[Feedback], rep
             model.refresh()  # the update is complete before the next allocation
 
 
-# --------------------------------------------------------------------------- feedback-driven baselines
+# --------------------------------------------------------------------------- feedback heuristics
 
 
 @dataclass
@@ -543,7 +547,9 @@ class QuasarLike:
             self.sums = np.zeros((context.size, len(QUASAR_BINS)))
             self.counts = np.zeros((context.size, len(QUASAR_BINS)))
         for i, (report, tenant) in enumerate(zip(feedback, context.tenants, strict=True)):
-            column = int(np.argmin(np.abs(np.log(QUASAR_BINS) - np.log(max(report.per_unit_load, 1e-9)))))
+            column = int(
+                np.argmin(np.abs(np.log(QUASAR_BINS) - np.log(max(report.per_unit_load, 1e-9))))
+            )
             self.sums[i, column] += report.performance / tenant.utility.slo
             self.counts[i, column] += 1
 

@@ -9,7 +9,7 @@ outcome was decided in the interval that met the queue's latency bound
 "fraction of queries under 2 s". Each application counts once, when its outcome
 is decided: at its finish if it met the bound, at ``submitted + latency_s``
 otherwise (finished late or still running then). The standard error is the
-largest a binomial fraction of ``n`` can have, ``1 / (2 sqrt(n))``.
+binomial one with add-one smoothing, ``sqrt(p(1-p)/(n+2))``, ``p = (met+1)/(n+2)``.
 
 **Allocation.** A tenant's allocation is its guaranteed share of the cluster in
 units (vcores): the product of its and its ancestors' shares (Capacity percent;
@@ -59,7 +59,12 @@ class QueueRound:
 
     @property
     def sigma(self) -> float:
-        return 0.5 / math.sqrt(self.decided) if self.decided else math.inf
+        """The binomial standard error with add-one smoothing, so that a queue
+        meeting its SLO every time still shows some doubt."""
+        if not self.decided:
+            return math.inf
+        smoothed = (self.met + 1) / (self.decided + 2)
+        return math.sqrt(smoothed * (1 - smoothed) / (self.decided + 2))
 
 
 def leaf_of(queue: str, leaves: Iterable[str]) -> str | None:
@@ -104,12 +109,12 @@ def managed_leaves(config: SchedulerConfig) -> tuple[str, ...]:
 
 def leaf_units(config: SchedulerConfig, units: int) -> dict[str, float]:
     """Each managed leaf's guaranteed share of ``units``."""
-    return {
-        leaf: group_share(config, Group(leaf, ())) * units for leaf in managed_leaves(config)
-    }
+    return {leaf: group_share(config, Group(leaf, ())) * units for leaf in managed_leaves(config)}
 
 
-def configure(config: SchedulerConfig, allocation: Mapping[str, int]) -> tuple[SchedulerConfig, dict[str, GroupSetting]]:
+def configure(
+    config: SchedulerConfig, allocation: Mapping[str, int]
+) -> tuple[SchedulerConfig, dict[str, GroupSetting]]:
     """``config`` with every group's leaves shared as ``allocation`` says (units per
     leaf path) and every group's parent given its units' share; the settings
     written, per group."""

@@ -84,14 +84,17 @@ def _knapsack(table: FloatArray, lower: IntArray, upper: IntArray, budget: int) 
     jobs = len(table)
     spans = upper - lower
     order = np.argsort(spans, kind="stable")
-    best = np.zeros(1, dtype=np.float64)  # best[b]: best value using at most b units
+    values32 = table.astype(np.float32)  # half the memory traffic; sums exact to ~1e-6
+    best = np.zeros(1, dtype=np.float32)  # best[b]: best value using at most b units
     choices: list[IntArray] = []
     reachable = 0
     for i in order:
         span = int(spans[i])
-        values = table[i, lower[i] : lower[i] + span + 1]
+        values = values32[i, lower[i] : lower[i] + span + 1]
         reachable = min(budget, reachable + span)
-        padded = np.concatenate([np.full(span, -np.inf), best, np.full(reachable + 1, best[-1])])
+        padded = np.concatenate(
+            [np.full(span, -np.inf, dtype=np.float32), best, np.full(reachable + 1, best[-1])]
+        )
         windows = sliding_window_view(padded[: reachable + span + 1], span + 1)
         totals = windows + values[::-1]
         pick = np.argmax(totals, axis=1)
@@ -105,15 +108,15 @@ def _knapsack(table: FloatArray, lower: IntArray, upper: IntArray, budget: int) 
     return extra
 
 
-def max_egalitarian_welfare(
-    table: FloatArray, resources: int, box: Box | None = None
-) -> IntArray:
+def max_egalitarian_welfare(table: FloatArray, resources: int, box: Box | None = None) -> IntArray:
     """The allocation maximising the smallest utility, the rest placed for the
     largest sum at that minimum (see the module docstring)."""
     jobs = len(table)
     box = box or Box.unbounded(jobs, resources)
     _check(box, resources)
-    ladders = [np.maximum.accumulate(table[i, box.lower[i] : box.upper[i] + 1]) for i in range(jobs)]
+    ladders = [
+        np.maximum.accumulate(table[i, box.lower[i] : box.upper[i] + 1]) for i in range(jobs)
+    ]
     ceiling = min(float(ladder[-1]) for ladder in ladders)
     levels = np.unique(np.concatenate(ladders))
     levels = levels[levels <= ceiling]
@@ -136,9 +139,7 @@ def _cost(ladders: Sequence[FloatArray], box: Box, level: float) -> IntArray:
     )
 
 
-def spread_leftover(
-    allocation: IntArray, table: FloatArray, box: Box, resources: int
-) -> IntArray:
+def spread_leftover(allocation: IntArray, table: FloatArray, box: Box, resources: int) -> IntArray:
     """Hand the unallocated resources out without lowering anyone: first to jobs
     whose utility is below 1 (most starved first), then to anyone below their box,
     one unit at a time round-robin."""

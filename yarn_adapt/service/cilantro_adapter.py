@@ -133,7 +133,9 @@ class CilantroProposer:
             state.forecaster.observe(float(feedback.arrivals))
             vcores = self.held_vcores.get(leaf, held[leaf])
             if feedback.arrivals and feedback.decided:
-                state.learner.observe(vcores / feedback.arrivals, feedback.performance, feedback.sigma)
+                state.learner.observe(
+                    vcores / feedback.arrivals, feedback.performance, feedback.sigma
+                )
                 state.learner.refresh()
 
     def _state(self, leaf: str) -> QueueState:
@@ -146,7 +148,9 @@ class CilantroProposer:
                     confidence=self.section.confidence,
                 )
             )
-            self.queues[leaf] = QueueState(learner, ArmaForecaster(confidence=self.section.confidence))
+            self.queues[leaf] = QueueState(
+                learner, ArmaForecaster(confidence=self.section.confidence)
+            )
         return self.queues[leaf]
 
     # ------------------------------------------------------------------ the policy
@@ -184,17 +188,17 @@ class CilantroProposer:
         self,
         leaves: Sequence[str],
         objectives: Mapping[str, QueueObjective],
-        current: np.ndarray,  # type: ignore[type-arg]
-        loads: np.ndarray,  # type: ignore[type-arg]
+        current: np.ndarray,
+        loads: np.ndarray,
         units: int,
         unit_vcores: float,
-    ) -> np.ndarray:  # type: ignore[type-arg]
+    ) -> np.ndarray:
         tenants = tuple(Tenant(leaf, objectives[leaf].utility) for leaf in leaves)
         models = [self.queues[leaf].learner for leaf in leaves]
         policy = self._policy(models, leaves, unit_vcores)
         step = max(1, round(self.section.max_step * units))
         context = RoundContext(
-            units, tenants, loads / unit_vcores, previous=current, max_step=step, round=1,
+            units, tenants, loads, previous=current, max_step=step, round=1,
             minimum=1,
         )  # fmt: skip
         allocation = np.asarray(policy.allocate(context), dtype=np.int64)
@@ -202,7 +206,9 @@ class CilantroProposer:
             self.demands.update(zip(leaves, policy.demands * unit_vcores, strict=True))
         return allocation
 
-    def _policy(self, models: list[MonotoneLearner], leaves: Sequence[str], unit_vcores: float) -> Policy:
+    def _policy(
+        self, models: list[MonotoneLearner], leaves: Sequence[str], unit_vcores: float
+    ) -> Policy:
         scaled = [_InUnits(model, unit_vcores) for model in models]
         if self.section.policy == "njc":
             policy = CilantroNJC(scaled, beta=self.section.beta)  # type: ignore[arg-type]
@@ -233,7 +239,8 @@ class CilantroProposer:
             triggered = any(leaf in active for leaf in group.queues)
             arrivals = sum(rounds[leaf].arrivals for leaf in group.queues)
             why = "frozen while a recent change settles" if group.parent in frozen else (
-                f"Cilantro-{self.section.policy.upper()} on {arrivals} submission(s) since the last round"
+                f"Cilantro-{self.section.policy.upper()} on {arrivals} submission(s) since "
+                "the last round"
             )  # fmt: skip
             setting = settings.get(group.parent) if group.parent in changed else None
             decisions.append(
@@ -243,7 +250,7 @@ class CilantroProposer:
         objective = self._objective(plan, objectives)
         lines = (*reason_lines(proposal), *self._queue_lines(plan, rounds, objectives))
         return Suggestion(
-            proposal.config, (), math.nan, math.nan, (objective.describe(), *lines),
+            proposal.config, (), math.nan, math.nan, (f"predicted {objective.describe()}", *lines),
             proposal.triggered, objective,
         )  # fmt: skip
 
@@ -251,18 +258,20 @@ class CilantroProposer:
         tenants = tuple(Tenant(leaf, objectives[leaf].utility) for leaf in plan.leaves)
         models = [_InUnits(self.queues[leaf].learner, plan.unit_vcores) for leaf in plan.leaves]
         units = int(max(plan.current.max(), plan.allocation.max(), 1))
-        loads = plan.loads / plan.unit_vcores
+        loads = plan.loads
         if self.section.policy == "njc":
             demands = np.array(
                 [self.demands.get(leaf, math.inf) / plan.unit_vcores for leaf in plan.leaves]
             )
             before, after = (_demand_met(a, demands) for a in (plan.current, plan.allocation))
-            return ObjectiveChange("predicted share of demand met", before, after)
+            return ObjectiveChange("share of demand met", before, after)
         table = utility_table(models, tenants, loads, units, "estimate")  # type: ignore[arg-type]
         score = np.mean if self.section.policy == "sw" else np.min
         name = "social" if self.section.policy == "sw" else "egalitarian"
-        before, after = (float(score(welfare_of(table, a))) for a in (plan.current, plan.allocation))
-        return ObjectiveChange(f"predicted {name} welfare", before, after)
+        before, after = (
+            float(score(welfare_of(table, a))) for a in (plan.current, plan.allocation)
+        )
+        return ObjectiveChange(f"{name} welfare", before, after)
 
     def _queue_lines(
         self, plan: Plan, rounds: Mapping[str, QueueRound], objectives: Mapping[str, QueueObjective]
@@ -281,7 +290,8 @@ class CilantroProposer:
             lines.append(
                 f"{leaf}: {fed.arrivals} submitted, {measured} (SLO {objective.fraction:.0%}, "
                 f"{objective.shape}); forecast load {plan.loads[i]:.1f}{need}; "
-                f"{plan.current[i] * plan.unit_vcores:.1f} -> {plan.allocation[i] * plan.unit_vcores:.1f} vcores"
+                f"{plan.current[i] * plan.unit_vcores:.1f} -> "
+                f"{plan.allocation[i] * plan.unit_vcores:.1f} vcores"
             )
         return lines
 
@@ -292,8 +302,10 @@ class CilantroProposer:
         for leaf, load in zip(plan.leaves, plan.loads, strict=True):
             learner = self.queues[leaf].learner
             bounds = demand_bounds(learner, objectives[leaf].fraction)
-            lower, upper = bounds.lower * load, bounds.upper * load
-            estimate = min(upper, max(lower, bounds.recommendation(self.section.beta) * load))
+            lower, upper = float(bounds.lower * load), float(bounds.upper * load)
+            estimate = min(
+                upper, max(lower, float(bounds.recommendation(self.section.beta) * load))
+            )
             source = DemandSource.LEARNED if learner.observations else DemandSource.UNKNOWN
             demands.append(
                 Demand(leaf, float(load), estimate, lower, upper, source, learner.observations)
@@ -307,13 +319,17 @@ class Plan:
     loads, and how many vcores a unit is."""
 
     leaves: tuple[str, ...]
-    current: np.ndarray  # type: ignore[type-arg]
-    allocation: np.ndarray  # type: ignore[type-arg]
-    loads: np.ndarray  # type: ignore[type-arg]
+    current: np.ndarray
+    allocation: np.ndarray
+    loads: np.ndarray
     unit_vcores: float
 
     def changed_groups(self, config: SchedulerConfig) -> set[str]:
-        moved = {leaf for leaf, a, b in zip(self.leaves, self.current, self.allocation, strict=True) if a != b}
+        moved = {
+            leaf
+            for leaf, a, b in zip(self.leaves, self.current, self.allocation, strict=True)
+            if a != b
+        }
         return {g.parent for g in groups_of(config) if moved & set(g.queues)}
 
 
@@ -332,7 +348,7 @@ class _InUnits:
         return self.model.band(np.asarray(x, dtype=np.float64) * self.unit_vcores)
 
 
-def _demand_met(allocation: np.ndarray, demands: np.ndarray) -> float:  # type: ignore[type-arg]
+def _demand_met(allocation: np.ndarray, demands: np.ndarray) -> float:
     finite = np.isfinite(demands)
     if not np.any(finite) or demands[finite].sum() <= 0:
         return 0.0

@@ -77,10 +77,14 @@ def _override(entry: str, source: str) -> tuple[str, dict[str, str]]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or key not in ("latency_s", "fraction", "utility"):
-            raise SettingsError(f"{where}: expected latency_s=, fraction= or utility=, got {pair!r}")
+            raise SettingsError(
+                f"{where}: expected latency_s=, fraction= or utility=, got {pair!r}"
+            )
         values[key] = value
     if not pairs:
-        raise SettingsError(f"{where}: name a queue and at least one of latency_s, fraction, utility")
+        raise SettingsError(
+            f"{where}: name a queue and at least one of latency_s, fraction, utility"
+        )
     try:
         objective = QueueObjective(
             queue,
