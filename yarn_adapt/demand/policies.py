@@ -218,10 +218,32 @@ def welfare(objective: Objective, utilities: FloatArray) -> float:
     return float(np.min(utilities))
 
 
-def solve(objective: Objective, table: FloatArray, resources: int, box: Box) -> IntArray:
+def solve(
+    objective: Objective,
+    table: FloatArray,
+    resources: int,
+    box: Box,
+    previous: IntArray | None = None,
+) -> IntArray:
+    """The best allocation for ``objective``; ``previous`` when it is as good (a
+    move needs a predicted gain: among equally good allocations, the solvers' tie
+    breaks would otherwise shuffle resources for nothing)."""
     if objective is Objective.SOCIAL:
-        return max_social_welfare(table, resources, box)
-    return max_egalitarian_welfare(table, resources, box)
+        found = max_social_welfare(table, resources, box)
+    else:
+        found = max_egalitarian_welfare(table, resources, box)
+    if previous is None or int(previous.sum()) > resources:
+        return found
+    return found if _better(objective, table, found, previous) else previous.copy()
+
+
+def _better(objective: Objective, table: FloatArray, new: IntArray, old: IntArray) -> bool:
+    rows = np.arange(len(table))
+    gained, lost = table[rows, new], table[rows, old]
+    tolerance = 1e-6
+    if objective is Objective.EGALITARIAN and gained.min() != lost.min():
+        return bool(gained.min() > lost.min() + tolerance)
+    return bool(gained.sum() > lost.sum() + tolerance)
 
 
 # --------------------------------------------------------------------------- baselines
@@ -276,7 +298,7 @@ class OracleWelfare:
         table = utility_table(
             self.curves, context.tenants, context.loads, context.resources, "estimate"
         )
-        return solve(self.objective, table, context.resources, context.box())
+        return solve(self.objective, table, context.resources, context.box(), context.previous)
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
         return None
@@ -347,7 +369,7 @@ class CilantroWelfare:
         table = utility_table(
             self.models, context.tenants, context.loads, context.resources, "upper"
         )
-        return solve(self.objective, table, context.resources, context.box())
+        return solve(self.objective, table, context.resources, context.box(), context.previous)
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
         _teach(self.models, feedback, self.reporting)

@@ -78,6 +78,8 @@ NO_LOAD = 0.5
 """The forecast load of a queue with no submissions: a queue without load needs
 little, but its allocation per unit load must stay finite."""
 FINISHED_STATES = (AppState.FAILED, AppState.KILLED)
+LEARNER_DEPTH = 9
+"""512 bins over ``max_vcores_per_app``: an eighth of a vcore per application by default."""
 
 
 @dataclass
@@ -144,6 +146,7 @@ class CilantroProposer:
                 LearnerSettings(
                     x_max=self.section.max_vcores_per_app,
                     lipschitz=self.section.lipschitz,
+                    depth=LEARNER_DEPTH,
                     ceiling=1.0,
                     confidence=self.section.confidence,
                 )
