@@ -148,7 +148,7 @@ def _float(extra: Mapping[str, str], key: str, default: float, low: float, high:
 
 
 @benchmark(
-    "cilantro", "Cilantro §7.1: 20 jobs on 1,000 CPUs, 15 policies' welfare, fairness, solver times"
+    "cilantro", "Cilantro §7.1: 20 jobs on 1,000 CPUs, 14 policies' welfare, fairness, solver times"
 )
 def run_cilantro(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
