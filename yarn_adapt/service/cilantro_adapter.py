@@ -113,15 +113,16 @@ class CilantroProposer:
         if not leaves or vcores <= 0:
             return None
         objectives = queue_objectives(self.section, leaves, self.settings.source)
-        running = leaf_units(config, 1)
-        managed = sum(running.values()) * vcores
+        running = leaf_units(config, 1)  # each leaf's share of the cluster now
+        now_vcores = {leaf: share * vcores for leaf, share in running.items()}
         start_ms = self.last_taken_ms
         if start_ms is None:
             start_ms = observed.taken_ms - int(self.settings.service.interval_s * 1000)
         rounds = queue_rounds(outcomes_of(observed), objectives, start_ms, observed.taken_ms)
-        self._learn(rounds, {leaf: share * vcores for leaf, share in running.items()})
-        self.last_taken_ms = observed.taken_ms
-        self.held_vcores = {leaf: share * vcores for leaf, share in running.items()}
+        # what the queues held during the interval: the split observed last round
+        self._learn(rounds, {**now_vcores, **self.held_vcores})
+        self.last_taken_ms, self.held_vcores = observed.taken_ms, now_vcores
+        managed = sum(now_vcores.values())
         active = {leaf for leaf, r in rounds.items() if r.arrivals or r.decided}
         if not active:
             return None
@@ -133,11 +134,9 @@ class CilantroProposer:
             state = self._state(leaf)
             state.last = feedback
             state.forecaster.observe(float(feedback.arrivals))
-            vcores = self.held_vcores.get(leaf, held[leaf])
             if feedback.arrivals and feedback.decided:
-                state.learner.observe(
-                    vcores / feedback.arrivals, feedback.performance, feedback.sigma
-                )
+                x = held[leaf] / feedback.arrivals
+                state.learner.observe(x, feedback.performance, feedback.sigma)
                 state.learner.refresh()
 
     def _state(self, leaf: str) -> QueueState:
