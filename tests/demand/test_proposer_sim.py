@@ -14,6 +14,7 @@ from yarn_adapt.service.hysteresis import queue_shares
 from yarn_adapt.service.proposer import snapshot_proposer
 from yarn_adapt.service.records import DecisionKind
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.web.app import create_app
 
 CONTAINER_MB = 2048
 
@@ -62,8 +63,9 @@ def test_the_congested_queue_gains_capacity_step_by_step(tmp_path: Path) -> None
     assert any(r.startswith("root.q1: ") and "within 150 s" in r for r in first.reasons)
     assert any(c.queue == "root.q1" and c.prop == "capacity" for c in first.changes)
     snapshot = proposer.snapshot
-    assert snapshot is not None and {d.application for d in snapshot.demands} == {
-        "root.q1",
-        "root.q2",
-    }
+    assert snapshot is not None
+    assert {d.application for d in snapshot.demands} == {"root.q1", "root.q2"}
+    page = create_app(service).test_client().get("/proposals/1").get_data(as_text=True)
+    assert "No job latency is predicted" in page and "predicted social welfare" in page
+    assert "root.q1" in page and "capacity" in page
     service.close()
