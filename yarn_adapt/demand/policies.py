@@ -196,16 +196,23 @@ def utility_table(
     loads: FloatArray,
     resources: int,
     bound: str,
+    box: Box | None = None,
 ) -> FloatArray:
     """``table[i, a]``: tenant ``i``'s utility with ``a`` units at its forecast load,
-    read from its model's ``bound`` ('upper' for optimism, 'estimate' for an oracle)."""
-    units = np.arange(resources + 1, dtype=np.float64)
+    read from its model's ``bound`` ('upper' for optimism, 'estimate' for an oracle).
+    With a ``box`` only the allocations inside it are evaluated (the solvers read
+    no others); outside, a row holds its value at the box's nearer end."""
+    box = box or Box.unbounded(len(models), resources)
     table = np.empty((len(models), resources + 1))
     for i, (model, tenant) in enumerate(zip(models, tenants, strict=True)):
-        load = max(float(loads[i]), 1e-9)
-        band = model.band(units / load)
-        table[i] = tenant.utility(getattr(band, bound))
-    return np.maximum.accumulate(table, axis=1)
+        low, high = int(box.lower[i]), int(box.upper[i])
+        units = np.arange(low, high + 1, dtype=np.float64)
+        band = model.band(units / max(float(loads[i]), 1e-9))
+        values = np.maximum.accumulate(tenant.utility(getattr(band, bound)))
+        table[i, :low] = values[0]
+        table[i, low : high + 1] = values
+        table[i, high + 1 :] = values[-1]
+    return table
 
 
 def measured_utilities(tenants: Sequence[Tenant], feedback: Sequence[Feedback]) -> FloatArray:
@@ -295,10 +302,11 @@ class OracleWelfare:
         self.name = self.name or f"oracle-{self.objective}"
 
     def allocate(self, context: RoundContext) -> IntArray:
+        box = context.box()
         table = utility_table(
-            self.curves, context.tenants, context.loads, context.resources, "estimate"
+            self.curves, context.tenants, context.loads, context.resources, "estimate", box
         )
-        return solve(self.objective, table, context.resources, context.box(), context.previous)
+        return solve(self.objective, table, context.resources, box, context.previous)
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
         return None
@@ -366,10 +374,11 @@ class CilantroWelfare:
     def allocate(self, context: RoundContext) -> IntArray:
         if context.previous is None:
             return equal_split(context.resources, [t.weight for t in context.tenants])
+        box = context.box()
         table = utility_table(
-            self.models, context.tenants, context.loads, context.resources, "upper"
+            self.models, context.tenants, context.loads, context.resources, "upper", box
         )
-        return solve(self.objective, table, context.resources, context.box(), context.previous)
+        return solve(self.objective, table, context.resources, box, context.previous)
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
         _teach(self.models, feedback, self.reporting)
