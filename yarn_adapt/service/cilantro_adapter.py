@@ -88,7 +88,6 @@ class QueueState:
 
     learner: MonotoneLearner
     forecaster: ArmaForecaster
-    last: QueueRound | None = None
 
 
 @dataclass
@@ -132,7 +131,6 @@ class CilantroProposer:
     def _learn(self, rounds: Mapping[str, QueueRound], held: Mapping[str, float]) -> None:
         for leaf, feedback in rounds.items():
             state = self._state(leaf)
-            state.last = feedback
             state.forecaster.observe(float(feedback.arrivals))
             if feedback.arrivals and feedback.decided:
                 x = held[leaf] / feedback.arrivals
