@@ -92,7 +92,7 @@ def test_the_cli_prints_one_line_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, [HEADER, "db0,0.1,0.5,0.4,0.6,20,23,1", "db0,0.05,0.6,0.5,0.7,20,23,1"])
-    assert main(["bench", "cilantro", "--quick", "--curves", str(path)]) == 2
+    assert main(["bench", "cilantro", "--quick", "--quiet", "--curves", str(path)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1
     assert f"yarn-adapt: {path}:3: db0: alloc_per_unit_load 0.05 does not increase" in lines[0]

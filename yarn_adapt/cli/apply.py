@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
 
 import click
 
+from yarn_adapt.cli.config import change_json
 from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
 from yarn_adapt.yarn.apply import (
     DEFAULT_REFRESH_COMMAND,
     Applier,
+    ApplyPlan,
     ApplySettings,
     ApplyStep,
     DryRun,
@@ -50,6 +53,7 @@ def default_state_dir() -> Path:
 @click.option(
     "--target",
     type=click.Path(dir_okay=False, path_type=Path),
+    metavar="XML",
     help="The scheduler file the RM reads. Default: from $HADOOP_CONF_DIR.",
 )
 @click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
@@ -64,8 +68,10 @@ def default_state_dir() -> Path:
     type=float,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the RM.",
+    metavar="SECONDS",
+    help="How long to wait for the RM to report the new values.",
 )
+@click.option("--json", "as_json", is_flag=True, help="The plan (or outcome) as one JSON object.")
 def apply_command(
     file: Path,
     dry_run: bool,
@@ -74,6 +80,7 @@ def apply_command(
     refresh_command: str,
     state_dir: Path,
     verify_timeout: float,
+    as_json: bool,
     **connection: object,
 ) -> None:
     """Apply FILE (capacity-scheduler.xml or fair-scheduler.xml) to the running RM:
@@ -84,15 +91,32 @@ def apply_command(
     settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
     applier = _applier(desired, via, target, refresh_command, settings, endpoints)
     if dry_run:
-        click.echo(DryRun(applier).apply(desired).plan.render())
+        plan = DryRun(applier).apply(desired).plan
+        click.echo(json.dumps(plan_json(plan, dry_run=True)) if as_json else plan.render())
         return
     outcome = applier.apply(desired)
+    if as_json:
+        body = plan_json(outcome.plan, dry_run=False)
+        body.update(result=str(outcome.result), apply_id=outcome.apply_id)
+        body["backup"] = str(outcome.backup) if outcome.backup else None
+        click.echo(json.dumps(body))
+        return
     click.echo(outcome.summary())
+
+
+def plan_json(plan: ApplyPlan, *, dry_run: bool) -> dict[str, object]:
+    return {
+        "dry_run": dry_run,
+        "applier": plan.applier,
+        "target": plan.target,
+        "changes": [change_json(c) for c in plan.changes],
+        "steps": list(plan.steps),
+    }
 
 
 @click.command("recover")
 @yarn_options
-@click.option("--target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--target", type=click.Path(dir_okay=False, path_type=Path), metavar="XML")
 @click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
 @click.option(
     "--state-dir", type=click.Path(file_okay=False, path_type=Path), default=default_state_dir

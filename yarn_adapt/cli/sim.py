@@ -63,10 +63,11 @@ def within_hours(workload: Workload, hours: float | None) -> Workload:
     help="SWIM .tsv, Google 2011 dir, SLS or Rumen JSON.  [default: the bundled FB-2009 day]",
 )
 @click.option(
-    "--config",
+    "--scheduler-file",
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
+    metavar="XML",
     help="capacity-scheduler.xml or fair-scheduler.xml",
 )
 @click.option("--nodes", type=int, default=600, show_default=True)
@@ -81,7 +82,13 @@ def within_hours(workload: Workload, hours: float | None) -> Workload:
     "--queues",
     help="Priority ranges to leaves, e.g. '2-5:q1,6-8:q2'.  [default: spread 2..8 over the leaves]",
 )
-@click.option("--hours", type=float, help="Only the first N hours of the trace.")
+@click.option(
+    "--until",
+    "until_s",
+    type=float,
+    metavar="SECONDS",
+    help="Only the jobs submitted in the trace's first SECONDS.",
+)
 @click.option(
     "--lenient", is_flag=True, help="Skip malformed trace rows (counted) instead of failing."
 )
@@ -89,14 +96,15 @@ def within_hours(workload: Workload, hours: float | None) -> Workload:
 @click.option("--json", "as_json", is_flag=True)
 def sim_command(
     trace: Path | None, config_path: Path, nodes: int, containers_per_node: int, queues: str | None,
-    hours: float | None, lenient: bool, seed: int, as_json: bool,
+    until_s: float | None, lenient: bool, seed: int, as_json: bool,
 ) -> None:  # fmt: skip
     """Print job latency statistics per queue for TRACE under CONFIG."""
     if nodes <= 0 or containers_per_node <= 0:
         raise InputError("--nodes and --containers-per-node must be positive")
     config = load_scheduler_config(config_path)
     workload = within_hours(
-        load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed), hours
+        load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed),
+        None if until_s is None else until_s / 3600.0,
     )
     cluster = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
     began = time.perf_counter()

@@ -25,6 +25,18 @@ class GroupPrediction:
     before_s: float
     after_s: float
     jobs: int = 0
+    # The evidence behind the prediction (shown on the proposal's page): the jobs
+    # that triggered the group (at most EVIDENCE_JOBS ids), the band the proposed
+    # latency lies in when every task runs as much shorter / longer as the task-time
+    # model typically errs, and the estimator that made the task times.
+    job_ids: tuple[str, ...] = ()
+    after_low_s: float | None = None
+    after_high_s: float | None = None
+    estimator: str = ""
+
+    def __post_init__(self) -> None:
+        # stored as JSON, read back as a list
+        object.__setattr__(self, "job_ids", tuple(self.job_ids))
 
     @property
     def improvement(self) -> float:
