@@ -56,11 +56,19 @@ def test_an_allocation_becomes_valid_queue_shares(scheduler: str) -> None:
 
 def test_queue_objectives_from_defaults_and_overrides() -> None:
     section = CilantroSection(
-        latency_s=300.0, queues=("root.q2 latency_s=30 utility=quadratic", "q1 fraction=0.99")
+        latency_s=300.0,
+        queues=(
+            "root.q2 latency_s=30 utility=quadratic",
+            "q1 fraction=0.99",
+            "root.q3 demand_vcores=12 utility=sqrt",
+        ),
     )
-    objectives = queue_objectives(section, ("root.q1", "root.q2"))
+    objectives = queue_objectives(section, ("root.q1", "root.q2", "root.q3"))
     assert objectives["root.q1"] == QueueObjective("root.q1", 300.0, 0.99, UtilityShape.LINEAR)
     assert objectives["root.q2"] == QueueObjective("root.q2", 30.0, 0.9, UtilityShape.QUADRATIC)
+    stated = objectives["root.q3"]
+    assert stated.stated_vcores == 12.0
+    assert stated.utility.shape is UtilityShape.LINEAR  # §5: linear up to a stated demand
 
 
 @pytest.mark.parametrize(
@@ -78,8 +86,9 @@ def test_queue_objectives_from_defaults_and_overrides() -> None:
         ),
         (
             {"cilantro": {"queues": ["root.a speed=3"]}},
-            "expected latency_s=, fraction= or utility=",
+            "expected latency_s=, fraction=, utility= or demand_vcores=",
         ),
+        ({"cilantro": {"queues": ["root.a demand_vcores=0"]}}, "demand_vcores must be positive"),
         ({"cilantro": {"queues": ["root.a fraction=2"]}}, "fraction in (0, 1]"),
         ({"cilantro": {"queues": ["root.a utility=cubic"]}}, "'cubic' is not a valid UtilityShape"),
     ],

@@ -63,15 +63,20 @@ class Utility:
 @dataclass(frozen=True)
 class QueueObjective:
     """A queue's SLO: ``fraction`` of its applications finish within ``latency_s``;
-    below that its utility falls with ``shape``."""
+    below that its utility falls with ``shape``. ``stated_vcores``: §5's fallback,
+    the operator states the queue's demand instead of it being learned; its
+    utility then rises linearly up to that demand."""
 
     queue: str
     latency_s: float
     fraction: float = 0.9
     shape: UtilityShape = UtilityShape.LINEAR
+    stated_vcores: float | None = None
 
     @property
     def utility(self) -> Utility:
+        if self.stated_vcores is not None:
+            return Utility(self.fraction, UtilityShape.LINEAR)
         return Utility(self.fraction, self.shape)
 
 

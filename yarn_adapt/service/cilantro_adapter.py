@@ -39,7 +39,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from yarn_adapt.demand.forecast import ArmaForecaster
-from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
+from yarn_adapt.demand.learner import (
+    LearnerSettings,
+    MonotoneLearner,
+    PerformanceModel,
+    StatedDemand,
+    demand_bounds,
+)
 from yarn_adapt.demand.model import Demand, DemandSnapshot, DemandSource
 from yarn_adapt.demand.policies import (
     CilantroNJC,
@@ -169,7 +175,7 @@ class CilantroProposer:
         total_share = sum(running.values())
         shares = np.array([running[leaf] / total_share for leaf in leaves])
         current = round_allocation(shares * units, units)
-        loads = np.array([self._load(leaf) for leaf in leaves])
+        loads = np.array([self._load(objectives[leaf]) for leaf in leaves])
         fixed = _frozen_leaves(config, frozen)
         movable = [i for i, leaf in enumerate(leaves) if leaf not in fixed]
         allocation = current.copy()
@@ -180,9 +186,18 @@ class CilantroProposer:
             )  # fmt: skip
         return Plan(leaves, current, allocation, loads, unit_vcores)
 
-    def _load(self, leaf: str) -> float:
-        forecast = self.queues[leaf].forecaster.forecast()
+    def _load(self, objective: QueueObjective) -> float:
+        """The forecast submissions; 1 for a queue with a stated demand (its
+        demand is in vcores, not per application)."""
+        if objective.stated_vcores is not None:
+            return 1.0
+        forecast = self.queues[objective.queue].forecaster.forecast()
         return max(NO_LOAD, forecast.upper if forecast else NO_LOAD)
+
+    def _model(self, objective: QueueObjective) -> PerformanceModel:
+        if objective.stated_vcores is not None:
+            return StatedDemand(objective.stated_vcores, objective.fraction)
+        return self.queues[objective.queue].learner
 
     def _allocate(
         self,
@@ -194,7 +209,7 @@ class CilantroProposer:
         unit_vcores: float,
     ) -> np.ndarray:
         tenants = tuple(Tenant(leaf, objectives[leaf].utility) for leaf in leaves)
-        models = [self.queues[leaf].learner for leaf in leaves]
+        models = [self._model(objectives[leaf]) for leaf in leaves]
         policy = self._policy(models, leaves, unit_vcores)
         step = max(1, round(self.section.max_step * units))
         context = RoundContext(
@@ -207,7 +222,7 @@ class CilantroProposer:
         return allocation
 
     def _policy(
-        self, models: list[MonotoneLearner], leaves: Sequence[str], unit_vcores: float
+        self, models: list[PerformanceModel], leaves: Sequence[str], unit_vcores: float
     ) -> Policy:
         scaled = [_InUnits(model, unit_vcores) for model in models]
         if self.section.policy == "njc":
@@ -256,7 +271,7 @@ class CilantroProposer:
 
     def _objective(self, plan: Plan, objectives: Mapping[str, QueueObjective]) -> ObjectiveChange:
         tenants = tuple(Tenant(leaf, objectives[leaf].utility) for leaf in plan.leaves)
-        models = [_InUnits(self.queues[leaf].learner, plan.unit_vcores) for leaf in plan.leaves]
+        models = [_InUnits(self._model(objectives[leaf]), plan.unit_vcores) for leaf in plan.leaves]
         units = int(max(plan.current.max(), plan.allocation.max(), 1))
         loads = plan.loads
         if self.section.policy == "njc":
@@ -300,6 +315,12 @@ class CilantroProposer:
     ) -> DemandSnapshot:
         demands = []
         for leaf, load in zip(plan.leaves, plan.loads, strict=True):
+            stated = objectives[leaf].stated_vcores
+            if stated is not None:
+                demands.append(
+                    Demand(leaf, float(load), stated, stated, stated, DemandSource.STATED)
+                )
+                continue
             learner = self.queues[leaf].learner
             bounds = demand_bounds(learner, objectives[leaf].fraction)
             lower, upper = float(bounds.lower * load), float(bounds.upper * load)
@@ -335,9 +356,9 @@ class Plan:
 
 @dataclass(frozen=True)
 class _InUnits:
-    """A learner in vcores per application, asked in units per application."""
+    """A model in vcores per application, asked in units per application."""
 
-    model: MonotoneLearner
+    model: PerformanceModel
     unit_vcores: float
 
     @property

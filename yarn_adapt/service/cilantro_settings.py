@@ -2,7 +2,8 @@
 and each queue's SLO (read when ``[tuning] proposer = "cilantro"``).
 
 ``queues`` overrides the defaults per queue, one string each:
-``"root.a latency_s=60 fraction=0.95 utility=sqrt"`` (any of the three keys).
+``"root.a latency_s=60 fraction=0.95 utility=sqrt"`` (any of the keys), or
+``"root.b demand_vcores=16"``: a stated demand (§5's fallback) instead of a learned one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from yarn_adapt.demand.utility import QueueObjective, UtilityShape
 from yarn_adapt.errors import SettingsError
 
 POLICIES = ("njc", "sw", "ew")
+OVERRIDES = ("latency_s", "fraction", "utility", "demand_vcores")
 PROPOSERS = ("adaptiveconfig", "cilantro")
 
 
@@ -66,6 +68,7 @@ def queue_objectives(
             float(given.get("latency_s", section.latency_s)),
             float(given.get("fraction", section.fraction)),
             UtilityShape(given.get("utility", section.utility)),
+            float(given["demand_vcores"]) if "demand_vcores" in given else None,
         )
     return result
 
@@ -76,24 +79,26 @@ def _override(entry: str, source: str) -> tuple[str, dict[str, str]]:
     values: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or key not in ("latency_s", "fraction", "utility"):
+        if not sep or key not in OVERRIDES:
             raise SettingsError(
-                f"{where}: expected latency_s=, fraction= or utility=, got {pair!r}"
+                f"{where}: expected latency_s=, fraction=, utility= or demand_vcores=, got {pair!r}"
             )
         values[key] = value
     if not pairs:
-        raise SettingsError(
-            f"{where}: name a queue and at least one of latency_s, fraction, utility"
-        )
+        raise SettingsError(f"{where}: name a queue and at least one of {', '.join(OVERRIDES)}")
     try:
         objective = QueueObjective(
             queue,
             float(values.get("latency_s", "1")),
             float(values.get("fraction", "0.5")),
             UtilityShape(values.get("utility", "linear")),
+            float(values.get("demand_vcores", "1")),
         )
     except ValueError as exc:
         raise SettingsError(f"{where}: {exc}") from exc
-    if not (objective.latency_s > 0 and 0 < objective.fraction <= 1):
-        raise SettingsError(f"{where}: latency_s must be positive and fraction in (0, 1]")
+    stated = objective.stated_vcores or 0.0
+    if not (objective.latency_s > 0 and 0 < objective.fraction <= 1 and stated > 0):
+        raise SettingsError(
+            f"{where}: latency_s and demand_vcores must be positive and fraction in (0, 1]"
+        )
     return queue, values
