@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
 from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
@@ -92,6 +93,7 @@ class TuningSection:
     max_share_step: float = 30.0
     seed: int = 0
     executor: str = "process"
+    proposer: str = "adaptiveconfig"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +192,7 @@ class Settings:
     http: HttpSection = field(default_factory=HttpSection)
     backoff: BackoffSection = field(default_factory=BackoffSection)
     realized: RealizedSection = field(default_factory=RealizedSection)
+    cilantro: CilantroSection = field(default_factory=CilantroSection)
     tracing: TracingSection = field(default_factory=TracingSection)
     colocation: ColocationSection = field(default_factory=ColocationSection)
     source: str = "<defaults>"
@@ -207,6 +210,7 @@ SECTIONS: dict[str, type[Any]] = {
     "http": HttpSection,
     "backoff": BackoffSection,
     "realized": RealizedSection,
+    "cilantro": CilantroSection,
     "tracing": TracingSection,
     "colocation": ColocationSection,
 }
@@ -317,6 +321,7 @@ def check_settings(settings: Settings) -> None:
         ("[backoff] max_s", settings.backoff.max_s >= settings.backoff.initial_s, ">= initial_s"),
         ("[realized] intervals", settings.realized.intervals >= 1, "at least 1"),
         ("[state] dir", bool(settings.state.dir), "is empty"),
+        ("[tuning] proposer", settings.tuning.proposer in PROPOSERS, " or ".join(PROPOSERS)),
         ("[tracing] redis_url", _redis_url_ok(settings.tracing.redis_url), "redis://, rediss://"),
         ("[tracing] timeout_s", settings.tracing.timeout_s > 0, "must be positive"),
         ("[tracing] prefix", _is_word(settings.tracing.prefix), "must be one word"),
@@ -331,6 +336,7 @@ def check_settings(settings: Settings) -> None:
     for key, ok, expectation in rules:
         if not ok:
             raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
+    check_cilantro(settings.cilantro, settings.source)
     try:
         parse_executor_spec(settings.tuning.executor)
     except SettingsError as exc:
