@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from yarn_adapt.colocation.model import (
 from yarn_adapt.colocation.observe import GuardObserver, RiskReading, node_views, qos_readings
 from yarn_adapt.colocation.originals import GuardStateDamaged, NodeOriginal, OriginalTotals
 from yarn_adapt.colocation.queuecap import visible_percent
+from yarn_adapt.demand.model import Demand, DemandSnapshot
 from yarn_adapt.model import Node, NodeState, NodeUtilization, Resources
 from yarn_adapt.yarn.parse import parse_nodes
 
@@ -98,32 +98,19 @@ def test_observed_usage_is_what_runs_outside_containers_plus_headroom() -> None:
     assert provider.demands([rm_node("b:1")], None, NOW_S) == ()  # not reported yet
 
 
-@dataclass(frozen=True)
-class LearnedOne:  # the shape of yarn_adapt.demand.model.Demand
-    application: str
-    estimate: float
-    upper: float
-
-
-@dataclass(frozen=True)
-class LearnedSnapshot:  # the shape of yarn_adapt.demand.model.DemandSnapshot
-    unit: str
-    demands: tuple[LearnedOne, ...] = field(default=())
-
-
 def test_learned_upper_bounds_spread_over_the_nodes_the_services_ran_on() -> None:
     snapshot = RiskSnapshot(0, 1, 0.5, 10, 30, (), (
         NodeRisk("a:1", ("frontend", "pricing"), 1.0, 1.0),
         NodeRisk("b:1", ("inventory",), 0.2, 0.0),
     ))  # fmt: skip
-    learned = LearnedSnapshot("vcores", (LearnedOne("shop", 3.0, 6.0),))
-    provider = LearnedDemand(lambda: learned, {"shop": ["frontend", "pricing", "inventory"]})
+    learned = DemandSnapshot(0, "vcores", (Demand("root.shop", 40.0, 3.0, 2.0, 6.0),))
+    provider = LearnedDemand(lambda: learned, {"root.shop": ["frontend", "pricing", "inventory"]})
     demands = {d.node_id: d for d in provider.demands([rm_node("a:1"), rm_node("b:1")],
                                                       snapshot, NOW_S)}  # fmt: skip
     assert demands["a:1"].vcores == pytest.approx(4.0)
     assert demands["b:1"].vcores == pytest.approx(2.0)
     assert demands["a:1"].estimate_vcores == pytest.approx(2.0)
-    other_unit = LearnedDemand(lambda: LearnedSnapshot("requests/s", learned.demands), {})
+    other_unit = LearnedDemand(lambda: DemandSnapshot(0, "requests/s", learned.demands), {})
     assert other_unit.demands([rm_node("a:1")], snapshot, NOW_S) == ()
 
 

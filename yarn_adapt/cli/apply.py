@@ -169,8 +169,8 @@ def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: st
             cap = _queue_cap(rm, queue, via, state_dir, refresh)
             outcomes += cap.restore_all()
     for outcome in outcomes:
-        queue = outcome.node_id.startswith("queue ")
-        what = outcome.node_id if queue else f"node {outcome.node_id}"
+        is_queue = outcome.node_id.startswith("queue ")
+        what = outcome.node_id if is_queue else f"node {outcome.node_id}"
         click.echo(f"{what}: {outcome.result}: {outcome.status}")
     failed = [o for o in outcomes if o.result in (Result.FAILED, Result.REFUSED)]
     if failed:

@@ -4,11 +4,11 @@ A :class:`DemandProvider` turns what a round observed into a :class:`NodeDemand`
 node: the pessimistic amount the latency-critical applications need there, which
 batch must never see.
 
-- :class:`LearnedDemand` -- the demand learners' snapshot (``yarn_adapt.demand``'s
-  ``DemandSnapshot``: per application an estimate and an upper confidence bound at
-  its forecast load), spread over the nodes the application's services ran on in
-  the risk window. Typed against the snapshot's shape (:class:`DemandSnapshotLike`),
-  so the learners plug in without the guard importing them.
+- :class:`LearnedDemand` -- the demand learners' snapshot
+  (:class:`~yarn_adapt.demand.model.DemandSnapshot`: per application an estimate and
+  an upper confidence bound at its forecast load, e.g. the Cilantro proposer's per
+  leaf queue), spread over the nodes the application's services ran on in the risk
+  window.
 - :class:`ObservedUsageDemand` -- the fallback until the learners are wired: what the
   NodeManager measures running on its host outside YARN's containers (the RM's
   ``resourceUtilization``: node minus containers), its maximum over the last few
@@ -25,6 +25,7 @@ from typing import Protocol
 
 from tracing.model import RiskSnapshot
 from yarn_adapt.colocation.model import NodeDemand
+from yarn_adapt.demand.model import DemandSnapshot
 from yarn_adapt.model import Node
 
 
@@ -78,29 +79,6 @@ class ObservedUsageDemand:
 # --------------------------------------------------------------------------- learned
 
 
-class DemandLike(Protocol):
-    """One application's learned demand (``yarn_adapt.demand.model.Demand``)."""
-
-    @property
-    def application(self) -> str: ...
-
-    @property
-    def estimate(self) -> float: ...
-
-    @property
-    def upper(self) -> float: ...
-
-
-class DemandSnapshotLike(Protocol):
-    """``yarn_adapt.demand.model.DemandSnapshot``: every application's demand in ``unit``."""
-
-    @property
-    def unit(self) -> str: ...
-
-    @property
-    def demands(self) -> Sequence[DemandLike]: ...
-
-
 VCORE_UNITS = frozenset({"vcores", "vcore", "cores", "cpu"})
 
 
@@ -116,7 +94,7 @@ class LearnedDemand:
 
     def __init__(
         self,
-        snapshot: Callable[[], DemandSnapshotLike | None],
+        snapshot: Callable[[], DemandSnapshot | None],
         applications: Mapping[str, Sequence[str]],
         node_hosts: Mapping[str, str] | None = None,
     ) -> None:

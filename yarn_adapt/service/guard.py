@@ -27,7 +27,12 @@ from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
 from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
-from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
+from yarn_adapt.colocation.demand import (
+    DemandProvider,
+    LearnedDemand,
+    NoDemand,
+    ObservedUsageDemand,
+)
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
 from yarn_adapt.colocation.model import GuardMode, GuardSettings, NodeDecision
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
@@ -91,16 +96,32 @@ class TraceStoreOpener:
         return TraceStore(make_client(self.config), self.config, self.limits)
 
 
-def demand_provider(section: ColocationSection) -> DemandProvider:
+def demand_provider(settings: Settings, proposer: object) -> DemandProvider:
+    """``[colocation] demand``: the learners' upper bounds (``learned``: the Cilantro
+    proposer's snapshot), usage plus headroom (``observed``), or ``none``."""
+    section = settings.colocation
     if section.demand == "none":
         return NoDemand()
+    if section.demand == "learned":
+        if settings.tuning.proposer != "cilantro" or not hasattr(proposer, "snapshot"):
+            raise SettingsError(
+                f'{settings.source}: [colocation] demand = "learned" needs the demand learners: '
+                '[tuning] proposer = "cilantro"'
+            )
+        applications = {app: services.split(",") for app, services in
+                        pairs(section.applications).items()}  # fmt: skip
+        return LearnedDemand(lambda: proposer.snapshot, applications, pairs(section.node_hosts))
     return ObservedUsageDemand(
         headroom=section.demand_headroom, vcores_per_core=section.vcores_per_core
     )
 
 
 def build_guard(
-    settings: Settings, backend: YarnBackend, store: Store, guard_store: GuardStore
+    settings: Settings,
+    backend: YarnBackend,
+    store: Store,
+    guard_store: GuardStore,
+    proposer: object = None,
 ) -> ColocationGuard:
     section = settings.colocation
     targets = {name: float(ms) for name, ms in pairs(section.qos_targets).items()}
@@ -113,7 +134,8 @@ def build_guard(
         percentile=section.qos_percentile,
         targets_ms=targets,
     )
-    observer = GuardObserver(risk, demand_provider(section), node_hosts=pairs(section.node_hosts))
+    demand = demand_provider(settings, proposer)
+    observer = GuardObserver(risk, demand, node_hosts=pairs(section.node_hosts))
     actuator = guard_actuator(settings, backend, store)
     mode = section.mode if section.enabled else GuardMode.OFF
     ttl = section.reclaim_ttl_s or 3 * settings.service.interval_s

@@ -51,7 +51,7 @@ class Service:
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
         loop = TuningLoop(settings, store, backend, proposer, actuator, metrics)
-        loop.guard = _guard_step(settings, backend, store, metrics)
+        loop.guard = _guard_step(settings, backend, store, metrics, proposer)
         return cls(settings, store, backend, desk, loop, metrics, token, loop.guard)
 
     def start(self) -> list[str]:
@@ -77,13 +77,17 @@ class Service:
 
 
 def _guard_step(
-    settings: Settings, backend: ClusterBackend, store: Store, metrics: ServiceMetrics
+    settings: Settings,
+    backend: ClusterBackend,
+    store: Store,
+    metrics: ServiceMetrics,
+    proposer: Proposer,
 ) -> GuardStep | None:
     """The co-location guard beside a real RM (off unless ``[colocation] enabled``; an
     off guard still gives back nodes a previous run left changed)."""
     if not isinstance(backend, YarnBackend):
         return None
     guard_store = GuardStore(settings.state.database_path)
-    guard = build_guard(settings, backend, store, guard_store)
+    guard = build_guard(settings, backend, store, guard_store, proposer)
     metrics.registry.register(GuardCollector(guard))
     return GuardStep(guard, guard_store)

@@ -170,6 +170,7 @@ class ColocationSection:
     cooldown_s: float = 300.0
     stale_after_s: float = 300.0
     demand: str = "observed"
+    applications: tuple[str, ...] = ()
     demand_headroom: float = 0.25
     vcores_per_core: float = 1.0
     millicores_per_vcore: int = 1000
@@ -355,7 +356,10 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
         ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
         ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
         ("[colocation] stale_after_s", guard.stale_after_s > 0, "must be positive"),
-        ("[colocation] demand", guard.demand in ("observed", "none"), "observed or none"),
+        ("[colocation] demand", guard.demand in ("observed", "learned", "none"),
+         "observed, learned or none"),
+        ("[colocation] applications", _pairs_ok(guard.applications, numeric=False),
+         'entries "application=service,service"'),
         ("[colocation] demand_headroom", guard.demand_headroom >= 0, "must be 0 or more"),
         ("[colocation] vcores_per_core", guard.vcores_per_core > 0, "must be positive"),
         ("[colocation] millicores_per_vcore", guard.millicores_per_vcore > 0, "positive"),
