@@ -218,6 +218,21 @@ def test_a_node_the_rm_does_not_know_is_left_alone_and_kept_in_the_journal(
         _unknown_node(rm, state_dir)
 
 
+def test_a_node_back_whole_leaves_the_journal(
+    colocation_cluster: MiniCluster, trace_config: RedisConfig, state_dir: Path
+) -> None:
+    """A node the guard had lowered that came back whole without it (its NodeManager
+    re-registered with its configured total): the next round forgets it."""
+    risky, other = colocation_cluster.node_ids()
+    write_traces(trace_config, {risky: 2_000, other: 2_000})
+    with guard_for(colocation_cluster.rm_url, trace_config, state_dir) as guard:
+        guard.actuator.originals.intend(risky, WHOLE, NOTHING)  # type: ignore[attr-defined]
+        guard.actuator.originals.confirmed(risky, NOTHING)  # type: ignore[attr-defined]
+        report = guard.run_round(RmNodes(colocation_cluster).nodes())
+        assert report.plan is not None and not report.plan.changes
+        assert guard.actuator.pending_nodes() == []
+
+
 def _unknown_node(rm: ResourceManagerClient, state_dir: Path) -> None:
     actuator = RmNodeTotals(rm, state_dir, verify=PollSettings(timeout_s=2.0, interval_s=0.1))
     gone = "localhost:1"

@@ -4,6 +4,7 @@ One round, each step timed::
 
     observe -> reconcile (until it once succeeds; then observe again if it settled
       an interrupted apply) -> measure realized latency
+      -> guard (the co-location guard's own observe -> decide -> act -> record)
       -> propose (triggered groups, minus those cooling down) -> decide (gates)
       -> act (the mode's actuator) -> record
 

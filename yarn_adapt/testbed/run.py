@@ -12,7 +12,9 @@ service runs -- reading risk from the trace store and acting on the RM every
 
 Measurement (:meth:`Testbed.measure`):
 
-1. *alone*: the application without batch work: its run-alone P95.
+1. *alone*: the application without batch work: its run-alone P95 (measured at the
+   start, after a warm-up, and again at the end of the phases; ``p95_alone_ms`` is
+   their mean).
 2. *phases*: one batch application streams CPU-burning distributed-shell containers
    (:mod:`~yarn_adapt.testbed.burner`) for the rest of the run; the guard alternates
    ``off`` / ``auto`` in a counterbalanced order (on, off, off, on, on, off, ...).
@@ -73,7 +75,8 @@ PREFIX = "testbed"
 @dataclass(frozen=True, kw_only=True)
 class TestbedOptions:
     rate_rps: float = 20.0
-    alone_s: float = 20.0
+    warmup_s: float = 5.0
+    alone_s: float = 15.0
     phase_s: float = 20.0
     repeats: int = 3
     settle_max_s: float = 15.0
@@ -135,6 +138,7 @@ class TestbedResult:
         alone, off, on = self.p95s("alone"), self.p95s("off"), self.p95s("on")
         body: dict[str, Any] = {
             "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
+            "p95_alone_runs_ms": [_round(v) for v in alone],
             "p95_off_ms": _round(statistics.fmean(off)) if off else None,
             "p95_on_ms": _round(statistics.fmean(on)) if on else None,
             "p95_off_spread_ms": _round(_spread(off)),
@@ -367,6 +371,14 @@ class Testbed:
                 return
             time.sleep(0.25)
 
+    def drained(self) -> None:
+        """Wait until no batch runs on either node (at most ``settle_max_s``)."""
+        deadline = time.monotonic() + self.options.settle_max_s
+        while time.monotonic() < deadline:
+            if all(node.used.vcores == 0 for node in self.rm.nodes()):
+                return
+            time.sleep(0.25)
+
     def window(self, name: str, seconds: float) -> Window:
         began = time.time()
         time.sleep(seconds)
@@ -386,7 +398,7 @@ class Testbed:
         burner_path = self.work_dir / "burner.py"
         shutil.copy(burner.__file__, burner_path)
         self.start_load()
-        time.sleep(2.0)  # connections warm, traces flowing
+        time.sleep(options.warmup_s)  # client threads and connections up, traces flowing
         windows.append(self.window("alone", options.alone_s))
         self.set_guard(GuardMode.AUTO)  # the AM lands on the other node
         stream = self._submit_stream(burner_path)
@@ -397,6 +409,9 @@ class Testbed:
             windows.append(self.window("on" if mode is GuardMode.AUTO else "off", options.phase_s))
         result.preempted_containers += _preempted(self.cluster, stream.application_id())
         stream.kill()
+        self.set_guard(GuardMode.OFF)
+        self.drained()
+        windows.append(self.window("alone", options.alone_s))  # alone again, at the end
         if options.makespan:
             for mode in (GuardMode.OFF, GuardMode.AUTO):
                 windows.append(self._job(mode, burner_path, result))
@@ -527,7 +542,7 @@ def run_testbed(cluster: MiniCluster, options: TestbedOptions, work_dir: Path) -
         return testbed.measure()
 
 
-QUICK = {"alone_s": 8.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
+QUICK = {"alone_s": 6.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
          "job_containers": 4, "job_burn_s": 2.0}  # fmt: skip
 FULL: dict[str, float | int] = {}
 
