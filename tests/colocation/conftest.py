@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.service.conftest import chromium  # noqa: F401  (the headless browser fixture)
 from tracing.exporter import RedisStreamExporter
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import Span, SpanKind

@@ -7,11 +7,16 @@ the service, give the node back."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import requests
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.colocation.conftest import write_traces
+from tests.service.browser import sign_in
 from tests.service.factories import TOKEN
 from tests.service.live import live_service
 from tracing.redisconn import RedisConfig
@@ -29,7 +34,7 @@ class NothingToPropose:
 
 
 def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
-    colocation_cluster: MiniCluster, trace_config: RedisConfig, tmp_path: Path
+    colocation_cluster: MiniCluster, trace_config: RedisConfig, tmp_path: Path, chromium: Any
 ) -> None:
     cluster = colocation_cluster
     risky, other = cluster.node_ids()
@@ -75,16 +80,15 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
         server = WebServer(create_app(service), "127.0.0.1", 0).start()
         try:
             _agent_endpoint(server.url, risky)
+            _operator_switches_it_off(chromium, server.url, risky)
         finally:
             server.stop()
-        off = client.post("/api/guard/mode", json={"mode": "off"},
-                          headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
-        assert off.status_code == 200
-        assert [r["node"] for r in off.get_json()["restored"]] == [risky]
-        assert _total(cluster, risky) == (4096, 4)
+        assert _total(cluster, risky) == (4096, 4)  # off gives it back
 
-        assert service.guard is not None
-        service.guard.guard.set_mode(GuardMode.AUTO, "test")
+        auto = client.post("/api/guard/mode", json={"mode": "auto"},
+                           headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+        assert auto.status_code == 200 and auto.get_json()["restored"] == []
+        assert service.guard is not None and service.guard.guard.mode is GuardMode.AUTO
         service.loop.run_round()
         assert _total(cluster, risky) == (0, 0)
         service.close()
@@ -93,6 +97,31 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
     finally:
         if not closed:
             service.close()
+
+
+def _operator_switches_it_off(driver: Any, base: str, risky: str) -> None:
+    """In the browser: the node's row and the chart say it; a signed-in operator sets
+    the guard's mode to off."""
+    driver.get(base + "/")
+    row = driver.find_element(By.CSS_SELECTOR, f'#guard-nodes tr[data-node="{risky}"]')
+    assert row.find_element(By.CSS_SELECTOR, "td.risk").text == "1.00"
+    assert row.find_element(By.CSS_SELECTOR, "td.visible").text.startswith("0 vcores, 0 MB")
+    risk = driver.find_elements(
+        By.CSS_SELECTOR, f'#chart-guard circle.pt[data-series="risk {risky}"]'
+    )
+    seen = driver.find_elements(
+        By.CSS_SELECTOR, f'#chart-guard circle.pt[data-series="visible {risky}"]'
+    )
+    assert [p.get_attribute("data-y") for p in risk] == ["1.0"]
+    assert [p.get_attribute("data-y") for p in seen] == ["0.0"]
+    sign_in(driver, TOKEN)
+    driver.get(base + "/")
+    Select(driver.find_element(By.CSS_SELECTOR, "#guard-mode-form select")).select_by_value("off")
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(By.CSS_SELECTOR, "#guard-mode-form button").click()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    assert driver.find_element(By.ID, "guard-mode").text == "off"
+    assert "co-location guard: off; 1 node(s) given back" in driver.page_source
 
 
 def _agent_endpoint(base: str, risky: str) -> None:
