@@ -82,7 +82,7 @@ def test_guard_moves_new_batch_off_the_risky_node_and_gives_every_node_back(
     risky, other = cluster.node_ids()
     # 1 AM + 9 containers of 1 vcore / 1 GB: 7 fit at once (4 a node), so both nodes run
     # some and 2 wait for a second wave.
-    app = cluster.submit_sleep_app("default", 9, 8, container_mb=1024, name="batch")
+    app = cluster.submit_sleep_app("default", 9, 6, container_mb=1024, name="batch")
     app_id = app.application_id()
     _until(lambda: sum(used(cluster).values()) == 8, 120, "both nodes full of batch")
     running_on_risky = used(cluster)[risky]
@@ -223,8 +223,8 @@ def test_a_node_back_whole_leaves_the_journal(
 ) -> None:
     """A node the guard had lowered that came back whole without it (its NodeManager
     re-registered with its configured total): the next round forgets it."""
-    risky, other = colocation_cluster.node_ids()
-    write_traces(trace_config, {risky: 2_000, other: 2_000})
+    risky, _ = colocation_cluster.node_ids()
+    write_traces(trace_config, {ELSEWHERE: 60_000, risky: 2_000})  # the node's risk is 0
     with guard_for(colocation_cluster.rm_url, trace_config, state_dir) as guard:
         guard.actuator.originals.intend(risky, WHOLE, NOTHING)  # type: ignore[attr-defined]
         guard.actuator.originals.confirmed(risky, NOTHING)  # type: ignore[attr-defined]

@@ -13,9 +13,9 @@ from yarn_adapt.testbed import run as testbed
 
 SHORT = testbed.TestbedOptions(
     rate_rps=20.0,
-    warmup_s=3.0,
-    alone_s=5.0,
-    phase_s=7.0,
+    warmup_s=2.0,
+    alone_s=4.0,
+    phase_s=6.0,
     repeats=3,
     settle_max_s=8.0,
     makespan=False,
