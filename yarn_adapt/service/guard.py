@@ -285,6 +285,8 @@ class GuardStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
         with self._transaction() as db:
             for statement in filter(None, (s.strip() for s in GUARD_SCHEMA.split(";"))):
                 db.execute(statement)
@@ -293,10 +295,14 @@ class GuardStore:
     def _db(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            connection = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA journal_mode=WAL")
             self._local.connection = connection
+            with self._all_lock:
+                self._all.append(connection)
         return connection
 
     @contextmanager
@@ -348,10 +354,12 @@ class GuardStore:
         ).fetchall()
 
     def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
+        """Every thread's connection (the web server's included)."""
+        with self._all_lock:
+            for connection in self._all:
+                connection.close()
+            self._all.clear()
+        self._local = threading.local()
 
 
 def _row(decision: NodeDecision) -> tuple[object, ...]:
