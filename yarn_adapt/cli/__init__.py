@@ -94,6 +94,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
+    from yarn_adapt.cli.testbed import testbed_command
     from yarn_adapt.cli.trace import trace_group
 
     for command in (
@@ -106,6 +107,7 @@ def _register_commands() -> None:
         serve_command,
         demo_command,
         trace_group,
+        testbed_command,
     ):
         cli.add_command(command)
 

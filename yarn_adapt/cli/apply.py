@@ -6,12 +6,13 @@ import json
 import os
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from yarn_adapt.cli.config import change_json
 from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
-from yarn_adapt.errors import SettingsError
+from yarn_adapt.errors import RollbackFailed, SettingsError
 from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
 from yarn_adapt.yarn.apply import (
     DEFAULT_REFRESH_COMMAND,
@@ -25,10 +26,19 @@ from yarn_adapt.yarn.apply import (
     PollSettings,
     RefreshCommand,
     WaitForReload,
+    running_document,
     unfinished,
 )
-from yarn_adapt.yarn.confxml import load_scheduler_config, raise_if_invalid
+from yarn_adapt.yarn.confxml import (
+    load_scheduler_config,
+    raise_if_invalid,
+    read_scheduler_document,
+)
+from yarn_adapt.yarn.rm import ResourceManagerClient
 from yarn_adapt.yarn.site import hadoop_conf_dir, read_properties
+
+if TYPE_CHECKING:
+    from yarn_adapt.colocation.queuecap import QueueCap
 
 
 def default_state_dir() -> Path:
@@ -124,8 +134,10 @@ def plan_json(plan: ApplyPlan, *, dry_run: bool) -> dict[str, object]:
 def recover_command(
     target: Path | None, refresh_command: str, state_dir: Path, **connection: object
 ) -> None:
-    """Finish or roll back applies a crash interrupted (from the journal)."""
+    """Finish or roll back applies a crash interrupted (from the journal), and give
+    every node the co-location guard changed its original total back."""
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    restore_guarded_nodes(endpoints, state_dir, refresh_command)  # the co-location guard's
     settings = ApplySettings(state_dir=state_dir)
     pending = unfinished(settings.default_journal())
     if not pending:
@@ -141,6 +153,47 @@ def recover_command(
             else:
                 step = MutationApplier(rm, settings).recover(entry)
             click.echo(f"{entry.apply_id}: {entry.target}: {step}")
+
+
+def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: str) -> None:
+    """What the co-location guard left changed -- node totals, or a batch queue's cap --
+    back as it was (exit 5 when something cannot be: the operator must act)."""
+    from yarn_adapt.colocation.actuate import Result, restore_journalled
+    from yarn_adapt.colocation.queuecap import journalled_queue_cap
+
+    with endpoints.rm_client() as rm:
+        outcomes = restore_journalled(rm, state_dir)
+        capped = journalled_queue_cap(state_dir)
+        if capped is not None:
+            queue, via = capped
+            cap = _queue_cap(rm, queue, via, state_dir, refresh)
+            outcomes += cap.restore_all()
+    for outcome in outcomes:
+        is_queue = outcome.node_id.startswith("queue ")
+        what = outcome.node_id if is_queue else f"node {outcome.node_id}"
+        click.echo(f"{what}: {outcome.result}: {outcome.status}")
+    failed = [o for o in outcomes if o.result in (Result.FAILED, Result.REFUSED)]
+    if failed:
+        raise RollbackFailed(
+            "; ".join(f"{o.node_id}: {o.status}" for o in failed) + ": the operator must act"
+        )
+
+
+def _queue_cap(
+    rm: ResourceManagerClient, queue: str, via: str, state_dir: Path, refresh: str
+) -> QueueCap:
+    from yarn_adapt.colocation.queuecap import QueueCap
+
+    settings = ApplySettings(state_dir=state_dir)
+    if via == "mutation":
+        mutation: Applier[SchedulerConfig] = MutationApplier(rm, settings)  # type: ignore[assignment]
+        return QueueCap(lambda: running_document(rm), lambda: mutation, queue, state_dir, via=via)
+    path = Path(via)
+    return QueueCap(
+        lambda: read_scheduler_document(path),
+        lambda: FileApplier(path, rm, _activation_for(path, refresh), settings),
+        queue, state_dir, via=via,
+    )  # fmt: skip
 
 
 def _applier(

@@ -4,6 +4,7 @@ One round, each step timed::
 
     observe -> reconcile (until it once succeeds; then observe again if it settled
       an interrupted apply) -> measure realized latency
+      -> guard (the co-location guard's own observe -> decide -> act -> record)
       -> propose (triggered groups, minus those cooling down) -> decide (gates)
       -> act (the mode's actuator) -> record
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
 from yarn_adapt.service.actuators import Actuator, Plan
 from yarn_adapt.service.backend import ClusterBackend, Observed
+from yarn_adapt.service.guard import GuardStep
 from yarn_adapt.service.hysteresis import Verdict, cooling_groups, judge
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.proposer import Proposer
@@ -119,6 +121,7 @@ class TuningLoop:
         self.next_round_at: float | None = None
         self._busy = threading.Lock()
         self._last_taken_ms: int | None = None
+        self.guard: GuardStep | None = None  # the co-location guard's step, when built
 
     # ------------------------------------------------------------------ schedule
 
@@ -201,6 +204,8 @@ class TuningLoop:
         with timer.step("measure"):
             self._measure_realized(observed, started)
             self.record_series(round_id, started, observed)
+        with timer.step("guard"):
+            self._run_guard(round_id, observed)
         cooling = cooling_groups(
             self.store.last_change_per_group(), started, self.settings.tuning.cooldown_s
         )
@@ -219,6 +224,18 @@ class TuningLoop:
         if acted.kind is DecisionKind.APPLIED:
             self._note_version(round_id)
         return [acted]
+
+    def _run_guard(self, round_id: int, observed: Observed) -> None:
+        """The co-location guard's step; its failure never stops the configurator's."""
+        if self.guard is None:
+            return
+        try:
+            decision = self.guard.run(round_id, observed.view)
+        except YarnAdaptError as exc:
+            log.error("guard step failed: %s", exc.one_line())
+            decision = Decision(DecisionKind.FAILED, f"guard: {exc.one_line()}")
+        self.store.record_decision(round_id, decision)
+        self.metrics.decisions.labels(kind=str(decision.kind)).inc()
 
     def _observe(self) -> Observed:
         try:

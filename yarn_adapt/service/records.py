@@ -150,6 +150,7 @@ class DecisionKind(StrEnum):
     RM_UNAVAILABLE = "rm-unavailable"
     BUSY = "busy"  # the previous round was still running
     FAILED = "failed"
+    GUARD = "guard"  # what the co-location guard did this round
 
 
 @dataclass(frozen=True)

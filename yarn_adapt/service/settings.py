@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
+from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
@@ -154,6 +155,33 @@ class TracingSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ColocationSection:
+    """The co-location guard (see yarn_adapt.colocation): batch visibility per node."""
+
+    enabled: bool = False
+    mode: GuardMode = GuardMode.RECOMMEND
+    actuator: str = "node-resource"
+    batch_queue: str = ""
+    nu: float = 1.0
+    zero_violation: bool = False
+    min_visible_fraction: float = 0.0
+    dead_band_fraction: float = 0.05
+    max_step_up_fraction: float = 0.25
+    cooldown_s: float = 300.0
+    stale_after_s: float = 300.0
+    demand: str = "observed"
+    applications: tuple[str, ...] = ()
+    demand_headroom: float = 0.25
+    vcores_per_core: float = 1.0
+    millicores_per_vcore: int = 1000
+    qos_percentile: float = 95.0
+    qos_targets: tuple[str, ...] = ()
+    node_hosts: tuple[str, ...] = ()
+    reclaim_ttl_s: float = 0.0
+    verify_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """All of ``yarn-adapt.toml``; ``source`` is the file it came from."""
 
@@ -167,6 +195,7 @@ class Settings:
     realized: RealizedSection = field(default_factory=RealizedSection)
     cilantro: CilantroSection = field(default_factory=CilantroSection)
     tracing: TracingSection = field(default_factory=TracingSection)
+    colocation: ColocationSection = field(default_factory=ColocationSection)
     source: str = "<defaults>"
 
     def with_overrides(self, **sections: object) -> Settings:
@@ -184,6 +213,7 @@ SECTIONS: dict[str, type[Any]] = {
     "realized": RealizedSection,
     "cilantro": CilantroSection,
     "tracing": TracingSection,
+    "colocation": ColocationSection,
 }
 
 # --------------------------------------------------------------------------- reading
@@ -303,6 +333,7 @@ def check_settings(settings: Settings) -> None:
         ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
         ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),
     ]
+    rules += _colocation_rules(settings.colocation)
     for key, ok, expectation in rules:
         if not ok:
             raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
@@ -311,6 +342,54 @@ def check_settings(settings: Settings) -> None:
         parse_executor_spec(settings.tuning.executor)
     except SettingsError as exc:
         raise SettingsError(f"{settings.source}: [tuning] executor: {exc}") from exc
+
+
+def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
+    return [
+        ("[colocation] actuator", guard.actuator in ("node-resource", "queue-cap"),
+         "node-resource or queue-cap"),
+        ("[colocation] batch_queue", guard.actuator != "queue-cap" or bool(guard.batch_queue),
+         "must name the batch queue for actuator = queue-cap"),
+        ("[colocation] nu", 0 <= guard.nu < float("inf"), "must be a number >= 0"),
+        ("[colocation] min_visible_fraction", 0 <= guard.min_visible_fraction <= 1, "[0, 1]"),
+        ("[colocation] dead_band_fraction", 0 <= guard.dead_band_fraction < 1, "in [0, 1)"),
+        ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
+        ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
+        ("[colocation] stale_after_s", guard.stale_after_s > 0, "must be positive"),
+        ("[colocation] demand", guard.demand in ("observed", "learned", "none"),
+         "observed, learned or none"),
+        ("[colocation] applications", _pairs_ok(guard.applications, numeric=False),
+         'entries "application=service,service"'),
+        ("[colocation] demand_headroom", guard.demand_headroom >= 0, "must be 0 or more"),
+        ("[colocation] vcores_per_core", guard.vcores_per_core > 0, "must be positive"),
+        ("[colocation] millicores_per_vcore", guard.millicores_per_vcore > 0, "positive"),
+        ("[colocation] qos_percentile", 0 < guard.qos_percentile <= 100, "in (0, 100]"),
+        ("[colocation] qos_targets", _pairs_ok(guard.qos_targets, numeric=True),
+         'entries "service=milliseconds"'),
+        ("[colocation] node_hosts", _pairs_ok(guard.node_hosts, numeric=False),
+         'entries "trace-host=node-id"'),
+        ("[colocation] reclaim_ttl_s", guard.reclaim_ttl_s >= 0, "must be 0 or more"),
+        ("[colocation] verify_timeout_s", guard.verify_timeout_s > 0, "must be positive"),
+    ]  # fmt: skip
+
+
+def pairs(entries: tuple[str, ...]) -> dict[str, str]:
+    """``("a=1", "b=2")`` -> ``{"a": "1", "b": "2"}`` (checked by :func:`check_settings`)."""
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def _pairs_ok(entries: tuple[str, ...], *, numeric: bool) -> bool:
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            return False
+        if numeric:
+            try:
+                if not float(value) > 0:
+                    return False
+            except ValueError:
+                return False
+    return True
 
 
 def _is_origin(url: str) -> bool:
