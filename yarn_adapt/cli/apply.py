@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 
 from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
-from yarn_adapt.errors import SettingsError
+from yarn_adapt.errors import RollbackFailed, SettingsError
 from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
 from yarn_adapt.yarn.apply import (
     DEFAULT_REFRESH_COMMAND,
     Applier,
+    ApplyHistory,
     ApplySettings,
     ApplyStep,
     DryRun,
@@ -22,9 +23,12 @@ from yarn_adapt.yarn.apply import (
     PollSettings,
     RefreshCommand,
     WaitForReload,
-    unfinished,
+    activation_named,
+    histories,
+    interrupted,
 )
 from yarn_adapt.yarn.confxml import load_scheduler_config, raise_if_invalid
+from yarn_adapt.yarn.rm import ResourceManagerClient
 from yarn_adapt.yarn.site import hadoop_conf_dir, read_properties
 
 
@@ -66,6 +70,11 @@ def default_state_dir() -> Path:
     show_default=True,
     help="Seconds to wait for the RM.",
 )
+@click.option(
+    "--shared-file",
+    is_flag=True,
+    help="With several RMs (HA): every RM reads this same file (required for --via file).",
+)
 def apply_command(
     file: Path,
     dry_run: bool,
@@ -74,6 +83,7 @@ def apply_command(
     refresh_command: str,
     state_dir: Path,
     verify_timeout: float,
+    shared_file: bool,
     **connection: object,
 ) -> None:
     """Apply FILE (capacity-scheduler.xml or fair-scheduler.xml) to the running RM:
@@ -81,6 +91,12 @@ def apply_command(
     desired = load_scheduler_config(file)
     raise_if_invalid(desired, source=str(file))
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    if _writes_a_file(desired, via) and len(endpoints.rm) > 1 and not shared_file:
+        raise SettingsError(
+            f"--via file with {len(endpoints.rm)} ResourceManagers ({', '.join(endpoints.rm)}): "
+            "each RM reads its own scheduler file, so a failover would silently revert the "
+            "change; pass --shared-file if every RM reads this same file, or use --via mutation"
+        )
     settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
     applier = _applier(desired, via, target, refresh_command, settings, endpoints)
     if dry_run:
@@ -97,26 +113,54 @@ def apply_command(
 @click.option(
     "--state-dir", type=click.Path(file_okay=False, path_type=Path), default=default_state_dir
 )
+@click.option(
+    "--verify-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the RM.",
+)
 def recover_command(
-    target: Path | None, refresh_command: str, state_dir: Path, **connection: object
+    target: Path | None,
+    refresh_command: str,
+    state_dir: Path,
+    verify_timeout: float,
+    **connection: object,
 ) -> None:
-    """Finish or roll back applies a crash interrupted (from the journal)."""
+    """Finish or roll back applies a crash interrupted, from the journal in
+    --state-dir: each is compared with the file (or the RM's scheduler-conf) and
+    what the RM reports, then activated and verified, or restored, activated and
+    confirmed. Prints what runs now for each; exit 5 if one needs the operator."""
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
-    settings = ApplySettings(state_dir=state_dir)
-    pending = unfinished(settings.default_journal())
+    settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
+    journal = settings.default_journal()
+    pending = interrupted(journal)
     if not pending:
         click.echo("no interrupted applies")
         return
+    unresolved: list[str] = []
     with endpoints.rm_client() as rm:
-        for entry in pending:
-            if entry.applier.startswith("file+"):
-                activation = _activation_for(Path(entry.target), refresh_command)
-                step: ApplyStep = FileApplier(Path(entry.target), rm, activation, settings).recover(
-                    entry
-                )
-            else:
-                step = MutationApplier(rm, settings).recover(entry)
-            click.echo(f"{entry.apply_id}: {entry.target}: {step}")
+        for history in pending:
+            step = _recover(history, rm, settings, refresh_command)
+            detail = next(h for h in histories(journal.entries()) if h.apply_id == history.apply_id)
+            click.echo(f"{history.apply_id}: {history.target}: {step} ({detail.last.detail})")
+            if step is ApplyStep.UNRESOLVED:
+                unresolved.append(f"{history.apply_id}: {detail.last.detail}")
+    if unresolved:
+        raise RollbackFailed(f"the operator must act: {'; '.join(unresolved)}")
+
+
+def _recover(
+    history: ApplyHistory, rm: ResourceManagerClient, settings: ApplySettings, refresh: str
+) -> ApplyStep:
+    if history.applier.startswith("file+"):
+        activation = activation_named(history.applier, shlex.split(refresh))
+        return FileApplier(Path(history.target), rm, activation, settings).recover(history)
+    return MutationApplier(rm, settings).recover(history)
+
+
+def _writes_a_file(desired: SchedulerConfig, via: str) -> bool:
+    return via == "file" or not isinstance(desired, CapacitySchedulerConfig)
 
 
 def _applier(
@@ -140,11 +184,6 @@ def _activation_for_config(
     if isinstance(desired, CapacitySchedulerConfig):
         return RefreshCommand(tuple(shlex.split(refresh_command)))
     return WaitForReload()
-
-
-def _activation_for(path: Path, refresh_command: str) -> RefreshCommand | WaitForReload:
-    desired = load_scheduler_config(path)
-    return _activation_for_config(desired, refresh_command)
 
 
 def _default_target(desired: SchedulerConfig) -> Path:

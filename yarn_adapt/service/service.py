@@ -48,7 +48,9 @@ class Service:
         actuator = actuator_for(
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
-        loop = TuningLoop(settings, store, backend, proposer, actuator, metrics)
+        loop = TuningLoop(
+            settings, store, backend, proposer, actuator, metrics, in_flight=desk.in_flight
+        )
         return cls(settings, store, backend, desk, loop, metrics, token)
 
     def start(self) -> list[str]:
@@ -66,5 +68,28 @@ class Service:
         self.loop.run_forever(stop)
 
     def close(self) -> None:
+        """Wait for applies in progress (at most ``[service] shutdown_grace_s``)
+        before closing the database under them. One still running after that is left
+        to its journal -- exactly as if the process had crashed -- and the next start
+        finishes or rolls it back; its connections are not closed under it."""
+        running = self.desk.in_flight()
+        grace = self.settings.service.shutdown_grace_s
+        if running:
+            log.warning(
+                "stopping: waiting up to %g s for the apply in progress (%s)",
+                grace,
+                ", ".join(sorted(running)),
+            )
+        if not self.desk.wait_idle(grace):
+            left = ", ".join(sorted(self.desk.in_flight()))
+            log.error(
+                "stopping: apply %s still running after %g s; exiting without closing the "
+                "database under it: the next start finishes or rolls it back from the journal",
+                left,
+                grace,
+            )
+            return
+        if running:
+            log.warning("stopping: the apply in progress has finished")
         self.backend.close()
         self.store.close()
