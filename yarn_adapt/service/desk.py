@@ -34,7 +34,7 @@ from yarn_adapt.service.records import ProposalRecord, ProposalState
 from yarn_adapt.service.statemachine import Action
 from yarn_adapt.service.store import SqliteJournal, Store
 from yarn_adapt.service.xmltext import parse_scheduler_text
-from yarn_adapt.yarn.apply import ApplyHistory, ApplyStep, new_apply_id
+from yarn_adapt.yarn.apply import ApplyHistory, ApplyJournal, ApplyStep, new_apply_id
 from yarn_adapt.yarn.confxml import diff_configs
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class ProposalDesk:
         self.store = store
         self.backend = backend
         self.metrics = metrics
-        self.journal = SqliteJournal(store)
+        self.journal: ApplyJournal = SqliteJournal(store)
         self._new_id = new_id
         self._running: set[str] = set()
         self._idle = threading.Condition()
