@@ -68,6 +68,7 @@ S = ApplyStep
 CHILD_TIMEOUT_S = 240.0
 READY_TIMEOUT_S = 60.0
 RECOVERY_VERIFY_S = 40.0
+START_SETTLE_S = 40.0
 
 # Children are forked from a server that imported the child's module once: a new
 # process per trial, without a second of imports in each.
@@ -118,6 +119,13 @@ PATHS: dict[str, ApplierPath] = {
                 "force-invalid",
                 horizon_s=8.0,
                 refused=True,
+            ),
+            TrialKind(
+                "lagging",
+                (S.ROLLING_BACK, S.RESTORED, S.ROLLED_BACK),
+                1.5,
+                "lagging-report",
+                horizon_s=8.0,
             ),
         ),
     ),
@@ -234,7 +242,7 @@ class CrashHarness:
         began = time.monotonic()
         self._trials += 1
         kind = self.path.kind(trial.kind)
-        before = self._read()
+        before = self._settled_start()
         desired = self._desired(kind, before.config)
         proposal_id = self._propose(before, desired)
         child_seconds, landed, child_problem = self._run_child(trial, kind, proposal_id)
@@ -271,6 +279,19 @@ class CrashHarness:
         return changed_variant(self._baseline)
 
     # ------------------------------------------------------------------ one trial's steps
+
+    def _settled_start(self) -> _Before:
+        """What runs now, once the RM reports it (a Fair reload left pending by
+        whoever changed the file last must land before a trial starts)."""
+        deadline = time.monotonic() + START_SETTLE_S
+        while True:
+            before = self._read()
+            with self._rm() as rm:
+                if not mismatches(before.config, rm.scheduler()):
+                    return before
+            if time.monotonic() > deadline:
+                return before  # the trial's check will name the disagreement
+            time.sleep(0.5)
 
     def _read(self) -> _Before:
         if self.path.via == "mutation":
