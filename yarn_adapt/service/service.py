@@ -67,11 +67,11 @@ class Service:
     def run_forever(self, stop: threading.Event) -> None:
         self.loop.run_forever(stop)
 
-    def close(self) -> None:
-        """Wait for applies in progress (at most ``[service] shutdown_grace_s``)
-        before closing the database under them. One still running after that is left
-        to its journal -- exactly as if the process had crashed -- and the next start
-        finishes or rolls it back; its connections are not closed under it."""
+    def drain(self) -> bool:
+        """Refuse new operator actions and wait for the applies in progress (at most
+        ``[service] shutdown_grace_s``), logging what it waits for; whether none is
+        left running. ``serve`` drains before it stops the page, so the operator who
+        approved still gets the answer."""
         running = self.desk.in_flight()
         grace = self.settings.service.shutdown_grace_s
         if running:
@@ -81,15 +81,23 @@ class Service:
                 ", ".join(sorted(running)),
             )
         if not self.desk.wait_idle(grace):
-            left = ", ".join(sorted(self.desk.in_flight()))
             log.error(
                 "stopping: apply %s still running after %g s; exiting without closing the "
                 "database under it: the next start finishes or rolls it back from the journal",
-                left,
+                ", ".join(sorted(self.desk.in_flight())),
                 grace,
             )
-            return
+            return False
         if running:
             log.warning("stopping: the apply in progress has finished")
+        return True
+
+    def close(self) -> None:
+        """Drain, then close the backend and the database. An apply still running
+        after the grace is left to its journal -- exactly as if the process had
+        crashed -- and the next start finishes or rolls it back; its connections are
+        not closed under it."""
+        if not self.drain():
+            return
         self.backend.close()
         self.store.close()
