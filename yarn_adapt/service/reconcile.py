@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 
-from yarn_adapt.errors import ApplyInProgress
+from yarn_adapt.errors import ApplyInProgress, YarnAdaptError, YarnError
 from yarn_adapt.service.backend import ClusterBackend
 from yarn_adapt.service.desk import settle
 from yarn_adapt.service.statemachine import Action
@@ -63,6 +63,11 @@ def _recover(history: ApplyHistory, backend: ClusterBackend, journal: SqliteJour
     except ApplyInProgress as exc:
         log.warning("apply %s: %s; left for later", history.apply_id, exc.one_line())
         return ""
+    except YarnError:
+        raise  # the RM cannot be read: the whole pass is tried again later
+    except YarnAdaptError as exc:
+        log.error("apply %s cannot be recovered yet: %s", history.apply_id, exc.one_line())
+        return f"apply {history.apply_id}: cannot be recovered yet: {exc.one_line()}"
     last = journal.store.journal_entries(history.apply_id)[-1]
     detail = f" ({last.detail})" if last.detail else ""
     return f"apply {history.apply_id} (interrupted after {history.last.step}): {step}{detail}"

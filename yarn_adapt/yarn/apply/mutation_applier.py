@@ -17,6 +17,7 @@ RM applies a body whole or not at all), and ``/scheduler`` must report it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from lxml import etree
@@ -273,6 +274,7 @@ class MutationApplier:
         cannot be read) propagates before anything is decided."""
         with self.settings.lock:
             trail = ApplyTrail.resume(self.journal, history)
+            _let_a_request_in_flight_land(history)
             running = self.running_config()
             now = _fingerprint(running)
             if now == trail.new_sha256:
@@ -318,6 +320,21 @@ class MutationApplier:
             lambda: self._problems(desired), lambda p: not p, self.settings.verify
         )
         return problems
+
+
+IN_FLIGHT_S = 3.0
+"""How long a PUT sent just before a crash may still be landing in the RM."""
+
+
+def _let_a_request_in_flight_land(history: ApplyHistory) -> None:
+    """A crash while a PUT (forward or reverse) was on the wire leaves a request the
+    RM may still be applying; reading the RM at once could miss it. Wait until the
+    last step is ``IN_FLIGHT_S`` old (a restart usually takes longer anyway)."""
+    if history.last.step not in (ApplyStep.PLANNED, ApplyStep.ROLLING_BACK):
+        return
+    remaining = history.last.at + IN_FLIGHT_S - time.time()
+    if remaining > 0:
+        time.sleep(remaining)
 
 
 def _resumed(history: ApplyHistory) -> str:
