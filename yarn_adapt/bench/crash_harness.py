@@ -36,7 +36,7 @@ import os
 import random
 import signal
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -176,12 +176,6 @@ class Trial:
     kill_after: ApplyStep | None = None
     kill_delay_s: float | None = None
 
-    @property
-    def label(self) -> str:
-        if self.kill_after is not None:
-            return f"after:{self.kill_after}"
-        return "random" if self.kill_delay_s is not None else "none"
-
 
 @dataclass(frozen=True)
 class TrialResult:
@@ -208,23 +202,27 @@ class _Before:
     data: bytes | None  # the file's exact bytes (file paths)
 
 
-@dataclass
 class CrashHarness:
-    """Runs trials of one applier path against a running mini cluster."""
+    """Runs trials of one applier path against a running mini cluster; its state
+    (database, backups, settings files, the children's log) lives in ``workdir``."""
 
-    path: ApplierPath
-    cluster: MiniCluster
-    workdir: Path
-    rng: random.Random = field(default_factory=lambda: random.Random(1))
-    _baseline: SchedulerConfig | None = None
-    _durations: dict[str, list[float]] = field(default_factory=dict)
-    _trials: int = 0
-
-    def __post_init__(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.state_dir = self.workdir / "state"
+    def __init__(
+        self,
+        path: ApplierPath,
+        cluster: MiniCluster,
+        workdir: Path,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.path = path
+        self.cluster = cluster
+        self.workdir = workdir
+        self.rng = rng or random.Random(1)
+        self.state_dir = workdir / "state"
         self.database = self.state_dir / "yarn-adapt.db"
-        for kind in self.path.kinds:
+        self._durations: dict[str, list[float]] = {}
+        self._trials = 0
+        workdir.mkdir(parents=True, exist_ok=True)
+        for kind in path.kinds:
             self._write_settings(self._settings_file(kind.name), kind.verify_timeout_s)
         self._write_settings(self._settings_file("recovery"), RECOVERY_VERIFY_S)
         self._baseline = self._read().config
@@ -271,7 +269,7 @@ class CrashHarness:
     # ------------------------------------------------------------------ the two configurations
 
     def _desired(self, kind: TrialKind, current: SchedulerConfig) -> SchedulerConfig:
-        assert self._baseline is not None
+        """The other configuration of the pair (or one the RM refuses)."""
         if kind.refused:
             return refused_variant(current)
         if diff_configs(current, self._baseline):
@@ -437,26 +435,27 @@ class CrashHarness:
         return truth, outcome, problems + record_problems
 
     def _truth(self, before: _Before, desired: SchedulerConfig) -> tuple[str, list[str]]:
+        """Which configuration the target holds now: for a file, the old one means
+        its old bytes exactly."""
         now = self._read()
-        if before.data is not None and now.data == before.data:
-            return "old", []
+        if before.data is not None:
+            if now.data == before.data:
+                return "old", []
+            if not diff_configs(now.config, desired):
+                return "new", []
+            close = "" if diff_configs(now.config, before.config) else " (not byte for byte)"
+            return "neither", [f"the file holds neither configuration{close}"]
         if not diff_configs(now.config, desired):
             return "new", []
-        if before.data is None and not diff_configs(now.config, before.config):
+        if not diff_configs(now.config, before.config):
             return "old", []
-        where = "the file" if before.data is not None else "scheduler-conf"
-        detail = (
-            ""
-            if before.data is None or diff_configs(now.config, before.config)
-            else (" (the old configuration, but not byte for byte)")
-        )
-        return "neither", [f"{where} holds neither configuration{detail}"]
+        return "neither", ["scheduler-conf holds neither configuration"]
 
     def _records(self, proposal_id: int, truth: str) -> tuple[str, list[str]]:
         store = Store(self.database)
         try:
             proposal = store.proposal(proposal_id)
-            applies = store.applies(proposal_id=proposal_id)
+            applies = sorted(store.applies(proposal_id=proposal_id), key=lambda a: a.id)
             journal = SqliteJournal(store)
             open_applies = [a.apply_id for a in store.unfinished_applies()]
             open_journal = [h.apply_id for h in interrupted(journal)]
