@@ -14,6 +14,7 @@ import pytest
 
 from yarn_adapt.bench.crash_harness import PATHS, CrashHarness, Trial
 from yarn_adapt.cli import main
+from yarn_adapt.errors import RollbackFailed
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import CapacitySchedulerConfig, Percentage
 from yarn_adapt.yarn.apply import (
@@ -27,6 +28,7 @@ from yarn_adapt.yarn.apply import (
     mismatches,
     unfinished,
 )
+from yarn_adapt.yarn.apply import file_applier as file_applier_module
 from yarn_adapt.yarn.confxml import read_capacity
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
@@ -126,3 +128,36 @@ def test_a_latin1_scheduler_file_comes_back_byte_for_byte_after_refusals_and_cra
         assert capacity_cluster.scheduler_xml_path.read_bytes() == LATIN1_CAPACITY
     finally:  # the cluster's own reset reads its file as UTF-8
         capacity_cluster.write_scheduler_xml(capacity_cluster.spec.initial_scheduler_xml)
+
+
+class TamperAfterBackup(JsonlJournal):
+    """A journal in a process whose backup is overwritten behind its back."""
+
+    def record(self, entry: JournalEntry) -> None:
+        super().record(entry)
+        if entry.step is ApplyStep.BACKED_UP:
+            Path(entry.backup).write_bytes(b"<configuration/>\n")
+
+
+def test_a_restore_that_cannot_be_trusted_is_rollback_failed_in_one_line(
+    capacity_cluster: MiniCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(file_applier_module, "raise_if_invalid", lambda *a, **k: None)
+    target = capacity_cluster.scheduler_xml_path
+    refused = with_capacities(read_capacity(target).config, default=60)  # sums to 120
+    settings = ApplySettings(state_dir=tmp_path / "state", verify=PollSettings(timeout_s=10.0))
+    journal = TamperAfterBackup(settings.default_journal().path)
+    with ResourceManagerClient(capacity_cluster.rm_url, HttpSettings(user=getpass.getuser())) as rm:
+        refresh = RefreshCommand(tuple(capacity_cluster.refresh_command))
+        with pytest.raises(RollbackFailed) as failed:
+            FileApplier(target, rm, refresh, settings, journal).apply(refused)
+    message = failed.value.one_line()
+    assert message == (
+        f"{target}: the backup {journal.entries()[-1].backup} does not hold the previous "
+        "configuration (its sha256 differs from the journal's)"
+    )
+    assert failed.value.exit_code == 5
+    assert journal.entries()[-1].step is ApplyStep.UNRESOLVED
+    assert read_capacity(target).config == refused  # left for the operator, not overwritten
