@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from yarn_adapt.cli import main
 from yarn_adapt.errors import ApplyInProgress
 from yarn_adapt.yarn.apply import (
     ApplySettings,
@@ -173,3 +174,21 @@ def test_the_apply_lock_beside_the_file_excludes_a_process_with_another_state_di
         holder.stdout.close()
     with ApplyLock.beside(target):  # released when its holder died
         pass
+
+
+def test_cli_apply_refuses_to_start_over_an_interrupted_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "capacity-scheduler.xml"
+    target.write_bytes(LATIN1)
+    state = tmp_path / "state"
+    JsonlJournal(state / "apply-journal.jsonl").record(
+        JournalEntry("a1", ApplyStep.WRITTEN, "file+RefreshCommand", str(target))
+    )
+    argv = ["apply", str(target), "--target", str(target), "--state-dir", str(state)]
+    assert main([*argv, "--rm", "http://127.0.0.1:9", "--retries", "0"]) == 4
+    assert capsys.readouterr().err == (
+        f"yarn-adapt: {target}: apply a1 was interrupted after written; run yarn-adapt "
+        f"recover --state-dir {state} first; nothing was changed\n"
+    )
+    assert target.read_bytes() == LATIN1

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
-from yarn_adapt.errors import RollbackFailed, SettingsError
+from yarn_adapt.errors import ApplyInProgress, RollbackFailed, SettingsError
 from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
 from yarn_adapt.yarn.apply import (
     DEFAULT_REFRESH_COMMAND,
@@ -102,8 +102,21 @@ def apply_command(
     if dry_run:
         click.echo(DryRun(applier).apply(desired).plan.render())
         return
+    _refuse_over_an_interrupted_apply(settings)
     outcome = applier.apply(desired)
     click.echo(outcome.summary())
+
+
+def _refuse_over_an_interrupted_apply(settings: ApplySettings) -> None:
+    """An apply a crash interrupted must be settled before another one starts: it
+    may still have to roll back, over whatever a new apply would write."""
+    pending = interrupted(settings.default_journal())
+    if pending:
+        first = pending[0]
+        raise ApplyInProgress(
+            f"{first.target}: apply {first.apply_id} was interrupted after {first.last.step}; "
+            f"run yarn-adapt recover --state-dir {settings.state_dir} first; nothing was changed"
+        )
 
 
 @click.command("recover")
