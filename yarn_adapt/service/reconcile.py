@@ -51,8 +51,7 @@ def reconcile(store: Store, backend: ClusterBackend, busy: Collection[str] = ())
 
 def needs_reconcile(store: Store, busy: Collection[str] = ()) -> bool:
     """Whether an apply outside ``busy`` is still open (cheap: two queries)."""
-    journal = SqliteJournal(store)
-    if any(history.apply_id not in busy for history in interrupted(journal)):
+    if any(apply_id not in busy for apply_id in store.unfinished_journal_applies()):
         return True
     return any(record.apply_id not in busy for record in store.unfinished_applies())
 

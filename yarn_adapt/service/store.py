@@ -557,6 +557,14 @@ class Store:
                 ),
             )
 
+    def unfinished_journal_applies(self) -> list[str]:
+        """The applies whose last journal step is not final (one query, no bodies)."""
+        rows = self._db.execute(
+            "SELECT apply_id, step FROM journal WHERE seq IN"
+            " (SELECT MAX(seq) FROM journal GROUP BY apply_id) ORDER BY seq"
+        ).fetchall()
+        return [row["apply_id"] for row in rows if not ApplyStep(row["step"]).is_final]
+
     def journal_entries(self, apply_id: str | None = None) -> list[JournalEntry]:
         if apply_id is None:
             rows = self._db.execute("SELECT * FROM journal ORDER BY seq")
