@@ -30,7 +30,7 @@ from yarn_adapt.yarn.apply.lock import ApplyLock
 from yarn_adapt.yarn.confxml import parse_capacity_xml
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
-from yarn_adapt.yarn.schedconf.xmlio import write_bytes_atomically
+from yarn_adapt.yarn.schedconf.xmlio import remove_stale_temporaries, write_bytes_atomically
 
 LATIN1 = (
     '<?xml version="1.0" encoding="ISO-8859-1"?>\n'
@@ -73,12 +73,26 @@ def test_an_atomic_write_fsyncs_the_file_renames_then_fsyncs_the_directory(
 
     [(first, temporary), (second, rename), (third, directory)] = syscalls
     assert (first, second, third) == ("fsync", "rename", "fsync")
-    assert Path(temporary).parent == tmp_path and temporary != str(target)
+    assert Path(temporary).parent == tmp_path
+    assert Path(temporary).name.startswith(".capacity-scheduler.xml.yarn-adapt-tmp-")
     assert rename == f"{temporary} -> {target}"
     assert directory == str(tmp_path)
     assert target.read_bytes() == LATIN1
     assert target.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["capacity-scheduler.xml"]
+
+
+def test_what_a_crash_mid_write_leaves_is_removed_and_nothing_else(tmp_path: Path) -> None:
+    target = tmp_path / "capacity-scheduler.xml"
+    target.write_bytes(LATIN1)
+    left = tmp_path / ".capacity-scheduler.xml.yarn-adapt-tmp-k3j2h1"
+    left.write_bytes(LATIN1[:40])  # a crash between the temporary file and the rename
+    with ApplyLock.beside(target):
+        assert remove_stale_temporaries(target) == [left]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".capacity-scheduler.xml.yarn-adapt.lock",
+        "capacity-scheduler.xml",
+    ]
 
 
 def test_a_backup_is_the_exact_bytes_fsynced_with_its_directory(

@@ -65,7 +65,11 @@ from yarn_adapt.yarn.confxml import (
     raise_if_invalid,
     read_scheduler_bytes,
 )
-from yarn_adapt.yarn.schedconf.xmlio import read_document_bytes, write_bytes_atomically
+from yarn_adapt.yarn.schedconf.xmlio import (
+    read_document_bytes,
+    remove_stale_temporaries,
+    write_bytes_atomically,
+)
 
 SchedulerConfig = CapacitySchedulerConfig | FairSchedulerConfig
 
@@ -265,6 +269,7 @@ class FileApplier:
         the final step recorded. A YarnError (the RM cannot be read) propagates
         before anything is decided: try again later."""
         with self.lock:
+            remove_stale_temporaries(self.path)
             trail = ApplyTrail.resume(self.journal, history)
             if not trail.old_sha256 and trail.backup:  # a journal from before v2
                 trail.old_sha256 = _sha_of(Path(trail.backup))

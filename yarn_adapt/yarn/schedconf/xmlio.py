@@ -207,7 +207,7 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     directory fsynced after it). The file keeps its permission bits."""
     target = Path(path)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), dir=target.parent)
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
@@ -222,6 +222,21 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
         fsync_directory(target.parent)
     except OSError as exc:
         raise ConfigFileError(os.fspath(path), f"cannot write: {exc}") from exc
+
+
+def temporary_prefix(target: Path) -> str:
+    """How the temporary files of :func:`write_bytes_atomically` start: a crash
+    between their creation and the rename leaves one, which recovery removes."""
+    return f".{target.name}.yarn-adapt-tmp-"
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Delete what a crashed atomic write of ``target`` left behind (call it only
+    while holding the target's apply lock)."""
+    stale = sorted(target.parent.glob(temporary_prefix(target) + "*"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def fsync_directory(directory: str | os.PathLike[str]) -> None:
