@@ -1,10 +1,12 @@
 """Session-wide fixtures: real YARN mini clusters from the Maven Central Hadoop jars.
 
-Three cluster fixtures, one per scheduler set-up:
+Four cluster fixtures, one per set-up:
 
 - ``capacity_cluster``         Capacity Scheduler, file store (XML + ``rmadmin -refreshQueues``)
 - ``capacity_memory_cluster``  Capacity Scheduler, ``memory`` store (``PUT /scheduler-conf``)
 - ``fair_cluster``             Fair Scheduler (allocation file reload)
+- ``secure_cluster``           Capacity Scheduler, ``memory`` store, Kerberos (MiniKdc) with
+                               SPNEGO on every web service, HTTPS only (a generated CA)
 
 Each cluster starts the first time a test asks for it and then serves the whole
 session, but at most one runs at a time (the test machine has two cores): asking for
@@ -30,6 +32,9 @@ CLUSTER_SPECS = {
     "capacity_cluster": MiniClusterSpec(scheduler="capacity", conf_store="file"),
     "capacity_memory_cluster": MiniClusterSpec(scheduler="capacity", conf_store="memory"),
     "fair_cluster": MiniClusterSpec(scheduler="fair"),
+    "secure_cluster": MiniClusterSpec(
+        scheduler="capacity", conf_store="memory", kerberos=True, https=True
+    ),
 }
 VARIANT_ORDER = list(CLUSTER_SPECS)
 
@@ -97,6 +102,11 @@ def capacity_memory_cluster(cluster_pool: ClusterPool) -> MiniCluster:
 @pytest.fixture(scope="session")
 def fair_cluster(cluster_pool: ClusterPool) -> MiniCluster:
     return cluster_pool.activate("fair_cluster")
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(cluster_pool: ClusterPool) -> MiniCluster:
+    return cluster_pool.activate("secure_cluster")
 
 
 def cluster_fixture_of(item: pytest.Item) -> str | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
 
 import click
 
+from yarn_adapt.cli.config import change_json
 from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
 from yarn_adapt.errors import ApplyInProgress, RollbackFailed, SettingsError
 from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
@@ -15,6 +17,7 @@ from yarn_adapt.yarn.apply import (
     DEFAULT_REFRESH_COMMAND,
     Applier,
     ApplyHistory,
+    ApplyPlan,
     ApplySettings,
     ApplyStep,
     DryRun,
@@ -54,6 +57,7 @@ def default_state_dir() -> Path:
 @click.option(
     "--target",
     type=click.Path(dir_okay=False, path_type=Path),
+    metavar="XML",
     help="The scheduler file the RM reads. Default: from $HADOOP_CONF_DIR.",
 )
 @click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
@@ -68,13 +72,15 @@ def default_state_dir() -> Path:
     type=float,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the RM.",
+    metavar="SECONDS",
+    help="How long to wait for the RM to report the new values.",
 )
 @click.option(
     "--shared-file",
     is_flag=True,
     help="With several RMs (HA): every RM reads this same file (required for --via file).",
 )
+@click.option("--json", "as_json", is_flag=True, help="The plan (or outcome) as one JSON object.")
 def apply_command(
     file: Path,
     dry_run: bool,
@@ -84,6 +90,7 @@ def apply_command(
     state_dir: Path,
     verify_timeout: float,
     shared_file: bool,
+    as_json: bool,
     **connection: object,
 ) -> None:
     """Apply FILE (capacity-scheduler.xml or fair-scheduler.xml) to the running RM:
@@ -100,10 +107,17 @@ def apply_command(
     settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
     applier = _applier(desired, via, target, refresh_command, settings, endpoints)
     if dry_run:
-        click.echo(DryRun(applier).apply(desired).plan.render())
+        plan = DryRun(applier).apply(desired).plan
+        click.echo(json.dumps(plan_json(plan, dry_run=True)) if as_json else plan.render())
         return
     _refuse_over_an_interrupted_apply(settings)
     outcome = applier.apply(desired)
+    if as_json:
+        body = plan_json(outcome.plan, dry_run=False)
+        body.update(result=str(outcome.result), apply_id=outcome.apply_id)
+        body["backup"] = str(outcome.backup) if outcome.backup else None
+        click.echo(json.dumps(body))
+        return
     click.echo(outcome.summary())
 
 
@@ -119,9 +133,19 @@ def _refuse_over_an_interrupted_apply(settings: ApplySettings) -> None:
         )
 
 
+def plan_json(plan: ApplyPlan, *, dry_run: bool) -> dict[str, object]:
+    return {
+        "dry_run": dry_run,
+        "applier": plan.applier,
+        "target": plan.target,
+        "changes": [change_json(c) for c in plan.changes],
+        "steps": list(plan.steps),
+    }
+
+
 @click.command("recover")
 @yarn_options
-@click.option("--target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--target", type=click.Path(dir_okay=False, path_type=Path), metavar="XML")
 @click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
 @click.option(
     "--state-dir", type=click.Path(file_okay=False, path_type=Path), default=default_state_dir

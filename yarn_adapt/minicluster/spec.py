@@ -57,6 +57,12 @@ class MiniClusterSpec:
     min_allocation_mb: int = 128
     scheduler_xml: str | None = None
     yarn_site: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Kerberos (MiniKdc; SPNEGO on every web UI and REST API) and HTTPS only
+    # (a generated CA): see yarn_adapt.minicluster.security. The harness talks REST to
+    # such a cluster; its Java clients (bin/yarn rmadmin, app submission) are not
+    # logged in to Kerberos, so the secured variant serves REST clients only.
+    kerberos: bool = False
+    https: bool = False
 
     def __post_init__(self) -> None:
         if self.scheduler not in ("capacity", "fair"):
@@ -84,4 +90,6 @@ class MiniClusterSpec:
     @property
     def label(self) -> str:
         """A short name for logs and directory names, e.g. ``capacity-memory``."""
-        return f"{self.scheduler}-{self.conf_store}" if self.scheduler == "capacity" else "fair"
+        base = f"{self.scheduler}-{self.conf_store}" if self.scheduler == "capacity" else "fair"
+        secured = [name for name, on in (("kerberos", self.kerberos), ("https", self.https)) if on]
+        return "-".join([base, *secured])

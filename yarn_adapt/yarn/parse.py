@@ -405,6 +405,7 @@ def _capacity_queue(queue: Fields, parent: str | None) -> QueueStatus:
         num_active_applications=queue.count("numActiveApplications"),
         num_pending_applications=queue.count("numPendingApplications"),
         num_containers=queue.count("numContainers"),
+        pending_containers=queue.count("pendingContainers"),
         children=children,
     )
 
@@ -461,6 +462,7 @@ def _fair_queue(queue: Fields) -> QueueStatus:
         num_active_applications=active,
         num_pending_applications=pending,
         num_containers=queue.count("allocatedContainers"),
+        pending_containers=queue.count("pendingContainers"),
         children=tuple(_fair_queue(c) for c in queue.items("childQueues", "queue")),
     )
 
