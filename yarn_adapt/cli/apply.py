@@ -155,7 +155,8 @@ def plan_json(plan: ApplyPlan, *, dry_run: bool) -> dict[str, object]:
     type=float,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the RM.",
+    metavar="SECONDS",
+    help="How long to wait for the RM to report the configuration that should run.",
 )
 def recover_command(
     target: Path | None,
