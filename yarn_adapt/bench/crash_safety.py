@@ -36,6 +36,7 @@ from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.crash_harness import PATHS, CrashHarness, Trial, TrialResult, summarize
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.progress import report
 
 log = logging.getLogger(__name__)
 DEFAULT_TRIALS = 100
@@ -57,10 +58,13 @@ def crash_safety(options: BenchOptions) -> BenchResult:
             with MiniCluster(PATHS[name].cluster) as cluster:
                 harness = CrashHarness(PATHS[name], cluster, workdir / name, rng)
                 began = time.monotonic()
-                for trial in plan(harness, options):
-                    result = harness.run(trial)
+                total = trial_count(harness, options)
+                for number, trial in enumerate(plan(harness, options), 1):
+                    result = harness.run(trial)  # random delays adapt to the trials so far
                     _report(result)
                     results.append(result)
+                    bad = sum(1 for r in results if not r.consistent)
+                    report(f"crash-safety {name} trial", number, total, f"{bad} inconsistent")
                 wall += time.monotonic() - began
     figures = summarize(results, wall)
     figures["failures"] = [_failure(r) for r in results if not r.consistent]
@@ -84,6 +88,12 @@ def plan(harness: CrashHarness, options: BenchOptions) -> Iterator[Trial]:
             yield points[(number // 2) % len(points)]
         else:
             yield harness.random_trial()
+
+
+def trial_count(harness: CrashHarness, options: BenchOptions) -> int:
+    if options.quick:
+        return len(harness.deterministic_trials()) + QUICK_RANDOM
+    return int(options.extra.get("trials", DEFAULT_TRIALS))
 
 
 def _paths(options: BenchOptions) -> list[str]:
