@@ -14,9 +14,9 @@ through a pipe.
   durably records STEP -- a deterministic crash at each step.
 - ``--fault force-invalid``: yarn-adapt's own validator is switched off, so the RM
   itself refuses the configuration (the refusal and rollback paths, for real).
-- ``--fault lagging-report``: ``/scheduler`` keeps answering what it reported at
-  start for ``--lag`` seconds (a slow RM the real one cannot be made to be), so
-  verification times out and the mutation is reversed.
+- ``--fault lagging-report``: ``/scheduler`` shows each change only ``--lag``
+  seconds after it happened (a slow RM the real one cannot be made to be), so
+  verification times out and the apply is rolled back or the mutation reversed.
 """
 
 from __future__ import annotations
@@ -73,13 +73,21 @@ def _never_invalid(*args: object, **kwargs: object) -> None:
 
 
 def _lagging(rm: ResourceManagerClient, lag_s: float) -> None:
-    """``/scheduler`` answers its first report until ``lag_s`` have passed."""
-    first = rm.scheduler()
-    until = time.monotonic() + lag_s
+    """``/scheduler`` shows each change ``lag_s`` after it could first be seen (an RM
+    whose report trails what it runs; counted from the change, so a slow refresh on
+    a loaded machine does not shorten it)."""
     real = rm.scheduler
+    shown = latest = real()
+    latest_since = time.monotonic()
 
     def scheduler() -> SchedulerStatus:
-        return first if time.monotonic() < until else real()
+        nonlocal shown, latest, latest_since
+        now, status = time.monotonic(), real()
+        if status != latest:
+            latest, latest_since = status, now
+        if now - latest_since >= lag_s:
+            shown = latest
+        return shown
 
     rm.scheduler = scheduler  # type: ignore[method-assign]
 

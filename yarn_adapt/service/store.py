@@ -237,11 +237,17 @@ class Store:
             connection = sqlite3.connect(
                 self.path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise SettingsError(f"{self.path}: cannot open the database: {exc}") from exc
+        try:
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
+            connection.close()
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
+                raise self._damaged(str(exc)) from exc  # a database, damaged
             raise SettingsError(f"{self.path}: not a usable SQLite database: {exc}") from exc
         return connection
 
