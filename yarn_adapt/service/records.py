@@ -149,6 +149,7 @@ class DecisionKind(StrEnum):
     NOTHING_TRIGGERED = "nothing-triggered"
     RM_UNAVAILABLE = "rm-unavailable"
     BUSY = "busy"  # the previous round was still running
+    DRIFT = "drift"  # the RM does not run the scheduler file; no action taken
     FAILED = "failed"
     GUARD = "guard"  # what the co-location guard did this round
 

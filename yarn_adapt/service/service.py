@@ -50,7 +50,9 @@ class Service:
         actuator = actuator_for(
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
-        loop = TuningLoop(settings, store, backend, proposer, actuator, metrics)
+        loop = TuningLoop(
+            settings, store, backend, proposer, actuator, metrics, in_flight=desk.in_flight
+        )
         loop.guard = _guard_step(settings, backend, store, metrics, proposer)
         return cls(settings, store, backend, desk, loop, metrics, token, loop.guard)
 
@@ -68,10 +70,41 @@ class Service:
     def run_forever(self, stop: threading.Event) -> None:
         self.loop.run_forever(stop)
 
+    def drain(self) -> bool:
+        """Refuse new operator actions and wait for the applies in progress (at most
+        ``[service] shutdown_grace_s``), logging what it waits for; whether none is
+        left running. ``serve`` drains before it stops the page, so the operator who
+        approved still gets the answer."""
+        running = self.desk.in_flight()
+        grace = self.settings.service.shutdown_grace_s
+        if running:
+            log.warning(
+                "stopping: waiting up to %g s for the apply in progress (%s)",
+                grace,
+                ", ".join(sorted(running)),
+            )
+        if not self.desk.wait_idle(grace):
+            log.error(
+                "stopping: apply %s still running after %g s; exiting without closing the "
+                "database under it: the next start finishes or rolls it back from the journal",
+                ", ".join(sorted(self.desk.in_flight())),
+                grace,
+            )
+            return False
+        if running:
+            log.warning("stopping: the apply in progress has finished")
+        return True
+
     def close(self) -> None:
+        """Give back every node the guard changed, drain, then close the backend and
+        the database. An apply still running after the grace is left to its journal --
+        exactly as if the process had crashed -- and the next start finishes or rolls
+        it back; its connections are not closed under it."""
         if self.guard is not None:
             self.guard.stop()  # every node the guard changed gets its original total back
             self.guard.store.close()
+        if not self.drain():
+            return
         self.backend.close()
         self.store.close()
 

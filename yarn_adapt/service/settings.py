@@ -60,6 +60,7 @@ class ServiceSection:
     mode: Mode = Mode.RECOMMEND
     interval_s: float = 120.0
     auto_approve: bool = False
+    shutdown_grace_s: float = 150.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +84,7 @@ class SchedulerSection:
     via: str = "file"
     refresh_command: tuple[str, ...] = DEFAULT_REFRESH_COMMAND
     verify_timeout_s: float = 60.0
+    shared_file: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +297,7 @@ def check_settings(settings: Settings) -> None:
     """Ranges and choices the types cannot say."""
     rules: list[tuple[str, bool, str]] = [
         ("[service] interval_s", settings.service.interval_s > 0, "must be positive"),
+        ("[service] shutdown_grace_s", settings.service.shutdown_grace_s >= 0, "must be 0 or more"),
         ("[yarn] timeout_s", settings.yarn.timeout_s > 0, "must be positive"),
         ("[yarn] retries", settings.yarn.retries >= 0, "must be 0 or more"),
         ("[yarn] app_window_s", settings.yarn.app_window_s > 0, "must be positive"),
