@@ -68,6 +68,7 @@ def bench_command(
 
 
 def _register_commands() -> None:
+    from yarn_adapt.cli.agent import agent_group
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
@@ -85,6 +86,7 @@ def _register_commands() -> None:
         propose_command,
         serve_command,
         demo_command,
+        agent_group,
     ):
         cli.add_command(command)
 

@@ -389,6 +389,35 @@ class MiniCluster:
             "-timeout", str(int((sleep_s + 3600) * 1000)),
         ])  # fmt: skip
 
+    def submit_shell_app(
+        self,
+        queue: str,
+        command: str,
+        args: str = "",
+        containers: int = 1,
+        container_mb: int = 256,
+        vcores: int = 1,
+        name: str = "shell",
+        timeout_s: float = 3600.0,
+    ) -> SubmittedApp:
+        """Submit a distributed-shell app running ``command args`` in each container
+        (no spaces inside ``command``; distributed shell splits ``args`` on spaces)."""
+        shell_args = ["-shell_args", args] if args else []
+        return self._submit("distributed-shell", name, [
+            "distributedshell", "-appname", name, "-queue", queue,
+            "-shell_command", command, *shell_args,
+            "-num_containers", str(containers),
+            "-container_memory", str(container_mb), "-container_vcores", str(vcores),
+            "-master_memory", "256", "-master_vcores", "1",
+            "-timeout", str(int(timeout_s * 1000)),
+        ])  # fmt: skip
+
+    def daemon_pid(self, name: str) -> int:
+        """The pid of a daemon JVM (``resourcemanager``, ``nodemanager-0``, ...)."""
+        if name not in self._daemons:
+            raise MiniClusterError(f"no daemon {name!r} (have: {', '.join(sorted(self._daemons))})")
+        return self._daemons[name].popen.pid
+
     def submit_mr_sleep_job(
         self,
         queue: str,
