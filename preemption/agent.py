@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from preemption.adopt import Adopter
 from preemption.cgroups.base import MIB, Cgroup, CgroupBackend
@@ -56,12 +56,14 @@ from preemption.node import (
     TickReport,
 )
 from preemption.procfs import ProcFs
-from preemption.qos import QosModel, QosSample, infer_preempted_resource, load_samples, sample_line
 from preemption.settings import AgentSettings
 from preemption.statefile import RestoreReport, StateJournal, restore
 from preemption.targets import Fetched, ServiceTarget, StandaloneTarget
 from preemption.yarnedge import NmContainer, YarnEdge
 from yarn_adapt.errors import YarnError
+
+if TYPE_CHECKING:
+    from preemption.qos import QosSample
 
 log = logging.getLogger("preemption.agent")
 
@@ -359,6 +361,8 @@ class Agent:
         qos = fetched.target.qos
         if qos.load is None or qos.target_ms is None or not self._qos.model.fitted:
             return None
+        from preemption.qos import infer_preempted_resource
+
         now_sample = self._qos_features(qos.load, 0.0)
         step = self.settings.reclaim.step_cpu_millicores
         inference = infer_preempted_resource(
@@ -369,6 +373,8 @@ class Agent:
         return Amount(already.cpu_millicores + inference.reclaim.cpu_millicores, 0)
 
     def _qos_features(self, load: float, latency_ms: float) -> QosSample:
+        from preemption.qos import QosSample
+
         batch_cpu = 0.0
         batch_limits = 0
         batch_memory = 0.0
@@ -412,6 +418,9 @@ class QosTraining:
     """The QoS model and its sample log (JSON lines), retrained as samples arrive."""
 
     def __init__(self, settings: AgentSettings) -> None:
+        # numpy and scikit-learn are loaded only when a model is configured.
+        from preemption.qos import QosModel, load_samples
+
         self.settings = settings.qos
         self.path = Path(settings.qos.samples_file)
         self.model = QosModel(settings.qos.model, seed=settings.reclaim.seed)
@@ -420,6 +429,8 @@ class QosTraining:
         self._fit_if_ready()
 
     def add(self, sample: QosSample) -> None:
+        from preemption.qos import sample_line
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as stream:
             stream.write(sample_line(sample) + "\n")

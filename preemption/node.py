@@ -43,8 +43,9 @@ from preemption.reclaim import (
     ReclaimSettings,
     SetLimit,
     decide,
+    without_plan,
 )
-from preemption.statefile import StateJournal
+from preemption.statefile import StateJournal, put_back
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +156,16 @@ class NodeReclaimer:
         decision = decide(self.state, seen, self.settings)
         self.state = decision.state
         self._act(now_s, decision, tasks, events)
-        reclaimed = (
-            sum((t.reclaimed for t in tasks.values()), start=NOTHING) + self.state.freed_by_kill
-        )
-        return TickReport(decision, tuple(events), len(tasks), reclaimed)
+        return TickReport(decision, tuple(events), len(tasks), self.reclaimed(tasks))
+
+    def reclaimed(self, tasks: Mapping[str, BatchTask]) -> Amount:
+        """What squeezed tasks give now (limits as applied) plus what kills freed."""
+        squeezed = NOTHING
+        for container_id in tasks:
+            tracked = self.tracked.get(container_id)
+            if tracked is not None and tracked.baseline is not None:
+                squeezed = squeezed + (tracked.baseline - tracked.limit).clamped()
+        return squeezed + self.state.freed_by_kill
 
     def _observe(
         self, now_s: float, containers: Sequence[ManagedContainer], events: list[Event]
@@ -215,8 +222,9 @@ class NodeReclaimer:
         allocated = container.allocation
         cpu = originals.cpu_millicores
         if cpu is None:
+            # What it was given, or else one core; more if it was using more.
             used = math.ceil(tracked.rate_millicores / 100) * 100
-            cpu = max(allocated.cpu_millicores if allocated else node_cpu, used)
+            cpu = max(allocated.cpu_millicores if allocated else 1000, used)
         memory = originals.memory_mb
         if memory is None:
             in_use = math.ceil(tracked.usage.memory_bytes / MIB)
@@ -237,7 +245,7 @@ class NodeReclaimer:
     def _restore_values(self, group: Cgroup, container_id: str, events: list[Event]) -> None:
         for key, value in sorted(self.journal.originals_of(group).items()):
             try:
-                self.backend.write(group, key, value)
+                put_back(self.backend, group, key, value)
             except CgroupVanished:
                 break
             except CgroupError as error:
@@ -330,6 +338,7 @@ class NodeReclaimer:
         tracked = self.tracked.get(container_id)
         if tracked is not None:
             tracked.set_aside_until_s = now_s + self.node.retry_after_s
+        self.state = without_plan(self.state, container_id)
 
     def _kill(self, action: Kill, tasks: Mapping[str, BatchTask], events: list[Event]) -> None:
         try:

@@ -192,6 +192,12 @@ class Decision:
     status: Status
 
 
+def without_plan(state: EngineState, container_id: str) -> EngineState:
+    """The round goes on without a task the caller could not act on."""
+    plans = tuple(plan for plan in state.plans if plan.container_id != container_id)
+    return replace(state, plans=plans)
+
+
 # ----------------------------------------------------------------- decide
 
 

@@ -25,12 +25,12 @@ from preemption.aliveness import AlivenessSettings
 from preemption.cgroups.base import MemoryPolicy
 from preemption.classify import ClassifySettings
 from preemption.model import Amount, TaskKind
-from preemption.qos import MODEL_KINDS
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.errors import SettingsError
 
 TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"
+MODEL_KINDS = ("gbrt", "linear", "elasticnet")  # preemption.qos.MODEL_KINDS, without numpy
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -234,10 +234,17 @@ def restore(journal: StateJournal, backend: CgroupBackend) -> RestoreReport:
     return report
 
 
+def put_back(backend: CgroupBackend, group: Cgroup, key: str, original: str) -> None:
+    """Write ``original`` unless the file already holds it (a refused write never
+    changed it: nothing to undo, and writing could be refused again)."""
+    if backend.read(group, key) != original:
+        backend.write(group, key, original)
+
+
 def _restore_values(journal: StateJournal, backend: CgroupBackend, report: RestoreReport) -> None:
     for (relpath, key), value in sorted(journal.content.originals.items()):
         try:
-            backend.write(Cgroup(relpath), key, value)
+            put_back(backend, Cgroup(relpath), key, value)
         except CgroupVanished:
             report.vanished += 1
         except CgroupError as error:

@@ -49,12 +49,16 @@ class CgroupFiles:
 
     def write(self, path: Path, value: str) -> None:
         with _mapped(path, f"write {value!r}"):
-            # O_WRONLY without O_CREAT: a vanished cgroup must not become a regular file.
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, value.encode())
-            finally:
-                os.close(fd)
+            self.raw_write(path, value)
+
+    def raw_write(self, path: Path, value: str) -> None:
+        """The system calls of a write; tests override this to inject an ``OSError``."""
+        # O_WRONLY without O_CREAT: a vanished cgroup must not become a regular file.
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
 
     def exists(self, path: Path) -> bool:
         return path.exists()
