@@ -4,9 +4,10 @@ Every test cgroup lives below a parent named ``yarn-adapt-test-<pid>-<n>`` in th
 ``cpu``, ``cpuacct`` and ``memory`` hierarchies, laid out like the NodeManager's
 LinuxContainerExecutor hierarchy (one child per container id). The finalizer kills
 any process still inside (they are all this test's children) and removes every
-cgroup, deepest first. The parent gets the largest ``cpu.shares`` so that, on a
-machine shared with other busy work, a pinned burner is held back by its CFS quota
-and not by contention: the tests check the cap, not the neighbours.
+cgroup, deepest first. The CPU-share test gives its parent the largest
+``cpu.shares`` so that, on a machine shared with other busy work, its pinned burner
+is held back by its CFS quota and not by contention: it checks the cap, not the
+neighbours.
 
 Without root or without writable v1 hierarchies these tests fail under ``CI=true``
 and are skipped elsewhere.
@@ -14,6 +15,7 @@ and are skipped elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -81,7 +83,6 @@ def hierarchy(v1: V1Backend) -> Iterator[str]:
     parent = f"yarn-adapt-test-{os.getpid()}-{next(_COUNTER)}"
     for controller in CONTROLLERS:
         (v1.mounts[controller] / parent).mkdir()
-    (v1.mounts["cpu"] / parent / "cpu.shares").write_text("262144")
     try:
         yield parent
     finally:
@@ -93,7 +94,9 @@ def remove_tree(v1: V1Backend, parent: str) -> None:
         root = v1.mounts[controller] / parent
         if not root.exists():
             continue
-        directories = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+        directories = sorted(
+            (p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)
+        )
         for directory in [*directories, root]:
             _kill_members(directory)
             for _ in range(50):
@@ -109,10 +112,8 @@ def _kill_members(directory: Path) -> None:
     if not procs.exists():
         return
     for line in procs.read_text().split():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(int(line), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def container_id(n: int) -> str:

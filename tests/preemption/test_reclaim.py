@@ -3,8 +3,9 @@ aliveness and the blacklist, the QoS re-check, release, and Kill only as last re
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -39,7 +40,7 @@ class Node:
     """Applies SetLimit actions to the tasks, as the actuator would."""
 
     tasks: dict[str, BatchTask]
-    state: EngineState = EngineState()
+    state: EngineState = field(default_factory=EngineState)
     now: float = 1000.0
 
     def step(
@@ -164,7 +165,9 @@ def test_a_vanished_task_leaves_the_round_and_the_next_round_covers_it() -> None
     assert all(p.container_id != cid(4) for p in decision.state.plans)
     for _ in range(8):
         n.step(target(1500))
-    assert sum(1000 - v for v in n.cpu_limits().values()) >= 1500 - SETTINGS.dead_band.cpu_millicores
+    assert (
+        sum(1000 - v for v in n.cpu_limits().values()) >= 1500 - SETTINGS.dead_band.cpu_millicores
+    )
 
 
 def test_kill_happens_only_after_the_grace_period_and_once_per_cool_down() -> None:
@@ -181,7 +184,7 @@ def test_kill_happens_only_after_the_grace_period_and_once_per_cool_down() -> No
     first_unmet = 1000.0
     assert kills_at, "the demand was never met, so a kill must come eventually"
     assert kills_at[0] - first_unmet >= SETTINGS.grace_period_s
-    assert all(b - a >= SETTINGS.kill_cooldown_s for a, b in zip(kills_at, kills_at[1:]))
+    assert all(b - a >= SETTINGS.kill_cooldown_s for a, b in itertools.pairwise(kills_at))
 
 
 def test_a_blacklisted_task_is_the_first_kill_victim() -> None:
