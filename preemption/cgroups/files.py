@@ -53,8 +53,9 @@ class CgroupFiles:
 
     def raw_write(self, path: Path, value: str) -> None:
         """The system calls of a write; tests override this to inject an ``OSError``."""
-        # O_WRONLY without O_CREAT: a vanished cgroup must not become a regular file.
-        fd = os.open(path, os.O_WRONLY)
+        # No O_CREAT: a vanished cgroup must not become a regular file. O_TRUNC as the
+        # shell's "echo > file" (the kernel ignores it; a laid-out copy needs it).
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         try:
             os.write(fd, value.encode())
         finally:
