@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from preemption.aliveness import Verdict, check, cpu_rate_millicores
@@ -89,6 +90,9 @@ class TickReport:
     reclaimed: Amount
 
 
+RECENT_WINDOWS = 5
+
+
 @dataclass
 class _Tracked:
     group: Cgroup
@@ -100,6 +104,7 @@ class _Tracked:
     baseline: Amount | None = None
     limit: Amount = NOTHING
     rate_millicores: float = 0.0
+    recent_rates: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_WINDOWS))
     rate_before_step: float = 0.0
     progress_moved_at_s: float | None = None
     set_aside_until_s: float = -math.inf
@@ -205,6 +210,7 @@ class NodeReclaimer:
             )
             return
         tracked.rate_millicores = cpu_rate_millicores(tracked.last_sample, sample)
+        tracked.recent_rates.append(tracked.rate_millicores)
         previous = tracked.last_sample.progress
         if sample.progress is not None and (previous is None or sample.progress > previous):
             tracked.progress_moved_at_s = sample.at_s
@@ -324,7 +330,9 @@ class NodeReclaimer:
             action.limit.memory_mb < tracked.limit.memory_mb
         )
         if stepping_down:
-            tracked.rate_before_step = tracked.rate_millicores
+            # The busiest recent interval: one short interval on a contended node can
+            # read near zero, and a task that starts hanging must still show as busy.
+            tracked.rate_before_step = max(tracked.recent_rates, default=0.0)
         kind = "step" if stepping_down else "released"
         events.append(Event(kind, action.container_id, f"{action.limit}: {action.reason}"))
         tracked.limit = action.limit
