@@ -181,14 +181,20 @@ def infer_preempted_resource(
     step_millicores: int,
     epsilon: float = 0.05,
     max_reclaim_millicores: int | None = None,
+    min_reclaim_millicores: int = 0,
 ) -> Inference:
-    """The smallest CPU reclaim the model predicts (upper bound) meets the target."""
+    """The smallest CPU reclaim the model predicts (upper bound) meets the target.
+
+    ``min_reclaim_millicores`` below zero also considers giving CPU back to batch
+    (the load fell): the answer is then the largest give-back that still meets the
+    target, as a negative reclaim."""
     if step_millicores <= 0:
         raise ValueError("step_millicores must be positive")
     ceiling = int(
         now.batch_cpu_millicores if max_reclaim_millicores is None else max_reclaim_millicores
     )
-    amounts = np.arange(0, max(ceiling, 0) + 1, step_millicores)
+    start = min(min_reclaim_millicores, 0)
+    amounts = np.arange(start, max(ceiling, 0) + 1, step_millicores)
     rows = np.array(
         [[now.load, now.lc_cpu_millicores + r, now.batch_cpu_millicores - r, now.batch_memory_mb]
          for r in amounts],

@@ -177,15 +177,7 @@ class V1Backend:
     # ----------------------------------------------------------------- translation
 
     def originals(self, values: Mapping[str, str]) -> Originals:
-        quota = int(values.get("cpu.cfs_quota_us", "-1"))
-        period = int(values.get("cpu.cfs_period_us", "100000"))
-        cpu = quota * 1000 // period if quota > 0 else None
-        memory = None
-        for key in ("memory.soft_limit_in_bytes", "memory.limit_in_bytes"):
-            limit = int(values.get(key, str(UNLIMITED_BYTES)))
-            if limit < UNLIMITED_BYTES:
-                memory = limit // MIB if memory is None else min(memory, limit // MIB)
-        return Originals(cpu, memory)
+        return v1_originals(values)
 
     def desired_values(
         self,
@@ -194,32 +186,71 @@ class V1Backend:
         originals: Mapping[str, str],
         usage: Usage,
     ) -> dict[str, str]:
-        values: dict[str, str] = {}
-        if limit.cpu_millicores >= baseline.cpu_millicores:
-            values["cpu.cfs_quota_us"] = originals["cpu.cfs_quota_us"]
-            values["cpu.shares"] = originals["cpu.shares"]
-        else:
-            period = int(originals.get("cpu.cfs_period_us", "100000"))
-            values["cpu.cfs_quota_us"] = str(quota_us(limit.cpu_millicores, period))
-            shares = scaled_weight(
-                int(originals["cpu.shares"]), limit.cpu_millicores, baseline.cpu_millicores, 2
-            )
-            values["cpu.shares"] = str(shares)
-        if limit.memory_mb >= baseline.memory_mb:
-            values["memory.soft_limit_in_bytes"] = originals["memory.soft_limit_in_bytes"]
-            values["memory.limit_in_bytes"] = originals["memory.limit_in_bytes"]
-        else:
-            values["memory.soft_limit_in_bytes"] = str(limit.memory_mb * MIB)
-            original_hard = int(originals["memory.limit_in_bytes"])
-            hard = original_hard
-            if self.memory.hard_limit:
-                hard = hard_limit_bytes(
-                    limit.memory_mb, usage.memory_bytes, original_hard, self.memory
-                )
-            values["memory.limit_in_bytes"] = (
-                originals["memory.limit_in_bytes"] if hard >= original_hard else str(hard)
-            )
-        return values
+        return v1_desired_values(limit, baseline, originals, usage, self.memory)
+
+
+def v1_originals(values: Mapping[str, str]) -> Originals:
+    """What v1 files allowed before the agent, in millicores and MiB."""
+    quota = int(values.get("cpu.cfs_quota_us", "-1"))
+    period = int(values.get("cpu.cfs_period_us", "100000"))
+    cpu = quota * 1000 // period if quota > 0 else None
+    memory = None
+    for key in ("memory.soft_limit_in_bytes", "memory.limit_in_bytes"):
+        if key not in values:
+            continue
+        limit = int(values[key])
+        if limit < UNLIMITED_BYTES:
+            memory = limit // MIB if memory is None else min(memory, limit // MIB)
+    return Originals(cpu, memory)
+
+
+def v1_desired_values(
+    limit: Amount,
+    baseline: Amount,
+    originals: Mapping[str, str],
+    usage: Usage,
+    memory: MemoryPolicy,
+) -> dict[str, str]:
+    """The v1 file values for ``limit`` (pure; the simulator's backend uses it too).
+    Memory files are only produced when ``originals`` has them."""
+    values: dict[str, str] = {}
+    if limit.cpu_millicores >= baseline.cpu_millicores:
+        values["cpu.cfs_quota_us"] = originals["cpu.cfs_quota_us"]
+        values["cpu.shares"] = originals["cpu.shares"]
+    else:
+        period = int(originals.get("cpu.cfs_period_us", "100000"))
+        values["cpu.cfs_quota_us"] = str(quota_us(limit.cpu_millicores, period))
+        shares = scaled_weight(
+            int(originals["cpu.shares"]), limit.cpu_millicores, baseline.cpu_millicores, 2
+        )
+        values["cpu.shares"] = str(shares)
+    if "memory.soft_limit_in_bytes" in originals:
+        values.update(_memory_values(limit, baseline, originals, usage, memory))
+    return values
+
+
+def _memory_values(
+    limit: Amount,
+    baseline: Amount,
+    originals: Mapping[str, str],
+    usage: Usage,
+    memory: MemoryPolicy,
+) -> dict[str, str]:
+    if limit.memory_mb >= baseline.memory_mb:
+        return {
+            "memory.soft_limit_in_bytes": originals["memory.soft_limit_in_bytes"],
+            "memory.limit_in_bytes": originals["memory.limit_in_bytes"],
+        }
+    original_hard = int(originals["memory.limit_in_bytes"])
+    hard = original_hard
+    if memory.hard_limit:
+        hard = hard_limit_bytes(limit.memory_mb, usage.memory_bytes, original_hard, memory)
+    return {
+        "memory.soft_limit_in_bytes": str(limit.memory_mb * MIB),
+        "memory.limit_in_bytes": originals["memory.limit_in_bytes"]
+        if hard >= original_hard
+        else str(hard),
+    }
 
 
 def _oom_kills(oom_control: str) -> int:

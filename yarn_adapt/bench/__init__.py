@@ -115,4 +115,5 @@ _BENCH_MODULES: list[str] = [
     "yarn_adapt.bench.sim_fidelity",
     "yarn_adapt.bench.comparator",
     "yarn_adapt.bench.adaptive",
+    "yarn_adapt.bench.preemption",
 ]
