@@ -10,10 +10,12 @@ A regression F predicts a latency-critical service's P95 latency from
 
 Three regressors are offered, as in the paper's Table 3: gradient-boosted trees
 (``gbrt``, scikit-learn's ``GradientBoostingRegressor``), ordinary least squares
-(``linear``) and ``elasticnet``; :func:`compare_models` scores them on held-out
-samples by RMSE, MAE and R². The GBRT's uncertainty is a second GBRT fitted with the
-quantile loss at ``upper_quantile`` (0.9); the linear models use their residual
-spread (mean + 1.28 σ).
+(``linear``) and ``elasticnet``, each fitted on log latency (tail latency spans
+orders of magnitude near overload) and answering in milliseconds;
+:func:`compare_models` scores them on held-out samples by RMSE, MAE and R² in
+milliseconds. The GBRT's uncertainty is a second GBRT fitted with the quantile loss
+at ``upper_quantile`` (0.9); the linear models use their residual spread
+(mean + 1.28 σ, in log space).
 
 ``InferPreemptedResource()`` (:func:`infer_preempted_resource`) searches reclaim
 amounts r = 0, ω, 2ω, … up to what batch uses, and returns the smallest r for which
@@ -96,27 +98,30 @@ class QosModel:
         return self._mean is not None
 
     def fit(self, samples: Sequence[QosSample]) -> QosModel:
+        """Fit on log latency (tail latency spans orders of magnitude near overload);
+        predictions come back in milliseconds."""
         if len(samples) < 10:
             raise ValueError(f"need at least 10 samples to fit a QoS model, got {len(samples)}")
         x, y = _arrays(samples)
-        self._mean = _regressor(self.kind, self.seed).fit(x, y)
+        log_y = np.log(np.maximum(y, 1e-3))
+        self._mean = _regressor(self.kind, self.seed).fit(x, log_y)
         if self.kind == "gbrt":
             upper = _regressor("gbrt", self.seed, quantile=self.upper_quantile)
-            self._upper = upper.fit(x, y)
+            self._upper = upper.fit(x, log_y)
         else:
-            residuals = y - self._mean.predict(x)
+            residuals = log_y - self._mean.predict(x)
             self._spread = float(np.std(residuals))
         return self
 
     def predict_many(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.fitted:
             raise ValueError("the QoS model is not fitted")
-        mean = np.asarray(self._mean.predict(rows), dtype=float)
+        log_mean = np.asarray(self._mean.predict(rows), dtype=float)
         if self._upper is not None:
-            upper = np.maximum(mean, np.asarray(self._upper.predict(rows), dtype=float))
+            log_upper = np.maximum(log_mean, np.asarray(self._upper.predict(rows), dtype=float))
         else:
-            upper = mean + 1.2816 * self._spread
-        return mean, upper
+            log_upper = log_mean + 1.2816 * self._spread
+        return np.exp(log_mean), np.exp(log_upper)
 
     def predict(self, sample: QosSample) -> Prediction:
         mean, upper = self.predict_many(np.array([sample.features()]))

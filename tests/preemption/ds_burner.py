@@ -2,9 +2,9 @@
 
 ``ds_burner.py DIR SECONDS``: the first container to claim ``DIR/falter`` is the
 *falterer*: it burns CPU until the agent's CFS quota on its cgroup falls to 0.6 core
-or less, then stops working (a task that hangs when squeezed too far). Every other container is *steady*: it
-burns SECONDS of CPU time and exits 0. Each writes ``DIR/role-<container id>``, and a
-steady one ``DIR/done-<container id>`` when it finished.
+or less, then stops working (a task that hangs when squeezed too far). Every other
+container is *steady*: it burns SECONDS of CPU time and exits 0. Each writes
+``DIR/role-<container id>``, and a steady one ``DIR/done-<container id>`` when done.
 """
 
 import os

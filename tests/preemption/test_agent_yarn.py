@@ -104,7 +104,7 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
 
     log = "\n".join(f"{at - events[0][0]:6.1f} {e.kind} {e.container_id[-2:]} {e.detail}"
                     for at, e in events) if events else "no events"  # fmt: skip
-    role_of = {p.name[len("role-"):]: p.read_text() for p in roles.glob("role-*")}
+    role_of = {p.name[len("role-") :]: p.read_text() for p in roles.glob("role-*")}
     steady = next(c for c, r in role_of.items() if r == "steady")
     falterer = next(c for c, r in role_of.items() if r == "falter")
 
@@ -142,7 +142,7 @@ def record_quotas(agent: Agent, backend: V1Backend, quotas: dict[str, list[str]]
     for container_id, tracked in agent.reclaimer.tracked.items():
         try:
             quota = backend.read(tracked.group, "cpu.cfs_quota_us")
-        except Exception:  # noqa: BLE001 - the container may be gone
+        except Exception:
             continue
         seen = quotas.setdefault(container_id, [])
         if not seen or seen[-1] != quota:

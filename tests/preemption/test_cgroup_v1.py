@@ -4,6 +4,7 @@ and hard limits, restore after SIGKILL, adoption, and faults mid-step."""
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -226,7 +228,8 @@ class VanishesOnQuotaWrite(CgroupFiles):
             self.victim.kill()
             self.victim.wait()
             for controller in ("cpu", "cpuacct", "memory"):
-                wait_for(lambda c=controller: _try_rmdir(self.v1.mounts[c] / self.group.relpath), 5)
+                directory = self.v1.mounts[controller] / self.group.relpath
+                wait_for(functools.partial(_try_rmdir, directory), 5)
         super().raw_write(path, value)
 
 
@@ -333,7 +336,10 @@ def run_agent(config: Path, *extra: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def wait_for(probe: Callable[[], object], timeout_s: float) -> object:
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T], timeout_s: float) -> T:
     deadline = time.monotonic() + timeout_s
     while True:
         result = probe()

@@ -4,7 +4,6 @@ the processes are real)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -57,17 +56,28 @@ def burn(group: Path, usec: int) -> None:
 
 
 def agent_on(root: Path, tmp_path: Path, *, cpu: int, memory: int) -> Agent:
+    discovery = {
+        "source": "cgroup",
+        "cgroup_version": "v2",
+        "cgroup_root": str(root),
+        "node_cpu_millicores": 4000,
+    }
+    reclaim = {
+        "per_task_cpu_millicores": 1000,
+        "step_cpu_millicores": 500,
+        "per_task_memory_mb": 512,
+        "step_memory_mb": 128,
+        "floor_memory_mb": 16,
+        "settle_s": 0.0,
+    }
     settings = agent_settings_from_mapping(
         {
             "agent": {"state_file": str(tmp_path / "state.json")},
             "standalone": {"reclaim_cpu_millicores": cpu, "reclaim_memory_mb": memory},
-            "discovery": {"source": "cgroup", "cgroup_version": "v2", "cgroup_root": str(root),
-                          "node_cpu_millicores": 4000},  # fmt: skip
+            "discovery": discovery,
             "classify": {"unknown": "batch"},
-            "reclaim": {"per_task_cpu_millicores": 1000, "step_cpu_millicores": 500,
-                        "per_task_memory_mb": 512, "step_memory_mb": 128, "floor_memory_mb": 16,
-                        "settle_s": 0.0},
-        },  # fmt: skip
+            "reclaim": reclaim,
+        },
         "test",
     )
     backend = V2Backend(root)
@@ -136,4 +146,4 @@ def test_v2_membership_and_move_use_the_unified_line(tmp_path: Path) -> None:
     assert backend.membership(4242) == {"": "system.slice/hadoop-nodemanager.service"}
     backend.move(4242, Cgroup(f"yarn-adapt/{CID}"))
     assert (root / "yarn-adapt" / CID / "cgroup.procs").read_text() == "4242"
-    assert os.path.exists(root / "yarn-adapt")
+    assert (root / "yarn-adapt").is_dir()
