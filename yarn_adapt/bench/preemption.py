@@ -18,7 +18,9 @@ Figures: ``jct_by_strategy`` (mean batch JCT), ``jct_median_by_strategy``,
 Settings (``--set KEY=VALUE``): any :class:`~yarn_adapt.sim.colocation.NodeModel`
 field (``utilization``, ``target_p95_ms``, ``kill_latency_s``, ``restart_delay_s``,
 ``cpu_fraction_low``/``cpu_fraction_high``, ...), the reclaim knobs ``per_task``,
-``step``, ``floor``, ``grace_period_s``, and ``load_trace``, ``profile_samples``.
+``step``, ``floor``, ``grace_period_s``; ``load_trace``, ``load_points`` (how many
+of its values to replay; ``--quick`` takes 180, 30 simulated minutes) and
+``profile_samples``.
 """
 
 from __future__ import annotations
@@ -69,12 +71,20 @@ def preemption_bench(options: BenchOptions) -> BenchResult:
     model = _model(extra)
     reclaim = _reclaim(extra)
     load_path = Path(extra.pop("load_trace", str(bundled_trace(TWITTER))))
-    profiles = int(extra.pop("profile_samples", "1500" if options.quick else "4000"))
+    profiles = int(
+        _number(
+            "profile_samples",
+            extra.pop("profile_samples", "1500" if options.quick else "4000"),
+            int,
+        )
+    )
+    points = extra.pop("load_points", str(QUICK_LOAD_POINTS) if options.quick else "0")
+    load_points = int(_number("load_points", points, int))
     if extra:
         raise SettingsError(f"bench preemption: unknown settings {sorted(extra)}")
     loads = load_series(load_path)
-    if options.quick:
-        loads = loads[:QUICK_LOAD_POINTS]
+    if load_points > 0:
+        loads = loads[:load_points]
     horizon = len(loads) * model.load_interval_s
     trace = options.trace or bundled_trace()
     workload = load_swim(

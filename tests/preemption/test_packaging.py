@@ -1,0 +1,81 @@
+"""The agent is deployable on its own: what it imports, its command line, its unit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from yarn_adapt.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+FORBIDDEN = ("yarn_adapt.service", "yarn_adapt.tuning", "yarn_adapt.sim", "yarn_adapt.cli",
+             "rules", "flask", "waitress", "redis", "lxml", "durable", "sklearn")  # fmt: skip
+
+
+def test_the_agent_never_imports_the_service_or_the_tuner() -> None:
+    code = (
+        "import sys, json\n"
+        "import preemption.agent, preemption.cli, preemption.node, preemption.targets\n"
+        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} "
+        f"or m.startswith({FORBIDDEN!r}))\n"
+        "print(json.dumps(bad))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert json.loads(done.stdout) == []
+
+
+def test_yarn_adapt_agent_is_registered_and_maps_errors_to_one_line(
+    tmp_path: Path, capsys: object
+) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text(f'[agent]\nstate_file = "{tmp_path / "state.json"}"\n')
+    assert main(["agent", "restore", "--config", str(config)]) == 0
+    config.write_text("[agent]\nmode = 'cloud'\n")
+    assert main(["agent", "run", "--config", str(config)]) == 2
+    assert main(["agent", "restore", "--config", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_python_m_preemption_runs_the_same_commands(tmp_path: Path) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        f'[agent]\nstate_file = "{tmp_path / "state.json"}"\n'
+        f'[discovery]\nsource = "cgroup"\ncgroup_version = "v2"\ncgroup_root = "{tmp_path}"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "preemption", "run", "--config", str(config), "--dry-run",
+         "--ticks", "2"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "dry run" in done.stderr and "stopped:" in done.stderr
+    state = tmp_path / "state.json"
+    assert not state.exists()  # a dry run writes no state
+    bad = subprocess.run(
+        [sys.executable, "-m", "preemption", "run", "--config", str(tmp_path / "none.toml")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("yarn-adapt agent: ")
+
+
+def test_the_systemd_unit_runs_the_agent_as_root_hardened_and_restores_on_stop() -> None:
+    unit = (ROOT / "conf" / "yarn-adapt-agent.service").read_text()
+    lines = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in unit.splitlines()
+             if "=" in line and not line.startswith("#")}  # fmt: skip
+    assert (
+        "yarn-adapt agent run --config /etc/yarn-adapt/yarn-adapt-agent.toml" in lines["ExecStart"]
+    )
+    assert lines["KillSignal"] == "SIGTERM"
+    assert lines["NoNewPrivileges"] == "true"
+    assert lines["ProtectSystem"] == "strict"
+    assert "/sys/fs/cgroup" in lines["ReadWritePaths"]
+    assert lines["StateDirectory"] == "yarn-adapt-agent"
+    assert lines["ExecStopPost"].endswith(
+        "agent restore --config /etc/yarn-adapt/yarn-adapt-agent.toml"
+    )
