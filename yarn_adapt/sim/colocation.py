@@ -444,18 +444,29 @@ class ColocatedNode:
         return math.ceil(freed / (1000 * self.model.task_vcores) - 1e-9)
 
     def _start_tasks(self) -> None:
+        """Fill free slots in queue order, skipping a rerun whose AM has not asked yet."""
         free = self.model.batch_slots - len(self.running) - self._blocked_slots()
-        while free > 0 and self.queue and self.queue[0].ready_at_s <= self.now:
+        if free <= 0 or not self.queue:
+            return
+        waiting: list[SimTask] = []
+        while free > 0 and self.queue:
             task = self.queue.popleft()
-            task.container_id = (
-                f"container_{CLUSTER_TS}_{task.job + 1:04d}_01_{next(self.sequence):06d}"
-            )
-            task.started_at_s = self.now
-            self.cgroups.add(
-                task.container_id, 1024 * self.model.task_vcores, self.model.task_memory_mb << 20
-            )
-            self.running[task.container_id] = task
+            if task.ready_at_s > self.now:
+                waiting.append(task)
+                continue
+            self._start(task)
             free -= 1
+        self.queue.extendleft(reversed(waiting))
+
+    def _start(self, task: SimTask) -> None:
+        task.container_id = (
+            f"container_{CLUSTER_TS}_{task.job + 1:04d}_01_{next(self.sequence):06d}"
+        )
+        task.started_at_s = self.now
+        self.cgroups.add(
+            task.container_id, 1024 * self.model.task_vcores, self.model.task_memory_mb << 20
+        )
+        self.running[task.container_id] = task
 
     def _finish(self, task: SimTask) -> None:
         del self.running[task.container_id]
