@@ -79,3 +79,38 @@ def test_the_systemd_unit_runs_the_agent_as_root_hardened_and_restores_on_stop()
     assert lines["ExecStopPost"].endswith(
         "agent restore --config /etc/yarn-adapt/yarn-adapt-agent.toml"
     )
+
+
+def test_metrics_are_served_for_prometheus(tmp_path: Path) -> None:
+    import socket
+
+    import requests
+
+    from preemption.agent import Agent
+    from preemption.cli import _metrics_server
+    from preemption.settings import agent_settings_from_mapping
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = agent_settings_from_mapping(
+        {"agent": {"state_file": str(tmp_path / "s.json"), "metrics_port": port},
+         "discovery": {"source": "cgroup", "cgroup_version": "v2", "cgroup_root": str(tmp_path)}},
+    )  # fmt: skip
+    agent = Agent.build(settings, dry_run=True)
+    agent.tick()
+    server = _metrics_server(agent)
+    assert server is not None
+    try:
+        text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    finally:
+        server.shutdown()
+        server.server_close()
+    for name in (
+        "yarn_adapt_agent_reclaimed_cpu_millicores",
+        "yarn_adapt_agent_tasks_squeezed_total",
+        'yarn_adapt_agent_events_total{kind="blacklisted"}',
+        'yarn_adapt_agent_events_total{kind="killed"}',
+        "yarn_adapt_agent_tick_seconds",
+    ):
+        assert name in text, name  # fmt: skip
