@@ -138,7 +138,7 @@ def test_memory_soft_and_hard_limits_are_applied_in_steps_and_restored(
     assert not (tmp_path / "state.json").exists()
 
 
-def test_after_sigkill_of_the_agent_the_next_start_restores_every_limit(
+def test_sigterm_restores_and_after_sigkill_the_next_start_restores_every_limit(
     v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     holders = [processes(HOLDER, "48"), processes(HOLDER, "16")]
@@ -152,7 +152,6 @@ def test_after_sigkill_of_the_agent_the_next_start_restores_every_limit(
         started(holder)
     state = tmp_path / "state.json"
     first = write_config(tmp_path / "first.toml", hierarchy, state, cpu=600, memory=48)
-    agent = run_agent(first)
     groups = (cpu_group, memory_group)
 
     def changed() -> bool:
@@ -160,6 +159,17 @@ def test_after_sigkill_of_the_agent_the_next_start_restores_every_limit(
         softs = [v1.read(g, "memory.soft_limit_in_bytes") for g in groups]
         return any(q != "-1" for q in quotas) and any(s != UNLIMITED for s in softs)
 
+    # SIGTERM: the agent itself puts everything back before it exits.
+    agent = run_agent(first)
+    try:
+        wait_for(changed, 30)
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=30)
+    assert agent.returncode == 0, stderr
+    assert not changed() and not state.exists(), stderr
+    # SIGKILL: nothing runs on the way out; the limits stay until the next start.
+    agent = run_agent(first)
     try:
         wait_for(changed, 30)
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from io import StringIO
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +11,8 @@ from preemption.cgroups.base import Cgroup
 from preemption.model import Amount, ReclaimTarget
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
-from yarn_adapt.bench import BenchOptions, run_and_print
+from yarn_adapt.bench import BenchOptions
+from yarn_adapt.bench.preemption import preemption_bench
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
 from yarn_adapt.sim.colocation import (
@@ -23,6 +24,12 @@ from yarn_adapt.sim.colocation import (
     lc_p95_ms,
 )
 
+FIFTY_JOBS = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "workload"
+    / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+)
 MODEL = NodeModel(cores=4.0, batch_slots=3, lc_vcores=1, lc_cores_at_median=1.0,
                   target_p95_ms=14.0, noise_sigma=0.0, cpu_fraction=(1.0, 1.0),
                   falter_cores=(0.05, 0.05), load_interval_s=10.0)  # fmt: skip
@@ -88,15 +95,26 @@ def test_kill_loses_progress_and_gradual_reclaim_keeps_every_task_alive() -> Non
     assert ntf_jct < kill_jct
 
 
-def test_the_bench_prints_every_figure_the_issue_asks_for() -> None:
-    out = StringIO()
-    options = BenchOptions(quick=True, seed=1, extra={"load_points": "6", "profile_samples": "60"})
-    figures = run_and_print("preemption", options, out)
-    last = json.loads(out.getvalue().strip().splitlines()[-1])
-    assert last == json.loads(json.dumps(figures, default=str))
+def test_the_bench_reports_every_figure_the_issue_asks_for_on_another_trace() -> None:
+    # A SWIM file the bench was not built on (the first 50 jobs of an FB-2009 sample).
+    options = BenchOptions(
+        quick=True, seed=1, trace=FIFTY_JOBS,
+        extra={"load_points": "6", "profile_samples": "40"},
+    )  # fmt: skip
+    result = preemption_bench(options)
+    figures = json.loads(json.dumps(result.figures, default=str))
     strategies = {"none", "Kill", "LP", "RB", "LTF", "NTF", "NLTF"}
-    for key in ("jct_by_strategy", "qos_recovery_s", "tasks_killed"):
-        assert set(last[key]) == strategies, key
-    assert isinstance(last["jct_vs_kill"], float) and isinstance(last["jct_vs_lp"], float)
-    assert set(last["qos_model"]) == {"gbrt", "linear", "elasticnet"}
-    assert last["tasks_killed"]["none"] == 0
+    for key in ("jct_by_strategy", "qos_recovery_s", "tasks_killed", "jct_worst_by_strategy"):
+        assert set(figures[key]) == strategies, key
+    assert isinstance(figures["jct_vs_kill"], float) and isinstance(figures["jct_vs_lp"], float)
+    assert set(figures["qos_model"]) == {"gbrt", "linear", "elasticnet"}
+    assert figures["tasks_killed"]["none"] == 0
+    assert [row["strategy"] for row in result.rows] == [
+        "none",
+        "Kill",
+        "LP",
+        "RB",
+        "LTF",
+        "NTF",
+        "NLTF",
+    ]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from yarn_adapt.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,11 +33,18 @@ def test_the_agent_never_imports_the_service_or_the_tuner() -> None:
 
 
 def test_yarn_adapt_agent_is_registered_and_maps_errors_to_one_line(
-    tmp_path: Path, capsys: object
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    state = tmp_path / "state.json"
     config = tmp_path / "agent.toml"
-    config.write_text(f'[agent]\nstate_file = "{tmp_path / "state.json"}"\n')
+    config.write_text(f'[agent]\nstate_file = "{state}"\n')
     assert main(["agent", "restore", "--config", str(config)]) == 0
+    assert "nothing to restore" in capsys.readouterr().out
+    state.write_text('{"format": 1, "originals": [{"group": "x"}]')  # torn, not JSON
+    assert main(["agent", "restore", "--config", str(config)]) == 5
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"yarn-adapt: {state}: ") and "restore the listed cgroups by hand" in err
+    assert len(err.splitlines()) == 1
     config.write_text("[agent]\nmode = 'cloud'\n")
     assert main(["agent", "run", "--config", str(config)]) == 2
     assert main(["agent", "restore", "--config", str(tmp_path / "missing.toml")]) == 2
@@ -49,19 +58,22 @@ def test_python_m_preemption_runs_the_same_commands(tmp_path: Path) -> None:
     )
     done = subprocess.run(
         [sys.executable, "-m", "preemption", "run", "--config", str(config), "--dry-run",
-         "--ticks", "2"],
+         "--ticks", "1"],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "dry run" in done.stderr and "stopped:" in done.stderr
     state = tmp_path / "state.json"
     assert not state.exists()  # a dry run writes no state
-    bad = subprocess.run(
-        [sys.executable, "-m", "preemption", "run", "--config", str(tmp_path / "none.toml")],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith("yarn-adapt agent: ")
+
+
+def test_the_agents_own_entry_point_maps_errors_to_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from preemption.cli import main as agent_main
+
+    assert agent_main(["run", "--config", str(tmp_path / "none.toml")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("yarn-adapt agent: ")
 
 
 def test_the_systemd_unit_runs_the_agent_as_root_hardened_and_restores_on_stop() -> None:

@@ -26,7 +26,7 @@ LOADS = [1800.0, 2400.0, 3000.0, 4100.0]
 
 @pytest.fixture(scope="module")
 def samples() -> list[QosSample]:
-    return profile_samples(MODEL, LOADS, count=300, seed=3)
+    return profile_samples(MODEL, LOADS, count=200, seed=3)
 
 
 @pytest.fixture(scope="module")
