@@ -409,7 +409,7 @@ def _between_rounds(
     if not need.any_positive:
         state = replace(state, unmet_since_s=None)
         return Decision(state, tuple(actions), _status(state, desired, reclaimed, "met"))
-    if settings.strategy is Strategy.KILL:
+    if settings.strategy is Strategy.KILL and settings.kill_enabled:
         return _kill_at_once(state, tasks, seen, desired, reclaimed, need, actions, settings)
     chosen = _choose(state, tasks, seen, need, settings)
     if not chosen:
@@ -437,6 +437,8 @@ def _choose(
     need: Amount,
     settings: ReclaimSettings,
 ) -> tuple[Assignment, ...]:
+    if not settings.strategy.gradual:
+        return ()  # Kill with kills disabled: nothing to do but wait
     rng = random.Random(settings.seed * 1_000_003 + state.rounds)
     candidates = tuple(t for t in tasks.values() if t.container_id not in state.killing)
     return select(

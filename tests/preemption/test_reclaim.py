@@ -227,6 +227,15 @@ def test_the_kill_strategy_kills_at_once_newest_first_and_counts_what_it_freed()
     assert n.step(target(0), settings=kill).state.freed_by_kill.cpu_millicores == 0
 
 
+def test_the_kill_strategy_with_kills_disabled_does_nothing() -> None:
+    n = four_tasks()
+    settings = replace(SETTINGS, strategy=Strategy.KILL, kill_enabled=False)
+    for _ in range(5):
+        decision = n.step(target(1500), settings=settings)
+        assert decision.actions == ()
+    assert decision.status.mode == "stuck"
+
+
 def test_a_model_inference_above_the_request_raises_the_demand() -> None:
     n = four_tasks()
     seen = Observation(n.now, tuple(n.tasks.values()), target(500), {}, inferred=Amount(1200, 0))
