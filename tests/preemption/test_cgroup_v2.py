@@ -15,8 +15,10 @@ from preemption.agent import Agent, AgentParts, target_source
 from preemption.cgroups import Cgroup, V2Backend
 from preemption.errors import CgroupUnsupported
 from preemption.metrics import AgentMetrics
+from preemption.model import Amount, ReclaimTarget
 from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import StateJournal
+from preemption.targets import Fetched
 
 CID = "container_1700000000000_0007_01_000002"
 MIB = 1 << 20
@@ -147,3 +149,34 @@ def test_v2_membership_and_move_use_the_unified_line(tmp_path: Path) -> None:
     backend.move(4242, Cgroup(f"yarn-adapt/{CID}"))
     assert (root / "yarn-adapt" / CID / "cgroup.procs").read_text() == "4242"
     assert (root / "yarn-adapt").is_dir()
+
+
+class Explodes:
+    """A target source with a bug: the agent must not leave limits behind."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def current(self) -> Fetched:
+        self.calls += 1
+        if self.calls > 2:
+            raise RuntimeError("a bug")
+        return Fetched(ReclaimTarget(reclaim=Amount(1000, 0)))
+
+
+def test_an_unexpected_failure_restores_every_limit_before_it_propagates(
+    tmp_path: Path, sleeper: int
+) -> None:
+    root = tmp_path / "cgroup"
+    group = lay_out(root, sleeper)
+    agent = agent_on(root, tmp_path, cpu=0, memory=0)
+    agent.parts.target = Explodes()
+    agent.tick()
+    burn(group, 1_000_000)
+    agent.tick()
+    assert (group / "cpu.max").read_text() == "50000 100000"
+    with pytest.raises(RuntimeError, match="a bug"):
+        agent.tick()
+    assert (group / "cpu.max").read_text() == "max 100000"
+    assert (group / "cpu.weight").read_text() == "100"
+    assert not (tmp_path / "state.json").exists()
