@@ -116,6 +116,10 @@ class ProposalNotFound(InputError, KeyError):
         return str(self.args[0]) if self.args else "no such proposal"
 
 
+class VersionNotFound(ProposalNotFound):
+    """The service has no configuration version with that id (a 404 like a proposal)."""
+
+
 class ProposalStateError(InputError):
     """An operator action the proposal's current state does not allow; nothing was
     done (approving twice, applying a rejected proposal, a stale proposal)."""

@@ -27,6 +27,7 @@ from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import StateJournal
 from preemption.yarnedge import YarnEdge
 from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 
 from .conftest import remove_tree
 
@@ -40,6 +41,7 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
     capacity_cluster: MiniCluster, v1: V1Backend, tmp_path: Path
 ) -> None:
     own = f"yarn-adapt-test-{os.getpid()}-agent"
+    nm_dir = capacity_cluster.layout.nodemanager_dir(0)
     settings = agent_settings_from_mapping(
         {
             "agent": {"state_file": str(tmp_path / "state.json"), "interval_s": 0.5},
@@ -47,7 +49,9 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
             "yarn": {"rm": [capacity_cluster.rm_url], "kill": "container"},
             "discovery": {
                 "source": "process-tree",
-                "nodemanager_pid": capacity_cluster.daemon_pid("nodemanager-0"),
+                # This cluster's NodeManager JVM, found by the agent's own discovery
+                # (other mini clusters may run on the same host).
+                "nodemanager_match": f"{NM_DIR_PROPERTY}={nm_dir}",
                 "agent_hierarchy": own,
                 "node_cpu_millicores": 2000,
             },
@@ -76,7 +80,7 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
     roles = tmp_path / "roles"
     roles.mkdir()
     app = capacity_cluster.submit_shell_app(
-        "a", sys.executable, f"{BURNER} {roles} {STEADY_WORK_S:g}", containers=2, name="burn"
+        "a", 2, sys.executable, [str(BURNER), str(roles), f"{STEADY_WORK_S:g}"], name="burn"
     )
     events: list[tuple[float, Event]] = []
     unmet_since_at_kill: list[float] = []

@@ -87,7 +87,7 @@ def test_the_tuner_proposes_it_is_approved_through_the_api_and_the_rm_runs_it(
         assert measured["realized"][0]["jobs"] >= 1
         assert measured["realized"][0]["mean_s"] > 20.0
         metrics = api(url, "GET", "/metrics", token=None).text
-        assert 'yarn_adapt_realized_latency_seconds{group="root",proposal="1"}' in metrics
+        assert 'yarn_adapt_realized_latency_seconds{group="root"}' in metrics
     service.close()
 
     restarted = live_service(capacity_cluster, tmp_path)

@@ -149,7 +149,8 @@ def test_the_schema_is_versioned_and_a_newer_database_is_refused(tmp_path: Path)
     connection = sqlite3.connect(path)
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     connection.close()
-    with pytest.raises(SettingsError, match=r"state\.db: schema version 2 is newer"):
+    newer = SCHEMA_VERSION + 1
+    with pytest.raises(SettingsError, match=rf"state\.db: schema version {newer} is newer"):
         Store(path)
 
 

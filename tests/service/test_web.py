@@ -54,7 +54,9 @@ def test_the_api_lists_and_shows_proposals(client: FlaskClient) -> None:
     assert "+    <value>70</value>" in detail["xml_diff"]
     assert {c["queue"] for c in detail["property_changes"]} == {"root.q1", "root.q2"}
     assert detail["predictions"][0] == {
-        "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement": 0.2,
+        "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement_ratio": 0.2,
+        "after_low_s": None, "after_high_s": None, "estimator": "", "job_ids": [],
+        "warnings": ["thin evidence: the prediction rests on 5 job(s) (fewer than 3)"][:0],
         "realized": [],
     }  # fmt: skip
     assert detail["actions"] == ["approve", "reject"]

@@ -206,6 +206,8 @@ def http_settings(settings: Settings) -> HttpSettings:
         verify_tls=yarn.verify_tls,
         auth="kerberos" if yarn.kerberos else "simple",
         user=yarn.user or _login_name(),
+        kerberos_principal=yarn.kerberos_principal or None,
+        kerberos_keytab=yarn.kerberos_keytab or None,
     )
 
 

@@ -4,6 +4,7 @@ One round, each step timed::
 
     observe -> reconcile (until it once succeeds; then observe again if it settled
       an interrupted apply) -> measure realized latency
+      -> guard (the co-location guard's own observe -> decide -> act -> record)
       -> propose (triggered groups, minus those cooling down) -> decide (gates)
       -> act (the mode's actuator) -> record
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
 from yarn_adapt.service.actuators import Actuator, Plan
 from yarn_adapt.service.backend import ClusterBackend, Observed
+from yarn_adapt.service.guard import GuardStep
 from yarn_adapt.service.hysteresis import Verdict, cooling_groups, judge
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.proposer import Proposer
@@ -40,8 +42,12 @@ from yarn_adapt.service.records import (
     RoundStatus,
     Suggestion,
 )
+from yarn_adapt.service.series import GroupLatencySample
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.store import Store
+from yarn_adapt.service.usage import usage_of
+from yarn_adapt.service.versions import note_running
+from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import diff_configs
 
 log = logging.getLogger(__name__)
@@ -115,6 +121,7 @@ class TuningLoop:
         self.next_round_at: float | None = None
         self._busy = threading.Lock()
         self._last_taken_ms: int | None = None
+        self.guard: GuardStep | None = None  # the co-location guard's step, when built
 
     # ------------------------------------------------------------------ schedule
 
@@ -196,6 +203,9 @@ class TuningLoop:
                 observed = self._observe()
         with timer.step("measure"):
             self._measure_realized(observed, started)
+            self.record_series(round_id, started, observed)
+        with timer.step("guard"):
+            self._run_guard(round_id, observed)
         cooling = cooling_groups(
             self.store.last_change_per_group(), started, self.settings.tuning.cooldown_s
         )
@@ -210,7 +220,22 @@ class TuningLoop:
             assert verdict.kind is not None
             return [Decision(verdict.kind, verdict.reason)]
         with timer.step("act"):
-            return [self.actuator.act(plan)]
+            acted = self.actuator.act(plan)
+        if acted.kind is DecisionKind.APPLIED:
+            self._note_version(round_id)
+        return [acted]
+
+    def _run_guard(self, round_id: int, observed: Observed) -> None:
+        """The co-location guard's step; its failure never stops the configurator's."""
+        if self.guard is None:
+            return
+        try:
+            decision = self.guard.run(round_id, observed.view)
+        except YarnAdaptError as exc:
+            log.error("guard step failed: %s", exc.one_line())
+            decision = Decision(DecisionKind.FAILED, f"guard: {exc.one_line()}")
+        self.store.record_decision(round_id, decision)
+        self.metrics.decisions.labels(kind=str(decision.kind)).inc()
 
     def _observe(self) -> Observed:
         try:
@@ -298,6 +323,33 @@ class TuningLoop:
         applies = self.store.applies(limit=1, proposal_id=proposal.id)
         finished = applies[0].finished_at if applies else None
         return finished is not None and finished < started
+
+    # ------------------------------------------------------------------ console series
+
+    def record_series(self, round_id: int, started: float, observed: Observed) -> None:
+        """What the console draws: each queue's usage, each group's realized mean
+        job latency since the previous observation, and the configuration version
+        (recorded when it differs from the last one)."""
+        previous = getattr(self, "_series_taken_ms", None)
+        self._series_taken_ms = observed.taken_ms
+        self.store.record_usage(round_id, started, usage_of(observed.view, observed.config))
+        interval_ms = int(self.settings.service.interval_s * 1000)
+        window = (previous or observed.taken_ms - interval_ms, observed.taken_ms)
+        groups = [g.parent for g in groups_of(observed.config)] or ["root"]
+        by_group = latency_by_group(observed.finished, observed.config, window, groups)
+        self.store.record_group_latency(
+            [
+                GroupLatencySample(round_id, started, group, latency.jobs, latency.mean_s)
+                for group, latency in by_group.items()
+            ]
+        )
+        note_running(self.store, observed.document, at=started, round_id=round_id)
+
+    def _note_version(self, round_id: int) -> None:
+        try:
+            note_running(self.store, self.backend.document(), round_id=round_id)
+        except YarnAdaptError as exc:  # the next round records it
+            log.warning("cannot read the configuration just applied: %s", exc.one_line())
 
     # ------------------------------------------------------------------ status
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from yarn_adapt.errors import YarnError
 from yarn_adapt.service.actuators import actuator_for
-from yarn_adapt.service.backend import ClusterBackend
+from yarn_adapt.service.backend import ClusterBackend, YarnBackend
 from yarn_adapt.service.desk import ProposalDesk
+from yarn_adapt.service.guard import GuardCollector, GuardStep, GuardStore, build_guard
 from yarn_adapt.service.loop import TuningLoop
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.proposer import Proposer
@@ -31,6 +32,7 @@ class Service:
     loop: TuningLoop
     metrics: ServiceMetrics
     token: str | None
+    guard: GuardStep | None = None
 
     @classmethod
     def build(
@@ -49,7 +51,8 @@ class Service:
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
         loop = TuningLoop(settings, store, backend, proposer, actuator, metrics)
-        return cls(settings, store, backend, desk, loop, metrics, token)
+        loop.guard = _guard_step(settings, backend, store, metrics, proposer)
+        return cls(settings, store, backend, desk, loop, metrics, token, loop.guard)
 
     def start(self) -> list[str]:
         """Reconcile interrupted applies before anything else; when the RM cannot
@@ -66,5 +69,25 @@ class Service:
         self.loop.run_forever(stop)
 
     def close(self) -> None:
+        if self.guard is not None:
+            self.guard.stop()  # every node the guard changed gets its original total back
+            self.guard.store.close()
         self.backend.close()
         self.store.close()
+
+
+def _guard_step(
+    settings: Settings,
+    backend: ClusterBackend,
+    store: Store,
+    metrics: ServiceMetrics,
+    proposer: Proposer,
+) -> GuardStep | None:
+    """The co-location guard beside a real RM (off unless ``[colocation] enabled``; an
+    off guard still gives back nodes a previous run left changed)."""
+    if not isinstance(backend, YarnBackend):
+        return None
+    guard_store = GuardStore(settings.state.database_path)
+    guard = build_guard(settings, backend, store, guard_store, proposer)
+    metrics.registry.register(GuardCollector(guard))
+    return GuardStep(guard, guard_store)

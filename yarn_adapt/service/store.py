@@ -26,7 +26,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from yarn_adapt.errors import ProposalNotFound, ProposalStateError, SettingsError
+from yarn_adapt.errors import (
+    ProposalNotFound,
+    ProposalStateError,
+    SettingsError,
+    VersionNotFound,
+)
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
@@ -38,6 +43,13 @@ from yarn_adapt.service.records import (
     RealizedLatency,
     RoundReport,
     RoundStatus,
+)
+from yarn_adapt.service.series import (
+    ConfigVersion,
+    GroupLatencySample,
+    ProposalOrigin,
+    QueueUsage,
+    UsageSample,
 )
 from yarn_adapt.service.statemachine import Action, allowed_from, refusal, target_of
 from yarn_adapt.yarn.apply import ApplyStep, JournalEntry
@@ -126,7 +138,48 @@ CREATE TABLE realized (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1,)
+# The operators' console: per-round queue usage and group latency, every
+# configuration that ran, and where an operator-made proposal came from.
+SCHEMA_CONSOLE = """
+CREATE TABLE queue_usage (
+    round_id INTEGER NOT NULL REFERENCES rounds(id),
+    at REAL NOT NULL,
+    queue TEXT NOT NULL,
+    used_percent REAL NOT NULL,
+    guaranteed_percent REAL,
+    pending_containers INTEGER NOT NULL,
+    running_apps INTEGER NOT NULL,
+    pending_apps INTEGER NOT NULL,
+    PRIMARY KEY (round_id, queue)
+);
+CREATE TABLE group_latency (
+    round_id INTEGER NOT NULL REFERENCES rounds(id),
+    at REAL NOT NULL,
+    grp TEXT NOT NULL,
+    jobs INTEGER NOT NULL,
+    mean_s REAL,
+    PRIMARY KEY (round_id, grp)
+);
+CREATE TABLE versions (
+    id INTEGER PRIMARY KEY,
+    seen_at REAL NOT NULL,
+    sha256 TEXT NOT NULL,
+    xml TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    why TEXT NOT NULL,
+    proposal_id INTEGER REFERENCES proposals(id),
+    apply_id TEXT NOT NULL DEFAULT '',
+    round_id INTEGER
+);
+CREATE TABLE proposal_origin (
+    proposal_id INTEGER PRIMARY KEY REFERENCES proposals(id),
+    kind TEXT NOT NULL,
+    version_id INTEGER REFERENCES versions(id),
+    detail TEXT NOT NULL DEFAULT ''
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE)
 """``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -515,6 +568,170 @@ class Store:
             "SELECT COALESCE(MAX(interval), 0) FROM realized WHERE proposal_id=?", (proposal_id,)
         ).fetchone()
         return int(row[0])
+
+    # ------------------------------------------------------------------ console series
+    # (the operators' console: per-round usage and latency, versions, origins)
+
+    def record_usage(self, round_id: int, at: float, usage: Sequence[QueueUsage]) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO queue_usage (round_id, at, queue, used_percent,"
+                " guaranteed_percent, pending_containers, running_apps, pending_apps)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        round_id, at, u.queue, u.used_percent, u.guaranteed_percent,
+                        u.pending_containers, u.running_apps, u.pending_apps,
+                    )
+                    for u in usage
+                ],
+            )  # fmt: skip
+
+    def record_group_latency(self, samples: Sequence[GroupLatencySample]) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO group_latency (round_id, at, grp, jobs, mean_s)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(s.round_id, s.at, s.group, s.jobs, s.mean_s) for s in samples],
+            )
+
+    def usage_series(self, rounds: int = 60) -> list[UsageSample]:
+        """Every queue's usage in the last ``rounds`` rounds that recorded it, oldest first."""
+        rows = self._db.execute(
+            "SELECT * FROM queue_usage WHERE round_id IN (SELECT DISTINCT round_id FROM"
+            " queue_usage ORDER BY round_id DESC LIMIT ?) ORDER BY round_id, queue",
+            (rounds,),
+        ).fetchall()
+        return [
+            UsageSample(
+                r["round_id"],
+                r["at"],
+                QueueUsage(
+                    r["queue"],
+                    r["used_percent"],
+                    r["guaranteed_percent"],
+                    r["pending_containers"],
+                    r["running_apps"],
+                    r["pending_apps"],
+                ),
+            )
+            for r in rows
+        ]
+
+    def latest_usage(self) -> tuple[int, float, list[QueueUsage]] | None:
+        """The last recorded round's usage: its round id, time and queues."""
+        row = self._db.execute("SELECT MAX(round_id) FROM queue_usage").fetchone()
+        if row is None or row[0] is None:
+            return None
+        samples = list(self.usage_series(rounds=1))
+        return samples[0].round_id, samples[0].at, [s.usage for s in samples]
+
+    def latency_series(self, rounds: int = 60) -> list[GroupLatencySample]:
+        rows = self._db.execute(
+            "SELECT * FROM group_latency WHERE round_id IN (SELECT DISTINCT round_id FROM"
+            " group_latency ORDER BY round_id DESC LIMIT ?) ORDER BY round_id, grp",
+            (rounds,),
+        ).fetchall()
+        return [
+            GroupLatencySample(r["round_id"], r["at"], r["grp"], r["jobs"], r["mean_s"])
+            for r in rows
+        ]
+
+    def last_round_at(self) -> float | None:
+        row = self._db.execute("SELECT MAX(started_at) FROM rounds").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def count_proposals(self, state: ProposalState) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM proposals WHERE state=?", (str(state),)
+        ).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------ versions
+
+    def record_version(
+        self,
+        seen_at: float,
+        sha256: str,
+        xml: str,
+        actor: str,
+        why: str,
+        *,
+        proposal_id: int | None = None,
+        apply_id: str = "",
+        round_id: int | None = None,
+    ) -> ConfigVersion:
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO versions (seen_at, sha256, xml, actor, why, proposal_id,"
+                " apply_id, round_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (seen_at, sha256, xml, actor, why, proposal_id, apply_id, round_id),
+            )
+            version_id = int(cursor.lastrowid or 0)
+        return self.version(version_id)
+
+    def version(self, version_id: int) -> ConfigVersion:
+        row = self._db.execute("SELECT * FROM versions WHERE id=?", (version_id,)).fetchone()
+        if row is None:
+            raise VersionNotFound(f"no configuration version {version_id}")
+        return _version(row)
+
+    def versions(self, limit: int = 100) -> list[ConfigVersion]:
+        """Newest first; the first is the configuration running now."""
+        rows = self._db.execute("SELECT * FROM versions ORDER BY id DESC LIMIT ?", (limit,))
+        return [_version(row) for row in rows.fetchall()]
+
+    def latest_version(self) -> ConfigVersion | None:
+        found = self.versions(limit=1)
+        return found[0] if found else None
+
+    # ------------------------------------------------------------------ origins
+
+    def create_operator_proposal(
+        self,
+        draft: ProposalRecord,
+        changed_groups: Sequence[str],
+        origin: ProposalOrigin,
+        actor: str,
+    ) -> ProposalRecord:
+        """Store an operator's proposal (a revert) for the same review as the
+        tuner's, and remember where it came from."""
+        created = self.create_proposal(draft, changed_groups, actor=actor)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO proposal_origin (proposal_id, kind, version_id, detail)"
+                " VALUES (?, ?, ?, ?)",
+                (created.id, origin.kind, origin.version_id, origin.detail),
+            )
+        return created
+
+    def origins(self) -> dict[int, ProposalOrigin]:
+        rows = self._db.execute("SELECT * FROM proposal_origin").fetchall()
+        return {
+            r["proposal_id"]: ProposalOrigin(
+                r["proposal_id"], r["kind"], r["version_id"], r["detail"]
+            )
+            for r in rows
+        }
+
+    def all_applies(self) -> list[ApplyRecord]:
+        """Every apply and rollback, oldest first."""
+        rows = self._db.execute("SELECT * FROM applies ORDER BY id")
+        return [_apply(row) for row in rows.fetchall()]
+
+
+def _version(row: sqlite3.Row) -> ConfigVersion:
+    return ConfigVersion(
+        id=row["id"],
+        seen_at=row["seen_at"],
+        sha256=row["sha256"],
+        xml=row["xml"],
+        actor=row["actor"],
+        why=row["why"],
+        proposal_id=row["proposal_id"],
+        apply_id=row["apply_id"],
+        round_id=row["round_id"],
+    )
 
 
 class SqliteJournal:
