@@ -197,3 +197,23 @@ def test_parse_reclaim_rejects_a_non_object_qos() -> None:
         parse_reclaim(
             {**GOOD, "qos": [1]}, node=NODE, where="x", received_at_s=0.0, default_ttl_s=60.0
         )
+
+
+@pytest.mark.parametrize("with_qos", [True, False])
+def test_what_the_co_location_guard_serves_is_what_the_agent_reads(with_qos: bool) -> None:
+    # The service's own code builds the answer (yarn_adapt/colocation/guard.py).
+    from yarn_adapt.colocation.guard import ReclaimRequest
+    from yarn_adapt.colocation.model import QosReading
+
+    qos = QosReading("frontend", 182.4567, 95.0, 1200, 410.5, (NODE,), 999.0, target_ms=100.0)
+    served = ReclaimRequest(NODE, 4, 1500, 256, 90.0, 998.0, qos if with_qos else None)
+    wire = json.loads(json.dumps(served.to_json()))
+    target = parse_reclaim(wire, node=NODE, where="guard", received_at_s=1000.0, default_ttl_s=5)
+    assert target.reclaim == Amount(1500, 256)
+    assert target.generation == 4 and target.expires_at_s == 1090.0
+    if with_qos:
+        assert target.qos.service == "frontend" and target.qos.satisfied is False
+        assert target.qos.latency_ms == pytest.approx(182.457)
+        assert (target.qos.load, target.qos.target_ms) == (410.5, 100.0)
+    else:
+        assert target.qos.satisfied is None
