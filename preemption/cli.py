@@ -31,7 +31,8 @@ CONFIG = click.option(
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
-    help="yarn-adapt-agent.toml (see conf/yarn-adapt-agent.toml).",
+    metavar="TOML",
+    help="The agent's settings (see conf/yarn-adapt-agent.toml).",
 )
 
 
@@ -86,7 +87,8 @@ def restore_command(config_path: Path) -> None:
 
 @agent_group.command("discover")
 @CONFIG
-def discover_command(config_path: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per container.")
+def discover_command(config_path: Path, as_json: bool) -> None:
     """List the YARN containers on this node and what the agent would do with them."""
     from preemption.agent import Agent
     from preemption.model import ContainerRef
@@ -95,17 +97,20 @@ def discover_command(config_path: Path) -> None:
     agent = Agent.build(load_agent_settings(config_path), dry_run=True)
     for found in agent.discover():
         kind = agent.kind_of(ContainerRef.parse(found.container_id))
-        click.echo(
-            json.dumps(
-                {
-                    "container": found.container_id,
-                    "kind": kind.value,
-                    "pids": list(found.pids),
-                    "running": found.running,
-                    "cgroup": found.cgroup.relpath if found.cgroup else None,
-                }
+        row = {
+            "container": found.container_id,
+            "kind": kind.value,
+            "pids": list(found.pids),
+            "running": found.running,
+            "cgroup": found.cgroup.relpath if found.cgroup else None,
+        }
+        if as_json:
+            click.echo(json.dumps(row))
+        else:
+            pids = ",".join(map(str, found.pids)) or "-"
+            click.echo(
+                f"{found.container_id}  {kind.value}  pids {pids}  cgroup {row['cgroup'] or '-'}"
             )
-        )
 
 
 def _metrics_server(agent: Agent) -> WSGIServer | None:
