@@ -120,4 +120,5 @@ _BENCH_MODULES: list[str] = [
     "yarn_adapt.bench.trace_risk",
     "yarn_adapt.bench.placement",
     "yarn_adapt.bench.testbed",
+    "yarn_adapt.bench.preemption",
 ]

@@ -87,6 +87,7 @@ def bench_command(
 
 
 def _register_commands() -> None:
+    from yarn_adapt.cli.agent import agent_group
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
@@ -108,6 +109,7 @@ def _register_commands() -> None:
         demo_command,
         trace_group,
         testbed_command,
+        agent_group,
     ):
         cli.add_command(command)
 
