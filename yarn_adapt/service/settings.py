@@ -392,8 +392,11 @@ def _learning_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
     targets = _pairs(guard.qos_targets)
     learning = guard.demand in ("learned", "stated")
     unknown = sorted((set(stated) | set(_pairs(guard.warm_start))) - set(apps))
-    blind = sorted(app for app, services in apps.items()
-                   if app not in stated and not any(s.strip() in targets for s in services))
+    blind = sorted(
+        app
+        for app, services in apps.items()
+        if app not in stated and not any(s.strip() in targets for s in services)
+    )
     unstated = sorted(set(apps) - set(stated))
     return [
         ("[colocation] stated_demand", _pairs_ok(guard.stated_demand, numeric=True),
