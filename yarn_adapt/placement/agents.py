@@ -119,6 +119,16 @@ class SharedState:
         with self._lock:
             self.state.release(rus, now)
 
+    def set_closed(self, servers: IntArray, closed: bool, now: float = 0.0) -> None:
+        """The load monitor closes (or reopens) servers to new work."""
+        with self._lock:
+            self.state.set_closed(servers, closed, now)
+
+    def retolerate(self, rus: IntArray, tolerance: FloatArray, now: float = 0.0) -> None:
+        """A corrected profile: what the occupants of ``rus`` tolerate."""
+        with self._lock:
+            self.state.retolerate(rus, tolerance, now)
+
     def snapshot(self, reader: int) -> RUState:
         """A full copy for ``reader``, who then follows the change feed."""
         with self._lock:
@@ -176,8 +186,18 @@ class Scheduler(Protocol):
         ...
 
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
-    ) -> Scheduled: ...
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
+    ) -> Scheduled:
+        """Place ``job`` for ``owner`` (see :meth:`Placer.place` for ``force`` and
+        ``offered``) and commit it."""
+        ...
 
 
 class SchedulingAgent:
@@ -213,18 +233,30 @@ class SchedulingAgent:
             self._next_sync = self._sync_delay(now)
 
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
     ) -> Scheduled:
         if self.local is None:
             self.maintain(now)
         local = self.local
         assert local is not None
+        if offered is not None and len(offered):
+            # the monitors' notice of freed RUs carries those servers' fresh state
+            self.shared.refresh(local, offered)
         taken: list[IntArray] = []
         got = conflicts = 0
         placement = Placement(Outcome.NO_ROOM)
         for attempt in range(self.settings.max_retries + 1):
             wanted = job if got == 0 else job.needing(job.ru_count - got)
-            placement = self.placer.place(wanted, local, self.rng, now, force=force or got > 0)
+            placement = self.placer.place(
+                wanted, local, self.rng, now, force=force or got > 0, offered=offered
+            )
             if not placement.placed:
                 break
             committed, conflicting = self.shared.try_commit(placement.rus, owner, tenant, now)
@@ -272,11 +304,18 @@ class AgentPool:
             agent.maintain(now)
 
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
     ) -> Scheduled:
         agent = self.agents[self._turn]
         self._turn = (self._turn + 1) % len(self.agents)
-        return agent.schedule(job, owner, tenant, now, force=force)
+        return agent.schedule(job, owner, tenant, now, force=force, offered=offered)
 
 
 class DirectScheduler:
@@ -291,9 +330,18 @@ class DirectScheduler:
         self.shared.settle()
 
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
     ) -> Scheduled:
-        placement = self.placer.place(job, self.shared.state, self.rng, now, force=force)
+        placement = self.placer.place(
+            job, self.shared.state, self.rng, now, force=force, offered=offered
+        )
         if not placement.placed:
             return Scheduled(placement)
         committed, conflicting = self.shared.try_commit(placement.rus, owner, tenant, now)

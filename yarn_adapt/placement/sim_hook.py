@@ -186,6 +186,10 @@ class YarnSimView:
         neighbours: FloatArray = self.neighbours[servers]
         return neighbours
 
+    def server_closed_of(self, servers: IntArray) -> npt.NDArray[np.bool_]:
+        """No load monitor runs under the simulator: nothing is closed."""
+        return np.zeros(len(servers), dtype=bool)
+
     # ------------------------------------------------------------------ residents
 
     def record(self, node: int, rus: int, caused: FloatArray, tolerance: FloatArray) -> None:

@@ -15,7 +15,9 @@ the contiguous ids ``first[s] .. first[s] + size[s] - 1``) and servers rack by r
   every free RU of a server sees the same), kept up to date on every change;
 * per server and per rack, free RU counts; a version per RU (bumped on every
   change) for optimistic commits;
-* listeners told which servers changed (the admission control's LSH counters).
+* listeners told which servers changed (the admission control's LSH counters);
+* per server, whether the load monitor **closed** it to new work because an
+  occupant runs below its target (Tarcil §5.2); placers rank closed servers last.
 
 With ``deferred=True`` (the master copy under scheduling agents) a commit or
 release changes occupancy, free lists and pressure sums at once -- what makes a
@@ -128,6 +130,7 @@ class RUState:
         self.server_caused = np.zeros((topology.servers, N_RESOURCES))
         self.server_levels = np.zeros((topology.servers, N_RESOURCES))
         self.server_headroom = np.ones((topology.servers, N_RESOURCES))
+        self.server_closed = np.zeros(topology.servers, dtype=bool)
         self.server_free = self.server_size.copy()
         self.rack_free = np.bincount(
             self.rack_of_server, weights=self.server_size, minlength=topology.racks
@@ -218,6 +221,10 @@ class RUState:
         neighbours: FloatArray = self._neighbours[servers]
         return neighbours
 
+    def server_closed_of(self, servers: IntArray) -> npt.NDArray[np.bool_]:
+        closed: npt.NDArray[np.bool_] = self.server_closed[servers]
+        return closed
+
     def ru_contention(self, rus: IntArray) -> FloatArray:
         """The pressure (fractions) each occupied RU sees from its server's others."""
         servers = self.ru_server[rus]
@@ -252,6 +259,24 @@ class RUState:
         for ru in rus.tolist():
             self._unlist(ru)
         self._changed(self._account(rus, +1), now)
+
+    def set_closed(self, servers: IntArray, closed: bool, now: float = 0.0) -> None:
+        """Close ``servers`` to new work (or reopen them): the load monitor's
+        action when an occupant runs below its target (Tarcil §5.2)."""
+        servers = np.asarray(servers, dtype=np.int64)
+        changed = servers[self.server_closed[servers] != closed]
+        if len(changed):
+            self.server_closed[changed] = closed
+            self._changed(changed, now)
+
+    def retolerate(self, rus: IntArray, tolerance: npt.ArrayLike, now: float = 0.0) -> None:
+        """The scheduler's belief of what the occupants of ``rus`` tolerate changed
+        (a corrected profile): their servers' headroom follows."""
+        rus = np.asarray(rus, dtype=np.int64)
+        if not len(rus):
+            return
+        self.ru_tolerance[rus] = tolerance
+        self._changed(np.unique(self.ru_server[rus]), now)
 
     def mark_taken(self, rus: IntArray, owner: int) -> None:
         """Only note that ``rus`` are taken (free list and counts), leaving the
@@ -327,6 +352,7 @@ class RUState:
         self.server_caused[servers] = source.server_caused[servers]
         self.server_levels[servers] = source.server_levels[servers]
         self.server_headroom[servers] = source.server_headroom[servers]
+        self.server_closed[servers] = source.server_closed[servers]
         gained = source.server_free[servers] - self.server_free[servers]
         np.add.at(self.rack_free, self.rack_of_server[servers], gained)
         self.server_free[servers] = source.server_free[servers]

@@ -63,3 +63,7 @@ class PlacementView(Protocol):
     def server_neighbours_of(self, servers: IntArray) -> FloatArray:
         """``M - 1`` per server (the divisor of eq. 3)."""
         ...
+
+    def server_closed_of(self, servers: IntArray) -> npt.NDArray[np.bool_]:
+        """Servers the load monitor closed to new work (Tarcil §5.2)."""
+        ...
