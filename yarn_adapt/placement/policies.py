@@ -22,7 +22,9 @@ Every placer reads the cluster through
 
 **Locality** (§3.3): ``preferred_servers`` (data locality: their free RUs are
 candidates, ranked first), ``preferred_racks`` (sampled inside those racks, ranked
-second), then the rest; quality breaks ties within a level. ``Locality.SAME_SERVER``
+second), then the rest; quality breaks ties within a level. A level is worth
+``_LEVEL_WEIGHT`` of score, as much as 5% of predicted slowdown: a preferred RU is
+passed over only for one that predicts at least 5% less slowdown. ``Locality.SAME_SERVER``
 puts all ``m`` RUs on one server, judged by the aggregate quality of its free RUs
 (neighbour aggregation); ``Locality.SPREAD`` takes at most one RU per server.
 
@@ -52,8 +54,6 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 _NO_RUS: IntArray = np.empty(0, dtype=np.int64)
 _NO_QUALITY: FloatArray = np.empty(0)
-# Locality levels dominate quality (which lies in [0, 1]).
-_LEVEL_WEIGHT = 4.0
 
 
 class Locality(Enum):
@@ -149,6 +149,8 @@ def _unplaceable(job: PlacementJob, view: PlacementView) -> Placement | None:
 # A unit of predicted slowdown outweighs the whole range of Q: the scorer never trades
 # a slower job (or neighbour) for a tighter fit (see Scorer).
 OVERSHOOT_WEIGHT = 100.0
+# A locality level outweighs the whole range of Q and 5% of predicted slowdown.
+_LEVEL_WEIGHT = 0.05 * OVERSHOOT_WEIGHT
 # Servers the load monitor closed (Tarcil §5.2) come after every open one.
 _CLOSED_PENALTY = 1e3
 # Predicted overshoot at or below this is "no slowdown" (rounding of the levels).
