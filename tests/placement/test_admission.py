@@ -10,17 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.placement.factories import CPU_HEAVY, NET_HEAVY, cluster, load_servers
+from tests.placement.factories import BOOK, CPU_HEAVY, NET_HEAVY, cluster, load_servers
 from yarn_adapt.errors import InputError
 from yarn_adapt.placement.admission import (
     AdmissionControl,
     AdmissionSettings,
     AppearanceRates,
     LshHasher,
+    WaitDecision,
     WaitQueue,
     time_until,
     wait_or_place,
 )
+from yarn_adapt.placement.policies import Outcome, PlacementJob, TarcilPlacer, TarcilSettings
 from yarn_adapt.placement.quality import QualityKernel
 
 levels = st.lists(st.floats(0.5, 99), min_size=5, max_size=5).map(np.array)
@@ -159,9 +161,10 @@ def test_waits_that_ran_out_stop_similar_jobs_from_queueing() -> None:
     control, _ = _busy_cluster()
     for t in range(1, 11):
         control.appearances.note("cpu", 1, float(t))
-    decide = lambda size, now: control.decide(  # noqa: E731
-        "cpu", size, overshoot=1.0, duration_s=20.0, now=now
-    )
+
+    def decide(size: int, now: float) -> WaitDecision:
+        return control.decide("cpu", size, overshoot=1.0, duration_s=20.0, now=now)
+
     assert decide(1, 10.0).queue
     for owner in range(3):  # three similar waits ran out their bound
         control.enqueue(owner, "cpu", 1, 10.0, 5.0, 2.0)
@@ -200,3 +203,40 @@ def test_enough_acceptable_rus_are_admitted_with_the_derived_sample() -> None:
     assert assessment.sample.r == math.ceil(math.log(1e-3) / math.log(1 - 16 / 24))
     scarce = control.assess(20, kernel.acceptable)
     assert scarce.short
+
+
+def test_tarcil_waits_only_when_its_samples_miss_and_waiting_pays() -> None:
+    """Every free RU has three CPU-heavy neighbours: a CPU-sensitive job's best
+    sample would run it 1.8x slower (and slow its neighbours)."""
+    state = cluster(4, rus_per_server=4)
+    load_servers(state, [(s, 3, CPU_HEAVY) for s in range(4)])
+    admission = AdmissionControl(state, AdmissionSettings(max_wait_s=60))
+    placer = TarcilPlacer(BOOK, TarcilSettings(), admission)
+    rng = np.random.default_rng(5)
+    long = PlacementJob("l", "cpu", 1, expected_duration_s=100.0)
+    short = PlacementJob("s", "cpu", 1, expected_duration_s=0.5)
+    # nothing acceptable has appeared lately: no estimate, placed now
+    first = placer.place(long, state, rng, now=10.0)
+    assert first.placed and first.own_overshoot == pytest.approx(0.8, abs=0.02)
+    assert "no acceptable RU" in first.reason
+    for t in range(1, 11):  # one acceptable RU a second
+        admission.appearances.note("cpu", 1, float(t))
+    queued = placer.place(long, state, rng, now=10.0)
+    assert queued.outcome is Outcome.QUEUED
+    assert queued.wait_estimate_s == pytest.approx(time_until(1, 1.0))
+    assert queued.wait_bound_s == 60.0  # 100 s x 1.1 slower, capped
+    # a short job loses less running slower than it would waiting
+    assert placer.place(short, state, rng, now=10.0).placed
+    # at its bound it is placed with the largest sample, whatever it finds
+    forced = placer.place(long, state, rng, now=70.0, force=True)
+    assert forced.placed and forced.sample_size == 32
+    # offered a server that freed up: placed there if it meets the job, else it waits
+    still_bad = placer.place(long, state, rng, now=12.0, offered=np.array([2]))
+    assert still_bad.outcome is Outcome.QUEUED
+    state.release(state.rus_of(np.array([3]))[:3], now=12.0)  # server 3 empties
+    offered = placer.place(long, state, rng, now=12.0, offered=np.array([3]))
+    assert offered.placed and state.server_of(offered.rus).tolist() == [3]
+    assert offered.overshoot == 0.0
+    takeable = placer.takeable(state, ["cpu", "light"], np.array([0, 3]))
+    # cpu: one RU on the empty server (two would press 0.3 CPU on each other)
+    assert takeable.tolist() == [[0, 1], [0, 4]]

@@ -11,7 +11,8 @@ direction is split further into ``bands`` magnitude bands by the largest level
 (our addition). A server with no contention at all has its own bucket, 0.
 
 :class:`FreeCounters` listens to :class:`~yarn_adapt.placement.state.RUState`
-changes and keeps, per bucket, the free RU count, the sum of the free RUs'
+changes and keeps, per bucket, the free RU count (a server the load monitor
+closed counts none), the sum of the free RUs'
 contention levels (their mean is the bucket's representative), a running centre of
 every vector that entered it, and the times at which RUs became free in it. An
 update costs O(changed servers); nothing here scans the cluster.
@@ -146,7 +147,7 @@ class FreeCounters:
         self.hasher = hasher
         buckets = hasher.bucket_count
         self.server_bucket = hasher.bucket(state.server_levels)
-        self._free_seen = state.server_free.copy()
+        self._free_seen = np.where(state.server_closed, 0, state.server_free)
         self._levels_seen = state.server_levels.copy()
         self.free = np.bincount(
             self.server_bucket, weights=self._free_seen, minlength=buckets
@@ -167,7 +168,12 @@ class FreeCounters:
         the scheduling critical path, as in the paper."""
         state = self.state
         self._pending.append(
-            (servers, state.server_levels[servers], state.server_free[servers], now)
+            (
+                servers,
+                state.server_levels[servers],
+                np.where(state.server_closed[servers], 0, state.server_free[servers]),
+                now,
+            )  # fmt: skip
         )
 
     def flush(self) -> None:

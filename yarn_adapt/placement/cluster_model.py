@@ -137,6 +137,7 @@ class JobOutcome:
     rejected: bool = False
     projected: bool = False
     migrations: int = 0
+    first_servers: tuple[int, ...] = ()  # where it started
     slot_at_arrival: bool | None = None  # see ModelSettings.check_slots
 
     @property
@@ -215,6 +216,7 @@ class ClusterModel:
         self.now = 0.0
         self._busy_area = 0.0
         self._touched: set[int] = set()
+        self._watched: dict[int, None] = {}  # suffering jobs, oldest first
         self.adjustments = AdjustmentStats()
 
     @property
@@ -434,6 +436,7 @@ class ClusterModel:
         outcome = self._outcomes.get(index)
         if outcome is not None and outcome.start_s is None:
             outcome.start_s = self.now
+            outcome.first_servers = tuple(np.unique(self.state.server_of(rus)).tolist())
         self._owner_class[rus] = self._class_index[arrival.job.job_class]
         self._running[index] = _Running(rus, arrival.duration_s, 1.0, self.now)
         self._refresh(np.unique(self.state.server_of(rus)))
@@ -474,21 +477,22 @@ class ClusterModel:
         settings = monitoring.settings
         self._push(self.now + settings.interval_s, _REPORT, -1)
         self.adjustments.reports += 1
-        if not self._touched:
-            return
-        self.state.settle()
-        servers = np.fromiter(self._touched, dtype=np.int64, count=len(self._touched))
-        self._touched = set()
-        rus = self.state.rus_of(servers)
-        rus = rus[self.state.occupant[rus] != FREE]
-        below = self._ru_speed[rus] < settings.target_speed
-        self.adjustments.suffering_seen += int(below.sum())
-        if monitoring.profiles is not None and settings.correct:
-            self._observe(monitoring.profiles, rus, settings.observations_per_report)
-        if settings.close:
-            self._close_and_reopen(servers, np.unique(self.state.server_of(rus[below])))
-        if settings.migrate:
-            self._migrate(np.unique(self.state.occupant[rus[below]]), monitoring)
+        if self._touched:
+            self.state.settle()
+            servers = np.fromiter(self._touched, dtype=np.int64, count=len(self._touched))
+            self._touched = set()
+            rus = self.state.rus_of(servers)
+            rus = rus[self.state.occupant[rus] != FREE]
+            below = self._ru_speed[rus] < settings.target_speed
+            self.adjustments.suffering_seen += int(below.sum())
+            if monitoring.profiles is not None and settings.correct:
+                self._observe(monitoring.profiles, rus, settings.observations_per_report)
+            if settings.close:
+                self._close_and_reopen(servers, np.unique(self.state.server_of(rus[below])))
+            for owner in np.unique(self.state.occupant[rus[below]]).tolist():
+                self._watched[owner] = None
+        if settings.migrate and self._watched:
+            self._migrate(monitoring)
 
     def _close_and_reopen(self, servers: IntArray, suffering: IntArray) -> None:
         """Close the servers where someone runs below target; reopen the calm ones."""
@@ -523,18 +527,23 @@ class ClusterModel:
             held = np.flatnonzero(self._owner_class == class_index)
             self.shared.retolerate(held, believed, self.now)
 
-    def _migrate(self, owners: IntArray, monitoring: Monitoring) -> None:
+    def _migrate(self, monitoring: Monitoring) -> None:
+        """Move the watched (suffering) jobs for which a move would pay, oldest
+        first, at most ``migrations_per_report`` searches per report; a job leaves
+        the watch when it ends, runs on target again or cannot gain from a move."""
         settings = monitoring.settings
         moves = 0
-        for index in owners.tolist():
+        for index in list(self._watched):
             if moves >= settings.migrations_per_report:
                 return
             running = self._running.get(index)
-            if running is None:
+            if running is None or running.rate >= settings.target_speed:
+                del self._watched[index]
                 continue
             left = running.remaining - running.rate * max(self.now - running.since, 0.0)
             if not migration_pays(left, running.rate, 1.0, settings):
-                continue  # not even a perfect move would pay
+                del self._watched[index]  # not even a perfect move would pay
+                continue
             moves += 1
             self._move(index, running, monitoring)
 
