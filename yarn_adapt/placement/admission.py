@@ -167,14 +167,8 @@ class FreeCounters:
         free counts as they are now). The counters catch up in :meth:`flush` -- off
         the scheduling critical path, as in the paper."""
         state = self.state
-        self._pending.append(
-            (
-                servers,
-                state.server_levels[servers],
-                np.where(state.server_closed[servers], 0, state.server_free[servers]),
-                now,
-            )  # fmt: skip
-        )
+        free = np.where(state.server_closed[servers], 0, state.server_free[servers])
+        self._pending.append((servers, state.server_levels[servers], free, now))
 
     def flush(self) -> None:
         """Apply the changes noted since the last flush, in order."""
