@@ -103,7 +103,9 @@ class SharedState:
     ) -> tuple[IntArray, IntArray]:
         """Take each of ``rus`` that is still free for ``owner``; return (taken,
         conflicting)."""
-        rus = np.unique(np.asarray(rus, dtype=np.int64))
+        rus = np.asarray(rus, dtype=np.int64)
+        if len(rus) > 1:
+            rus = np.unique(rus)
         with self._lock:
             free = self.state.occupant[rus] == FREE
             taken, conflicting = rus[free], rus[~free]
@@ -185,6 +187,12 @@ class Scheduler(Protocol):
         """Background work due by ``now`` (agents' syncs), outside any decision."""
         ...
 
+    def notice(self, servers: IntArray) -> None:
+        """Admission control's notice that ``servers`` freed RUs it will offer to
+        the next job scheduled: whoever schedules it re-reads them first (in the
+        background, as the notice arrives)."""
+        ...
+
     def schedule(
         self,
         job: PlacementJob,
@@ -232,6 +240,11 @@ class SchedulingAgent:
             self.shared.catch_up(self.reader, self.local)
             self._next_sync = self._sync_delay(now)
 
+    def notice(self, servers: IntArray) -> None:
+        """Re-read ``servers`` from the master (the notice carries their state)."""
+        if self.local is not None and len(servers):
+            self.shared.refresh(self.local, servers)
+
     def schedule(
         self,
         job: PlacementJob,
@@ -246,9 +259,6 @@ class SchedulingAgent:
             self.maintain(now)
         local = self.local
         assert local is not None
-        if offered is not None and len(offered):
-            # the monitors' notice of freed RUs carries those servers' fresh state
-            self.shared.refresh(local, offered)
         taken: list[IntArray] = []
         got = conflicts = 0
         placement = Placement(Outcome.NO_ROOM)
@@ -303,6 +313,9 @@ class AgentPool:
         for agent in self.agents:
             agent.maintain(now)
 
+    def notice(self, servers: IntArray) -> None:
+        self.agents[self._turn].notice(servers)  # the agent the next job goes to
+
     def schedule(
         self,
         job: PlacementJob,
@@ -328,6 +341,9 @@ class DirectScheduler:
 
     def maintain(self, now: float) -> None:
         self.shared.settle()
+
+    def notice(self, servers: IntArray) -> None:
+        self.shared.settle()  # it reads the master itself
 
     def schedule(
         self,

@@ -337,6 +337,8 @@ class ClusterModel:
         arrival = self._all[index]
         tenant = self._tenant(self._class_index[arrival.job.job_class])
         self.scheduler.maintain(self.now)
+        if offered is not None:
+            self.scheduler.notice(offered)
         began, began_cpu = time.perf_counter_ns(), time.thread_time_ns()
         done = self.scheduler.schedule(
             arrival.job, index, tenant, self.now, force=force, offered=offered
@@ -397,11 +399,18 @@ class ClusterModel:
             if budget <= 0 or row is None or not takeable[row].any():
                 continue
             offered = servers[takeable[row] > 0]
-            for index in admission.queue.oldest(job_class, budget):
+            room = int(takeable[row].sum())
+            for index in admission.queue.oldest(job_class, len(admission.queue)):
+                if budget <= 0 or room <= 0:
+                    break
+                need = self._all[index].job.ru_count
+                if need > room:  # the freed RUs alone cannot hold it: wait on
+                    continue
                 budget -= 1
                 done = self._schedule(index, force=False, kind=OFFER, offered=offered)
                 if not done.placed:
                     break
+                room -= need
                 self._leave_queue(index, ran_out=False)
                 self._start(index, done.rus)
 

@@ -196,6 +196,13 @@ class Scorer:
     protect: bool = True
     overshoot_weight: float = OVERSHOOT_WEIGHT
 
+    def __post_init__(self) -> None:
+        # precomputed for evaluate(): the tolerance in levels, eq. (4)'s weights
+        # scaled, and the encoding of the target's complement
+        object.__setattr__(self, "_tolerance_levels", self.tolerance * LEVELS)
+        object.__setattr__(self, "_weights", self.kernel.weights / self.kernel.scale)
+        object.__setattr__(self, "_clean_enough", 1.0 - self.kernel.target)
+
     @classmethod
     def for_profile(
         cls, profile: InterferenceProfile, protect: bool, overshoot_weight: float = OVERSHOOT_WEIGHT
@@ -226,18 +233,28 @@ class Scorer:
         one job's, so the k-th best on a server also carries the job's own k RUs
         already there (see :func:`rank_within`)."""
         levels = view.server_levels_of(servers)
-        match = self.kernel.match(levels)
+        # eq. (4)-(5) in one pass: encoded contention d = 1 - U_H; Q = T_W + d when
+        # U_H >= T_W (d <= 1 - T_W), else U_H = 1 - d
+        encoded = levels @ self.__dict__["_weights"]
+        match = np.where(
+            encoded <= self.__dict__["_clean_enough"], self.kernel.target + encoded, 1.0 - encoded
+        )
         per_ru = self.caused / view.server_neighbours_of(servers)[:, None]
-        seen = levels * (1.0 / LEVELS)
         headroom = view.server_headroom_of(servers)
-        mine = np.zeros(len(servers)) if rank is None else rank.astype(np.float64)
-        own, harm = _overshoot(seen, per_ru, headroom, self.tolerance, mine)
+        if rank is None:  # one more RU, none of the job's there yet (the common case)
+            excess = np.maximum(levels - self.__dict__["_tolerance_levels"], 0.0)
+            own: FloatArray = excess.sum(axis=1) * (1.0 / LEVELS)
+            harm: FloatArray = np.maximum(per_ru - np.maximum(headroom, 0.0), 0.0).sum(axis=1)
+        else:
+            seen = levels * (1.0 / LEVELS)
+            own, harm = _overshoot(seen, per_ru, headroom, self.tolerance, rank.astype(np.float64))
         closed = view.server_closed_of(servers)
         score = self._combine(match, own, harm, closed)
-        if ranked and rank is None:
+        if ranked and rank is None and len(servers) > 1:
             rank = rank_within(servers, score)
             more = np.flatnonzero(rank)
             if len(more):
+                seen = levels * (1.0 / LEVELS)
                 mine_more = rank[more].astype(np.float64)
                 own[more], harm[more] = _overshoot(
                     seen[more], per_ru[more], headroom[more], self.tolerance, mine_more
@@ -249,7 +266,8 @@ class Scorer:
         self, match: FloatArray, own: FloatArray, harm: FloatArray, closed: npt.NDArray[np.bool_]
     ) -> FloatArray:
         score: FloatArray = match - self.overshoot_weight * (own + harm) if self.protect else match
-        return np.where(closed, score - _CLOSED_PENALTY, score)
+        penalised: FloatArray = score - _CLOSED_PENALTY * closed
+        return penalised
 
     def predicted_overshoot(
         self,
@@ -345,8 +363,10 @@ class TarcilPlacer:
     3. if they predict no overshoot, the job is placed; otherwise (the best of
        ``R`` misses the target) :meth:`AdmissionControl.decide` weighs waiting
        against placing now, and the job queues or is placed. A forced job (its
-       wait bound passed) is placed with ``R`` = the cap, whatever it finds; a
-       queued job offered freed RUs is placed only if they meet it."""
+       wait bound passed) is placed with ``R`` = the cap, whatever it finds.
+
+    A queued job offered the free RUs of servers that just freed some chooses
+    among those only, and takes them only if they meet it."""
 
     name = "tarcil"
 
@@ -376,6 +396,8 @@ class TarcilPlacer:
         scorer = self.scorers.scorer(job.job_class)
         if self.admission is None:
             return self._sequential(job, scorer, view, rng, offered)
+        if offered is not None and not force:
+            return self._offered(job, scorer, view, rng, offered)
         key = (job.job_class, self.scorers.profiles.revision(job.job_class), scorer.protect)
         assessment = self.admission.assess(job.ru_count, scorer.acceptable_levels, cache_key=key)
         r = self.settings.cap if force else min(assessment.sample.r, self.settings.cap)
@@ -384,11 +406,6 @@ class TarcilPlacer:
         placement = _choose(job, scorer, view, rng, candidates, r, assessment.reason)
         if force or not placement.placed or placement.overshoot <= ACCEPTABLE_OVERSHOOT:
             return placement
-        if offered is not None:  # a queued job offered freed RUs: only acceptable ones do
-            return Placement(
-                Outcome.QUEUED, sample_size=r, reason="the freed RUs do not meet the job",
-                own_overshoot=placement.own_overshoot, harm=placement.harm,
-            )  # fmt: skip
         wait = self.admission.decide(
             job.job_class, job.ru_count, overshoot=placement.overshoot,
             duration_s=job.expected_duration_s, now=now,
@@ -400,6 +417,29 @@ class TarcilPlacer:
                 own_overshoot=placement.own_overshoot, harm=placement.harm,
             )  # fmt: skip
         return replace(placement, reason=wait.reason)
+
+    def _offered(
+        self,
+        job: PlacementJob,
+        scorer: Scorer,
+        view: PlacementView,
+        rng: np.random.Generator,
+        offered: IntArray,
+    ) -> Placement:
+        """A queued job offered the free RUs of servers that just freed some: it
+        takes the best of those (no sampling) if they meet it, else waits on."""
+        candidates = _with_offered(_NO_RUS, view, offered)
+        placement = (
+            _choose(job, scorer, view, rng, candidates, 0, "offered freed RUs")
+            if len(candidates) >= job.ru_count
+            else Placement(Outcome.NO_ROOM)
+        )
+        if placement.placed and placement.overshoot <= ACCEPTABLE_OVERSHOOT:
+            return placement
+        return Placement(
+            Outcome.QUEUED, reason="the freed RUs do not meet the job",
+            own_overshoot=placement.own_overshoot, harm=placement.harm,
+        )  # fmt: skip
 
     def acceptable_servers(
         self, job_class: str, view: PlacementView, servers: IntArray
@@ -488,6 +528,8 @@ def _distinct_enough(
 ) -> IntArray:
     """Samples are drawn with replacement; a small ``R`` can repeat RUs and leave
     fewer than ``m`` distinct ones. Draw more until there are ``m`` (bounded)."""
+    if job.ru_count == 1 and len(sampled):
+        return sampled
     parts = [sampled]
     distinct = len(set(sampled.tolist()))
     for _ in range(16):
@@ -508,6 +550,8 @@ def _choose(
     reason: str,
 ) -> Placement:
     candidates, level = _with_locality(job, view, rng, sampled, r)
+    if job.ru_count == 1 and level is None and len(candidates):
+        return _choose_one(scorer, view, candidates, r, reason)
     if len(set(candidates.tolist())) < len(candidates):
         unique, first, inverse = np.unique(candidates, return_index=True, return_inverse=True)
         order = np.argsort(first)  # back to draw order: ties go to the earlier draw
@@ -537,6 +581,19 @@ def _choose(
     return Placement(
         Outcome.PLACED, candidates[chosen], scores.match[chosen], r, reason,
         own_overshoot=float(scores.own[chosen].max()), harm=float(scores.harm[chosen].max()),
+    )  # fmt: skip
+
+
+def _choose_one(
+    scorer: Scorer, view: PlacementView, candidates: IntArray, r: int, reason: str
+) -> Placement:
+    """One RU, no locality: the best candidate (the earliest drawn among equals --
+    the fair coin; an RU drawn twice changes nothing)."""
+    scores = scorer.evaluate(view, view.server_of(candidates))
+    best = int(np.argmax(scores.score))
+    return Placement(
+        Outcome.PLACED, candidates[best : best + 1], scores.match[best : best + 1], r, reason,
+        own_overshoot=float(scores.own[best]), harm=float(scores.harm[best]),
     )  # fmt: skip
 
 

@@ -247,7 +247,7 @@ class RUState:
         (default: anything). Raises :class:`CommitConflict`, changing nothing, when
         an RU is taken or listed twice."""
         rus = np.asarray(rus, dtype=np.int64)
-        if len(set(rus.tolist())) != len(rus):
+        if len(rus) > 1 and len(set(rus.tolist())) != len(rus):
             raise CommitConflict("the same RU was asked for twice")
         taken = rus[self.occupant[rus] != FREE]
         if len(taken):
@@ -287,6 +287,10 @@ class RUState:
         for ru in rus.tolist():
             self._unlist(ru)
         per_ru = self.ru_server[rus]
+        if len(rus) == 1:
+            self.server_free[per_ru] -= 1
+            self.rack_free[self.rack_of_server[per_ru]] -= 1
+            return
         np.add.at(self.server_free, per_ru, -1)
         np.add.at(self.rack_free, self.rack_of_server[per_ru], -1)
 
@@ -308,6 +312,11 @@ class RUState:
         """Add (+1) or remove (-1) the RUs' pressure and free counts per server;
         the servers touched."""
         per_ru = self.ru_server[rus]
+        if len(rus) == 1:
+            self.server_caused[per_ru] += sign * self.ru_caused[rus]
+            self.server_free[per_ru] -= sign
+            self.rack_free[self.rack_of_server[per_ru]] -= sign
+            return per_ru
         counts: dict[int, int] = {}
         for server in per_ru.tolist():
             counts[server] = counts.get(server, 0) + 1
