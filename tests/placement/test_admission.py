@@ -108,28 +108,33 @@ def _busy_cluster() -> tuple[AdmissionControl, QualityKernel]:
     return control, QualityKernel.for_profile(CPU_HEAVY)
 
 
-def test_the_estimate_is_mu_plus_two_sigma_of_the_time_until_enough_rus_appear() -> None:
+def test_the_estimate_is_mu_plus_two_sigma_of_the_time_until_enough_offers() -> None:
     control, _ = _busy_cluster()
-    for t in range(1, 7):  # 2 acceptable RUs appear every second for 6 s
-        control.appearances.note("cpu", 2, float(t))
+    for t in range(1, 7):  # an offer of 2 acceptable RUs every second, of 4 every other
+        control.appearances.note("cpu", 2 if t % 2 else 4, float(t))
     control.appearances.note("net", 50, 3.0)  # another class: not counted
-    assert control.appearances.rate("cpu", 6.0) == pytest.approx(2.0)
-    assert control.estimate("cpu", 2, now=6.0) == pytest.approx(time_until(2, 2.0))
-    assert time_until(2, 2.0) == pytest.approx((2 + 2 * math.sqrt(2)) / 2)
-    # three RUs wanted by jobs of the class queued before it: 5 to wait for
+    assert control.appearances.rate("cpu", 6.0) == pytest.approx(1.0)
+    assert control.appearances.rate("cpu", 6.0, at_least=3) == pytest.approx(0.5)
+    assert control.estimate("cpu", 2, now=6.0) == pytest.approx(time_until(1, 1.0))
+    assert time_until(1, 1.0) == pytest.approx(3.0)
+    # a 4-RU job needs one of the bigger offers, which come at half the rate
+    assert control.estimate("cpu", 4, now=6.0) == pytest.approx(time_until(1, 0.5))
+    # two jobs of the class queued before it: three offers to wait for
     control.enqueue(1, "cpu", 3, 6.0, 10.0, None)
-    assert control.estimate("cpu", 2, now=6.0) == pytest.approx((5 + 2 * math.sqrt(5)) / 2)
+    control.enqueue(2, "cpu", 1, 6.0, 10.0, None)
+    assert control.estimate("cpu", 2, now=6.0) == pytest.approx((3 + 2 * math.sqrt(3)) / 1.0)
+    assert control.estimate("cpu", 5, now=6.0) is None  # no offer that big lately
     assert control.estimate("never-seen", 1, now=6.0) is None
 
 
-def test_the_rate_window_keeps_the_newest_appearances() -> None:
+def test_the_rate_window_keeps_the_newest_offers() -> None:
     rates = AppearanceRates(window=3)
-    for t, count in [(1.0, 100), (2.0, 1), (3.0, 1), (4.0, 1)]:
+    for t, count in [(1.0, 1), (1.5, 1), (2.0, 1), (4.0, 1)]:
         rates.note("c", count, t)
-    # the burst at 1 s fell out; the oldest kept event (2 s) opens the window
-    assert rates.rate("c", 4.0) == pytest.approx(2 / 2.0)
-    rates.note("c", 0, 5.0)  # nothing appeared: not an event
-    assert rates.rate("c", 6.0) == pytest.approx(2 / 4.0)
+    # the offer at 1 s fell out; the oldest kept one (1.5 s) opens the window
+    assert rates.rate("c", 4.0) == pytest.approx(2 / 2.5)
+    rates.note("c", 0, 5.0)  # nothing acceptable: not an offer
+    assert rates.rate("c", 6.5) == pytest.approx(2 / 5.0)
 
 
 @pytest.mark.parametrize(
@@ -159,8 +164,8 @@ def test_wait_or_place_weighs_the_wait_against_running_slower(
 
 def test_waits_that_ran_out_stop_similar_jobs_from_queueing() -> None:
     control, _ = _busy_cluster()
-    for t in range(1, 11):
-        control.appearances.note("cpu", 1, float(t))
+    for t in range(1, 11):  # an offer of 4 acceptable RUs a second
+        control.appearances.note("cpu", 4, float(t))
 
     def decide(size: int, now: float) -> WaitDecision:
         return control.decide("cpu", size, overshoot=1.0, duration_s=20.0, now=now)
@@ -173,10 +178,14 @@ def test_waits_that_ran_out_stop_similar_jobs_from_queueing() -> None:
     assert "ran out" in decide(1, 15.0).reason
     assert decide(4, 15.0).queue  # another size band is not similar
     for t in range(70, 80):
-        control.appearances.note("cpu", 1, float(t))
+        control.appearances.note("cpu", 4, float(t))
     assert decide(1, 80.0).queue  # the failures left the feedback window
     records = control.wait_records()
     assert [(r.waited_s, r.ran_out, r.estimate_s) for r in records] == [(5.0, True, 2.0)] * 3
+    assert (
+        "no acceptable RU"
+        in control.decide("cpu", 5, overshoot=1.0, duration_s=20.0, now=80.0).reason
+    )  # no offer of 5 came: place now
 
 
 def test_the_queue_keeps_each_class_oldest_first() -> None:
@@ -219,7 +228,7 @@ def test_tarcil_waits_only_when_its_samples_miss_and_waiting_pays() -> None:
     first = placer.place(long, state, rng, now=10.0)
     assert first.placed and first.own_overshoot == pytest.approx(0.8, abs=0.02)
     assert "no acceptable RU" in first.reason
-    for t in range(1, 11):  # one acceptable RU a second
+    for t in range(1, 11):  # an offer of one acceptable RU a second
         admission.appearances.note("cpu", 1, float(t))
     queued = placer.place(long, state, rng, now=10.0)
     assert queued.outcome is Outcome.QUEUED

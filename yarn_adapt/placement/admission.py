@@ -30,15 +30,15 @@ placer asks whether to wait. :func:`wait_or_place` compares the two costs in
 seconds of the job's time: placing now costs ``duration x predicted overshoot``
 (the job runs ``1 + overshoot`` times slower; harm to neighbours counted in the
 same units); waiting costs the wait. The estimate (:meth:`AdmissionControl.
-estimate`) is the paper's ``mu + 2 sigma`` of the "time-until-free": RUs the
-job's class accepts appear (freed, or freed of contention) at a recent rate
-(:class:`AppearanceRates`); the job needs its own ``m`` and those the jobs of its
-class queued before it wait for, so with ``k`` of them the estimate is ``(k + 2
+estimate`) is the paper's ``mu + 2 sigma`` of the "time-until-free": offers of
+RUs the job's class accepts come at a recent rate (:class:`AppearanceRates`;
+only offers of at least the job's ``m`` RUs count); the job needs one, and so do
+the ``k - 1`` jobs of its class queued before it, so the estimate is ``(k + 2
 sqrt(k)) / rate`` (Poisson: ``mu = k / rate``, ``sigma = sqrt(k) / rate``). The
 job queues when the estimate is within its bound -- the cost of placing now, at
 most ``max_wait_s`` -- and waits at most the bound; then it is placed with the
 largest sample (``cap``), the paper's "scheduled to avoid excessive queueing".
-No acceptable RU appeared lately: the job is placed now. A feedback loop guards
+No such offer came lately: the job is placed now. A feedback loop guards
 the estimate: when more than ``max_ran_out_share`` of the waits of similar jobs
 (same class and size band, :func:`similarity_key`) that ended in the last
 ``feedback_window_s`` ran out their bound, such jobs are placed now
@@ -268,7 +268,7 @@ def wait_or_place(
     if bound <= 0.0:
         return WaitDecision(False, estimate_s, 0.0, cost_now, "placing now costs nothing")
     if estimate_s is None:
-        return WaitDecision(False, None, bound, cost_now, "no acceptable RU freed lately")
+        return WaitDecision(False, None, bound, cost_now, "no acceptable RU offered lately")
     if estimate_s <= bound:
         why = f"wait about {estimate_s:.3g}s < {cost_now:.3g}s slower now"
         return WaitDecision(True, estimate_s, bound, cost_now, why)
@@ -283,39 +283,48 @@ def time_until(count: float, rate: float) -> float:
 
 
 class AppearanceRates:
-    """Per class, when free RUs it accepts appeared (RUs freed, or free RUs whose
-    server's contention dropped), over the last ``window`` appearances: the
-    "time-until-free" history of Tarcil §4, kept per job class rather than per
-    bucket because acceptability is checked with the class's own scorer."""
+    """Per class, the recent **offers**: moments when servers that just freed RUs
+    (or freed them of contention) held some that one job of the class could take
+    with no predicted overshoot, and how many -- the "time-until-free" history of
+    Tarcil §4, kept per job class rather than per bucket because acceptability is
+    checked with the class's own scorer. A queued job of ``m`` RUs is served by an
+    offer of at least ``m`` (it chooses among the freed RUs only), so the rate
+    that matters for it counts those offers only. The window is the last
+    ``window`` offers (or the time since ``since`` until there are that many)."""
 
     def __init__(self, window: int, since: float = 0.0) -> None:
         self.window = window
         self.since = since
-        self._events: dict[str, deque[tuple[float, int]]] = {}
-        self._totals: dict[str, int] = {}
+        self._times: dict[str, FloatArray] = {}
+        self._counts: dict[str, IntArray] = {}
+        self._seen: dict[str, int] = {}
 
     def note(self, job_class: str, count: int, now: float) -> None:
         if count <= 0:
             return
-        events = self._events.setdefault(job_class, deque(maxlen=self.window))
-        total = self._totals.get(job_class, 0)
-        if len(events) == self.window:
-            total -= events[0][1]
-        events.append((now, count))
-        self._totals[job_class] = total + count
+        times = self._times.get(job_class)
+        if times is None:
+            times = self._times[job_class] = np.zeros(self.window)
+            self._counts[job_class] = np.zeros(self.window, dtype=np.int64)
+        seen = self._seen.get(job_class, 0)
+        times[seen % self.window] = now
+        self._counts[job_class][seen % self.window] = count
+        self._seen[job_class] = seen + 1
 
-    def rate(self, job_class: str, now: float) -> float:
-        """Acceptable RUs per second lately (0 with no appearance yet)."""
-        events = self._events.get(job_class)
-        if not events:
+    def rate(self, job_class: str, now: float, at_least: int = 1) -> float:
+        """Offers of at least ``at_least`` RUs per second lately (0 with none)."""
+        seen = self._seen.get(job_class, 0)
+        if not seen:
             return 0.0
-        total = self._totals[job_class]
-        if len(events) < self.window:
+        counts = self._counts[job_class]
+        if seen < self.window:
             span = now - self.since
-        else:  # the oldest kept event opens the window
-            span = now - events[0][0]
-            total -= events[0][1]
-        return total / span if span > 0 else 0.0
+            offers = int((counts[:seen] >= at_least).sum())
+        else:  # the oldest kept offer opens the window
+            oldest = seen % self.window
+            span = now - float(self._times[job_class][oldest])
+            offers = int((counts >= at_least).sum()) - int(counts[oldest] >= at_least)
+        return offers / span if span > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -366,13 +375,13 @@ class AdmissionControl:
         return Assessment(sample, good, short, why + (" (capped)" if sample.capped else ""))
 
     def estimate(self, job_class: str, ru_count: int, now: float) -> float | None:
-        """``mu + 2 sigma`` of the time until enough acceptable RUs appear for this
-        job and for the jobs of its class queued before it; ``None`` when none has
-        appeared lately."""
-        rate = self.appearances.rate(job_class, now)
+        """``mu + 2 sigma`` of the time until offers of at least ``ru_count`` RUs
+        have come for this job and for the jobs of its class queued before it;
+        ``None`` when no such offer came lately."""
+        rate = self.appearances.rate(job_class, now, at_least=ru_count)
         if rate <= 0.0:
             return None
-        return time_until(self.queue.rus_waiting(job_class) + ru_count, rate)
+        return time_until(self.queue.waiting(job_class) + 1, rate)
 
     def decide(
         self,
@@ -524,6 +533,10 @@ class WaitQueue:
     def rus_waiting(self, job_class: str) -> int:
         """RUs the queued jobs of ``job_class`` wait for."""
         return self._rus.get(job_class, 0)
+
+    def waiting(self, job_class: str) -> int:
+        """How many jobs of ``job_class`` wait."""
+        return len(self._by_class.get(job_class, {}))
 
     def owners(self) -> list[int]:
         return list(self._class_of)
