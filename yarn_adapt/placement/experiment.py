@@ -68,6 +68,7 @@ class Scenario:
     migrate: bool = True
     migration_cost_s: float = 2.0
     correct_profiles: bool = True
+    check_slots: bool = False
     seed: int = 1
     trace: Path | None = None
 
@@ -173,7 +174,10 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
         else DirectScheduler(shared, placer, rng)
     )
     model_settings = ModelSettings(
-        scenario.slope, scenario.horizon_s, scenario.horizon_s * scenario.measure_share
+        scenario.slope,
+        scenario.horizon_s,
+        scenario.horizon_s * scenario.measure_share,
+        check_slots=scenario.check_slots,
     )
     monitoring = None
     if isinstance(placer, TarcilPlacer):
