@@ -26,11 +26,13 @@ code the YARN simulator's hook runs). Outcomes:
 * rejected (can never fit) -- recorded, never run.
 
 **Load monitor** (Tarcil §5.2, :mod:`~yarn_adapt.placement.monitor`; Tarcil only).
-Every ``interval_s`` the monitors report on the servers whose occupancy changed:
-servers with an occupant below its target are closed to new work (reopened when
-none is), suffering long jobs' slow tasks move to better RUs when that pays
-(their progress pays the move's cost), and the speeds, contention and pressure
-seen feed the profile correction
+Every ``interval_s`` the monitors report on the servers whose occupancy changed.
+Jobs found below their target join a watch list; each report, watched jobs for
+which a move would pay have their slow tasks moved to better RUs (their progress
+pays the move's cost) -- until they end, recover, or could no longer gain. With
+closing on, servers with an occupant below its target are closed to new work
+(reopened when none is). The speeds, contention and pressure seen feed the
+profile correction
 (:class:`~yarn_adapt.placement.correction.LiveProfiles`), whose corrected
 profiles the placer, the scheduler's beliefs about running jobs (headroom) and new
 jobs' tenants use from then on.
