@@ -20,8 +20,9 @@ update costs O(changed servers); nothing here scans the cluster.
 **Assessment** (:meth:`AdmissionControl.assess`, before sampling). The job's
 acceptable buckets are those whose centre gives ``U_H >= T_W`` and no overshoot;
 with ``good`` free RUs in them the sample size ``R`` is derived for the share
-``g = good / free`` (:func:`~yarn_adapt.placement.sampling.sample_size`), capped
-(Tarcil caps it at 32).
+``g = good / free`` -- or the share of acceptable RUs the placer found in its
+recent samples for the class, if smaller -- by
+:func:`~yarn_adapt.placement.sampling.sample_size`, capped (Tarcil caps it at 32).
 
 **Wait or place** (:meth:`AdmissionControl.decide`, after sampling). When the best
 of the ``R x m`` samples would still slow the job (or its neighbours) down -- the
@@ -59,7 +60,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -160,6 +161,13 @@ class FreeCounters:
         self._pending: list[tuple[IntArray, FloatArray, IntArray, float]] = []
         self._centres = self._fresh_centres()
         self.epoch = 0  # bumps when a published centre moves by a level or more
+        # per bucket, its servers with free RUs: an indexable set, for sampling
+        servers = len(self.server_bucket)
+        self._members = np.zeros((buckets, max(servers, 1)), dtype=np.int64)
+        self._sizes = np.zeros(buckets, dtype=np.int64)
+        self._slot = np.full(servers, -1, dtype=np.int64)
+        for server in np.flatnonzero(self._free_seen > 0).tolist():
+            self._enlist(server, int(self.server_bucket[server]))
         state.listeners.append(self.note_change)
 
     def note_change(self, servers: IntArray, now: float) -> None:
@@ -194,9 +202,51 @@ class FreeCounters:
         self.server_bucket[servers] = new_bucket
         self._free_seen[servers] = new_free
         self._levels_seen[servers] = levels
+        moves = zip(
+            servers.tolist(), old_bucket.tolist(), (old_free > 0).tolist(),
+            new_bucket.tolist(), (new_free > 0).tolist(), strict=True,
+        )  # fmt: skip
+        for server, was_in, was_listed, now_in, listed in moves:
+            if was_listed and (not listed or was_in != now_in):
+                self._delist(server, was_in)
+            if listed and (not was_listed or was_in != now_in):
+                self._enlist(server, now_in)
         for bucket, gained in zip(new_bucket.tolist(), (new_free - old_free).tolist(), strict=True):
             for _ in range(max(0, gained)):
                 self.free_times[bucket].append(now)
+
+    def _enlist(self, server: int, bucket: int) -> None:
+        size = int(self._sizes[bucket])
+        self._members[bucket, size] = server
+        self._slot[server] = size
+        self._sizes[bucket] = size + 1
+
+    def _delist(self, server: int, bucket: int) -> None:
+        last_slot = int(self._sizes[bucket]) - 1
+        slot = int(self._slot[server])
+        last = int(self._members[bucket, last_slot])
+        self._members[bucket, slot] = last
+        self._slot[last] = slot
+        self._slot[server] = -1
+        self._sizes[bucket] = last_slot
+
+    def members(self, bucket: int) -> IntArray:
+        """The servers of ``bucket`` with free RUs."""
+        members: IntArray = self._members[bucket, : int(self._sizes[bucket])].copy()
+        return members
+
+    def sample_servers(self, buckets: IntArray, count: int, rng: np.random.Generator) -> IntArray:
+        """``count`` servers with free RUs drawn uniformly, with replacement, from
+        the members of ``buckets``: O(count), whatever the cluster size."""
+        sizes = self._sizes[buckets]
+        total = int(sizes.sum())
+        if total == 0 or count <= 0:
+            return np.empty(0, dtype=np.int64)
+        picks = rng.integers(0, total, size=count)
+        ends = np.cumsum(sizes)
+        which = np.searchsorted(ends, picks, side="right")
+        chosen: IntArray = self._members[buckets[which], picks - (ends - sizes)[which]]
+        return chosen
 
     def centres(self) -> FloatArray:
         """Each bucket's published centre (levels); rows never entered are
@@ -239,6 +289,7 @@ class Assessment:
     good_free: int
     short: bool  # the acceptable buckets hold fewer free RUs than the job needs
     reason: str
+    buckets: IntArray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -358,21 +409,34 @@ class AdmissionControl:
         acceptable_levels: Callable[[FloatArray], npt.NDArray[np.bool_]],
         *,
         cache_key: Hashable | None = None,
+        learned_share: float | None = None,
     ) -> Assessment:
         """The sample size from the acceptable buckets' free RUs (see the module
         docstring). ``acceptable_levels`` says which contention vectors the job
         accepts; jobs passing the same ``cache_key`` (e.g. their class) accept the
-        same vectors, so the answer is reused while the bucket centres stay put."""
+        same vectors, so the answer is reused while the bucket centres stay put.
+        ``learned_share``: the share of acceptable RUs the placer found among its
+        recent samples for the class; the smaller of the two shares sets ``R``
+        (a bucket's centre judges the job's own slowdown only, not the harm to
+        the RU's neighbours, so the buckets overrate the share)."""
         settings = self.settings
         self.counters.flush()
         total_free = self.state.free_count
         acceptable = self._acceptable_buckets(acceptable_levels, cache_key)
         good = int(self.counters.free[acceptable].sum())
         share = good / total_free if total_free else 0.0
+        if learned_share is not None:
+            share = min(share, learned_share)
         sample = sample_size(settings.miss_probability, share, cap=settings.cap)
         short = good < settings.headroom * ru_count
         why = f"{good} acceptable free RUs for {ru_count}; R = {sample.r}"
-        return Assessment(sample, good, short, why + (" (capped)" if sample.capped else ""))
+        why += " (capped)" if sample.capped else ""
+        return Assessment(sample, good, short, why, acceptable)
+
+    def sample_servers(self, buckets: IntArray, count: int, rng: np.random.Generator) -> IntArray:
+        """Servers with free RUs in ``buckets`` (e.g. a job's acceptable ones), drawn
+        uniformly with replacement (:meth:`FreeCounters.sample_servers`)."""
+        return self.counters.sample_servers(buckets, count, rng)
 
     def estimate(self, job_class: str, ru_count: int, now: float) -> float | None:
         """``mu + 2 sigma`` of the time until offers of at least ``ru_count`` RUs

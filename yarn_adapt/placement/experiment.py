@@ -68,6 +68,7 @@ class Scenario:
     migrate: bool = True
     migration_cost_s: float = 2.0
     correct_profiles: bool = True
+    directed: bool = True
     check_slots: bool = False
     seed: int = 1
     trace: Path | None = None
@@ -166,7 +167,10 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
                 max_wait_s=scenario.max_wait_s, seed=scenario.seed,
             ),
         )  # fmt: skip
-    settings = TarcilSettings(scenario.miss_probability, scenario.cap, protect=scenario.protect)
+    settings = TarcilSettings(
+        scenario.miss_probability, scenario.cap, protect=scenario.protect,
+        directed=scenario.directed,
+    )  # fmt: skip
     placer = make_placer(policy, profiles, settings, admission)
     scheduler = (
         AgentPool(shared, placer, AgentSettings(scenario.agents, scenario.sync_interval_s), rng)

@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yarn_adapt.errors import InputError
-from yarn_adapt.placement.admission import AdmissionControl
+from yarn_adapt.placement.admission import AdmissionControl, Assessment
 from yarn_adapt.placement.profiles import InterferenceProfile, ProfileSource
 from yarn_adapt.placement.quality import LEVELS, QualityKernel
 from yarn_adapt.placement.sampling import pick_best, pick_best_distinct, sample_size
@@ -104,6 +104,7 @@ class Placement:
     wait_bound_s: float | None = None
     own_overshoot: float = 0.0  # predicted slowdown of the job on these RUs (worst RU)
     harm: float = 0.0  # predicted overshoot pushed onto their occupants (worst RU)
+    acceptable_share: float | None = None  # of the candidates looked at
 
     @property
     def placed(self) -> bool:
@@ -153,8 +154,9 @@ OVERSHOOT_WEIGHT = 100.0
 _LEVEL_WEIGHT = 0.05 * OVERSHOOT_WEIGHT
 # Servers the load monitor closed (Tarcil §5.2) come after every open one.
 _CLOSED_PENALTY = 1e3
-# Predicted overshoot at or below this is "no slowdown" (rounding of the levels).
-ACCEPTABLE_OVERSHOOT = 1e-6
+# Predicted overshoot (own plus harm) at or below this counts as none: an RU that
+# predicts at most 1% slowdown meets the job (no second draw, no wait, no move).
+ACCEPTABLE_OVERSHOOT = 0.01
 
 
 @dataclass(frozen=True)
@@ -341,16 +343,24 @@ class _ScorerCache:
 class TarcilSettings:
     """``miss_probability``: the guarantee's p; ``cap``: the largest R (§6.1: 32);
     ``first_batch``: samples per RU used to estimate the acceptable share when
-    there is no admission control; ``protect``: see :class:`Scorer`."""
+    there is no admission control; ``protect``: see :class:`Scorer`;
+    ``directed``: when the uniform samples miss and ``R`` was capped, sample
+    again from the acceptable buckets (see :meth:`TarcilPlacer._directed`);
+    ``share_memory``: over how many decisions the acceptable share a class's
+    samples found is remembered (it sets ``R`` when below the buckets' share)."""
 
     miss_probability: float = 1e-3
     cap: int = 32
     first_batch: int = 8
     protect: bool = True
+    directed: bool = True
+    share_memory: float = 32.0
 
     def __post_init__(self) -> None:
         if not 0 < self.miss_probability < 1 or self.cap < 1 or self.first_batch < 1:
             raise InputError("tarcil: miss_probability in (0, 1), cap and first_batch >= 1")
+        if self.share_memory < 1:
+            raise InputError("tarcil: share_memory >= 1")
 
 
 class TarcilPlacer:
@@ -358,8 +368,10 @@ class TarcilPlacer:
 
     1. :meth:`AdmissionControl.assess` sets ``R`` from the acceptable buckets' free
        RUs (capped);
-    2. ``R x m`` free RUs are sampled (plus the free RUs of ``offered`` servers)
-       and the ``m`` best kept;
+    2. ``R x m`` free RUs are sampled and the ``m`` best kept; if even they would
+       slow the job down and ``R`` was capped, ``first_batch x m`` more are drawn
+       from the servers of the buckets counted as acceptable and the best of all
+       kept (``directed``);
     3. if they predict no overshoot, the job is placed; otherwise (the best of
        ``R`` misses the target) :meth:`AdmissionControl.decide` weighs waiting
        against placing now, and the job queues or is placed. A forced job (its
@@ -379,6 +391,7 @@ class TarcilPlacer:
         self.settings = settings or TarcilSettings()
         self.scorers = _ScorerCache(profiles, self.settings.protect)
         self.admission = admission
+        self._shares: dict[str, float] = {}
 
     def place(
         self,
@@ -399,11 +412,18 @@ class TarcilPlacer:
         if offered is not None and not force:
             return self._offered(job, scorer, view, rng, offered)
         key = (job.job_class, self.scorers.profiles.revision(job.job_class), scorer.protect)
-        assessment = self.admission.assess(job.ru_count, scorer.acceptable_levels, cache_key=key)
+        assessment = self.admission.assess(
+            job.ru_count, scorer.acceptable_levels, cache_key=key,
+            learned_share=self._shares.get(job.job_class),
+        )  # fmt: skip
         r = self.settings.cap if force else min(assessment.sample.r, self.settings.cap)
-        sampled = _with_offered(view.sample_free(r * job.ru_count, rng), view, offered)
-        candidates = _distinct_enough(sampled, job, view, rng)
+        sampled = view.sample_free(r * job.ru_count, rng)
+        candidates = _distinct_enough(_with_offered(sampled, view, offered), job, view, rng)
         placement = _choose(job, scorer, view, rng, candidates, r, assessment.reason)
+        self._learn_share(job.job_class, placement.acceptable_share)
+        missed = placement.placed and placement.overshoot > ACCEPTABLE_OVERSHOOT
+        if missed and (assessment.sample.capped or force):
+            placement = self._directed(job, scorer, view, rng, candidates, assessment, placement)
         if force or not placement.placed or placement.overshoot <= ACCEPTABLE_OVERSHOOT:
             return placement
         wait = self.admission.decide(
@@ -417,6 +437,45 @@ class TarcilPlacer:
                 own_overshoot=placement.own_overshoot, harm=placement.harm,
             )  # fmt: skip
         return replace(placement, reason=wait.reason)
+
+    def _learn_share(self, job_class: str, observed: float | None) -> None:
+        """An exponentially weighted mean of the share of acceptable RUs among the
+        class's uniform samples (``share_memory`` decisions)."""
+        if observed is None:
+            return
+        known = self._shares.get(job_class)
+        weight = 1.0 / self.settings.share_memory
+        self._shares[job_class] = observed if known is None else known + weight * (observed - known)
+
+    def _directed(
+        self,
+        job: PlacementJob,
+        scorer: Scorer,
+        view: PlacementView,
+        rng: np.random.Generator,
+        candidates: IntArray,
+        assessment: Assessment,
+        first: Placement,
+    ) -> Placement:
+        """The uniform samples missed (their best would slow the job down): a
+        second draw of ``first_batch x m`` from the servers of the buckets
+        admission control counts as acceptable, chosen together with the first
+        -- the buckets say where acceptable RUs are, so the samples go there (our
+        addition to §3-4; it keeps the decision O(R x m) and finds the rare
+        acceptable RUs a capped uniform ``R`` misses on a large cluster)."""
+        if not self.settings.directed or not len(assessment.buckets):
+            return first
+        assert self.admission is not None
+        count = self.settings.first_batch * job.ru_count
+        servers = self.admission.sample_servers(assessment.buckets, count, rng)
+        directed = view.sample_free_on(servers, rng)
+        if not len(directed):
+            return first
+        both = np.concatenate((candidates, directed))
+        second = _choose(job, scorer, view, rng, both, self.settings.cap, assessment.reason)
+        if not second.placed or second.overshoot >= first.overshoot:
+            return first
+        return replace(second, reason=assessment.reason + "; directed to acceptable buckets")
 
     def _offered(
         self,
@@ -581,7 +640,12 @@ def _choose(
     return Placement(
         Outcome.PLACED, candidates[chosen], scores.match[chosen], r, reason,
         own_overshoot=float(scores.own[chosen].max()), harm=float(scores.harm[chosen].max()),
+        acceptable_share=_acceptable_share(scores),
     )  # fmt: skip
+
+
+def _acceptable_share(scores: Scores) -> float:
+    return float(np.count_nonzero(scores.overshoot <= ACCEPTABLE_OVERSHOOT)) / len(scores.own)
 
 
 def _choose_one(
@@ -594,6 +658,7 @@ def _choose_one(
     return Placement(
         Outcome.PLACED, candidates[best : best + 1], scores.match[best : best + 1], r, reason,
         own_overshoot=float(scores.own[best]), harm=float(scores.harm[best]),
+        acceptable_share=_acceptable_share(scores),
     )  # fmt: skip
 
 

@@ -152,6 +152,14 @@ class YarnSimView:
         found = [int(self.first[n]) for n in picks.tolist() if self.free_rus_of_node(n) > 0]
         return np.asarray(found[:count], dtype=np.int64)
 
+    def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
+        found = [
+            int(self.first[n]) + int(rng.integers(0, self.free_rus_of_node(int(n))))
+            for n in servers.tolist()
+            if self.free_rus_of_node(int(n)) > 0
+        ]
+        return np.asarray(found, dtype=np.int64)
+
     def contention_levels(self, rus: IntArray) -> FloatArray:
         return self.server_levels_of(self.server_of(rus))
 

@@ -180,6 +180,22 @@ class RUState:
         free: IntArray = rus[self.occupant[rus] == FREE][:count]
         return free
 
+    def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
+        """A free RU on each of ``servers``, by rejection over its slots (a few
+        tries; a server with none free gives none)."""
+        servers = servers[self.server_free[servers] > 0]
+        found: list[IntArray] = []
+        for _ in range(8):
+            if not len(servers):
+                break
+            slot = (rng.random(len(servers)) * self.server_size[servers]).astype(np.int64)
+            rus = self.server_first[servers] + slot
+            free = self.occupant[rus] == FREE
+            found.append(rus[free])
+            servers = servers[~free]
+        picked: IntArray = np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+        return picked
+
     def contention_levels(self, rus: IntArray) -> FloatArray:
         """The contention (levels 0..99) a new job placed on each (free) RU sees."""
         levels: FloatArray = self.server_levels[self.ru_server[rus]]

@@ -39,6 +39,11 @@ class PlacementView(Protocol):
         self, racks: IntArray, count: int, rng: np.random.Generator
     ) -> IntArray: ...
 
+    def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
+        """A uniformly drawn free RU on each of ``servers`` (fewer where a server
+        has none free), O(len(servers))."""
+        ...
+
     def contention_levels(self, rus: IntArray) -> FloatArray:
         """Contention levels (0..99 per resource) a new job would see on each RU."""
         ...
