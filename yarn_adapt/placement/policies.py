@@ -246,7 +246,7 @@ class Scorer:
         if rank is None:  # one more RU, none of the job's there yet (the common case)
             excess = np.maximum(levels - self.__dict__["_tolerance_levels"], 0.0)
             own: FloatArray = excess.sum(axis=1) * (1.0 / LEVELS)
-            harm: FloatArray = np.maximum(per_ru - np.maximum(headroom, 0.0), 0.0).sum(axis=1)
+            harm: FloatArray = np.maximum(per_ru - headroom, 0.0).sum(axis=1)
         else:
             seen = levels * (1.0 / LEVELS)
             own, harm = _overshoot(seen, per_ru, headroom, self.tolerance, rank.astype(np.float64))
@@ -268,8 +268,9 @@ class Scorer:
         self, match: FloatArray, own: FloatArray, harm: FloatArray, closed: npt.NDArray[np.bool_]
     ) -> FloatArray:
         score: FloatArray = match - self.overshoot_weight * (own + harm) if self.protect else match
-        penalised: FloatArray = score - _CLOSED_PENALTY * closed
-        return penalised
+        if closed.any():
+            score = score - _CLOSED_PENALTY * closed
+        return score
 
     def predicted_overshoot(
         self,
@@ -318,7 +319,7 @@ def _overshoot(
     overshoot the placement adds, not what was there before)."""
     own: FloatArray = np.maximum(seen + mine[:, None] * per_ru - tolerance, 0.0).sum(axis=1)
     added = (mine[:, None] + 1.0) * per_ru
-    harm: FloatArray = np.maximum(added - np.maximum(headroom, 0.0), 0.0).sum(axis=1)
+    harm: FloatArray = np.maximum(added - headroom, 0.0).sum(axis=1)
     return own, harm
 
 
@@ -527,7 +528,7 @@ class TarcilPlacer:
         seen = view.server_levels_of(servers) * (1.0 / LEVELS)
         tolerance = np.array([s.tolerance for s in scorers])  # classes x N
         caused = np.array([s.caused for s in scorers])
-        headroom = np.maximum(view.server_headroom_of(servers), 0.0)  # servers x N
+        headroom = view.server_headroom_of(servers)  # servers x N
         per_ru = caused[:, None, :] / view.server_neighbours_of(servers)[None, :, None]
         for k in range(int(free.max(initial=0))):  # the job's (k+1)-th RU on each server
             own = np.maximum(seen[None] + k * per_ru - tolerance[:, None, :], 0.0).sum(axis=2)

@@ -233,7 +233,7 @@ class YarnSimView:
             return np.ones(N_RESOURCES)
         total = self._caused_sum(node)
         slack = [r.tolerance - (total - r.caused) / self.neighbours[node] for r in residents]
-        headroom: FloatArray = np.min(slack, axis=0)
+        headroom: FloatArray = np.maximum(np.min(slack, axis=0), 0.0)
         return headroom
 
 

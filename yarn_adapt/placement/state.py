@@ -429,7 +429,8 @@ class RUState:
 
     def _update_headroom(self, servers: IntArray) -> None:
         """Per server and resource, the least slack (tolerance - contention) of its
-        occupants: how much more pressure the server takes before someone suffers."""
+        occupants: how much more pressure the server takes before someone suffers;
+        0 when someone already does (any more pressure adds to their overshoot)."""
         if self._uniform:
             rus = self.server_first[servers][:, None] + np.arange(self._uniform)
             others = self.server_caused[servers][:, None, :] - self.ru_caused[rus]
@@ -437,7 +438,7 @@ class RUState:
             slack = np.where(
                 (self.occupant[rus] == FREE)[..., None], 1.0, self.ru_tolerance[rus] - seen
             )
-            self.server_headroom[servers] = slack.min(axis=1)
+            self.server_headroom[servers] = np.maximum(slack.min(axis=1), 0.0)
             return
         sizes = self.server_size[servers]
         flat = self.rus_of(servers)
@@ -449,4 +450,5 @@ class RUState:
             (self.occupant[flat] == FREE)[:, None], 1.0, self.ru_tolerance[flat] - seen_flat
         )
         starts = np.cumsum(sizes) - sizes
-        self.server_headroom[servers] = np.minimum.reduceat(slack_flat, starts, axis=0)
+        least = np.minimum.reduceat(slack_flat, starts, axis=0)
+        self.server_headroom[servers] = np.maximum(least, 0.0)

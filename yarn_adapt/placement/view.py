@@ -62,7 +62,8 @@ class PlacementView(Protocol):
 
     def server_headroom_of(self, servers: IntArray) -> FloatArray:
         """Per server and resource, the pressure its occupants can still take
-        before one of them exceeds its tolerance (1 on an empty server)."""
+        before one of them exceeds its tolerance (1 on an empty server, never
+        below 0)."""
         ...
 
     def server_neighbours_of(self, servers: IntArray) -> FloatArray:
