@@ -7,9 +7,10 @@ Every placer reads the cluster through
 ``yarn-adapt bench placement`` and the YARN simulator's placement hook.
 
 * :class:`TarcilPlacer` -- quality-aware sampling with a statistical guarantee
-  (Tarcil §3-4): admission control decides admit / queue / place now and the
-  sample size ``R``; ``R * m`` free RUs are sampled (batch sampling) and the ``m``
-  best kept, after locality. Without admission control (the YARN simulator has no
+  (Tarcil §3-4): admission control sets the sample size ``R``; ``R * m`` free RUs
+  are sampled (batch sampling) and the ``m`` best kept, after locality; when even
+  those would slow the job down, admission control weighs waiting against placing
+  now (see the class). Without admission control (the YARN simulator has no
   per-bucket counters) ``R`` comes from the acceptable share of a first batch of
   samples (sequential estimate). O(R m) per decision, whatever the cluster size.
 * :class:`GreedyPlacer` -- the centralised optimum of the same quality: every
@@ -24,13 +25,15 @@ Every placer reads the cluster through
 candidates, ranked first), ``preferred_racks`` (sampled inside those racks, ranked
 second), then the rest; quality breaks ties within a level. A level is worth
 ``_LEVEL_WEIGHT`` of score, as much as 5% of predicted slowdown: a preferred RU is
-passed over only for one that predicts at least 5% less slowdown. ``Locality.SAME_SERVER``
-puts all ``m`` RUs on one server, judged by the aggregate quality of its free RUs
-(neighbour aggregation); ``Locality.SPREAD`` takes at most one RU per server.
+passed over only for one that predicts at least 5% less slowdown.
+``Locality.SAME_SERVER`` puts all ``m`` RUs on one server, judged by the aggregate
+quality of its free RUs (neighbour aggregation); ``Locality.SPREAD`` takes at most
+one RU per server.
 
 **Scores.** Tarcil and the greedy optimum rank candidates with the same
-:class:`Scorer`: Tarcil's ``Q``, lowered (unless ``protect=False``) by the slowdown
-the placement predicts for the job and for the server's occupants.
+:class:`Scorer`: the slowdown the placement predicts for the job and for the
+server's occupants first, Tarcil's ``Q`` among equals (``Q`` alone with
+``protect=False``).
 """
 
 from __future__ import annotations
