@@ -14,6 +14,8 @@ traces), always with ``raise ... from exc`` so ``--debug`` shows the cause.
     │   ├── ConfigValidationError                a config YARN would refuse (issues listed)
     │   ├── TraceError                           a broken trace row (file:line)
     │   ├── SettingsError                        yarn-adapt's own settings file
+    │   │   └── StateDamaged                     the service's database fails its
+    │   │                                        integrity check (names the backup copy)
     │   ├── ProposalNotFound (+KeyError)         no stored proposal has that id
     │   └── ProposalStateError                   an action the proposal's state does not
     │                                            allow (approved twice, stale, ...)
@@ -107,6 +109,11 @@ class TraceError(InputError):
 
 class SettingsError(InputError):
     """yarn-adapt's own settings (yarn-adapt.toml, CLI options) are wrong."""
+
+
+class StateDamaged(SettingsError):
+    """The service's own database is damaged; the message names the file and the
+    backup copy the service keeps."""
 
 
 class ProposalNotFound(InputError, KeyError):

@@ -140,6 +140,7 @@ def test_the_journal_keeps_each_step_and_finds_unfinished_applies(store: Store) 
     journal.record(JournalEntry("a2", ApplyStep.VERIFIED, "file+RefreshCommand", "/x"))
     reopened = SqliteJournal(Store(store.path))
     assert [(e.apply_id, e.step) for e in unfinished(reopened)] == [("a1", ApplyStep.WRITTEN)]
+    assert reopened.store.unfinished_journal_applies() == ["a1"]
     assert reopened.entries()[0].new_sha256 == "abc"
 
 

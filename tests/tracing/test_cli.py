@@ -73,7 +73,8 @@ def test_import_then_critical_path_and_risk(
     )
     assert code == 0 and json.loads(out)["service_time_us"] == {"MS_32255": 3000, "MS_45753": 4000}
     code, out, _ = run(
-        ["trace", "--config", str(settings_file), "risk", "--window", "36000000000", "--json"], capsys
+        ["trace", "--config", str(settings_file), "risk", "--window", "36000000000", "--json"],
+        capsys,
     )
     assert code == 0
     risk = json.loads(out)

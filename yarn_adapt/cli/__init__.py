@@ -54,6 +54,7 @@ def cli(debug: bool, verbose: bool) -> None:
 )
 @click.option("--list", "list_only", is_flag=True, help="List the benchmarks.")
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list.")
+@click.option("--curves", type=click.Path(path_type=Path), help="Curves CSV (cilantro).")
 @quiet_option
 def bench_command(
     name: str | None,
@@ -63,6 +64,7 @@ def bench_command(
     settings: Sequence[str],
     list_only: bool,
     as_json: bool,
+    curves: Path | None = None,
 ) -> None:
     """Run benchmark NAME; the last line of output is one JSON object of figures
     (always JSON: --json matters only with --list)."""
@@ -74,9 +76,10 @@ def bench_command(
         for item in items:
             click.echo(f"{item.name:24} {item.summary}")
         return
-    options = bench_registry.BenchOptions(
-        quick=quick, trace=trace, seed=seed, extra=_parse_settings(settings)
-    )
+    extra = _parse_settings(settings)
+    if curves is not None:
+        extra["curves"] = str(curves)
+    options = bench_registry.BenchOptions(quick=quick, trace=trace, seed=seed, extra=extra)
     whole = progress.Progress(f"bench {name}", 1)
     whole.advance(0, "started")
     bench_registry.run_and_print(name, options, sys.stdout)
@@ -84,6 +87,7 @@ def bench_command(
 
 
 def _register_commands() -> None:
+    from yarn_adapt.cli.agent import agent_group
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
@@ -91,6 +95,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
+    from yarn_adapt.cli.testbed import testbed_command
     from yarn_adapt.cli.trace import trace_group
 
     for command in (
@@ -103,6 +108,8 @@ def _register_commands() -> None:
         serve_command,
         demo_command,
         trace_group,
+        testbed_command,
+        agent_group,
     ):
         cli.add_command(command)
 

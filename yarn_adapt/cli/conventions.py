@@ -59,6 +59,8 @@ NOT_DATA: dict[str, str] = {
     "serve": "runs the service (--once prints its round as JSON)",
     "demo": "a tour; its last line is a JSON summary",
     "recover": "finishes or rolls back an interrupted apply and says which",
+    "agent run": "runs the node agent until stopped (logs on stderr, figures on /metrics)",
+    "agent restore": "restores the limits a previous agent run left and says which",
 }
 """Commands whose output is not data, by path (``config diff``), with the reason."""
 

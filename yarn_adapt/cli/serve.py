@@ -63,5 +63,6 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
                 where = f"; token in {token_file}" if token_file else ""
                 click.echo(f"yarn-adapt serving {server.url} ({settings.service.mode}){where}")
             service.run_forever(stop)
+            service.drain()  # before the page stops: the approver gets the answer
     finally:
         service.close()

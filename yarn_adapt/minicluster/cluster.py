@@ -18,14 +18,14 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from yarn_adapt.minicluster import confgen, schedconf
+from yarn_adapt.minicluster import confgen, cpusets, schedconf
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.jars import HadoopJars, find_java_home, resolve_hadoop_jars
@@ -135,6 +135,12 @@ class MiniCluster:
     def yarn_script(self) -> Path:
         return self.layout.yarn_script
 
+    def nm_cpuset(self, index: int) -> Path | None:
+        """The cpuset NodeManager ``index`` and its containers run in (None: unpinned)."""
+        if not self.spec.nm_cpusets:
+            return None
+        return cpusets.group_for(self.root) / f"nm-{index}"
+
     @property
     def refresh_command(self) -> list[str]:
         """``yarn rmadmin -refreshQueues`` for this cluster."""
@@ -224,6 +230,8 @@ class MiniCluster:
             kill_marked_processes(self._layout.root)
         if self._reaper is not None:
             self._reaper.kill_group()
+        if self._layout is not None:
+            cpusets.remove(self._layout.root)
         # Forget the handles so no later kill can hit a process group id the kernel
         # has since given to someone else.
         self._clients.clear()
@@ -350,9 +358,13 @@ class MiniCluster:
             "resourcemanager": java.resource_manager(),
             "historyserver": java.history_server(),
         }
+        groups = cpusets.create(self.root, self.spec.nm_cpusets) if self.spec.nm_cpusets else []
         for index in range(self.spec.nodemanagers):
             self.layout.nodemanager_dir(index).mkdir(exist_ok=True)
-            commands[f"nodemanager-{index}"] = java.node_manager(index)
+            command = java.node_manager(index)
+            commands[f"nodemanager-{index}"] = (
+                cpusets.wrap(command, groups[index]) if groups else command
+            )
         self._daemons = {name: self._launch(name, command) for name, command in commands.items()}
 
     def _launch(self, name: str, command: list[str]) -> ManagedProcess:
@@ -505,6 +517,31 @@ class MiniCluster:
             "-container_memory", str(container_mb), "-container_vcores", str(vcores),
             "-master_memory", str(am_mb), "-master_vcores", "1",
             "-timeout", str(int((sleep_s + 3600) * 1000)),
+        ])  # fmt: skip
+
+    def submit_shell_app(
+        self,
+        queue: str,
+        containers: int,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        container_mb: int = 256,
+        vcores: int = 1,
+        name: str = "shell",
+        am_mb: int = 256,
+        timeout_s: float = 3600.0,
+    ) -> SubmittedApp:
+        """Submit a distributed-shell app running ``command args`` in ``containers``
+        containers (e.g. a CPU burner as batch work)."""
+        shell_args = ["-shell_args", *args] if args else []
+        return self._submit("distributed-shell", name, [
+            "distributedshell", "-appname", name, "-queue", queue,
+            "-shell_command", command, *shell_args,
+            "-num_containers", str(containers),
+            "-container_memory", str(container_mb), "-container_vcores", str(vcores),
+            "-master_memory", str(am_mb), "-master_vcores", "1",
+            "-timeout", str(int(timeout_s * 1000)),
         ])  # fmt: skip
 
     def submit_mr_sleep_job(

@@ -63,6 +63,10 @@ class MiniClusterSpec:
     # logged in to Kerberos, so the secured variant serves REST clients only.
     kerberos: bool = False
     https: bool = False
+    # One CPU list per NodeManager (e.g. ("0", "1")): each NM JVM and its containers
+    # run in a cgroup v1 cpuset of their own (yarn_adapt.minicluster.cpusets), so the
+    # NMs behave as separate machines. Empty: no cpusets.
+    nm_cpusets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.scheduler not in ("capacity", "fair"):
@@ -75,6 +79,8 @@ class MiniClusterSpec:
             )
         if self.nodemanagers < 1 or self.nm_memory_mb < self.min_allocation_mb:
             raise ValueError("need at least one NodeManager with room for one container")
+        if self.nm_cpusets and len(self.nm_cpusets) != self.nodemanagers:
+            raise ValueError("nm_cpusets needs one CPU list per NodeManager")
         object.__setattr__(self, "yarn_site", MappingProxyType(dict(self.yarn_site)))
 
     @property
@@ -92,4 +98,5 @@ class MiniClusterSpec:
         """A short name for logs and directory names, e.g. ``capacity-memory``."""
         base = f"{self.scheduler}-{self.conf_store}" if self.scheduler == "capacity" else "fair"
         secured = [name for name, on in (("kerberos", self.kerberos), ("https", self.https)) if on]
-        return "-".join([base, *secured])
+        pinned = ["cpusets"] if self.nm_cpusets else []
+        return "-".join([base, *secured, *pinned])

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
+from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
 from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
@@ -58,6 +60,7 @@ class ServiceSection:
     mode: Mode = Mode.RECOMMEND
     interval_s: float = 120.0
     auto_approve: bool = False
+    shutdown_grace_s: float = 150.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +84,7 @@ class SchedulerSection:
     via: str = "file"
     refresh_command: tuple[str, ...] = DEFAULT_REFRESH_COMMAND
     verify_timeout_s: float = 60.0
+    shared_file: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +95,7 @@ class TuningSection:
     max_share_step: float = 30.0
     seed: int = 0
     executor: str = "process"
+    proposer: str = "adaptiveconfig"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,6 +157,33 @@ class TracingSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ColocationSection:
+    """The co-location guard (see yarn_adapt.colocation): batch visibility per node."""
+
+    enabled: bool = False
+    mode: GuardMode = GuardMode.RECOMMEND
+    actuator: str = "node-resource"
+    batch_queue: str = ""
+    nu: float = 1.0
+    zero_violation: bool = False
+    min_visible_fraction: float = 0.0
+    dead_band_fraction: float = 0.05
+    max_step_up_fraction: float = 0.25
+    cooldown_s: float = 300.0
+    stale_after_s: float = 300.0
+    demand: str = "observed"
+    applications: tuple[str, ...] = ()
+    demand_headroom: float = 0.25
+    vcores_per_core: float = 1.0
+    millicores_per_vcore: int = 1000
+    qos_percentile: float = 95.0
+    qos_targets: tuple[str, ...] = ()
+    node_hosts: tuple[str, ...] = ()
+    reclaim_ttl_s: float = 0.0
+    verify_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """All of ``yarn-adapt.toml``; ``source`` is the file it came from."""
 
@@ -163,7 +195,9 @@ class Settings:
     http: HttpSection = field(default_factory=HttpSection)
     backoff: BackoffSection = field(default_factory=BackoffSection)
     realized: RealizedSection = field(default_factory=RealizedSection)
+    cilantro: CilantroSection = field(default_factory=CilantroSection)
     tracing: TracingSection = field(default_factory=TracingSection)
+    colocation: ColocationSection = field(default_factory=ColocationSection)
     source: str = "<defaults>"
 
     def with_overrides(self, **sections: object) -> Settings:
@@ -179,7 +213,9 @@ SECTIONS: dict[str, type[Any]] = {
     "http": HttpSection,
     "backoff": BackoffSection,
     "realized": RealizedSection,
+    "cilantro": CilantroSection,
     "tracing": TracingSection,
+    "colocation": ColocationSection,
 }
 
 # --------------------------------------------------------------------------- reading
@@ -261,6 +297,7 @@ def check_settings(settings: Settings) -> None:
     """Ranges and choices the types cannot say."""
     rules: list[tuple[str, bool, str]] = [
         ("[service] interval_s", settings.service.interval_s > 0, "must be positive"),
+        ("[service] shutdown_grace_s", settings.service.shutdown_grace_s >= 0, "must be 0 or more"),
         ("[yarn] timeout_s", settings.yarn.timeout_s > 0, "must be positive"),
         ("[yarn] retries", settings.yarn.retries >= 0, "must be 0 or more"),
         ("[yarn] app_window_s", settings.yarn.app_window_s > 0, "must be positive"),
@@ -288,6 +325,7 @@ def check_settings(settings: Settings) -> None:
         ("[backoff] max_s", settings.backoff.max_s >= settings.backoff.initial_s, ">= initial_s"),
         ("[realized] intervals", settings.realized.intervals >= 1, "at least 1"),
         ("[state] dir", bool(settings.state.dir), "is empty"),
+        ("[tuning] proposer", settings.tuning.proposer in PROPOSERS, " or ".join(PROPOSERS)),
         ("[tracing] redis_url", _redis_url_ok(settings.tracing.redis_url), "redis://, rediss://"),
         ("[tracing] timeout_s", settings.tracing.timeout_s > 0, "must be positive"),
         ("[tracing] prefix", _is_word(settings.tracing.prefix), "must be one word"),
@@ -298,13 +336,63 @@ def check_settings(settings: Settings) -> None:
         ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
         ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),
     ]
+    rules += _colocation_rules(settings.colocation)
     for key, ok, expectation in rules:
         if not ok:
             raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
+    check_cilantro(settings.cilantro, settings.source)
     try:
         parse_executor_spec(settings.tuning.executor)
     except SettingsError as exc:
         raise SettingsError(f"{settings.source}: [tuning] executor: {exc}") from exc
+
+
+def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
+    return [
+        ("[colocation] actuator", guard.actuator in ("node-resource", "queue-cap"),
+         "node-resource or queue-cap"),
+        ("[colocation] batch_queue", guard.actuator != "queue-cap" or bool(guard.batch_queue),
+         "must name the batch queue for actuator = queue-cap"),
+        ("[colocation] nu", 0 <= guard.nu < float("inf"), "must be a number >= 0"),
+        ("[colocation] min_visible_fraction", 0 <= guard.min_visible_fraction <= 1, "[0, 1]"),
+        ("[colocation] dead_band_fraction", 0 <= guard.dead_band_fraction < 1, "in [0, 1)"),
+        ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
+        ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
+        ("[colocation] stale_after_s", guard.stale_after_s > 0, "must be positive"),
+        ("[colocation] demand", guard.demand in ("observed", "learned", "none"),
+         "observed, learned or none"),
+        ("[colocation] applications", _pairs_ok(guard.applications, numeric=False),
+         'entries "application=service,service"'),
+        ("[colocation] demand_headroom", guard.demand_headroom >= 0, "must be 0 or more"),
+        ("[colocation] vcores_per_core", guard.vcores_per_core > 0, "must be positive"),
+        ("[colocation] millicores_per_vcore", guard.millicores_per_vcore > 0, "positive"),
+        ("[colocation] qos_percentile", 0 < guard.qos_percentile <= 100, "in (0, 100]"),
+        ("[colocation] qos_targets", _pairs_ok(guard.qos_targets, numeric=True),
+         'entries "service=milliseconds"'),
+        ("[colocation] node_hosts", _pairs_ok(guard.node_hosts, numeric=False),
+         'entries "trace-host=node-id"'),
+        ("[colocation] reclaim_ttl_s", guard.reclaim_ttl_s >= 0, "must be 0 or more"),
+        ("[colocation] verify_timeout_s", guard.verify_timeout_s > 0, "must be positive"),
+    ]  # fmt: skip
+
+
+def pairs(entries: tuple[str, ...]) -> dict[str, str]:
+    """``("a=1", "b=2")`` -> ``{"a": "1", "b": "2"}`` (checked by :func:`check_settings`)."""
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def _pairs_ok(entries: tuple[str, ...], *, numeric: bool) -> bool:
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            return False
+        if numeric:
+            try:
+                if not float(value) > 0:
+                    return False
+            except ValueError:
+                return False
+    return True
 
 
 def _is_origin(url: str) -> bool:

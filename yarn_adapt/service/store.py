@@ -7,8 +7,15 @@ rollback: the configuration made to run, its result), ``audit`` (who did what),
 
 The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` moves
 an older database forward at open, in one transaction per step. Every write is a
-transaction of its own (``BEGIN IMMEDIATE``), so a crash leaves each record either
-whole or absent; WAL keeps readers (the web page) from blocking the loop.
+transaction of its own (``BEGIN IMMEDIATE``), committed durably (WAL with
+``synchronous=FULL``: the log is fsynced at each commit), so a crash leaves each
+record either whole or absent; WAL keeps readers (the web page) from blocking the loop.
+
+At open, ``PRAGMA quick_check`` must pass: a damaged file stops the service with one
+line naming it and the backup copy (:class:`~yarn_adapt.errors.StateDamaged`). The
+copy is taken with SQLite's online backup API (:meth:`Store.keep_backup`, after each
+round and each apply): ``<database>.backup`` and the one before it,
+``<database>.backup.1``, each checked before it replaces an older one.
 
 Each thread gets its own connection (sqlite3 connections are not shared across
 threads); the web server's worker threads and the loop thread all open the same file.
@@ -17,6 +24,8 @@ threads); the web server's worker threads and the loop thread all open the same 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -30,6 +39,7 @@ from yarn_adapt.errors import (
     ProposalNotFound,
     ProposalStateError,
     SettingsError,
+    StateDamaged,
     VersionNotFound,
 )
 from yarn_adapt.service.records import (
@@ -54,6 +64,9 @@ from yarn_adapt.service.series import (
 from yarn_adapt.service.statemachine import Action, allowed_from, refusal, target_of
 from yarn_adapt.yarn.apply import ApplyStep, JournalEntry
 from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
+from yarn_adapt.yarn.schedconf.xmlio import fsync_directory
+
+log = logging.getLogger(__name__)
 
 SCHEMA_V1 = """
 CREATE TABLE rounds (
@@ -179,7 +192,14 @@ CREATE TABLE proposal_origin (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE)
+# Every journal entry carries what recovery needs: both hashes and both mutation bodies.
+SCHEMA_JOURNAL = """
+ALTER TABLE journal ADD COLUMN old_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE journal ADD COLUMN forward_body TEXT NOT NULL DEFAULT '';
+ALTER TABLE journal ADD COLUMN reverse_body TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE, SCHEMA_JOURNAL)
 """``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -194,7 +214,11 @@ class Store:
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._migrate()
+        try:
+            self._check_integrity()
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(str(exc)) from exc
 
     # ------------------------------------------------------------------ connections
 
@@ -213,11 +237,17 @@ class Store:
             connection = sqlite3.connect(
                 self.path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise SettingsError(f"{self.path}: cannot open the database: {exc}") from exc
+        try:
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
+            connection.close()
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
+                raise self._damaged(str(exc)) from exc  # a database, damaged
             raise SettingsError(f"{self.path}: not a usable SQLite database: {exc}") from exc
         return connection
 
@@ -238,6 +268,58 @@ class Store:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+
+    def _check_integrity(self) -> None:
+        rows = [str(row[0]) for row in self._db.execute("PRAGMA quick_check").fetchall()]
+        if rows != ["ok"]:
+            more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+            raise self._damaged(f"PRAGMA quick_check: {rows[0] if rows else 'no answer'}{more}")
+
+    def _damaged(self, problem: str) -> StateDamaged:
+        self.close()
+        return StateDamaged(f"{self.path}: the database is damaged ({problem}); {self._rescue()}")
+
+    def _rescue(self) -> str:
+        copy = backup_path(self.path)
+        if not copy.exists():
+            return f"no backup copy exists ({copy} is missing)"
+        taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(copy.stat().st_mtime))
+        return (
+            f"the last good copy is {copy} (taken {taken}): stop the service, move the "
+            f"damaged file away and copy the backup in its place"
+        )
+
+    # ------------------------------------------------------------------ backups
+
+    def keep_backup(self) -> Path | None:
+        """Copy the database with SQLite's backup API into ``<database>.backup``
+        (the previous copy becomes ``.backup.1``). A copy that fails its own
+        integrity check replaces nothing. Returns the copy, None when none was made."""
+        target = backup_path(self.path)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            partial.unlink(missing_ok=True)
+            copy = sqlite3.connect(partial)
+            try:
+                self._db.backup(copy)
+                healthy = copy.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            finally:
+                copy.close()
+            if not healthy:
+                log.error(
+                    "%s: the backup copy fails its integrity check; kept the older one", partial
+                )
+                partial.unlink(missing_ok=True)
+                return None
+            _fsync_file(partial)
+            if target.exists():
+                target.replace(target.with_name(target.name + ".1"))
+            partial.replace(target)
+            fsync_directory(target.parent)
+        except (sqlite3.Error, OSError) as exc:
+            log.error("%s: cannot keep a backup copy: %s", target, exc)
+            return None
+        return target
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -463,6 +545,12 @@ class Store:
             self._move(db, row["proposal_id"], action, actor, detail)
         return self.proposal(row["proposal_id"])
 
+    def proposal_of_apply(self, apply_id: str) -> ProposalRecord:
+        record = self.apply_record(apply_id)
+        if record is None:
+            raise ProposalNotFound(f"no apply {apply_id}")
+        return self.proposal(record.proposal_id)
+
     def apply_record(self, apply_id: str) -> ApplyRecord | None:
         row = self._db.execute("SELECT * FROM applies WHERE apply_id=?", (apply_id,)).fetchone()
         return _apply(row) if row is not None else None
@@ -512,7 +600,8 @@ class Store:
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO journal (apply_id, step, applier, target, backup, new_sha256,"
-                " detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " detail, at, old_sha256, forward_body, reverse_body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     entry.apply_id,
                     str(entry.step),
@@ -522,8 +611,19 @@ class Store:
                     entry.new_sha256,
                     entry.detail,
                     entry.at,
+                    entry.old_sha256,
+                    entry.forward_body,
+                    entry.reverse_body,
                 ),
             )
+
+    def unfinished_journal_applies(self) -> list[str]:
+        """The applies whose last journal step is not final (one query, no bodies)."""
+        rows = self._db.execute(
+            "SELECT apply_id, step FROM journal WHERE seq IN"
+            " (SELECT MAX(seq) FROM journal GROUP BY apply_id) ORDER BY seq"
+        ).fetchall()
+        return [row["apply_id"] for row in rows if not ApplyStep(row["step"]).is_final]
 
     def journal_entries(self, apply_id: str | None = None) -> list[JournalEntry]:
         if apply_id is None:
@@ -749,6 +849,22 @@ class SqliteJournal:
         return self.store.journal_entries()
 
 
+# --------------------------------------------------------------------------- files
+
+
+def backup_path(database: Path) -> Path:
+    """Where the service keeps the last good copy of ``database``."""
+    return database.with_name(database.name + ".backup")
+
+
+def _fsync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 # --------------------------------------------------------------------------- rows
 
 
@@ -834,6 +950,9 @@ def _journal_entry(row: sqlite3.Row) -> JournalEntry:
         new_sha256=row["new_sha256"],
         detail=row["detail"],
         at=row["at"],
+        old_sha256=row["old_sha256"],
+        forward_body=row["forward_body"],
+        reverse_body=row["reverse_body"],
     )
 
 

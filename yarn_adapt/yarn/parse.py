@@ -55,6 +55,7 @@ from yarn_adapt.model import (
     MapReduceTask,
     Node,
     NodeState,
+    NodeUtilization,
     QueueStatus,
     Resources,
     SchedulerKind,
@@ -287,6 +288,22 @@ def _node(node: Fields) -> Node:
         http_address=node.opt_text("nodeHTTPAddress"),
         health_report=node.opt_text("healthReport"),
         last_health_update_ms=node.time_ms("lastHealthUpdate") or 0,
+        utilization=_utilization(node.opt_obj("resourceUtilization")),
+    )
+
+
+def _utilization(fields: Fields | None) -> NodeUtilization | None:
+    """``resourceUtilization`` (absent before the NM's first report, or on old RMs)."""
+    if fields is None:
+        return None
+    node_cpu = fields.opt_number("nodeCPUUsage")
+    if node_cpu is None:
+        return None
+    return NodeUtilization(
+        node_cpu=max(0.0, node_cpu),
+        node_memory_mb=max(0, fields.count("nodePhysicalMemoryMB")),
+        containers_cpu=max(0.0, fields.opt_number("containersCPUUsage") or 0.0),
+        containers_memory_mb=max(0, fields.count("aggregatedContainersPhysicalMemoryMB")),
     )
 
 

@@ -47,6 +47,7 @@ from yarn_adapt.service.versions import note_running, standings
 from yarn_adapt.service.web import auth, words
 from yarn_adapt.service.web.console import evidence_rows, job_links
 from yarn_adapt.service.web.console_routes import console_blueprint, overview
+from yarn_adapt.service.web.guard_routes import guard_blueprint
 from yarn_adapt.service.web.throttle import LoginThrottle
 from yarn_adapt.service.web.views import (
     apply_view,
@@ -110,6 +111,7 @@ def create_app(service: Service, throttle: LoginThrottle | None = None) -> Flask
     app.register_blueprint(api_blueprint(service))
     app.register_blueprint(pages_blueprint(service))
     app.register_blueprint(console_blueprint(service))
+    app.register_blueprint(guard_blueprint(service))
     app.add_url_rule("/metrics", "metrics", lambda: _metrics(service))
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
     app.register_error_handler(YarnAdaptError, _api_error)

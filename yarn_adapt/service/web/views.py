@@ -38,6 +38,10 @@ def _number(value: float | None) -> float | None:
     return round(value, 3)
 
 
+def _unbounded(value: float | None) -> bool:
+    return value is not None and math.isinf(value) and value > 0
+
+
 def proposal_summary(
     proposal: ProposalRecord,
     standing: Standing | None = None,
@@ -61,6 +65,10 @@ def proposal_summary(
         "groups": [g.group for g in proposal.groups],
         "predicted_latency_before_s": _number(proposal.cluster_before_s),
         "predicted_latency_after_s": _number(proposal.cluster_after_s),
+        # JSON has no infinity: a prediction that some jobs never finish (a starved
+        # queue) is null above and true here, unlike an unknown one (null, false).
+        "predicted_latency_before_unbounded": _unbounded(proposal.cluster_before_s),
+        "predicted_latency_after_unbounded": _unbounded(proposal.cluster_after_s),
         "improvement_ratio": round(proposal.improvement, 4),
         "gate": proposal.gate,
         "note": proposal.note,
