@@ -228,8 +228,9 @@ class NodeReclaimer:
         allocated = container.allocation
         cpu = originals.cpu_millicores
         if cpu is None:
-            # What it was given, or else one core; more if it was using more.
-            used = math.ceil(tracked.rate_millicores / 100) * 100
+            # What it was given, or else one core; more if it was using more. Nearest
+            # 100 millicores: a busy loop measured at 1003 is using one core, not 1.1.
+            used = round(tracked.rate_millicores / 100) * 100
             cpu = max(allocated.cpu_millicores if allocated else 1000, used)
         memory = originals.memory_mb
         if memory is None:

@@ -5,6 +5,7 @@ proposer reads that from the RM's application list and proposes more capacity fo
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def test_a_queue_missing_its_slo_gets_capacity_on_the_real_rm(
     capacity = {c.queue: c for c in proposal.changes if c.prop == "capacity"}
     assert float(capacity["root.a"].new) > float(capacity["root.a"].old)
     assert float(capacity["root.a"].new) - float(capacity["root.a"].old) <= 10.5
-    assert any(r.startswith("root.a: 4 submitted, 0/4 within 3 s") for r in proposal.reasons)
+    # Every decided application missed (a loaded RM may stamp the last one late).
+    assert any(re.match(r"root\.a: 4 submitted, 0/[1-4] within 3 s", r) for r in proposal.reasons)
     demand = proposer.snapshot.of("root.a") if proposer.snapshot else None
     assert demand is not None and demand.observations == 1
     before = reported_capacities(capacity_cluster)
