@@ -57,5 +57,6 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     final = result.restores[-1]
     assert final.exit_codes == [0, 0], agents
     assert not final.state_files_left and not final.groups_left, agents
-    assert final.pids_checked > 0 and final.pids_back == final.pids_checked, final.misplaced
+    assert final.pids_moved > 0 and final.pids_checked > 0, final.to_json()
+    assert final.pids_back == final.pids_checked, final.misplaced
     assert all(check.complete for check in result.restores), agents

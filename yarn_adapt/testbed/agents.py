@@ -317,7 +317,8 @@ class RestoreCheck:
     exit_codes: list[int | None] = field(default_factory=list)
     state_files_left: list[str] = field(default_factory=list)
     groups_left: list[str] = field(default_factory=list)
-    pids_checked: int = 0
+    pids_moved: int = 0  # in the state files just before the stop
+    pids_checked: int = 0  # of those, still running after it
     pids_back: int = 0
     misplaced: list[str] = field(default_factory=list)
 
@@ -336,6 +337,7 @@ class RestoreCheck:
             "exit_codes": self.exit_codes,
             "state_files_left": len(self.state_files_left),
             "groups_left": len(self.groups_left),
+            "pids_moved": self.pids_moved,
             "pids_checked": self.pids_checked,
             "pids_back": self.pids_back,
         }
@@ -345,26 +347,26 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
     """SIGTERM every running agent and check that all it changed is back."""
     check = RestoreCheck()
     running = [agent for agent in agents if agent.running]
-    moved: dict[int, dict[str, str]] = {}
     for agent in running:
         agent.counts()  # the last figures before it goes
-        moved.update(agent.moved())
     for agent in running:
+        moved = agent.moved()  # per the state file just before the stop
+        check.pids_moved += len(moved)
         check.exit_codes.append(agent.terminate())
+        for pid, origin in sorted(moved.items()):  # checked at once: containers are short
+            now = _membership(pid)
+            if now is None:
+                continue  # the container ended meanwhile
+            check.pids_checked += 1
+            if all(now.get(c, "") == origin.get(c, "") for c in CONTROLLERS if c in origin):
+                check.pids_back += 1
+            else:
+                check.misplaced.append(f"{pid}: {now} (came from {origin})")
     for agent in running:
         if agent.state_file.exists():
             check.state_files_left.append(str(agent.state_file))
     if running:
         check.groups_left = agent_groups(mounts, running[0].plan.hierarchy)
-    for pid, origin in sorted(moved.items()):
-        now = _membership(pid)
-        if now is None:
-            continue  # the container ended meanwhile
-        check.pids_checked += 1
-        if all(now.get(c, "") == origin.get(c, "") for c in CONTROLLERS if c in origin):
-            check.pids_back += 1
-        else:
-            check.misplaced.append(f"{pid}: {now} (came from {origin})")
     if not check.complete:
         log.warning("agents' restore incomplete: %s %s", check.to_json(), check.misplaced[:3])
     return check
