@@ -84,6 +84,8 @@ class ReclaimEndpoint:
         from yarn_adapt.service.web.guard_routes import guard_blueprint
         from yarn_adapt.service.web.throttle import LoginThrottle
 
+        # Two agents poll it every agent interval: no access-log line per request.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         app = Flask("yarn-adapt-testbed")
         app.extensions["yarn_adapt_throttle"] = LoginThrottle()
         service = _ServiceView(_GuardStepView(guard), token)
