@@ -48,10 +48,11 @@ def test_metrics_are_read_back() -> None:
     assert (counts.tasks_squeezed, counts.killed, counts.request_errors) == (2.0, 0.0, 3.0)
 
 
-def test_the_phase_order_is_counterbalanced_and_an_odd_run_ends_squeezed() -> None:
+def test_the_phase_order_is_counterbalanced_and_starts_with_the_agents_on() -> None:
     square = testbed.TestbedOptions(repeats=3).order
     assert len(square) == 9
     for position in range(3):
         assert sorted(square[position::3]) == ["guard", "off", "on"]
     pairs = testbed.TestbedOptions(repeats=3, guard_only=False).order
-    assert pairs == ["off", "on", "on", "off", "off", "on"]
+    assert pairs == ["on", "off", "off", "on", "on", "off"]
+    assert square[0] == "on"

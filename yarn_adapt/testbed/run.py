@@ -26,7 +26,7 @@ Measurement (:meth:`Testbed.measure`):
    ``off`` (no guard; the agents, if running, are asked nothing and give back
    what they held), ``guard`` (the guard alone; no agent runs) and ``on`` (the guard
    and the node agents), in counterbalanced order (a Latin square over the repeats;
-   without ``guard_only`` phases: off, on, on, off, ...). After each switch the
+   without ``guard_only`` phases: on, off, off, on, ...). After each switch the
    testbed waits until placement has followed (the risky node's batch containers
    drained, or batch back on it; for ``off`` also every agent limit given back),
    then measures the P95 of the requests that arrived during ``phase_s``. Repeats
@@ -156,10 +156,10 @@ class TestbedOptions:
     @property
     def order(self) -> list[str]:
         """Counterbalanced: a Latin square over on / off / guard (each phase once in
-        every position over three repeats), or off on | on off | ... without guard; with
-        an odd number of repeats either ends with ``on``, so the final stop of the agents
-        restores limits they hold."""
-        rows: list[tuple[str, ...]] = [(OFF, ON), (ON, OFF)]
+        every position over three repeats), or on off | off on | ... without guard. The
+        first phase is ``on`` either way: the stream's first containers all start at
+        once, a burst that an ``off`` window would add to its own figure."""
+        rows: list[tuple[str, ...]] = [(ON, OFF), (OFF, ON)]
         if self.guard_only:
             rows = [(ON, OFF, GUARD), (GUARD, ON, OFF), (OFF, GUARD, ON)]
         return [phase for r in range(self.repeats) for phase in rows[r % len(rows)]]
