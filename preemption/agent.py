@@ -160,7 +160,10 @@ class Agent:
                 auth="kerberos" if settings.yarn.kerberos else "simple",
                 user=settings.yarn.user or None,
             )
-            yarn = YarnEdge(settings.yarn.rm, http, kill_mode=settings.yarn.kill)
+            yarn = YarnEdge(
+                settings.yarn.rm, http, kill_mode=settings.yarn.kill,
+                millicores_per_vcore=settings.yarn.millicores_per_vcore,
+            )  # fmt: skip
         state_file = None if dry else Path(settings.agent.state_file)
         killer: Killer | None = None
         if dry:

@@ -27,7 +27,9 @@ caller can observe the task for one interval before the next step:
 4. More reclaimed than desired (beyond the dead band): give back ω per task per
    interval (scale up slowly), kills first (nothing to write), squeezes after.
 5. A round in progress: every planned task whose last step passed its check takes
-   its next step min(ω, s), never below the floor, all in parallel.
+   its next step min(ω, s), never below the floor, all in parallel. LP takes its
+   whole share s in one step (the paper's LP reclaims "as fast as possible" from the
+   fewest tasks; the mini-steps belong to the gradual strategies).
 6. No round: if ``desired - reclaimed`` exceeds the dead band, start one: the
    strategy picks the tasks and their shares (:mod:`preemption.strategies`) and
    the first step is taken at once.
@@ -388,6 +390,10 @@ def _continue_round(
 
 
 def _next_step(plan: TaskPlan, task: BatchTask, settings: ReclaimSettings) -> Amount:
+    if settings.strategy is Strategy.LP:
+        # TopoSch's LP reclaims "as fast as possible": its few tasks give their whole
+        # share at once; the mini-steps are what the gradual strategies add (§6.3).
+        return plan.remaining.min(reclaimable(task, settings.floor))
     return plan.remaining.min(settings.mini_step).min(reclaimable(task, settings.floor))
 
 

@@ -70,6 +70,7 @@ class YarnSection:
     kill: str = "container"  # "container", "application" or "never"
     task_progress: bool = True
     nodemanager_url: str = ""  # default: from the containers' environment
+    millicores_per_vcore: int = 1000  # the CPU one YARN vcore stands for on this node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +296,8 @@ def _problems(settings: AgentSettings) -> Iterator[str]:
         "/"
     ):
         yield "[discovery] agent_hierarchy must be set and differ from yarn_hierarchy"
+    if y.millicores_per_vcore <= 0:
+        yield f"[yarn] millicores_per_vcore must be > 0, got {y.millicores_per_vcore}"
     if y.kill not in ("container", "application", "never"):
         yield f"[yarn] kill must be container, application or never, got {y.kill!r}"
     if c.unknown not in ("batch", "latency-critical"):

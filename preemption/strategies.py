@@ -10,7 +10,8 @@ NTF    newest tasks first: the most recently started tasks (early stage, little 
 NLTF   non-locality tasks first: tasks that do not read their input on this node
        (non-local before unknown before local; newest first within a class)
 LP     least preempted: the fewest tasks that cover the demand, most reclaimable
-       first (the paper's Most Resources First); each gives as much as it can
+       first (the paper's Most Resources First); each gives as much as it can, at
+       once (no mini-steps: :mod:`preemption.reclaim`)
 Kill   YARN's way: newest containers first (the NM's opportunistic LIFO, PCPP's
        reverse allocation order), killed whole until what they were given covers
        the demand (blacklist ignored: a kill needs no aliveness)

@@ -46,8 +46,12 @@ class NmContainer:
     allocation: Amount
 
 
-def parse_nm_containers(document: object, url: str) -> dict[str, NmContainer]:
-    """The NM's ``/ws/v1/node/containers`` answer (Jersey gives ``null`` for none)."""
+def parse_nm_containers(
+    document: object, url: str, *, millicores_per_vcore: int = 1000
+) -> dict[str, NmContainer]:
+    """The NM's ``/ws/v1/node/containers`` answer (Jersey gives ``null`` for none); a
+    vcore is ``millicores_per_vcore`` of CPU (a node advertising more vcores than it
+    has CPUs gives each less than a core)."""
     if not isinstance(document, dict) or "containers" not in document:
         raise ValueError(f"{url}: expected {{'containers': ...}}")
     listed = document["containers"] or {}
@@ -58,7 +62,7 @@ def parse_nm_containers(document: object, url: str) -> dict[str, NmContainer]:
     for item in items:
         cid = str(item["id"])
         allocation = Amount(
-            int(float(item.get("totalVCoresNeeded", 0)) * 1000),
+            round(float(item.get("totalVCoresNeeded", 0)) * millicores_per_vcore),
             int(item.get("totalMemoryNeededMB", 0)),
         )
         found[cid] = NmContainer(cid, str(item.get("state", "")), allocation)
@@ -104,6 +108,7 @@ class YarnEdge:
     rm_addresses: Sequence[str]
     http: HttpSettings = field(default_factory=HttpSettings)
     kill_mode: str = "container"
+    millicores_per_vcore: int = 1000
     cache_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
 
@@ -139,7 +144,9 @@ class YarnEdge:
         url = f"{nodemanager_url.rstrip('/')}/ws/v1/node/containers"
         reply = self.transport.request("GET", url, retries=1)
         try:
-            return parse_nm_containers(reply.json(), url)
+            return parse_nm_containers(
+                reply.json(), url, millicores_per_vcore=self.millicores_per_vcore
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise YarnError(f"{url}: unexpected answer: {exc}") from exc
 

@@ -15,7 +15,7 @@ import pytest
 
 from preemption.classify import AppFacts, ClassifySettings, classify
 from preemption.discovery import containers_in_tree
-from preemption.model import ContainerRef, TaskKind
+from preemption.model import Amount, ContainerRef, TaskKind
 from preemption.procfs import ProcFs, parse_stat
 from preemption.yarnedge import attempt_of_container, attempt_progress, parse_nm_containers
 
@@ -150,6 +150,9 @@ def test_the_nodemanagers_container_list_parses_as_recorded_from_hadoop_3_4() ->
     assert len(containers) == 3
     first = next(iter(containers.values()))
     assert first.allocation.cpu_millicores == 1000 and first.allocation.memory_mb == 256
+    # A node advertising 4 vcores per CPU: a vcore is a quarter of a core.
+    quarter = parse_nm_containers(recorded, "nm", millicores_per_vcore=250)
+    assert next(iter(quarter.values())).allocation == Amount(250, 256)
     assert parse_nm_containers({"containers": None}, "nm") == {}
     with pytest.raises(ValueError, match="expected"):
         parse_nm_containers({"apps": []}, "nm")

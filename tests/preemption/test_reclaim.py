@@ -99,6 +99,23 @@ def test_a_round_squeezes_k_tasks_in_parallel_mini_steps_until_each_gave_its_sha
     assert n.step(target(1500)).status.mode == "met"
 
 
+def test_lp_takes_the_fewest_tasks_each_to_its_floor_in_one_step() -> None:
+    n = four_tasks()
+    lp = replace(SETTINGS, strategy=Strategy.LP)
+    # r = 1500: the fewest tasks (most reclaimable first, ties by id): 1 gives 900
+    # (down to the floor of 100), 2 gives the remaining 600; no mini-steps.
+    first = n.step(target(1500), settings=lp)
+    assert limits_set(first) == [(1, 100), (2, 400)]
+    assert n.cpu_limits() == {1: 100, 2: 400, 3: 1000, 4: 1000}
+    assert limits_set(n.step(target(1500), settings=lp)) == []  # the round ends
+    assert n.step(target(1500), settings=lp).status.mode == "met"
+    # A task that falters after its one step gets the whole step back.
+    n = four_tasks()
+    n.step(target(1500), settings=lp)
+    faltered = n.step(target(1500), {cid(1): Verdict(False, "stalled")}, settings=lp)
+    assert (1, 1000) in limits_set(faltered)
+
+
 def test_a_task_that_falters_is_blacklisted_its_step_undone_and_never_squeezed_again() -> None:
     n = four_tasks()
     n.step(target(1500))  # 4 and 3 at 750

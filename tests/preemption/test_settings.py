@@ -51,6 +51,7 @@ def test_an_empty_file_reclaims_nothing_and_squeezes_only_known_batch(tmp_path: 
         ({"reclaim": {"step_cpu_millicores": 2000}}, "a mini-step must not exceed"),
         ({"reclaim": {"grace_period_s": -1.0}}, "grace period"),
         ({"yarn": {"kill": "sometimes"}}, "[yarn] kill must be container, application or never"),
+        ({"yarn": {"millicores_per_vcore": 0}}, "[yarn] millicores_per_vcore must be > 0"),
         ({"classify": {"unknown": "maybe"}}, "[classify] unknown must be"),
         ({"qos": {"model": "gbrt"}}, "[qos] samples_file is required"),
         ({"discovery": {"agent_hierarchy": "hadoop-yarn"}}, "agent_hierarchy must be set"),

@@ -28,7 +28,8 @@ def testbed_command(
 ) -> None:
     """Run a latency-critical application beside CPU-burning batch work on a real
     two-node YARN (each NodeManager pinned to one CPU), with the co-location guard
-    off and on; print its P95 latency alone, off and on, and the batch makespans.
+    off, on alone, and on with the node agents; print its P95 latency in each, the
+    batch makespans, and the agents' reclaim and restore.
     Needs root (cgroup v1 cpuset and cpu), Java and the Hadoop jars."""
     from yarn_adapt.cli import _parse_settings
     from yarn_adapt.testbed.run import options_from, result_json, run_on_new_cluster
@@ -40,8 +41,15 @@ def testbed_command(
         return
     click.echo("\n".join(result.table()))
     summary = result.summary()
+    phases = [("guard off", "off"), ("guard only", "guard"), ("guard + agents", "on")]
+    figures = [
+        f"{label} {summary[f'p95_{key}_ms']} ms (spread {summary[f'p95_{key}_spread_ms']})"
+        for label, key in phases
+        if f"p95_{key}_ms" in summary
+    ]
+    click.echo(f"p95 alone {summary['p95_alone_ms']} ms, " + ", ".join(figures))
+    agents = summary["agents"]
     click.echo(
-        f"p95 alone {summary['p95_alone_ms']} ms, guard off {summary['p95_off_ms']} ms "
-        f"(spread {summary['p95_off_spread_ms']}), guard on {summary['p95_on_ms']} ms "
-        f"(spread {summary['p95_on_spread_ms']})"
+        f"agents: {agents['steps']} steps on {agents['tasks_squeezed']} tasks, "
+        f"{agents['released']} give-backs, every limit restored: {agents['restored_all']}"
     )

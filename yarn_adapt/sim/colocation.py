@@ -317,6 +317,11 @@ def load_series(path: Path) -> list[float]:
 
 @dataclass
 class RunResult:
+    """One run's figures. ``jct_by_job`` is keyed by the job's index (the same jobs
+    in every run); ``violation_spans_s`` are the (start, end) of each stretch with
+    the LC over its target, within the horizon; ``tasks`` counts the tasks of the
+    jobs (a rerun is the same task)."""
+
     strategy: str
     jct_s: list[float]
     violation_episodes_s: list[float]
@@ -325,6 +330,19 @@ class RunResult:
     tasks_squeezed: int
     blacklisted: int
     p95_samples_ms: list[float] = field(default_factory=list)
+    jct_by_job: dict[int, float] = field(default_factory=dict)
+    job_spans_s: dict[int, tuple[float, float]] = field(default_factory=dict)
+    violation_spans_s: list[tuple[float, float]] = field(default_factory=list)
+    tasks: int = 0
+
+    def jobs_running_during(self, spans: Sequence[tuple[float, float]]) -> set[int]:
+        """The jobs of this run that were in the system (submitted, not finished)
+        during any of ``spans``."""
+        return {
+            job
+            for job, (submitted, finished) in self.job_spans_s.items()
+            if any(submitted < end and start < finished for start, end in spans)
+        }
 
 
 # ----------------------------------------------------------------- the node
@@ -386,6 +404,7 @@ class ColocatedNode:
         next_interval = self.model.interval_s
         violation_start: float | None = None
         episodes: list[float] = []
+        spans: list[tuple[float, float]] = []
         violation_s = 0.0
         samples: list[float] = []
         end = horizon_s + 4 * 3600.0  # then drain the batch work at median LC load
@@ -404,6 +423,7 @@ class ColocatedNode:
                     violation_start = self.now if violation_start is None else violation_start
                 elif violation_start is not None:
                     episodes.append(self.now - violation_start)
+                    spans.append((violation_start, self.now))
                     violation_start = None
             self.now += self.model.dt_s
             if self.now >= next_interval - 1e-9:
@@ -418,7 +438,13 @@ class ColocatedNode:
                 break
         if violation_start is not None:
             episodes.append(horizon_s - violation_start)
+            spans.append((violation_start, horizon_s))
         finished = [j for j in self.jobs if j.finished_s is not None]
+        spans_by_job = {
+            index: (job.submit_s, job.finished_s)
+            for index, job in enumerate(self.jobs)
+            if job.finished_s is not None
+        }
         return RunResult(
             strategy=self.strategy.value if self.strategy else "none",
             jct_s=[j.finished_s - j.submit_s for j in finished if j.finished_s is not None],
@@ -428,6 +454,10 @@ class ColocatedNode:
             tasks_squeezed=len(self.squeezed),
             blacklisted=self.blacklisted,
             p95_samples_ms=samples,
+            jct_by_job={index: end - start for index, (start, end) in spans_by_job.items()},
+            job_spans_s=spans_by_job,
+            violation_spans_s=spans,
+            tasks=sum(len(job.maps) + len(job.reduces) for job in self.jobs),
         )
 
     def _load_cores(self) -> float:

@@ -27,6 +27,8 @@ DRF_CAPACITY_XML = """\
 
 NODE_VCORES = 4
 NODE_MEMORY_MB = 4096
+NODE_CPU_MILLICORES = 1000  # one CPU per "machine" (its cpuset)
+MILLICORES_PER_VCORE = NODE_CPU_MILLICORES // NODE_VCORES
 
 COLOCATION_SPEC = MiniClusterSpec(
     scheduler="capacity",

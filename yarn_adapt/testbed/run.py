@@ -1,5 +1,6 @@
 """The live co-location testbed: a latency-critical application beside batch work on
-a real two-node YARN, with the co-location guard off and on.
+a real two-node YARN, with the co-location guard off, on alone, and on with the node
+agents.
 
 Set-up (:class:`Testbed`): the mini cluster of :data:`~yarn_adapt.testbed.cluster.COLOCATION_SPEC`
 (two NodeManagers, each pinned to one CPU by a cpuset, so they behave as two
@@ -8,21 +9,33 @@ application of :mod:`~yarn_adapt.testbed.services`, each service pinned into its
 node's cpuset; an open-loop load generator (:mod:`~yarn_adapt.testbed.loadgen`);
 the guard -- :class:`~yarn_adapt.colocation.guard.ColocationGuard`, the class the
 service runs -- reading risk from the trace store and acting on the RM every
-``guard_interval_s``.
+``guard_interval_s``, its reclaim requests served by the service's own agent route
+with a token; one node agent per NodeManager (:mod:`~yarn_adapt.testbed.agents`:
+``python -m preemption run``, each with its state file), started for the phases
+that use it.
 
 Measurement (:meth:`Testbed.measure`):
 
 1. *alone*: the application without batch work: its run-alone P95 (measured at the
    start, after a warm-up, and again at the end of the phases; ``p95_alone_ms`` is
-   their mean).
+   their mean). The application's QoS target, which the guard passes on to the
+   agents, is ``qos_target_factor`` x the P95 of its traced requests in the first
+   alone window (the guard's own measure: the entry service's spans).
 2. *phases*: one batch application streams CPU-burning distributed-shell containers
-   (:mod:`~yarn_adapt.testbed.burner`) for the rest of the run; the guard alternates
-   ``off`` / ``auto`` in a counterbalanced order (on, off, off, on, on, off, ...).
-   After each switch the testbed waits until placement has followed (the risky
-   node's batch containers drained, or batch back on it), then measures the P95 of
-   the requests that arrived during ``phase_s``. Repeats give the run-to-run spread.
+   (:mod:`~yarn_adapt.testbed.burner`) for the rest of the run, through the phases
+   ``off`` (no guard; the agents, if running, are asked nothing and give back
+   what they held), ``guard`` (the guard alone; no agent runs) and ``on`` (the guard
+   and the node agents), in counterbalanced order (a Latin square over the repeats;
+   without ``guard_only`` phases: on, off, off, on, ...). After each switch the
+   testbed waits until placement has followed (the risky node's batch containers
+   drained, or batch back on it; for ``off`` also every agent limit given back),
+   then measures the P95 of the requests that arrived during ``phase_s``. Repeats
+   give the run-to-run spread. Before a ``guard`` phase and after the last phase
+   the agents are stopped (SIGTERM) and their restore is checked: state file gone,
+   no agent cgroup left, every process they had moved back where it came from.
 3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
-   CPU) with the guard off, then on: its makespan, and the P95 while it ran.
+   CPU) with the guard off, the guard alone, and the guard with the agents: its
+   makespan, and the P95 while it ran.
 
 Every latency is relative to the same run's own run-alone figure; the host is
 shared, so absolute numbers move with its load.
@@ -33,6 +46,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import secrets
 import shutil
 import statistics
 import sys
@@ -44,6 +58,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from preemption.cgroups.v1 import v1_mounts
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
@@ -56,11 +71,27 @@ from yarn_adapt.errors import SettingsError, YarnAdaptError
 from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.cluster import MiniCluster
+from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
 from yarn_adapt.testbed import burner, services
-from yarn_adapt.testbed.cluster import COLOCATION_SPEC, NODE_VCORES
+from yarn_adapt.testbed.agents import (
+    AgentCounts,
+    AgentPlan,
+    NodeAgent,
+    ReclaimEndpoint,
+    RestoreCheck,
+    remove_hierarchy,
+    stop_agents,
+    wait_until,
+)
+from yarn_adapt.testbed.cluster import (
+    COLOCATION_SPEC,
+    MILLICORES_PER_VCORE,
+    NODE_CPU_MILLICORES,
+    NODE_VCORES,
+)
 from yarn_adapt.testbed.usage import ProcessUsageDemand
 from yarn_adapt.yarn.apply import PollSettings
 from yarn_adapt.yarn.http import HttpSettings
@@ -70,6 +101,15 @@ log = logging.getLogger(__name__)
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 PREFIX = "testbed"
+ENTRY_SERVICE = "frontend"
+BATCH_QUEUE = "default"
+OFF, GUARD, ON = "off", "guard", "on"
+PHASES = {
+    "alone": "the application without batch work",
+    OFF: "batch, no guard; the agents (if running) are asked nothing",
+    GUARD: "batch, the guard alone (node visibility); no agent runs",
+    ON: "batch, the guard and the node agents (visibility + gradual reclaim)",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,27 +129,50 @@ class TestbedOptions:
     risk_window_s: float = 6.0
     nu: float = 1.0
     demand_headroom: float = 0.5
-    cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host (0: none)
+    cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
+    guard_only: bool = True  # also measure the guard without the agents
+    qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
+    agent_interval_s: float = 0.5
+    agent_strategy: str = "NTF"
+    # c, omega and the floor for a node of one CPU whose containers have a quarter of
+    # it each (1 vcore): c ~ 0.6 of what a container can give above the floor, as
+    # the simulator's (TopoSch Table 4), in three mini-steps.
+    agent_per_task_mc: int = 150
+    agent_step_mc: int = 50
+    agent_floor_mc: int = 50
+    agent_settle_s: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.repeats < 1 or self.rate_rps <= 0 or self.phase_s <= 0 or self.alone_s <= 0:
             raise ValueError("repeats, rate_rps, phase_s and alone_s must be positive")
+        if self.cpu_shares <= 0:
+            raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
+        if self.qos_target_factor <= 0 or self.agent_interval_s <= 0:
+            raise ValueError("qos_target_factor and agent_interval_s must be positive")
+        if not 0 < self.agent_step_mc <= self.agent_per_task_mc or self.agent_floor_mc < 0:
+            raise ValueError("need 0 < agent_step_mc <= agent_per_task_mc, agent_floor_mc >= 0")
 
     @property
-    def order(self) -> list[GuardMode]:
-        """Counterbalanced: on off | off on | on off | ..."""
-        pairs = [(GuardMode.AUTO, GuardMode.OFF), (GuardMode.OFF, GuardMode.AUTO)]
-        return [mode for r in range(self.repeats) for mode in pairs[r % 2]]
+    def order(self) -> list[str]:
+        """Counterbalanced: a Latin square over on / off / guard (each phase once in
+        every position over three repeats), or on off | off on | ... without guard. The
+        first phase is ``on`` either way: the stream's first containers all start at
+        once, a burst that an ``off`` window would add to its own figure."""
+        rows: list[tuple[str, ...]] = [(ON, OFF), (OFF, ON)]
+        if self.guard_only:
+            rows = [(ON, OFF, GUARD), (GUARD, ON, OFF), (OFF, GUARD, ON)]
+        return [phase for r in range(self.repeats) for phase in rows[r % len(rows)]]
 
 
 @dataclass(frozen=True)
 class Window:
-    name: str  # alone, off, on, job-off, job-on
+    name: str  # alone, off, guard, on, job-off, job-guard, job-on
     start_s: float
     end_s: float
     risky_node_batch_vcores: float = math.nan  # mean batch vcores on node 0 meanwhile
     other_node_batch_vcores: float = math.nan
+    reclaimed_millicores: tuple[float, float] = (math.nan, math.nan)  # agents', per node
 
 
 @dataclass(frozen=True)
@@ -130,47 +193,75 @@ class TestbedResult:
     preempted_containers: int = 0
     guard_rounds: int = 0
     guard_problems: list[str] = field(default_factory=list)
+    alone_traced_p95_ms: float | None = None
+    qos_target_ms: float | None = None
+    agent_counts: AgentCounts = field(default_factory=AgentCounts)
+    restores: list[RestoreCheck] = field(default_factory=list)
+    agent_starts: int = 0
 
     def p95s(self, name: str) -> list[float]:
         return [f.p95_ms for w, f in self.windows if w.name == name]
 
     def summary(self) -> dict[str, Any]:
-        alone, off, on = self.p95s("alone"), self.p95s("off"), self.p95s("on")
+        alone = self.p95s("alone")
         body: dict[str, Any] = {
+            "phases": {name: PHASES[name] for name in ("alone", OFF, GUARD, ON)},
             "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
             "p95_alone_runs_ms": [_round(v) for v in alone],
-            "p95_off_ms": _round(statistics.fmean(off)) if off else None,
-            "p95_on_ms": _round(statistics.fmean(on)) if on else None,
-            "p95_off_spread_ms": _round(_spread(off)),
-            "p95_on_spread_ms": _round(_spread(on)),
-            "p95_off_runs_ms": [_round(v) for v in off],
-            "p95_on_runs_ms": [_round(v) for v in on],
-            "p95_off_median_ms": _round(statistics.median(off)) if off else None,
-            "p95_on_median_ms": _round(statistics.median(on)) if on else None,
-            "p95_off_worst_ms": _round(max(off)) if off else None,
-            "p95_on_worst_ms": _round(max(on)) if on else None,
-            "batch_makespan_off_s": _round(self.makespans_s.get("off")),
-            "batch_makespan_on_s": _round(self.makespans_s.get("on")),
+        }
+        for phase in (OFF, GUARD, ON):
+            body.update(self._phase_figures(phase, alone))
+        agents = self.agent_counts
+        body.update({
+            "batch_makespan_off_s": _round(self.makespans_s.get(OFF)),
+            "batch_makespan_guard_s": _round(self.makespans_s.get(GUARD)),
+            "batch_makespan_on_s": _round(self.makespans_s.get(ON)),
             "batch_jobs": self.job_states,
             "preempted_containers": self.preempted_containers,
             "guard_rounds": self.guard_rounds,
-        }
-        if alone and on:
-            body["p95_on_vs_alone"] = _round(statistics.fmean(on) / statistics.fmean(alone), 3)
-        if alone and off:
-            body["p95_off_vs_alone"] = _round(statistics.fmean(off) / statistics.fmean(alone), 3)
+            "p95_alone_traced_ms": _round(self.alone_traced_p95_ms),
+            "qos_target_ms": _round(self.qos_target_ms),
+            "agents": {
+                "starts": self.agent_starts,
+                "steps": int(agents.steps), "released": int(agents.released),
+                "tasks_squeezed": int(agents.tasks_squeezed),
+                "blacklisted": int(agents.blacklisted), "killed": int(agents.killed),
+                "request_errors": int(agents.request_errors),
+                "restores": [check.to_json() for check in self.restores],
+                "restored_all": all(check.complete for check in self.restores),
+            },
+        })  # fmt: skip
         return body
 
+    def _phase_figures(self, phase: str, alone: Sequence[float]) -> dict[str, Any]:
+        values = self.p95s(phase)
+        if not values:
+            return {}
+        mean = statistics.fmean(values)
+        figures: dict[str, Any] = {
+            f"p95_{phase}_ms": _round(mean),
+            f"p95_{phase}_spread_ms": _round(_spread(values)),
+            f"p95_{phase}_runs_ms": [_round(v) for v in values],
+            f"p95_{phase}_median_ms": _round(statistics.median(values)),
+            f"p95_{phase}_worst_ms": _round(max(values)),
+        }
+        if alone:
+            figures[f"p95_{phase}_vs_alone"] = _round(mean / statistics.fmean(alone), 3)
+        return figures
+
     def table(self) -> list[str]:
-        lines = [f"{'window':<8} {'requests':>8} {'failed':>6} {'p50 ms':>9} {'p95 ms':>9} "
-                 f"{'p99 ms':>9} {'batch vcores node0/node1':>26}"]  # fmt: skip
+        lines = [f"{'window':<9} {'requests':>8} {'failed':>6} {'p50 ms':>9} {'p95 ms':>9} "
+                 f"{'p99 ms':>9} {'batch vcores node0/node1':>26} "
+                 f"{'agents reclaimed mc':>20}"]  # fmt: skip
         for window, figures in self.windows:
             placed = (f"{window.risky_node_batch_vcores:.1f} / {window.other_node_batch_vcores:.1f}"
                       if not math.isnan(window.risky_node_batch_vcores) else "-")  # fmt: skip
+            held = window.reclaimed_millicores
+            reclaimed = f"{held[0]:.0f} / {held[1]:.0f}" if not math.isnan(held[0]) else "-"
             lines.append(
-                f"{window.name:<8} {figures.requests:>8} {figures.failed:>6} "
+                f"{window.name:<9} {figures.requests:>8} {figures.failed:>6} "
                 f"{figures.p50_ms:>9.1f} {figures.p95_ms:>9.1f} {figures.p99_ms:>9.1f} "
-                f"{placed:>26}"
+                f"{placed:>26} {reclaimed:>20}"
             )
         for mode, seconds in self.makespans_s.items():
             lines.append(f"batch job with the guard {mode}: makespan {seconds:.1f} s "
@@ -204,12 +295,21 @@ class Testbed:
         self._processes: list[ManagedProcess] = []
         self._service_pids: dict[str, list[int]] = {node: [] for node in self.node_ids}
         self._stop = threading.Event()
-        self._samples: list[tuple[float, int, int]] = []  # (t, node0 vcores, node1 vcores)
+        # (t, node0 vcores, node1 vcores, node0 reclaimed mc, node1 reclaimed mc)
+        self._samples: list[tuple[float, int, int, float, float]] = []
         self._lock = threading.Lock()
         self.guard: ColocationGuard | None = None
+        self.risk: TraceStoreRisk | None = None
         self.recorder = MemoryRecorder()
         self.loadgen_out = work_dir / "latency.jsonl"
         self.frontends: list[str] = []
+        self.token = secrets.token_urlsafe(24)
+        self.endpoint: ReclaimEndpoint | None = None
+        self.agents: list[NodeAgent] = []
+        self.mounts = v1_mounts(Path("/proc/mounts").read_text())
+        self.restores: list[RestoreCheck] = []
+        self.agent_counts = AgentCounts()
+        self.agent_starts = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -220,6 +320,7 @@ class Testbed:
             self._start_redis()
             self._start_services()
             self._start_guard()
+            self._make_agents()
             self._thread(self._sample_nodes, "testbed-sampler")
         except BaseException:
             self.close()
@@ -231,6 +332,10 @@ class Testbed:
 
     def close(self) -> None:
         self._stop.set()
+        with _logged("stopping the node agents"):
+            self.stop_agents()
+        if self.endpoint is not None:
+            self.endpoint.close()
         if self.guard is not None:
             with _logged("giving the nodes back"):
                 self.guard.stop()
@@ -239,17 +344,15 @@ class Testbed:
             process.kill_group()
         self._stack.close()
         self.rm.close()
-        if self.options.cpu_shares:
-            cpusets.release_weight_group(self.cluster.root)
+        if self.agents:
+            remove_hierarchy(self.mounts, self.agents[0].plan.hierarchy, self.weight_group)
+        cpusets.release_weight_group(self.cluster.root)
 
     def _weigh(self) -> None:
         """The NodeManagers (and so every container they start from now on) and the
         services into one cpu cgroup of weight ``cpu_shares``: on a host shared with
         other work, the testbed's two "machines" then keep about the same share of
         their CPUs from run to run; inside, batch and services compete as equals."""
-        if not self.options.cpu_shares:
-            self.weight_group: Path | None = None
-            return
         self.weight_group = cpusets.create_weight_group(self.cluster.root, self.options.cpu_shares)
         for index in range(2):
             group = self.cluster.nm_cpuset(index)
@@ -307,8 +410,10 @@ class Testbed:
     def _start_guard(self) -> None:
         options = self.options
         opener = lambda: TraceStore(make_client(self.redis_config), self.redis_config)  # noqa: E731
+        self._open_trace_store = opener
         risk = TraceStoreRisk(opener, window_s=options.risk_window_s,
                               risk_settings=RiskSettings(alpha=0.5))  # fmt: skip
+        self.risk = risk
         demand = ProcessUsageDemand(
             lambda: self._service_pids, vcores_per_core=float(NODE_VCORES),
             headroom=options.demand_headroom, clock=time.monotonic,
@@ -316,6 +421,7 @@ class Testbed:
         settings = GuardSettings(
             nu=options.nu, cooldown_s=3 * options.guard_interval_s,
             stale_after_s=max(30.0, 5 * options.risk_window_s), max_step_up_fraction=0.5,
+            millicores_per_vcore=MILLICORES_PER_VCORE,
         )  # fmt: skip
         actuator = RmNodeTotals(self.rm, self.work_dir / "state",
                                 verify=PollSettings(timeout_s=15.0, interval_s=0.1))  # fmt: skip
@@ -324,6 +430,29 @@ class Testbed:
             reclaim_ttl_s=10 * options.guard_interval_s,
         )  # fmt: skip
         self._thread(self._guard_loop, "testbed-guard")
+        self.endpoint = ReclaimEndpoint(self.guard, self.token)
+
+    def _make_agents(self) -> None:
+        """One agent per NodeManager (started when a phase needs them)."""
+        options = self.options
+        assert self.endpoint is not None and self.weight_group is not None
+        plan = AgentPlan(
+            interval_s=options.agent_interval_s, strategy=options.agent_strategy,
+            per_task_millicores=options.agent_per_task_mc,
+            step_millicores=options.agent_step_mc, floor_millicores=options.agent_floor_mc,
+            settle_s=options.agent_settle_s, node_cpu_millicores=NODE_CPU_MILLICORES,
+            millicores_per_vcore=MILLICORES_PER_VCORE, batch_queue=BATCH_QUEUE,
+            hierarchy=str(self.weight_group.relative_to(cpusets.cpu_root())),
+        )  # fmt: skip
+        for index, node_id in enumerate(self.node_ids):
+            nm_dir = self.cluster.layout.nodemanager_dir(index)
+            agent = NodeAgent(
+                index=index, node_id=node_id, nodemanager_match=f"{NM_DIR_PROPERTY}={nm_dir}",
+                rm_url=self.cluster.rm_url, endpoint_url=self.endpoint.url, token=self.token,
+                plan=plan, work_dir=self.work_dir, cluster_root=self.cluster.root,
+                package_parent=PACKAGE_PARENT,
+            )  # fmt: skip
+            self.agents.append(agent)
 
     def _guard_loop(self) -> None:
         assert self.guard is not None
@@ -335,9 +464,16 @@ class Testbed:
         while not self._stop.wait(0.5):
             with _logged("sampling nodes"):
                 used = {n.id: n.used.vcores for n in self.rm.nodes()}
-                sample = (time.time(), used.get(self.node_ids[0], 0), used.get(self.node_ids[1], 0))
+                held = [self._reclaimed(agent) for agent in self.agents[:2]]
+                sample = (time.time(), used.get(self.node_ids[0], 0),
+                          used.get(self.node_ids[1], 0), *held)  # fmt: skip
                 with self._lock:
-                    self._samples.append(sample)
+                    self._samples.append(sample)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _reclaimed(agent: NodeAgent) -> float:
+        counts = agent.counts() if agent.running else None
+        return counts.reclaimed_millicores if counts is not None else 0.0
 
     def start_load(self) -> None:
         command = [
@@ -358,18 +494,54 @@ class Testbed:
         if mode is GuardMode.AUTO:
             self.guard.run_round(self.rm.nodes())
 
-    def settle(self, mode: GuardMode) -> None:
-        """Wait until placement follows the guard: the risky node without batch (on),
-        or batch back on it (off); at most ``settle_max_s``."""
-        deadline = time.monotonic() + self.options.settle_max_s
+    def enter(self, phase: str) -> None:
+        """Switch to ``phase`` (off, guard, on) and wait until it has taken effect."""
+        if phase == OFF:
+            self.set_guard(GuardMode.OFF)  # the agents are asked nothing from now on
+        else:
+            if phase == GUARD:
+                self.stop_agents()
+            self.set_guard(GuardMode.AUTO)
+            if phase == ON:
+                self.start_agents()
+        self.settle(phase)
+
+    def settle(self, phase: str) -> None:
+        """Wait until placement follows the guard: the risky node hidden from batch and
+        without batch (guard), or hidden and its batch gone or squeezed by its agent
+        (on: the agents up; a squeezed container runs on, slowly, instead of
+        finishing), or batch back on it and every agent limit given back (off); at
+        most ``settle_max_s``."""
         risky = self.node_ids[0]
-        while time.monotonic() < deadline:
+
+        def settled() -> bool:
             node = self.rm.node(risky)
-            if mode is GuardMode.AUTO and node.total.vcores == 0 and node.used.vcores == 0:
-                return
-            if mode is GuardMode.OFF and node.used.vcores >= 1:
-                return
-            time.sleep(0.25)
+            if phase == OFF:
+                return node.used.vcores >= 1 and not any(map(self._reclaimed, self.agents))
+            hidden = node.total.vcores == 0
+            if phase == GUARD:
+                return hidden and node.used.vcores == 0
+            if not all(agent.ready() for agent in self.agents):
+                return False
+            return hidden and (node.used.vcores == 0 or self._reclaimed(self.agents[0]) > 0)
+
+        wait_until(settled, self.options.settle_max_s)
+
+    def start_agents(self) -> None:
+        for agent in self.agents:
+            if not agent.running:
+                agent.start()
+                self.agent_starts += 1
+
+    def stop_agents(self) -> None:
+        """SIGTERM the running agents; record their figures and the restore check."""
+        running = [agent for agent in self.agents if agent.running]
+        if not running:
+            return
+        check = stop_agents(running, self.mounts)
+        for agent in running:
+            self.agent_counts = self.agent_counts.plus(agent.last_counts)
+        self.restores.append(check)
 
     def drained(self) -> None:
         """Wait until no batch runs on either node (at most ``settle_max_s``)."""
@@ -382,12 +554,15 @@ class Testbed:
     def window(self, name: str, seconds: float) -> Window:
         began = time.time()
         time.sleep(seconds)
-        ended = time.time()
+        return self._window(name, began, time.time())
+
+    def _window(self, name: str, began: float, ended: float) -> Window:
         with self._lock:
             inside = [s for s in self._samples if began <= s[0] <= ended]
-        risky = statistics.fmean(s[1] for s in inside) if inside else math.nan
-        other = statistics.fmean(s[2] for s in inside) if inside else math.nan
-        return Window(name, began, ended, risky, other)
+        if not inside:
+            return Window(name, began, ended)
+        means = [statistics.fmean(s[i] for s in inside) for i in range(1, 5)]
+        return Window(name, began, ended, means[0], means[1], (means[2], means[3]))
 
     # ------------------------------------------------------------------ the run
 
@@ -400,23 +575,44 @@ class Testbed:
         self.start_load()
         time.sleep(options.warmup_s)  # client threads and connections up, traces flowing
         windows.append(self.window("alone", options.alone_s))
+        self._set_qos_target(result)
         self.set_guard(GuardMode.AUTO)  # the AM lands on the other node
         stream = self._submit_stream(burner_path)
         stream.wait_running(300.0)
-        for mode in options.order:
-            self.set_guard(mode)
-            self.settle(mode)
-            windows.append(self.window("on" if mode is GuardMode.AUTO else "off", options.phase_s))
+        for phase in options.order:
+            self.enter(phase)
+            windows.append(self.window(phase, options.phase_s))
+        self.stop_agents()  # while the stream's containers still run (and are squeezed)
         result.preempted_containers += _preempted(self.cluster, stream.application_id())
         stream.kill()
         self.set_guard(GuardMode.OFF)
         self.drained()
         windows.append(self.window("alone", options.alone_s))  # alone again, at the end
         if options.makespan:
-            for mode in (GuardMode.OFF, GuardMode.AUTO):
-                windows.append(self._job(mode, burner_path, result))
+            jobs = (OFF, GUARD, ON) if options.guard_only else (OFF, ON)
+            for phase in jobs:
+                windows.append(self._job(phase, burner_path, result))
+            self.stop_agents()
         self._finish(result, windows)
         return result
+
+    def _set_qos_target(self, result: TestbedResult) -> None:
+        """The application's target: ``qos_target_factor`` x its traced P95 alone."""
+        assert self.risk is not None
+        alone = TraceStoreRisk(
+            self._open_trace_store, window_s=self.options.alone_s,
+            risk_settings=self.risk.risk_settings,
+        )  # fmt: skip
+        try:
+            readings = alone.read(time.time()).qos
+        finally:
+            alone.close()
+        entry = next((r for r in readings if r.application == ENTRY_SERVICE), None)
+        if entry is None:
+            raise MiniClusterError(f"no traced {ENTRY_SERVICE} requests in the alone window")
+        result.alone_traced_p95_ms = entry.latency_ms
+        result.qos_target_ms = self.options.qos_target_factor * entry.latency_ms
+        self.risk.targets_ms = {ENTRY_SERVICE: result.qos_target_ms}
 
     def _submit_stream(self, burner_path: Path) -> SubmittedApp:
         containers = 2000  # more than any run needs: the app is killed at the end
@@ -425,9 +621,8 @@ class Testbed:
             container_mb=self.options.container_mb, vcores=1, name="batch-stream",
         )  # fmt: skip
 
-    def _job(self, mode: GuardMode, burner_path: Path, result: TestbedResult) -> Window:
-        label = "on" if mode is GuardMode.AUTO else "off"
-        self.set_guard(mode)
+    def _job(self, label: str, burner_path: Path, result: TestbedResult) -> Window:
+        self.enter(label)
         app = self.cluster.submit_shell_app(
             "default", self.options.job_containers, sys.executable,
             [str(burner_path), str(self.options.job_burn_s)],
@@ -439,11 +634,7 @@ class Testbed:
         result.makespans_s[label] = (report["finishedTime"] - report["startedTime"]) / 1000.0
         result.job_states[label] = f"{report['state']}/{report['finalStatus']}"
         result.preempted_containers += _preempted(self.cluster, app.application_id())
-        with self._lock:
-            inside = [s for s in self._samples if began <= s[0] <= ended]
-        risky = statistics.fmean(s[1] for s in inside) if inside else math.nan
-        other = statistics.fmean(s[2] for s in inside) if inside else math.nan
-        return Window(f"job-{label}", began, ended, risky, other)
+        return self._window(f"job-{label}", began, ended)
 
     def _finish(self, result: TestbedResult, windows: list[Window]) -> None:
         for process in self._processes:
@@ -456,6 +647,9 @@ class Testbed:
         result.guard_rounds = len(self.recorder.reports)
         problems = {r.problem for r in self.recorder.reports if r.problem}
         result.guard_problems = sorted(problems)
+        result.agent_counts = self.agent_counts
+        result.restores = list(self.restores)
+        result.agent_starts = self.agent_starts
 
 
 # --------------------------------------------------------------------------- helpers
@@ -563,6 +757,8 @@ def options_from(quick: bool, seed: int, overrides: Mapping[str, str]) -> Testbe
 
 
 def _value(key: str, text: str, kind: str) -> object:
+    if kind == "str":
+        return text
     try:
         if kind == "bool":
             if text.lower() not in ("true", "false"):

@@ -1,0 +1,58 @@
+"""The testbed's agent plumbing without a cluster: the agent's configuration file is
+one the agent itself accepts, its metrics are read back, and the phase order is
+counterbalanced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from preemption.settings import load_agent_settings
+from yarn_adapt.testbed import run as testbed
+from yarn_adapt.testbed.agents import AgentPlan, NodeAgent, parse_counts
+
+PLAN = AgentPlan(
+    interval_s=0.5, strategy="NTF", per_task_millicores=150, step_millicores=50,
+    floor_millicores=50, settle_s=1.0, node_cpu_millicores=1000, millicores_per_vcore=250,
+    batch_queue="default", hierarchy="testbed-weight",
+)  # fmt: skip
+
+
+def test_the_agents_configuration_is_one_the_agent_loads(tmp_path: Path) -> None:
+    agent = NodeAgent(
+        index=0, node_id="host:1", nodemanager_match="-Dyarn.nodemanager.x=/nm0",
+        rm_url="http://127.0.0.1:8088", endpoint_url="http://127.0.0.1:9", token="t",
+        plan=PLAN, work_dir=tmp_path, cluster_root=tmp_path, package_parent=str(tmp_path),
+    )  # fmt: skip
+    agent.config.parent.mkdir(parents=True)
+    agent.config.write_text(agent.settings_toml())
+    settings = load_agent_settings(agent.config)
+    assert settings.agent.node_id == "host:1"
+    assert settings.reclaim.strategy == "NTF"
+    assert settings.reclaim.per_task_cpu_millicores == 150
+    assert settings.yarn.millicores_per_vcore == 250
+    assert settings.discovery.agent_hierarchy == "testbed-weight"
+
+
+def test_metrics_are_read_back() -> None:
+    text = "\n".join([
+        "# HELP yarn_adapt_agent_reclaimed_cpu_millicores x",
+        "yarn_adapt_agent_reclaimed_cpu_millicores 300.0",
+        "yarn_adapt_agent_tasks_squeezed_total 2.0",
+        'yarn_adapt_agent_events_total{kind="step"} 5.0',
+        'yarn_adapt_agent_events_total{kind="released"} 1.0',
+        'yarn_adapt_agent_request_errors_total{kind="unreachable"} 1.0',
+        'yarn_adapt_agent_request_errors_total{kind="malformed"} 2.0',
+    ])  # fmt: skip
+    counts = parse_counts(text)
+    assert (counts.reclaimed_millicores, counts.steps, counts.released) == (300.0, 5.0, 1.0)
+    assert (counts.tasks_squeezed, counts.killed, counts.request_errors) == (2.0, 0.0, 3.0)
+
+
+def test_the_phase_order_is_counterbalanced_and_starts_with_the_agents_on() -> None:
+    square = testbed.TestbedOptions(repeats=3).order
+    assert len(square) == 9
+    for position in range(3):
+        assert sorted(square[position::3]) == ["guard", "off", "on"]
+    pairs = testbed.TestbedOptions(repeats=3, guard_only=False).order
+    assert pairs == ["on", "off", "off", "on", "on", "off"]
+    assert square[0] == "on"

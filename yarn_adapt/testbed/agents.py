@@ -1,0 +1,411 @@
+"""The testbed's node agents: one ``python -m preemption run`` per "node", reading the
+guard's reclaim requests from the service's own endpoint.
+
+* :class:`ReclaimEndpoint` serves ``GET /api/agent/nodes/<node>/reclaim`` with the
+  service's route and token check (:func:`yarn_adapt.service.web.guard_routes.guard_blueprint`)
+  over the testbed's :class:`~yarn_adapt.colocation.guard.ColocationGuard`, in a
+  minimal Flask app on 127.0.0.1. The request is the guard's: what batch uses on the
+  node above what it may see, and the QoS of the application most over its target.
+* :class:`NodeAgent` is the agent process of one NodeManager, as an operator runs it:
+  ``python -m preemption run --config agent-<i>.toml``, the token in
+  ``YARN_ADAPT_AGENT_TOKEN``, its own state file, its Prometheus endpoint. It finds
+  its NodeManager's containers by the process tree (DefaultContainerExecutor), gives
+  each batch container a cgroup of its own and squeezes it by Algorithm 2.
+* :func:`stop_agents` sends SIGTERM and checks that every limit is back: the agent
+  exited cleanly, its state file is gone, no container cgroup of the agents is left,
+  and every process the agents had moved (per the state file read just before the
+  stop) is back in the cgroups it came from.
+
+The agents' cgroups are created directly in the testbed's ``cpu`` weight group (and
+under the same name in ``cpuacct`` and ``memory``): a container alone in a cgroup of
+default ``cpu.shares`` (1024) weighs what its one busy process weighed before, so
+adopting a container changes nothing until the agent squeezes it. (A parent group
+per node would weigh all its containers together as one process.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import requests
+
+from preemption.cgroups.procfile import parse_membership
+from yarn_adapt.colocation.guard import ColocationGuard
+from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
+from yarn_adapt.minicluster.redis_server import free_port
+
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
+
+    from yarn_adapt.service.service import Service
+
+log = logging.getLogger(__name__)
+
+CONTROLLERS = ("cpu", "cpuacct", "memory")
+TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"  # preemption.settings.TOKEN_ENV
+
+
+# --------------------------------------------------------------------------- endpoint
+
+
+@dataclass
+class _GuardStepView:
+    """What the service's routes read of its ``GuardStep``: the guard."""
+
+    guard: ColocationGuard
+
+
+@dataclass
+class _ServiceView:
+    """What the service's agent route reads of the service: the guard and the token."""
+
+    guard: _GuardStepView
+    token: str
+
+
+class ReclaimEndpoint:
+    """The service's reclaim route over the testbed's guard, on a free local port."""
+
+    def __init__(self, guard: ColocationGuard, token: str) -> None:
+        from flask import Flask
+        from werkzeug.serving import make_server
+
+        from yarn_adapt.service.web.guard_routes import guard_blueprint
+        from yarn_adapt.service.web.throttle import LoginThrottle
+
+        # Two agents poll it every agent interval: no access-log line per request.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        app = Flask("yarn-adapt-testbed")
+        app.extensions["yarn_adapt_throttle"] = LoginThrottle()
+        service = _ServiceView(_GuardStepView(guard), token)
+        app.register_blueprint(guard_blueprint(cast("Service", service)))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: BaseWSGIServer = make_server("127.0.0.1", self.port, app, threaded=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="testbed-endpoint", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._thread.join(10)
+        self._server.server_close()
+
+
+# --------------------------------------------------------------------------- agents
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentPlan:
+    """How the testbed runs its agents (the ``agent_*`` testbed options)."""
+
+    interval_s: float
+    strategy: str
+    per_task_millicores: int
+    step_millicores: int
+    floor_millicores: int
+    settle_s: float
+    node_cpu_millicores: int
+    millicores_per_vcore: int
+    batch_queue: str
+    hierarchy: str  # the agents' cgroups, relative to each controller's mount
+
+
+@dataclass(frozen=True)
+class AgentCounts:
+    """What an agent reports on its metrics endpoint."""
+
+    reclaimed_millicores: float = 0.0
+    steps: float = 0.0
+    released: float = 0.0
+    tasks_squeezed: float = 0.0
+    blacklisted: float = 0.0
+    killed: float = 0.0
+    request_errors: float = 0.0
+
+    def plus(self, other: AgentCounts) -> AgentCounts:
+        return AgentCounts(
+            0.0,
+            self.steps + other.steps,
+            self.released + other.released,
+            self.tasks_squeezed + other.tasks_squeezed,
+            self.blacklisted + other.blacklisted,
+            self.killed + other.killed,
+            self.request_errors + other.request_errors,
+        )
+
+
+METRICS = {
+    "yarn_adapt_agent_reclaimed_cpu_millicores": ("reclaimed_millicores", None),
+    "yarn_adapt_agent_tasks_squeezed_total": ("tasks_squeezed", None),
+    "yarn_adapt_agent_events_total": ("events", "kind"),
+    "yarn_adapt_agent_request_errors_total": ("request_errors", None),
+}
+
+
+def parse_counts(text: str) -> AgentCounts:
+    """The agent's Prometheus exposition -> :class:`AgentCounts`."""
+    values: dict[str, float] = {"request_errors": 0.0}
+    events: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_part, _, number = line.rpartition(" ")
+        name, _, labels = name_part.partition("{")
+        if name == "yarn_adapt_agent_events_total":
+            kind = labels.split('kind="', 1)[1].split('"', 1)[0] if 'kind="' in labels else ""
+            events[kind] = float(number)
+        elif name == "yarn_adapt_agent_request_errors_total":
+            values["request_errors"] += float(number)
+        elif name in METRICS:
+            values[METRICS[name][0]] = float(number)
+    return AgentCounts(
+        reclaimed_millicores=values.get("reclaimed_millicores", 0.0),
+        steps=events.get("step", 0.0),
+        released=events.get("released", 0.0),
+        tasks_squeezed=values.get("tasks_squeezed", 0.0),
+        blacklisted=events.get("blacklisted", 0.0),
+        killed=events.get("killed", 0.0),
+        request_errors=values["request_errors"],
+    )
+
+
+class NodeAgent:
+    """The agent process of one testbed node."""
+
+    def __init__(
+        self,
+        *,
+        index: int,
+        node_id: str,
+        nodemanager_match: str,
+        rm_url: str,
+        endpoint_url: str,
+        token: str,
+        plan: AgentPlan,
+        work_dir: Path,
+        cluster_root: Path,
+        package_parent: str,
+    ) -> None:
+        self.index = index
+        self.node_id = node_id
+        self.plan = plan
+        self.directory = work_dir / f"agent-{index}"
+        self.state_file = self.directory / "state.json"
+        self.config = self.directory / "agent.toml"
+        self.metrics_port = 0
+        self._match = nodemanager_match
+        self._rm_url = rm_url
+        self._endpoint_url = endpoint_url
+        self._token = token
+        self._cluster_root = cluster_root
+        self._package_parent = package_parent
+        self.process: ManagedProcess | None = None
+        self.last_counts = AgentCounts()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.metrics_port = free_port()
+        self.config.write_text(self.settings_toml())
+        command = [sys.executable, "-m", "preemption", "run", "--config", str(self.config)]
+        env = marked_env(
+            self._cluster_root, {"PYTHONPATH": self._package_parent, TOKEN_ENV: self._token}
+        )
+        self.process = launch(f"agent-{self.index}", command, self.directory / "agent.log",
+                              env, cwd=self.directory)  # fmt: skip
+
+    def settings_toml(self) -> str:
+        p = self.plan
+        tables: dict[str, dict[str, Any]] = {
+            "agent": {
+                "node_id": self.node_id, "mode": "service", "state_file": str(self.state_file),
+                "interval_s": p.interval_s, "metrics_port": self.metrics_port,
+            },
+            "service": {"url": self._endpoint_url, "poll_interval_s": p.interval_s,
+                        "ttl_s": 10.0, "timeout_s": 2.0},
+            "yarn": {"rm": [self._rm_url], "kill": "never", "task_progress": False,
+                     "millicores_per_vcore": p.millicores_per_vcore},
+            "discovery": {"source": "process-tree", "nodemanager_match": self._match,
+                          "agent_hierarchy": p.hierarchy,
+                          "node_cpu_millicores": p.node_cpu_millicores},
+            "classify": {"batch_queues": [p.batch_queue]},
+            "reclaim": {
+                "strategy": p.strategy, "per_task_cpu_millicores": p.per_task_millicores,
+                "step_cpu_millicores": p.step_millicores,
+                "floor_cpu_millicores": p.floor_millicores, "settle_s": p.settle_s,
+            },
+        }  # fmt: skip
+        return "".join(_table(name, body) for name, body in tables.items())
+
+    def ready(self) -> bool:
+        """Its metrics endpoint answers (it has built itself and ticks)."""
+        return self.counts() is not None
+
+    def counts(self) -> AgentCounts | None:
+        if not self.running:
+            return None
+        try:
+            reply = requests.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2)
+        except requests.RequestException:
+            return None
+        if reply.status_code != 200:
+            return None
+        self.last_counts = parse_counts(reply.text)
+        return self.last_counts
+
+    def moved(self) -> dict[int, dict[str, str]]:
+        """pid -> the cgroups it came from, per the agent's state file now."""
+        try:
+            content = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {int(m["pid"]): dict(m["from"]) for m in content.get("moved", [])}
+
+    def terminate(self, timeout_s: float = 30.0) -> int | None:
+        """SIGTERM (the agent restores everything, then exits); its exit code."""
+        if self.process is None:
+            return None
+        process, self.process = self.process, None
+        with contextlib.suppress(ProcessLookupError):
+            process.popen.send_signal(signal.SIGTERM)
+        try:
+            return process.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("agent-%d did not stop within %.0f s: killed", self.index, timeout_s)
+            process.kill_group()
+            return None
+
+
+def _table(name: str, body: Mapping[str, Any]) -> str:
+    lines = [f"[{name}]"]
+    for key, value in body.items():
+        lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n\n"
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return json.dumps(str(value))  # a TOML basic string
+
+
+# --------------------------------------------------------------------------- stop, verify
+
+
+@dataclass
+class RestoreCheck:
+    """What a stop of the agents left behind (everything zero or equal: all restored)."""
+
+    exit_codes: list[int | None] = field(default_factory=list)
+    state_files_left: list[str] = field(default_factory=list)
+    groups_left: list[str] = field(default_factory=list)
+    pids_moved: int = 0  # in the state files just before the stop
+    pids_checked: int = 0  # of those, still running after it
+    pids_back: int = 0
+    misplaced: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return (
+            all(code == 0 for code in self.exit_codes)
+            and not self.state_files_left
+            and not self.groups_left
+            and self.pids_back == self.pids_checked
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "complete": self.complete,
+            "exit_codes": self.exit_codes,
+            "state_files_left": len(self.state_files_left),
+            "groups_left": len(self.groups_left),
+            "pids_moved": self.pids_moved,
+            "pids_checked": self.pids_checked,
+            "pids_back": self.pids_back,
+        }
+
+
+def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> RestoreCheck:
+    """SIGTERM every running agent and check that all it changed is back."""
+    check = RestoreCheck()
+    running = [agent for agent in agents if agent.running]
+    for agent in running:
+        agent.counts()  # the last figures before it goes
+    for agent in running:
+        moved = agent.moved()  # per the state file just before the stop
+        check.pids_moved += len(moved)
+        check.exit_codes.append(agent.terminate())
+        for pid, origin in sorted(moved.items()):  # checked at once: containers are short
+            now = _membership(pid)
+            if now is None:
+                continue  # the container ended meanwhile
+            check.pids_checked += 1
+            if all(now.get(c, "") == origin.get(c, "") for c in CONTROLLERS if c in origin):
+                check.pids_back += 1
+            else:
+                check.misplaced.append(f"{pid}: {now} (came from {origin})")
+    for agent in running:
+        if agent.state_file.exists():
+            check.state_files_left.append(str(agent.state_file))
+    if running:
+        check.groups_left = agent_groups(mounts, running[0].plan.hierarchy)
+    if not check.complete:
+        log.warning("agents' restore incomplete: %s %s", check.to_json(), check.misplaced[:3])
+    return check
+
+
+def agent_groups(mounts: Mapping[str, Path], hierarchy: str) -> list[str]:
+    """The container cgroups below the agents' hierarchy, in every controller."""
+    found = []
+    for controller in CONTROLLERS:
+        parent = mounts[controller] / hierarchy
+        if parent.is_dir():
+            found += [str(p) for p in parent.iterdir() if p.name.startswith("container_")]
+    return found
+
+
+def _membership(pid: int) -> dict[str, str] | None:
+    try:
+        return parse_membership(Path(f"/proc/{pid}/cgroup").read_text(), CONTROLLERS)
+    except OSError:
+        return None
+
+
+def remove_hierarchy(mounts: Mapping[str, Path], hierarchy: str, keep: Path | None) -> None:
+    """The agents' parent directories the agents created (not ``keep``, the weight
+    group, which the cluster removes); only when empty."""
+    for controller in CONTROLLERS:
+        parent = mounts[controller] / hierarchy
+        if keep is not None and parent == keep:
+            continue
+        with contextlib.suppress(OSError):
+            parent.rmdir()
+
+
+def wait_until(predicate: Any, timeout_s: float, interval_s: float = 0.25) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())
