@@ -25,8 +25,9 @@ to run-alone, minus 1) with ``_median`` and ``_worst`` over jobs;
 ``best`` is the yarn-adapt row, ``gap`` its distance to the issue's target
 (<= 1.10x at <= +20% JCT). Settings (``--set``): any ``NodeModel`` field, ``nodes``,
 ``nu``, ``max_retry_time``, ``risk_interval_s``, ``kube_threshold``,
-``target_factor``, ``strategy``, ``load_trace``, ``load_points`` (default 720, two
-simulated hours; ``--quick`` 180), ``profile_samples``.
+``target_factor``, ``agent_interval_s``, ``strategy``, ``load_trace``,
+``load_points`` (default 720, two simulated hours; ``--quick`` 180),
+``profile_samples``.
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
     default_points = QUICK_POINTS if options.quick else FULL_POINTS
     points = int(_number("load_points", extra.pop("load_points", str(default_points)), int))
     profiles = int(
-        _number("profile_samples", extra.pop("profile_samples", "800" if options.quick else "2000"), int)
+        _number(
+            "profile_samples", extra.pop("profile_samples", "300" if options.quick else "1000"), int
+        )
     )
     if extra:
         raise SettingsError(f"bench colocation: unknown settings {sorted(extra)}")
@@ -111,15 +114,25 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         for s in app.services
     }
     reclaim = ReclaimSettings(
-        per_task=Amount(1000, 0), mini_step=Amount(500, 0), floor=Amount(100, 0),
-        grace_period_s=60.0, settle_s=2.0,
-    )  # fmt: skip
+        per_task=Amount(1000, 0),
+        mini_step=Amount(500, 0),
+        floor=Amount(100, 0),
+        grace_period_s=60.0,
+        settle_s=2.0,
+    )
 
     def run(policy: Policy, batch: bool = True, lc: bool = True) -> ClusterRun:
         cluster = Cluster(
-            model, app, jobs if batch else [], loads, policy, reclaim=reclaim,
-            qos_models=qos_models, seed=options.seed, lc_silent=not lc,
-        )  # fmt: skip
+            model,
+            app,
+            jobs if batch else [],
+            loads,
+            policy,
+            reclaim=reclaim,
+            qos_models=qos_models,
+            seed=options.seed,
+            lc_silent=not lc,
+        )
         return cluster.run(horizon)
 
     yarn = Policy("yarn", ToposchSettings(nu=0.0, max_retry_time=0))
@@ -159,9 +172,13 @@ def policies(toposch: ToposchSettings, strategy: Strategy) -> list[Policy]:
         Policy("toposch-n", toposch),
         Policy("toposch-p", toposch, agent="qos", strategy=strategy),
         Policy(
-            "yarn-adapt", toposch, agent="qos", strategy=strategy, guard=GuardSettings(),
+            "yarn-adapt",
+            toposch,
+            agent="qos",
+            strategy=strategy,
+            guard=GuardSettings(),
             learned_demand=True,
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -218,7 +235,9 @@ def read_loads(path: Path) -> list[float]:
         try:
             value = float(line)
         except ValueError:
-            raise TraceError(str(path), number, f"not a request rate: {line.strip()[:40]!r}") from None
+            raise TraceError(
+                str(path), number, f"not a request rate: {line.strip()[:40]!r}"
+            ) from None
         if not (math.isfinite(value) and value >= 0):
             raise TraceError(str(path), number, f"request rate {value!r} is not a number >= 0")
         values.append(value)
@@ -239,6 +258,7 @@ def _cluster_model(extra: dict[str, str]) -> ClusterModel:
         ("risk_interval_s", float),
         ("kube_threshold", float),
         ("target_factor", float),
+        ("agent_interval_s", float),
     ):
         if name in extra:
             cluster[name] = _number(name, extra.pop(name), kind)

@@ -28,8 +28,9 @@ Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
   visible totals Algorithm 1 sees.
 * **Agents**: ``qos`` -- the one-node model's autoscaler (the QoS model's smallest
   reclaim that meets the node's service target) driving the agent's gradual
-  strategy; ``utilisation`` -- Kubernetes-style: reclaim by killing batch whenever
-  the node's CPU utilisation is above ``kube_threshold``.
+  strategy (every ``agent_interval_s``); ``utilisation`` -- Kubernetes-style:
+  reclaim by killing batch whenever the node's CPU utilisation is above
+  ``kube_threshold``.
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class ClusterModel:
     replicas: int = 3
     target_factor: float = 2.0
     kube_threshold: float = 0.8
+    agent_interval_s: float = 5.0
     drain_s: float = 4 * 3600.0
 
     def __post_init__(self) -> None:
@@ -316,15 +318,22 @@ class Cluster:
         strategy = {"none": None, "qos": self.policy.strategy, "utilisation": Strategy.KILL}[agent]
         qos_model = qos_models.get(heaviest.name) if heaviest is not None else None
         return ClusterNode(
-            node_id, node_model, self.loads, strategy=strategy, reclaim=reclaim,
-            qos_model=qos_model if agent == "qos" else None, seed=seed,
+            node_id,
+            node_model,
+            self.loads,
+            strategy=strategy,
+            reclaim=reclaim,
+            qos_model=qos_model if agent == "qos" else None,
+            seed=seed,
             on_finish=self._finished,
             kube_threshold=self.model.kube_threshold if agent == "utilisation" else None,
-        )  # fmt: skip
+        )
 
     def _capacity(self) -> Resources:
         node = self.model.node
-        return Resources(node.batch_slots * node.task_memory_mb, node.batch_slots * node.task_vcores)
+        return Resources(
+            node.batch_slots * node.task_memory_mb, node.batch_slots * node.task_vcores
+        )
 
     # ----------------------------------------------------------------- driving
 
@@ -332,7 +341,7 @@ class Cluster:
         dt = self.model.node.dt_s
         next_job = 0
         next_pass = 0.0
-        next_agent = self.model.node.interval_s
+        next_agent = self.model.agent_interval_s
         next_risk = self.model.risk_interval_s
         e2e: list[float] = []
         violation_s = 0.0
@@ -362,13 +371,13 @@ class Cluster:
                 for node in self.nodes:
                     node.now = self.now
                     node._interval()
-                next_agent += self.model.node.interval_s
+                next_agent += self.model.agent_interval_s
             if self.now >= next_risk - 1e-9 and self.now <= horizon_s:
                 self._risk_round()
                 next_risk += self.model.risk_interval_s
-            if next_job >= len(self.jobs) and not self.waiting and self.now >= horizon_s:
-                if all(not node.running for node in self.nodes):
-                    break
+            drained = next_job >= len(self.jobs) and not self.waiting
+            if drained and self.now >= horizon_s and not any(n.running for n in self.nodes):
+                break
         return ClusterRun(
             policy=self.policy.name,
             e2e_p95_ms=e2e,
@@ -398,7 +407,10 @@ class Cluster:
         node = self.model.node
         request = Resources(node.task_memory_mb, node.task_vcores)
         key = f"t{self.sequence}"
-        self.waiting[key] = (WaitingContainer(key, request, self.now, 0, local), _Waiting(task, local))
+        self.waiting[key] = (
+            WaitingContainer(key, request, self.now, 0, local),
+            _Waiting(task, local),
+        )
 
     def _pass(self) -> None:
         ready = [c for c, w in self.waiting.values() if w.task.ready_at_s <= self.now]
@@ -508,14 +520,18 @@ class Cluster:
         self.window_e2e = []
 
     def _snapshot(self) -> RiskSnapshot:
-        ceiling = {n: m.lc_service_ms * m.max_latency_factor for n, m in self.service_models.items()}
+        ceiling = {
+            n: m.lc_service_ms * m.max_latency_factor for n, m in self.service_models.items()
+        }
         requests = tuple(
             Request(name, "request", value * 1000.0, value >= ceiling[name] * 0.999)
             for name, values in self.window.items()
             for value in values
         )
         critical = {n: sum(1 for v in values if v >= 0) for n, values in self.critical.items()}
-        self_us = {n: sum(v for v in values if v >= 0) * 1000.0 for n, values in self.critical.items()}
+        self_us = {
+            n: sum(v for v in values if v >= 0) * 1000.0 for n, values in self.critical.items()
+        }
         steps = len(self.window_e2e)
         start = self.now - steps * self.model.node.dt_s
         inputs = RiskInputs(
@@ -540,9 +556,14 @@ class Cluster:
             )
             views.append(
                 NodeView(
-                    node.node_id, node.node_id, True, "RUNNING", self._capacity(),
-                    self.visible_total[node.node_id], used,
-                )  # fmt: skip
+                    node.node_id,
+                    node.node_id,
+                    True,
+                    "RUNNING",
+                    self._capacity(),
+                    self.visible_total[node.node_id],
+                    used,
+                )
             )
         reading = QosReading(
             application="lra",
@@ -590,9 +611,11 @@ class Cluster:
             cores[node] = cores.get(node, 0.0) + x * max(loads)
         return tuple(
             NodeDemand(
-                node, max(0.0, c - outside), max(0.0, c - outside) * model.task_memory_mb,
+                node,
+                max(0.0, c - outside),
+                max(0.0, c - outside) * model.task_memory_mb,
                 "learned ucb",
-            )  # fmt: skip
+            )
             for node, c in cores.items()
         )
 
@@ -614,9 +637,14 @@ def _learner() -> MonotoneLearner:
 
 def _fresh(task: SimTask) -> SimTask:
     return SimTask(
-        task.job, task.kind, task.duration_s, task.cpu_fraction, task.falter_cores,
-        task.locality, remaining_s=task.duration_s,
-    )  # fmt: skip
+        task.job,
+        task.kind,
+        task.duration_s,
+        task.cpu_fraction,
+        task.falter_cores,
+        task.locality,
+        remaining_s=task.duration_s,
+    )
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
