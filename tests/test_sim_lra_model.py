@@ -131,3 +131,20 @@ def test_bench_json_has_every_policy_and_the_best_row() -> None:
         assert row["qos_violation_s"] >= 0.0
     assert figures["best"] == figures["policies"]["yarn-adapt"]
     assert set(figures["gap"]) == {"lra_p95_vs_alone", "batch_jct_increase", "met"}
+
+
+def test_calibration_recovers_service_time_and_interference() -> None:
+    from dataclasses import replace
+
+    from yarn_adapt.sim.colocation import lc_p95_ms
+    from yarn_adapt.sim.lra_calibration import fit
+
+    truth = replace(NodeModel(), lc_service_ms=8.0, interference=0.4, max_latency_factor=1e9)
+    load = 20 * 8.0 / 1000.0
+    alone = lc_p95_ms(load, 1.0, 0.0, truth)
+    contended = lc_p95_ms(load, 0.5, 0.5, truth)
+    result = fit(
+        alone, contended, rate_rps=20, cores_alone=1.0, cores_contended=0.5, batch_share=0.5
+    )
+    assert result.service_ms == pytest.approx(8.0, rel=1e-3)
+    assert result.interference == pytest.approx(0.4, rel=1e-3)
