@@ -121,7 +121,10 @@ def test_bench_rejects_unknown_settings() -> None:
 
 
 def test_bench_json_has_every_policy_and_the_best_row() -> None:
-    options = BenchOptions(quick=True, extra={"load_points": "6", "profile_samples": "30"})
+    options = BenchOptions(
+        quick=True,
+        extra={"load_points": "6", "profile_samples": "30", "nodes": "4", "utilization": "0.3"},
+    )
     figures = get("colocation").run(options).figures
     assert set(figures["policies"]) == {"yarn", "kube-auto", "toposch-n", "toposch-p", "yarn-adapt"}
     for row in figures["policies"].values():
@@ -148,3 +151,10 @@ def test_calibration_recovers_service_time_and_interference() -> None:
     )
     assert result.service_ms == pytest.approx(8.0, rel=1e-3)
     assert result.interference == pytest.approx(0.4, rel=1e-3)
+
+
+def test_broken_batch_trace_is_a_one_line_error(tmp_path: Path) -> None:
+    trace = tmp_path / "swim.tsv"
+    trace.write_text("not a swim row\n")
+    with pytest.raises(TraceError, match=r"swim.tsv:1: "):
+        get("colocation").run(BenchOptions(quick=True, trace=trace))
