@@ -35,7 +35,6 @@ Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -656,7 +655,3 @@ def summary(values: Sequence[float]) -> dict[str, float]:
         "median": round(statistics.median(values), 4),
         "worst": round(max(values), 4),
     }
-
-
-def nan_free(value: float) -> float:
-    return value if math.isfinite(value) else 0.0
