@@ -126,3 +126,21 @@ def test_placement_policy_declines_then_picks_lowest_risk() -> None:
     assert policy.choose_node(request, "n0", view, rng) == "n1"
     risk["n1"] = 0.0
     assert policy.choose_node(request, "n0", view, rng) == "n1"
+
+
+def test_algorithm1_in_the_engine_keeps_batch_off_the_risky_node() -> None:
+    from tests.sim.factories import CONTAINER, capacity_leaf, capacity_tree, job, workload
+    from yarn_adapt.sim import ClusterSpec, SimulationHooks, SimulationOptions, simulate
+
+    cluster = ClusterSpec.of_containers(3, 4, CONTAINER)
+    risky = cluster.nodes[0].id
+    risk = {n.id: (1.0 if n.id == risky else 0.0) for n in cluster.nodes}
+    policy = Algorithm1Placement(lambda: risk, ToposchSettings(nu=1.0, max_retry_time=10_000))
+    jobs = [job(f"j{i}", "root.a", maps=4, duration=20.0, submit=float(i)) for i in range(6)]
+    options = SimulationOptions(
+        am_containers=False, record_allocations=True, hooks=SimulationHooks(placement=policy)
+    )
+    result = simulate(workload(*jobs), capacity_tree(capacity_leaf("a", 100)), cluster, options)
+    assert all(j.finish_s is not None for j in result.jobs)
+    nodes = {a.node_id for a in result.allocations}
+    assert risky not in nodes and len(nodes) == 2
