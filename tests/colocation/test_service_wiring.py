@@ -9,7 +9,8 @@ import pytest
 
 from tests.service.factories import TOKEN, settings_for
 from yarn_adapt.colocation.actuate import RmNodeTotals
-from yarn_adapt.colocation.demand import LearnedDemand, NoDemand, ObservedUsageDemand
+from yarn_adapt.colocation.demand import NoDemand, ObservedUsageDemand
+from yarn_adapt.colocation.lra import LearnedLraDemand
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.model import Demand, DemandSnapshot
@@ -35,8 +36,6 @@ def _service(tmp_path: Path, **colocation: object) -> Service:
         "scheduler": {"via": "mutation"},
         "colocation": dict(colocation),
     }
-    if colocation.get("demand") == "learned":
-        tables["tuning"] = {"proposer": "cilantro"}
     settings = settings_for(tmp_path, **tables)
     return Service.build(settings, YarnBackend(settings), WithSnapshot(), token=TOKEN)
 
@@ -64,16 +63,22 @@ def test_a_disabled_guard_is_off_but_still_gives_nodes_back(tmp_path: Path) -> N
         service.close()
 
 
-def test_learned_demand_reads_the_learners_snapshot(tmp_path: Path) -> None:
+def test_learned_demand_is_each_applications_own_learner(tmp_path: Path) -> None:
     service = _service(tmp_path, enabled=True, demand="learned",
-                       applications=["root.shop=frontend,pricing"], actuator="queue-cap",
+                       applications=["shop=frontend,pricing", "ads=banner"],
+                       qos_targets=["frontend=250"], stated_demand=["ads=0.02"],
+                       reserve="recommendation", actuator="queue-cap",
                        batch_queue="root.default")  # fmt: skip
     try:
         assert service.guard is not None
         guard = service.guard.guard
-        assert isinstance(guard.observer.demand, LearnedDemand)
-        assert guard.observer.demand.snapshot() is WithSnapshot.snapshot
-        assert guard.observer.demand.applications == {"root.shop": ("frontend", "pricing")}
+        demand = guard.observer.demand
+        assert isinstance(demand, LearnedLraDemand)
+        specs = {spec.name: spec for spec in demand.learner.specs}
+        assert specs["shop"].services == ("frontend", "pricing")
+        assert specs["shop"].target_ms == 250.0 and specs["shop"].stated is None
+        assert specs["ads"].target_ms is None and specs["ads"].stated == 0.02
+        assert demand.reserve == "recommendation"
         assert isinstance(guard.actuator, QueueCap)
     finally:
         service.close()
@@ -97,8 +102,26 @@ def test_impossible_settings_are_refused_in_one_line(
     assert "\n" not in raised.value.one_line()
 
 
-def test_learned_demand_without_the_learners_is_refused_at_start(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, colocation={"demand": "learned"}, yarn={"rm": ["h:1"]},
-                            scheduler={"via": "mutation"})  # fmt: skip
-    with pytest.raises(SettingsError, match=r"\[colocation\] demand = \"learned\" needs"):
-        Service.build(settings, YarnBackend(settings), WithSnapshot(), token=TOKEN)
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"demand": "learned"}, "[colocation] applications: () must name the latency-critical"),
+        ({"demand": "learned", "applications": ["shop=frontend"]},
+         "must give a latency target for a service of (or state the demand of) each "
+         "application: shop"),
+        ({"demand": "stated", "applications": ["shop=frontend"], "qos_targets": ["frontend=9"]},
+         'must state the demand of each application for demand = "stated": shop'),
+        ({"stated_demand": ["shop=-1"]}, "[colocation] stated_demand"),
+        ({"applications": ["shop=frontend"], "stated_demand": ["cart=0.1"]},
+         "names no application of [colocation] applications: cart"),
+        ({"reserve": "lower"}, "[colocation] reserve: 'lower' upper or recommendation"),
+        ({"learn_confidence": 1.0}, "[colocation] learn_confidence"),
+    ],
+)  # fmt: skip
+def test_impossible_learning_settings_are_refused_in_one_line(
+    table: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        settings_from_mapping({"colocation": table}, "x.toml")
+    assert message in raised.value.one_line()
+    assert "\n" not in raised.value.one_line()

@@ -33,11 +33,12 @@ def test_the_bench_reports_every_policy_ratio_and_the_strategy_check(tmp_path: P
     assert figures["bench"] == "cilantro"
     assert set(figures["policies"]) == POLICIES
     for values in figures["policies"].values():
-        assert {"sw", "ew", "njc", "usage", "alloc_ms"} <= set(values)
+        assert {"sw", "ew", "njc", "usage", "alloc_ms", "alloc_cpu_ms"} <= set(values)
         assert 0.0 <= values["ew"] <= values["sw"] <= 1.0
     for key in ("njc_vs_oracle", "sw_vs_oracle", "ew_vs_oracle"):
         assert figures[key] > 0
     assert figures["curves"] == str(curves) and figures["trace"] == str(trace)
+    assert set(figures["solver_cpu_ms"]) == set(figures["solver_ms"]) == {"sw", "ew"}
     assert figures["solver_vs_evolutionary"]["sw"] >= 1.0
     assert figures["solver_vs_evolutionary"]["ew"] >= 1.0
     proofness = figures["strategy_proofness"]

@@ -70,7 +70,7 @@ def test_a_target_quality_of_one_queues_or_places_never_hangs() -> None:
     state = cluster(6, rus_per_server=4)
     load_servers(state, [(s, 2, CPU_HEAVY) for s in range(6)])
     book = ProfileBook({"picky": InterferenceProfile.symmetric((1.0,) * 5)})
-    admission = AdmissionControl(state, AdmissionSettings(max_wait_s=5.0, patience=1.0))
+    admission = AdmissionControl(state, AdmissionSettings(max_wait_s=5.0))
     placer = TarcilPlacer(book, TarcilSettings(), admission)
     job = PlacementJob("p", "picky", 2, expected_duration_s=10.0)
     first = placer.place(job, state, RNG, now=0.0)

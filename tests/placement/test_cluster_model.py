@@ -68,3 +68,22 @@ def test_every_policy_runs_a_small_experiment() -> None:
         assert ((performance > 0) & (performance <= 1.0 + 1e-9)).all()
         assert 0.3 < result.utilisation < 1.0
         assert len(result.decision_ns) >= len(result.jobs)
+
+
+def test_the_fitting_slot_diagnostic_looks_at_the_true_profiles() -> None:
+    """One server: a CPU-heavy job on three RUs. A CPU-sensitive job arriving then
+    has no RU on which it would run within 5% of ideal; a light one has. The heavy
+    job itself had none either: its own three RUs on the one server press 0.6 CPU
+    on each other."""
+    state = RUState(Topology.uniform(1, 4))
+    scheduler = DirectScheduler(SharedState(state), FirstFitPlacer(), np.random.default_rng(0))
+    settings = ModelSettings(horizon_s=100.0, measure_until_s=100.0, check_slots=True)
+    model = ClusterModel(state, scheduler, TRUTH, BOOK, settings)
+    result = model.run(
+        [
+            JobArrival(PlacementJob("hog", "cpu", 3), 0.0, 50.0),
+            JobArrival(PlacementJob("sensitive", "cpu", 1), 1.0, 1.0),
+            JobArrival(PlacementJob("light", "light", 1), 60.0, 1.0),
+        ]
+    )
+    assert [job.slot_at_arrival for job in result.jobs] == [False, False, True]

@@ -32,7 +32,7 @@ def _mixed(servers: int = 16):
 
 def test_preferred_servers_come_first_then_quality() -> None:
     state = _mixed()
-    job = PlacementJob("j", "cpu", 3, preferred_servers=(5, 9))
+    job = PlacementJob("j", "light", 3, preferred_servers=(5, 9))
     placement = TarcilPlacer(BOOK).place(job, state, RNG)
     servers = set(state.server_of(placement.rus).tolist())
     assert servers <= {5, 9}
@@ -41,6 +41,11 @@ def test_preferred_servers_come_first_then_quality() -> None:
     bigger = TarcilPlacer(BOOK).place(job.needing(free_there + 2), state, RNG)
     on_preferred = np.isin(state.server_of(bigger.rus), [5, 9]).sum()
     assert on_preferred == free_there
+    # but not where it would run much slower: server 9 holds four CPU-heavy jobs
+    sensitive = TarcilPlacer(BOOK).place(
+        PlacementJob("c", "cpu", 1, preferred_servers=(9,)), state, RNG
+    )
+    assert state.server_of(sensitive.rus).tolist() != [9]
 
 
 def test_preferred_racks_are_ranked_before_the_rest() -> None:

@@ -86,7 +86,10 @@ def test_bench_runs_on_an_unseen_trace(tmp_path: Path, capsys: pytest.CaptureFix
     for key in ("perf_vs_optimal", "worst_degradation", "decision_ms", "decision_ms_median",
                 "decision_ms_p99", "queued_share"):  # fmt: skip
         assert tarcil[key] is not None
-    assert scale["policies"]["greedy"]["perf_vs_optimal"] == 1.0
+    assert scale["policies"]["greedy"]["perf_vs_greedy"] == 1.0
+    assert 0 < tarcil["perf_vs_optimal"] <= 1.0  # against each job's ideal (paper §6.3)
+    assert 0 <= tarcil["p99_degradation"] <= tarcil["worst_degradation"] <= 1.0
+    assert tarcil["worst_job"]["slowdown"] >= 1.0
     assert figures["sample_size_check"]["unloaded"]["derived_r"] == 31
     assert figures["targets"]["decision_ms"]["target"] == "<= 0.2"
 
@@ -94,3 +97,5 @@ def test_bench_runs_on_an_unseen_trace(tmp_path: Path, capsys: pytest.CaptureFix
 def test_bench_refuses_unknown_settings(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(["bench", "placement", "--quiet", "--set", "policies=tarcil,magic"], capsys)
     assert code == 2 and "unknown policy" in err and err.count("\n") == 1
+    code, _, err = _run(["bench", "placement", "--quiet", "--set", "migrate=maybe"], capsys)
+    assert code == 2 and "migrate='maybe' is not yes or no" in err and err.count("\n") == 1

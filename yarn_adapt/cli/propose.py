@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -24,11 +25,13 @@ from yarn_adapt.cli.common import quiet_option
 from yarn_adapt.cli.connect import endpoints_from_options, yarn_options
 from yarn_adapt.errors import InputError, SettingsError
 from yarn_adapt.progress import Progress
-from yarn_adapt.tuning.executors import ExecutorHandle
-from yarn_adapt.tuning.tuner import Proposal, TunerSettings
-from yarn_adapt.workload.taskmodel import TaskTimeModel
-from yarn_adapt.yarn.confxml import SchedulerDocument
-from yarn_adapt.yarn.rm import ResourceManagerClient
+
+if TYPE_CHECKING:  # the tuner pulls in the comparator and scikit-learn: loaded on use
+    from yarn_adapt.tuning.executors import ExecutorHandle
+    from yarn_adapt.tuning.tuner import Proposal, TunerSettings
+    from yarn_adapt.workload.taskmodel import TaskTimeModel
+    from yarn_adapt.yarn.confxml import SchedulerDocument
+    from yarn_adapt.yarn.rm import ResourceManagerClient
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,8 @@ def _check_sim_options(at: float, nodes: int, containers_per_node: int) -> None:
 def _tuner_settings(interval_s: float, min_improvement: float, seed: int) -> TunerSettings:
     if not 0 <= min_improvement < 1:
         raise InputError(f"--min-improvement must be in [0, 1), got {min_improvement:g}")
+    from yarn_adapt.tuning.tuner import TunerSettings
+
     return TunerSettings(interval_s=interval_s, min_improvement=min_improvement, seed=seed)
 
 

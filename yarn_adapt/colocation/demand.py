@@ -14,6 +14,9 @@ batch must never see.
   ``resourceUtilization``: node minus containers), its maximum over the last few
   rounds, plus headroom.
 - :class:`NoDemand` -- risk only.
+- ``yarn_adapt.colocation.lra.LearnedLraDemand`` -- each latency-critical
+  application's own learner (``[colocation] demand = "learned"`` or ``"stated"``),
+  fed every round through :class:`FedDemandProvider`.
 """
 
 from __future__ import annotations
@@ -21,15 +24,37 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tracing.model import RiskSnapshot
 from yarn_adapt.colocation.model import NodeDemand
 from yarn_adapt.demand.model import DemandSnapshot
 from yarn_adapt.model import Node
 
+if TYPE_CHECKING:
+    from yarn_adapt.colocation.model import NodeView
+    from yarn_adapt.colocation.observe import RiskReading
+
 
 class DemandProvider(Protocol):
+    def demands(
+        self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
+    ) -> tuple[NodeDemand, ...]: ...
+
+
+@runtime_checkable
+class FedDemandProvider(Protocol):
+    """A provider that learns: the observer feeds it each round's reading (risk,
+    QoS, the requests since the last read) and the nodes, then asks for demands."""
+
+    def feed(
+        self,
+        reading: RiskReading,
+        views: Sequence[NodeView],
+        nodes: Sequence[Node],
+        now_s: float,
+    ) -> None: ...
+
     def demands(
         self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
     ) -> tuple[NodeDemand, ...]: ...
@@ -135,10 +160,16 @@ class LearnedDemand:
         return {node_id: count / total for node_id, count in counts.items()} if total else {}
 
     def _node_of(self, host: str, nodes: Sequence[Node]) -> str | None:
-        if host in self.node_hosts:
-            return self.node_hosts[host]
-        for node in nodes:
-            if host == node.id:
-                return node.id
-        same_host = [node.id for node in nodes if node.host == host]
-        return same_host[0] if len(same_host) == 1 else None
+        return node_of(host, nodes, self.node_hosts)
+
+
+def node_of(host: str, nodes: Sequence[Node], node_hosts: Mapping[str, str]) -> str | None:
+    """The node a trace host stands for: ``node_hosts``, else the node with that
+    id, else the one node on that host (None when ambiguous or unknown)."""
+    if host in node_hosts:
+        return node_hosts[host]
+    for node in nodes:
+        if host == node.id:
+            return node.id
+    same_host = [node.id for node in nodes if node.host == host]
+    return same_host[0] if len(same_host) == 1 else None

@@ -125,6 +125,26 @@ class QosReading:
 
 
 @dataclass(frozen=True)
+class RequestTally:
+    """One entry service's requests (its root spans) that ended in
+    ``(since_us, until_us]``: how many, and how many took at most its latency
+    target (``within_target`` is 0 when it has no target). Successive reads tally
+    disjoint intervals, so each request is counted once."""
+
+    service: str
+    requests: int
+    within_target: int
+    target_ms: float | None
+    since_us: int
+    until_us: int
+    hosts: tuple[str, ...] = ()  # where its traces ran
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.until_us - self.since_us) / 1e6)
+
+
+@dataclass(frozen=True)
 class GuardInputs:
     """Everything one round of the guard decides from.
 

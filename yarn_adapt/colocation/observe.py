@@ -5,7 +5,11 @@ Risk is read from the Redis trace store over the last ``window_s`` before the ne
 stored trace (so staleness is visible: the window's end is how fresh the evidence
 is), through ``tracing.analysis.analyse`` -- the same code ``yarn-adapt trace risk``
 runs. The tail latency of each latency-critical application is the chosen percentile
-of its entry service's request spans (the traces' roots) in the same window. A store
+of its entry service's request spans (the traces' roots) in the same window. Each
+read also tallies the requests that ended since the previous read (per entry
+service: how many, how many within its target), the feedback of the demand
+learners; a provider that learns (:class:`~yarn_adapt.colocation.demand.FedDemandProvider`)
+is fed the reading and the nodes before it is asked for the demand. A store
 that cannot be read is not an error of the round: the reading carries the problem,
 and the decision gives every node back (``decide``).
 """
@@ -25,8 +29,8 @@ from tracing.forest import MISSING_ROOT, UNKNOWN_HOST, Forest
 from tracing.model import RiskSnapshot
 from tracing.risk import RiskSettings
 from tracing.store import TraceStore
-from yarn_adapt.colocation.demand import DemandProvider
-from yarn_adapt.colocation.model import GuardInputs, NodeView, QosReading
+from yarn_adapt.colocation.demand import DemandProvider, FedDemandProvider
+from yarn_adapt.colocation.model import GuardInputs, NodeView, QosReading, RequestTally
 from yarn_adapt.colocation.originals import NodeOriginal
 from yarn_adapt.model import Node, NodeState, Resources
 
@@ -36,6 +40,7 @@ class RiskReading:
     snapshot: RiskSnapshot | None
     qos: tuple[QosReading, ...] = ()
     problem: str = ""
+    tallies: tuple[RequestTally, ...] = ()  # requests since the previous read
 
 
 class RiskSource(Protocol):
@@ -62,6 +67,7 @@ class TraceStoreRisk:
         self.risk_settings = risk_settings
         self.percentile = percentile
         self.targets_ms = dict(targets_ms or {})
+        self._tallied_to_us: int | None = None
 
     def read(self, now_s: float) -> RiskReading:
         try:
@@ -77,7 +83,10 @@ class TraceStoreRisk:
         qos = qos_readings(
             analysis.forest, self.percentile, self.window_s, end_us / 1e6, self.targets_ms
         )
-        return RiskReading(analysis.risk, qos)
+        since_us = max(start_us, self._tallied_to_us or start_us)
+        tallies = request_tallies(analysis.forest, self.targets_ms, since_us, end_us)
+        self._tallied_to_us = max(end_us, self._tallied_to_us or end_us)
+        return RiskReading(analysis.risk, qos, tallies=tallies)
 
     def close(self) -> None:
         if self._store is not None:
@@ -119,6 +128,42 @@ def qos_readings(
             )
         )
     return tuple(readings)
+
+
+def request_tallies(
+    forest: Forest, targets_ms: Mapping[str, float], since_us: int, until_us: int
+) -> tuple[RequestTally, ...]:
+    """Per entry service (a trace's root): its requests that ended in ``(since_us,
+    until_us]`` and how many of them took at most the service's target."""
+    if forest.columns.n_traces == 0 or until_us <= since_us:
+        return ()
+    roots = forest.root
+    base = forest.columns.base[forest.trace[roots]]
+    ends = forest.end[roots] + base
+    durations_ms = (forest.end[roots] - forest.start[roots]) / 1000.0
+    fresh = (ends > since_us) & (ends <= until_us)
+    entry = forest.service[roots]
+    span_entry = entry[forest.trace]
+    tallies = []
+    for service_id in np.unique(entry[fresh]):
+        name = forest.service_names[int(service_id)]
+        if name == MISSING_ROOT:
+            continue
+        mine = durations_ms[fresh & (entry == service_id)]
+        target = targets_ms.get(name)
+        hosts = np.unique(forest.host[span_entry == service_id])
+        tallies.append(
+            RequestTally(
+                service=name,
+                requests=int(mine.size),
+                within_target=int(np.count_nonzero(mine <= target)) if target else 0,
+                target_ms=target,
+                since_us=since_us,
+                until_us=until_us,
+                hosts=tuple(forest.host_names[int(h)] for h in hosts if h != UNKNOWN_HOST),
+            )
+        )
+    return tuple(tallies)
 
 
 # --------------------------------------------------------------------------- nodes
@@ -184,9 +229,12 @@ class GuardObserver:
     def inputs(self, nodes: Sequence[Node], originals: Mapping[str, NodeOriginal]) -> GuardInputs:
         now_s = self.clock()
         reading = self.risk.read(now_s)
+        views = node_views(nodes, originals)
+        if isinstance(self.demand, FedDemandProvider):
+            self.demand.feed(reading, views, nodes, now_s)  # the learners' feedback round
         return GuardInputs(
             now_s=now_s,
-            nodes=node_views(nodes, originals),
+            nodes=views,
             risk=reading.snapshot,
             risk_problem=reading.problem,
             demands=self.demand.demands(nodes, reading.snapshot, now_s),

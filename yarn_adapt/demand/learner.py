@@ -6,25 +6,31 @@ with a tree-based binning estimator. :class:`MonotoneLearner` is that estimator:
 
 - The range ``[0, x_max]`` is split into ``2**depth`` fine bins; every dyadic node
   (a bin, two neighbours, four, ... up to the whole range) keeps the
-  inverse-variance weighted mean of the observations that fell in it
-  (``S = sum 1/sigma**2``, mean ``sum (y/sigma**2) / S``, whose standard deviation
-  is ``1/sqrt(S)``).
-- A node ``[l, r]`` with mean ``m`` bounds ``p`` everywhere, not only inside it:
-  monotonicity and the Lipschitz constant give ``p(x) >= m - L*(r - x)+`` and
-  ``p(x) <= m + L*(x - l)+``, where ``l`` and ``r`` are the smallest and largest
-  allocation per unit load observed in the node (at most its ends). Left of ``x``
-  a node costs nothing for the lower bound, right of ``x`` nothing for the upper
-  one; inside, the bias is at most ``L`` times the spread of its data. The band
-  at ``x`` is the tightest over all nodes, each widened by ``z/sqrt(S)`` where
-  ``z`` is the normal quantile that makes the nodes' intervals hold
-  *simultaneously* with probability ``confidence`` (a union bound over the
-  nodes). So the whole band covers the true curve at that rate, it is monotone by
-  construction, and it narrows as data arrive: near data, a fine
-  node's small bias wins; far from data, a coarse node or the Lipschitz slope does.
+  inverse-variance weighted mean ``m`` of the observations that fell in it
+  (``S = sum w_i``, ``w_i = 1/sigma_i**2``; ``m`` has standard deviation
+  ``1/sqrt(S)``). Observations are kept in cells, 32 to a bin, with their
+  weighted x, so a node also knows how far its data lie from any point.
+- A node bounds ``p`` everywhere, not only inside it. Its mean estimates the
+  weighted average of ``p(x_i)``; monotonicity and the Lipschitz constant give
+  ``p(x_i) >= p(x) - L*(x - x_i)+`` and ``p(x_i) <= p(x) + L*(x_i - x)+``, so
+
+      p(x) <= m + z/sqrt(S) + L * sum w_i (x - x_i)+ / S
+      p(x) >= m - z/sqrt(S) - L * sum w_i (x_i - x)+ / S
+
+  -- data on the favourable side cost nothing, the others their weighted mean
+  distance (not the node's width). The sums are exact over whole cells and use
+  the chord of the convex ``(x - x_i)+`` inside the cell holding ``x``.
+- The band at ``x`` is the tightest over the nodes. ``z`` is the normal quantile
+  that makes the nodes' intervals hold *simultaneously* with probability
+  ``confidence`` (a union bound over the nodes with data of their own: a node
+  whose data all lie in one child repeats that child, one without data bounds
+  nothing). So the whole band covers the true curve at that rate, it is
+  monotone by construction, and it narrows as data arrive.
 - Observations beyond ``x_max`` only say that ``p`` below them is no higher.
 
-An update is O(1) (two additions); the band is recomputed lazily, once per batch
-of updates, in O(nodes x bins) vectorised operations.
+An update is O(1) (three additions); the nodes are rebuilt lazily, once per batch
+of updates, and a question about ``q`` points costs O(nodes with data x q)
+vectorised operations.
 
 :class:`ProfiledCurve` is a curve profiled offline (the oracles' truth, the bench's
 ``--curves`` file, a warm start); :class:`StatedDemand` is §5's fallback for a job
@@ -50,6 +56,9 @@ FloatArray = NDArray[np.float64]
 
 DEFAULT_CONFIDENCE = 0.9
 """§6: 'all confidence bounds were computed at the 90% level'."""
+CELLS_PER_BIN = 32
+"""Observations are kept per cell, 32 to a fine bin: a node's bias bound needs how
+far its data lie from a point, which the cells give to 1/32 of a bin."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,23 @@ class LearnerSettings:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
 
 
+@dataclass(frozen=True, eq=False)
+class _HeldNodes:
+    """The dyadic nodes holding data, ready to bound the curve at any point:
+    each node's first fine bin and the one past its last, its weight ``S``, its
+    mean and its interval's half width ``z / sqrt(S)``; the cumulative weight and
+    weighted x over the fine bins (index ``k``: the bins before ``k``)."""
+
+    first: NDArray[np.int64]
+    last: NDArray[np.int64]
+    weight: FloatArray
+    mean: FloatArray
+    spread: FloatArray
+    cumulative_weight: FloatArray
+    cumulative_x: FloatArray
+    beyond_upper: float
+
+
 @dataclass
 class MonotoneLearner:
     """The monotone, Lipschitz-bounded binned learner (see the module docstring)."""
@@ -120,19 +146,17 @@ class MonotoneLearner:
     observations: int = 0
     _weight: FloatArray = field(init=False, repr=False)
     _weighted_sum: FloatArray = field(init=False, repr=False)
+    _weighted_x: FloatArray = field(init=False, repr=False)
     _beyond: list[float] = field(init=False, repr=False)
-    _edges_band: tuple[FloatArray, FloatArray] | None = field(init=False, default=None, repr=False)
+    _held: _HeldNodes | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
-        bins = 2**self.settings.depth
-        self._weight = np.zeros(bins)
-        self._weighted_sum = np.zeros(bins)
-        self._lowest = np.full(bins, np.inf)  # smallest x observed in each bin
-        self._highest = np.full(bins, -np.inf)  # largest x observed in each bin
+        cells = CELLS_PER_BIN << self.settings.depth
+        self._weight = np.zeros(cells)
+        self._weighted_sum = np.zeros(cells)
+        self._weighted_x = np.zeros(cells)  # sum of w * x: where in its cell the data lie
         self._beyond = [0.0, 0.0]  # weight, weighted sum of observations past x_max
-        nodes = 2 ** (self.settings.depth + 1)  # every dyadic node, plus the one beyond
-        tail = (1.0 - self.settings.confidence) / (2.0 * nodes)
-        self._z = NormalDist().inv_cdf(1.0 - tail)
+        self._tail = (1.0 - self.settings.confidence) / 2.0  # per side, shared by the nodes
 
     @property
     def x_max(self) -> float:
@@ -140,6 +164,13 @@ class MonotoneLearner:
 
     @property
     def bins(self) -> int:
+        """The finest nodes (the statistical unit)."""
+        return 1 << self.settings.depth
+
+    @property
+    def cells(self) -> int:
+        """Where observations are kept: ``CELLS_PER_BIN`` per fine bin, so that the
+        distance of a node's data to a point is known to a cell's width."""
         return len(self._weight)
 
     def observe(self, x: float, performance: float, sigma: float) -> None:
@@ -153,13 +184,12 @@ class MonotoneLearner:
             self._beyond[0] += weight
             self._beyond[1] += weight * performance
         else:
-            index = min(self.bins - 1, int(x / self.settings.x_max * self.bins))
+            index = min(self.cells - 1, int(x / self.settings.x_max * self.cells))
             self._weight[index] += weight
             self._weighted_sum[index] += weight * performance
-            self._lowest[index] = min(self._lowest[index], x)
-            self._highest[index] = max(self._highest[index], x)
+            self._weighted_x[index] += weight * x
         self.observations += 1
-        self._edges_band = None
+        self._held = None
 
     def observe_many(self, xs: ArrayLike, performances: ArrayLike, sigmas: ArrayLike) -> None:
         for x, y, s in zip(np.ravel(xs), np.ravel(performances), np.ravel(sigmas), strict=True):
@@ -173,64 +203,116 @@ class MonotoneLearner:
         self.observe_many(curve.grid, curve.estimate, half_band)
 
     def refresh(self) -> None:
-        """Recompute the band now (otherwise it is recomputed at the first
-        question after new feedback)."""
-        self._band_at_edges()
+        """Prepare the nodes now (otherwise it is done at the first question after
+        new feedback)."""
+        self._nodes()
+
+    def tested_nodes(self) -> int:
+        """How many nodes hold data (the dyadic nodes and the one beyond): the
+        intervals the union bound has to make hold together."""
+        return len(self._nodes().first) + (1 if self._beyond[0] > 0 else 0)
+
+    def quantile(self) -> float:
+        """The normal quantile ``z`` of each node's interval (see :meth:`_nodes`)."""
+        return _quantile(self._tail, len(self._nodes().first) + (1 if self._beyond[0] > 0 else 0))
 
     def band(self, x: ArrayLike) -> Band:
-        """The band at ``x``: the lower bound of the fine-bin edge left of ``x`` and
-        the upper bound of the edge right of it (both valid by monotonicity)."""
-        lower_edges, upper_edges = self._band_at_edges()
+        """The band at ``x``: the tightest of every node's bounds there."""
         points = np.asarray(x, dtype=np.float64)
-        step = self.settings.x_max / self.bins
-        left = np.clip(np.floor(points / step).astype(np.int64), 0, self.bins)
-        right = np.clip(np.ceil(points / step).astype(np.int64), 0, self.bins)
-        lower = lower_edges[left]
-        upper = upper_edges[right]
-        past = points > self.settings.x_max
-        if np.any(past):
-            slope = upper_edges[-1] + self.settings.lipschitz * (points - self.settings.x_max)
-            upper = np.where(past, np.minimum(slope, self._beyond_upper()), upper)
+        lower, upper = self._bounds(points.reshape(-1))
+        lower, upper = lower.reshape(points.shape), upper.reshape(points.shape)
         upper = np.minimum(upper, self.settings.ceiling)
         lower = np.minimum(np.maximum(lower, self.settings.floor), upper)
         return Band(lower, _estimate(lower, upper), upper)
 
-    def _beyond_upper(self) -> float:
-        weight, total = self._beyond
-        if weight <= 0:
-            return math.inf
-        return total / weight + self._z / math.sqrt(weight)
+    def _bounds(self, points: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Each node's bounds at ``points`` (see the module docstring): the node's
+        data ``x_i`` with weights ``w_i`` and mean ``m`` give
 
-    def _band_at_edges(self) -> tuple[FloatArray, FloatArray]:
-        if self._edges_band is None:
-            self._edges_band = self._compute_edges_band()
-        return self._edges_band
+            p(x) <= m + z/sqrt(S) + L * sum w_i (x - x_i)+ / S
+            p(x) >= m - z/sqrt(S) - L * sum w_i (x_i - x)+ / S
 
-    def _compute_edges_band(self) -> tuple[FloatArray, FloatArray]:
+        The sums are exact over the fine bins wholly on one side of ``x``; within
+        the bin holding ``x`` they use the chord of the convex ``(x - x_i)+`` over
+        the bin (exact at its ends), which needs only the bin's weight and
+        weighted x."""
+        nodes = self._nodes()
         settings = self.settings
-        edges = np.linspace(0.0, settings.x_max, self.bins + 1)
-        lower = np.full(self.bins + 1, settings.floor, dtype=np.float64)
-        upper = np.full(self.bins + 1, settings.ceiling, dtype=np.float64)
-        upper = np.minimum(upper, self._beyond_upper())
-        for depth in range(settings.depth + 1):
-            nodes = 2**depth
-            weight = self._weight.reshape(nodes, -1).sum(axis=1)
-            known = weight > 0
-            if not np.any(known):
-                continue
-            total = self._weighted_sum.reshape(nodes, -1).sum(axis=1)
-            mean = total[known] / weight[known]
-            spread = self._z / np.sqrt(weight[known])
-            left = self._lowest.reshape(nodes, -1).min(axis=1)[known]
-            right = self._highest.reshape(nodes, -1).max(axis=1)[known]
-            below = mean - spread
-            above = mean + spread
-            lipschitz = settings.lipschitz
-            lower_bounds = below[:, None] - lipschitz * np.maximum(right[:, None] - edges, 0.0)
-            upper_bounds = above[:, None] + lipschitz * np.maximum(edges - left[:, None], 0.0)
-            lower = np.maximum(lower, lower_bounds.max(axis=0))
-            upper = np.minimum(upper, upper_bounds.min(axis=0))
-        return lower, upper
+        lower = np.full(len(points), settings.floor, dtype=np.float64)
+        upper = np.full(len(points), settings.ceiling, dtype=np.float64)
+        upper = np.where(points <= settings.x_max, np.minimum(upper, nodes.beyond_upper), upper)
+        if len(nodes.first) == 0:
+            return lower, upper
+        step = settings.x_max / self.cells
+        index = np.clip(np.floor(points / step).astype(np.int64), 0, self.cells)
+        inner = index < self.cells  # x lies in a cell (not at or past x_max)
+        held = np.minimum(index, self.cells - 1)
+        bin_low, bin_high = held * step, (held + 1) * step
+        first, last = nodes.first[:, None], nodes.last[:, None]
+        cw, cx = nodes.cumulative_weight, nodes.cumulative_x
+        left_cut = np.clip(index[None, :], first, last)
+        right_cut = np.clip(index[None, :] + 1, first, last)
+        w_left = cw[left_cut] - cw[first]
+        x_left = cx[left_cut] - cx[first]
+        w_right = cw[last] - cw[right_cut]
+        x_right = cx[last] - cx[right_cut]
+        own = inner[None, :] & (index[None, :] >= first) & (index[None, :] < last)
+        w_own = np.where(own, self._weight[held][None, :], 0.0)
+        x_own = np.where(own, self._weighted_x[held][None, :], 0.0)
+        below = points * w_left - x_left + (points - bin_low) * (bin_high * w_own - x_own) / step
+        above = x_right - points * w_right + (bin_high - points) * (x_own - bin_low * w_own) / step
+        weight = nodes.weight[:, None]
+        lipschitz = settings.lipschitz
+        highs = (nodes.mean + nodes.spread)[:, None] + lipschitz * np.maximum(below, 0.0) / weight
+        lows = (nodes.mean - nodes.spread)[:, None] - lipschitz * np.maximum(above, 0.0) / weight
+        return np.maximum(lower, lows.max(axis=0)), np.minimum(upper, highs.min(axis=0))
+
+    def _nodes(self) -> _HeldNodes:
+        """The nodes with data of their own. A node's bounds depend only on the data
+        it holds, so a node whose data all lie in one of its children says exactly
+        what that child says and is left out; so is a node without data (it
+        bounds nothing). The remaining ``K`` intervals hold together with
+        probability ``confidence`` when each uses the normal quantile of ``1 - (1
+        - confidence) / (2 K)`` (a union bound over the distinct ones)."""
+        if self._held is not None:
+            return self._held
+        cells = self.cells
+        firsts, lasts, weights, sums = [], [], [], []
+        for depth in range(self.settings.depth + 1):
+            width = cells >> depth
+            weight = self._weight.reshape(-1, width).sum(axis=1)
+            if depth < self.settings.depth:
+                halves = self._weight.reshape(-1, 2, width // 2).sum(axis=2)
+                known = np.flatnonzero(np.all(halves > 0, axis=1))
+            else:
+                known = np.flatnonzero(weight > 0)
+            firsts.append(known * width)
+            lasts.append(known * width + width)
+            weights.append(weight[known])
+            sums.append(self._weighted_sum.reshape(-1, width).sum(axis=1)[known])
+        weight = np.concatenate(weights)
+        beyond_weight, beyond_total = self._beyond
+        z = _quantile(self._tail, len(weight) + (1 if beyond_weight > 0 else 0))
+        beyond = (
+            beyond_total / beyond_weight + z / math.sqrt(beyond_weight)
+            if beyond_weight > 0
+            else math.inf
+        )
+        self._held = _HeldNodes(
+            first=np.concatenate(firsts).astype(np.int64),
+            last=np.concatenate(lasts).astype(np.int64),
+            weight=weight,
+            mean=np.concatenate(sums) / np.where(weight > 0, weight, 1.0),
+            spread=z / np.sqrt(weight),
+            cumulative_weight=np.concatenate([[0.0], np.cumsum(self._weight)]),
+            cumulative_x=np.concatenate([[0.0], np.cumsum(self._weighted_x)]),
+            beyond_upper=beyond,
+        )
+        return self._held
+
+
+def _quantile(tail: float, intervals: int) -> float:
+    return NormalDist().inv_cdf(1.0 - tail / max(1, intervals))
 
 
 def _estimate(lower: FloatArray, upper: FloatArray) -> FloatArray:

@@ -231,25 +231,39 @@ def solve(
     resources: int,
     box: Box,
     previous: IntArray | None = None,
+    then: FloatArray | None = None,
 ) -> IntArray:
     """The best allocation for ``objective``; ``previous`` when it is as good (a
     move needs a predicted gain: among equally good allocations, the solvers' tie
-    breaks would otherwise shuffle resources for nothing)."""
+    breaks would otherwise shuffle resources for nothing). For the egalitarian
+    welfare, ``then`` breaks the ties of ``table``'s maximin by its own maximin
+    (see :class:`CilantroWelfare`)."""
     if objective is Objective.SOCIAL:
         found = max_social_welfare(table, resources, box)
     else:
-        found = max_egalitarian_welfare(table, resources, box)
+        found = max_egalitarian_welfare(table, resources, box, then)
     if previous is None or int(previous.sum()) > resources:
         return found
-    return found if _better(objective, table, found, previous) else previous.copy()
+    return found if _better(objective, table, found, previous, then) else previous.copy()
 
 
-def _better(objective: Objective, table: FloatArray, new: IntArray, old: IntArray) -> bool:
+def _better(
+    objective: Objective,
+    table: FloatArray,
+    new: IntArray,
+    old: IntArray,
+    then: FloatArray | None = None,
+) -> bool:
     rows = np.arange(len(table))
     gained, lost = table[rows, new], table[rows, old]
     tolerance = 1e-6
-    if objective is Objective.EGALITARIAN and gained.min() != lost.min():
-        return bool(gained.min() > lost.min() + tolerance)
+    if objective is Objective.EGALITARIAN:
+        if abs(gained.min() - lost.min()) > tolerance:
+            return bool(gained.min() > lost.min())
+        if then is not None:
+            gained, lost = then[rows, new], then[rows, old]
+            if abs(gained.min() - lost.min()) > tolerance:
+                return bool(gained.min() > lost.min())
     return bool(gained.sum() > lost.sum() + tolerance)
 
 
@@ -361,24 +375,37 @@ class CilantroNJC:
 @dataclass
 class CilantroWelfare:
     """Cilantro-SW / -EW: the welfare of the performance upper bounds, maximised
-    within the step limit."""
+    within the step limit (eq. 4, optimism in the face of uncertainty).
+
+    The egalitarian welfare of the upper bounds fixes only its minimum: every
+    allocation giving each tenant at least what it needs to reach that level is
+    an argmax. ``tie_break`` says which of them: ``"lower"`` (the default) the one
+    whose performance *lower* bounds have the largest minimum utility -- the rest
+    of the resources go where the pessimistic view is worst -- ``"upper"`` the
+    largest sum of the upper bounds (the social welfare of the optimistic view).
+    Either way the allocation is optimal for the optimistic objective."""
 
     models: Sequence[PerformanceModel]
     objective: Objective
     reporting: Reporting = field(default_factory=Reporting)
     name: str = ""
+    tie_break: str = "lower"
 
     def __post_init__(self) -> None:
         self.name = self.name or f"cilantro-{self.objective}"
+        if self.tie_break not in ("lower", "upper"):
+            raise ValueError(f"tie_break must be lower or upper, got {self.tie_break!r}")
 
     def allocate(self, context: RoundContext) -> IntArray:
         if context.previous is None:
             return equal_split(context.resources, [t.weight for t in context.tenants])
         box = context.box()
-        table = utility_table(
-            self.models, context.tenants, context.loads, context.resources, "upper", box
-        )
-        return solve(self.objective, table, context.resources, box, context.previous)
+        args = (self.models, context.tenants, context.loads, context.resources)
+        table = utility_table(*args, "upper", box)
+        then = None
+        if self.objective is Objective.EGALITARIAN and self.tie_break == "lower":
+            then = utility_table(*args, "lower", box)
+        return solve(self.objective, table, context.resources, box, context.previous, then)
 
     def observe(self, context: RoundContext, feedback: Sequence[Feedback]) -> None:
         _teach(self.models, feedback, self.reporting)

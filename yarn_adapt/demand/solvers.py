@@ -6,12 +6,17 @@ Each job's utility is tabulated at every integer allocation: ``table[i, a]`` for
 curve at the forecast load). Box constraints ``lower[i] <= a_i <= upper[i]`` carry
 the paper's limit ``B`` on the change from the previous round; ``sum a_i <= R``.
 
-- :func:`max_social_welfare` maximises ``sum_i table[i, a_i]`` exactly by dynamic
-  programming over the budget (a max-plus convolution per job, vectorised). Each
-  job's range is cut at its *saturation* -- the first allocation where its
-  utility reaches its maximum -- since more cannot add welfare; the leftover is
-  then handed out (:func:`spread_leftover`) so no resource idles. Cost: the sum
-  over jobs of ``budget x range``.
+- :func:`max_social_welfare` maximises ``sum_i table[i, a_i]`` exactly. Each job's
+  range is cut at its *saturation* -- the first allocation where its utility
+  reaches its maximum -- since more cannot add welfare. :func:`knapsack` then
+  prices a unit (the Lagrangian dual, whose value bounds the optimum from
+  above), builds a feasible allocation from the price (a bound from below),
+  drops every choice of a job that cannot be in an optimal allocation given the
+  two bounds, and runs the dynamic programme over the budget on the choices
+  left -- a handful per job where the curves are concave near the price, all of
+  them at worst (jobs whose choices tie at the price, a linear stretch, are
+  merged first). The leftover is then handed out (:func:`spread_leftover`) so no
+  resource idles. :func:`knapsack_reference` is the plain programme.
 - :func:`max_egalitarian_welfare` maximises ``min_i table[i, a_i]`` exactly: the
   cheapest allocation reaching a level ``t`` is a per-job binary search, so the
   best level is a bisection over the distinct utility values; the resources left
@@ -30,7 +35,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
@@ -75,42 +79,203 @@ def max_social_welfare(table: FloatArray, resources: int, box: Box | None = None
     box = box or Box.unbounded(jobs, resources)
     _check(box, resources)
     upper = np.minimum(saturation(table, box), box.upper)
-    chosen = _knapsack(table, box.lower, upper, resources - int(box.lower.sum()))
+    chosen = knapsack(table, box.lower, upper, resources - int(box.lower.sum()))
     return spread_leftover(box.lower + chosen, table, box, resources)
 
 
-def _knapsack(table: FloatArray, lower: IntArray, upper: IntArray, budget: int) -> IntArray:
-    """Extra units above ``lower`` per job, maximising the sum, within ``budget``."""
-    jobs = len(table)
-    spans = upper - lower
-    order = np.argsort(spans, kind="stable")
-    values32 = table.astype(np.float32)  # half the memory traffic; sums exact to ~1e-6
-    best = np.zeros(1, dtype=np.float32)  # best[b]: best value using at most b units
-    choices: list[IntArray] = []
-    reachable = 0
-    for i in order:
-        span = int(spans[i])
-        values = values32[i, lower[i] : lower[i] + span + 1]
-        reachable = min(budget, reachable + span)
-        padded = np.concatenate(
-            [np.full(span, -np.inf, dtype=np.float32), best, np.full(reachable + 1, best[-1])]
-        )
-        windows = sliding_window_view(padded[: reachable + span + 1], span + 1)
-        totals = windows + values[::-1]
-        pick = np.argmax(totals, axis=1)
-        best = totals[np.arange(reachable + 1), pick]
-        choices.append((span - pick).astype(np.int64))
+def knapsack(table: FloatArray, lower: IntArray, upper: IntArray, budget: int) -> IntArray:
+    """Extra units above ``lower`` per job (at most ``upper - lower``), maximising
+    the sum of ``table[i, lower[i] + extra[i]]`` within ``budget``: exact.
+
+    1. Lagrangian bound: for a price ``lam`` per unit, ``phi_i(lam) = max_e g_i(e)
+       - lam*e`` (``g_i`` the job's values above its lower bound) and ``D(lam) =
+       sum phi_i + lam*budget`` bounds the optimum from above for every ``lam >=
+       0``; a bisection on the subgradient finds the ``lam`` making it tightest.
+    2. A feasible allocation from that price, greedily topped up, bounds it from
+       below (``LB``).
+    3. Pruning: a job's choice ``e`` with ``g_i(e) - lam*e < phi_i(lam) - (D - LB)``
+       cannot be in an optimal allocation (every allocation with it is worth less
+       than ``LB``), so it is dropped.
+    4. The dynamic programme over the budget runs on the choices left: usually a
+       few per job near the price's optimum; at worst all of them (the plain DP).
+    """
+    gains = _gains(table, lower, upper)
+    if budget <= 0 or all(len(g) == 1 for g in gains):
+        return np.zeros(len(table), dtype=np.int64)
+    padded = _padded(gains)
+    price, bound, fitting = _best_price(padded, budget)
+    floor = _top_up(padded, fitting, budget)
+    slack = bound - floor + 1e-9 * max(1.0, abs(bound))
+    reduced = padded - price * np.arange(padded.shape[1])
+    keep = reduced >= reduced.max(axis=1, keepdims=True) - slack
+    choices = [np.flatnonzero(keep[i, : len(g)]) for i, g in enumerate(gains)]
+    tie = 1e-12 * max(1.0, float(np.max(np.abs(padded[np.isfinite(padded)]))))
+    linear = [
+        i for i, options in enumerate(choices)
+        if len(options) > 1 and options[-1] - options[0] + 1 == len(options)
+        and float(np.ptp(reduced[i, options])) <= tie
+    ]  # fmt: skip
+    if len(linear) < 2:
+        return _dynamic_programme(gains, choices, budget)
+    return _with_linear_merged(gains, choices, linear, price, budget)
+
+
+def _with_linear_merged(
+    gains: Sequence[FloatArray],
+    choices: Sequence[IntArray],
+    linear: Sequence[int],
+    price: float,
+    budget: int,
+) -> IntArray:
+    """Jobs whose remaining choices all earn the same at ``price`` (a linear
+    stretch of slope ``price``, e.g. equal stated demands) are one job to the
+    dynamic programme: any split of their units is worth the same, so they are
+    merged, and the merged job's units are split back over them in order."""
+    others = [i for i in range(len(gains)) if i not in set(linear)]
+    starts = np.array([int(choices[i][0]) for i in linear])
+    ends = np.array([int(choices[i][-1]) for i in linear])
+    base = float(sum(gains[i][int(choices[i][0])] for i in linear))
+    low, high = int(starts.sum()), int(ends.sum())
+    merged = np.full(high + 1, -np.inf)
+    merged[low:] = base + price * np.arange(high - low + 1)
+    chosen = _dynamic_programme(
+        [*(gains[i] for i in others), merged],
+        [*(choices[i] for i in others), np.arange(low, high + 1)],
+        budget,
+    )
+    extra = np.zeros(len(gains), dtype=np.int64)
+    extra[others] = chosen[:-1]
+    left = int(chosen[-1]) - low
+    for i, start, end in zip(linear, starts, ends, strict=True):
+        give = min(left, int(end - start))
+        extra[i] = start + give
+        left -= give
+    return extra
+
+
+def _gains(table: FloatArray, lower: IntArray, upper: IntArray) -> list[FloatArray]:
+    return [
+        np.asarray(table[i, int(lower[i]) : int(upper[i]) + 1], dtype=np.float64)
+        for i in range(len(table))
+    ]
+
+
+def _padded(gains: Sequence[FloatArray]) -> FloatArray:
+    """The jobs' values side by side, ``-inf`` past each job's range."""
+    width = max(len(g) for g in gains)
+    padded = np.full((len(gains), width), -np.inf)
+    for i, g in enumerate(gains):
+        padded[i, : len(g)] = g
+    return padded
+
+
+def _at_price(padded: FloatArray, price: float) -> tuple[IntArray, float]:
+    """At unit price ``price``: each job's best number of extra units (the
+    smallest among equals) and ``D(price)``'s sum of ``max_e g(e) - price*e``."""
+    reduced = padded - price * np.arange(padded.shape[1])
+    units = np.argmax(reduced, axis=1)
+    return units.astype(np.int64), float(reduced[np.arange(len(padded)), units].sum())
+
+
+def _best_price(padded: FloatArray, budget: int) -> tuple[float, float, IntArray]:
+    """The price ``lam >= 0`` minimising ``D(lam)`` (to bisection precision), ``D``
+    there -- an upper bound on the best sum within ``budget`` -- and the units of
+    the lowest price tried whose choices fit the budget."""
+    units, total = _at_price(padded, 0.0)
+    if int(units.sum()) <= budget:
+        return 0.0, total, units
+    steps = np.diff(np.where(np.isfinite(padded), padded, np.nan), axis=1)
+    low, high = 0.0, max(float(np.nanmax(steps)) if np.any(np.isfinite(steps)) else 0.0, 1e-12)
+    fitting, total = _at_price(padded, high)
+    best = (high, total + high * budget)
+    for _ in range(40):
+        middle = (low + high) / 2.0
+        units, total = _at_price(padded, middle)
+        if total + middle * budget < best[1]:
+            best = (middle, total + middle * budget)
+        if int(units.sum()) > budget:
+            low = middle
+        else:
+            high, fitting = middle, units
+    return best[0], best[1], fitting
+
+
+def _top_up(padded: FloatArray, units: IntArray, budget: int) -> float:
+    """The value of a feasible allocation: ``units`` (which fit), then the units
+    left given, a stretch at a time, where they add most per unit."""
+    units = units.copy()
+    rows = np.arange(len(padded))
+    width = padded.shape[1]
+    left = budget - int(units.sum())
+    while left > 0:
+        steps = np.arange(1, left + 1)
+        columns = units[:, None] + steps[None, :]
+        ahead = padded[rows[:, None], np.minimum(columns, width - 1)]
+        ahead = np.where(columns < width, ahead, -np.inf) - padded[rows, units][:, None]
+        rates = ahead / steps
+        top = float(np.max(rates))
+        if not top > 0:
+            break
+        longest = np.where(rates >= top - 1e-12 * top, steps, 0)  # equal rates: go far
+        job, step = np.unravel_index(int(np.argmax(longest)), rates.shape)
+        units[job] += step + 1
+        left -= int(step) + 1
+    return float(padded[rows, units].sum())
+
+
+def _dynamic_programme(
+    gains: Sequence[FloatArray], choices: Sequence[IntArray], budget: int
+) -> IntArray:
+    """``best[b]``: the largest sum using at most ``b`` units, one job at a time,
+    each job taking one of its ``choices``; then back through the picks."""
+    jobs = len(gains)
+    best = np.zeros(budget + 1)
+    picks: list[IntArray] = []
+    for i in range(jobs):
+        options = choices[i]
+        values = gains[i][options]
+        new = np.full(budget + 1, -np.inf)
+        pick = np.zeros(budget + 1, dtype=np.int64)
+        for units, value in zip(options.tolist(), values.tolist(), strict=True):
+            if units > budget:
+                break
+            candidate = best[: budget + 1 - units] + value
+            target = new[units:]
+            better = candidate > target
+            target[better] = candidate[better]
+            pick[units:][better] = units
+        best = new
+        picks.append(pick)
     extra = np.zeros(jobs, dtype=np.int64)
-    left = int(np.argmax(best))  # the smallest budget reaching the best value
-    for i, choice in zip(order[::-1], choices[::-1], strict=True):
-        extra[i] = choice[min(left, len(choice) - 1)]
+    finite = np.isfinite(best)
+    top = float(np.max(best[finite]))
+    left = int(np.flatnonzero(finite & (best >= top - 1e-12 * max(1.0, abs(top))))[0])
+    for i in range(jobs - 1, -1, -1):
+        extra[i] = picks[i][left]
         left -= int(extra[i])
     return extra
 
 
-def max_egalitarian_welfare(table: FloatArray, resources: int, box: Box | None = None) -> IntArray:
+def knapsack_reference(
+    table: FloatArray, lower: IntArray, upper: IntArray, budget: int
+) -> IntArray:
+    """The plain dynamic programme over every choice (for tests and the bench)."""
+    gains = _gains(table, lower, upper)
+    if budget <= 0:
+        return np.zeros(len(table), dtype=np.int64)
+    return _dynamic_programme(gains, [np.arange(len(g)) for g in gains], budget)
+
+
+def max_egalitarian_welfare(
+    table: FloatArray,
+    resources: int,
+    box: Box | None = None,
+    then: FloatArray | None = None,
+) -> IntArray:
     """The allocation maximising the smallest utility, the rest placed for the
-    largest sum at that minimum (see the module docstring)."""
+    largest sum at that minimum (see the module docstring). With ``then`` (a
+    second table), the rest is placed by ``then``'s egalitarian welfare instead
+    (lexicographic: every allocation returned is optimal for ``table``)."""
     jobs = len(table)
     box = box or Box.unbounded(jobs, resources)
     _check(box, resources)
@@ -129,6 +294,8 @@ def max_egalitarian_welfare(table: FloatArray, resources: int, box: Box | None =
         else:
             high = middle - 1
     floor = box.lower + _cost(ladders, box, float(levels[low]))
+    if then is not None:
+        return max_egalitarian_welfare(then, resources, Box(floor, box.upper))
     return max_social_welfare(table, resources, Box(floor, box.upper))
 
 

@@ -103,7 +103,9 @@ class SharedState:
     ) -> tuple[IntArray, IntArray]:
         """Take each of ``rus`` that is still free for ``owner``; return (taken,
         conflicting)."""
-        rus = np.unique(np.asarray(rus, dtype=np.int64))
+        rus = np.asarray(rus, dtype=np.int64)
+        if len(rus) > 1:
+            rus = np.unique(rus)
         with self._lock:
             free = self.state.occupant[rus] == FREE
             taken, conflicting = rus[free], rus[~free]
@@ -118,6 +120,16 @@ class SharedState:
     def release(self, rus: IntArray, now: float = 0.0) -> None:
         with self._lock:
             self.state.release(rus, now)
+
+    def set_closed(self, servers: IntArray, closed: bool, now: float = 0.0) -> None:
+        """The load monitor closes (or reopens) servers to new work."""
+        with self._lock:
+            self.state.set_closed(servers, closed, now)
+
+    def retolerate(self, rus: IntArray, tolerance: FloatArray, now: float = 0.0) -> None:
+        """A corrected profile: what the occupants of ``rus`` tolerate."""
+        with self._lock:
+            self.state.retolerate(rus, tolerance, now)
 
     def snapshot(self, reader: int) -> RUState:
         """A full copy for ``reader``, who then follows the change feed."""
@@ -175,9 +187,25 @@ class Scheduler(Protocol):
         """Background work due by ``now`` (agents' syncs), outside any decision."""
         ...
 
+    def notice(self, servers: IntArray) -> None:
+        """Admission control's notice that ``servers`` freed RUs it will offer to
+        the next job scheduled: whoever schedules it re-reads them first (in the
+        background, as the notice arrives)."""
+        ...
+
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
-    ) -> Scheduled: ...
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
+    ) -> Scheduled:
+        """Place ``job`` for ``owner`` (see :meth:`Placer.place` for ``force`` and
+        ``offered``) and commit it."""
+        ...
 
 
 class SchedulingAgent:
@@ -212,8 +240,20 @@ class SchedulingAgent:
             self.shared.catch_up(self.reader, self.local)
             self._next_sync = self._sync_delay(now)
 
+    def notice(self, servers: IntArray) -> None:
+        """Re-read ``servers`` from the master (the notice carries their state)."""
+        if self.local is not None and len(servers):
+            self.shared.refresh(self.local, servers)
+
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
     ) -> Scheduled:
         if self.local is None:
             self.maintain(now)
@@ -224,7 +264,9 @@ class SchedulingAgent:
         placement = Placement(Outcome.NO_ROOM)
         for attempt in range(self.settings.max_retries + 1):
             wanted = job if got == 0 else job.needing(job.ru_count - got)
-            placement = self.placer.place(wanted, local, self.rng, now, force=force or got > 0)
+            placement = self.placer.place(
+                wanted, local, self.rng, now, force=force or got > 0, offered=offered
+            )
             if not placement.placed:
                 break
             committed, conflicting = self.shared.try_commit(placement.rus, owner, tenant, now)
@@ -271,12 +313,22 @@ class AgentPool:
         for agent in self.agents:
             agent.maintain(now)
 
+    def notice(self, servers: IntArray) -> None:
+        self.agents[self._turn].notice(servers)  # the agent the next job goes to
+
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
     ) -> Scheduled:
         agent = self.agents[self._turn]
         self._turn = (self._turn + 1) % len(self.agents)
-        return agent.schedule(job, owner, tenant, now, force=force)
+        return agent.schedule(job, owner, tenant, now, force=force, offered=offered)
 
 
 class DirectScheduler:
@@ -290,10 +342,22 @@ class DirectScheduler:
     def maintain(self, now: float) -> None:
         self.shared.settle()
 
+    def notice(self, servers: IntArray) -> None:
+        self.shared.settle()  # it reads the master itself
+
     def schedule(
-        self, job: PlacementJob, owner: int, tenant: Tenant, now: float, *, force: bool
+        self,
+        job: PlacementJob,
+        owner: int,
+        tenant: Tenant,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None = None,
     ) -> Scheduled:
-        placement = self.placer.place(job, self.shared.state, self.rng, now, force=force)
+        placement = self.placer.place(
+            job, self.shared.state, self.rng, now, force=force, offered=offered
+        )
         if not placement.placed:
             return Scheduled(placement)
         committed, conflicting = self.shared.try_commit(placement.rus, owner, tenant, now)

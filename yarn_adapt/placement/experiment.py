@@ -5,7 +5,9 @@ ones.
 Every policy sees the same jobs (same seed) and the same resident population. The
 scheduler is built per policy from the same pieces the YARN simulator's hook uses
 (:func:`~yarn_adapt.placement.policies.make_placer`): Tarcil runs as ``agents``
-scheduling agents with admission control; the others as one direct scheduler.
+scheduling agents with admission control and its load monitors (§5.2: closing,
+migration, profile correction -- each can be switched off); the others as one
+direct scheduler on the profiled book, with no monitor.
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ import numpy as np
 from yarn_adapt.errors import InputError
 from yarn_adapt.placement.admission import AdmissionControl, AdmissionSettings
 from yarn_adapt.placement.agents import AgentPool, AgentSettings, DirectScheduler, SharedState
-from yarn_adapt.placement.cluster_model import ClusterModel, ModelResult, ModelSettings
-from yarn_adapt.placement.policies import POLICY_NAMES, PlacementJob, TarcilSettings, make_placer
-from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook
+from yarn_adapt.placement.cluster_model import ClusterModel, ModelResult, ModelSettings, Monitoring
+from yarn_adapt.placement.correction import LiveProfiles
+from yarn_adapt.placement.monitor import MonitorSettings
+from yarn_adapt.placement.policies import (
+    POLICY_NAMES,
+    PlacementJob,
+    TarcilPlacer,
+    TarcilSettings,
+    make_placer,
+)
+from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook, ProfileSource
 from yarn_adapt.placement.state import RUState, Topology
 from yarn_adapt.placement.workloads import (
     JobArrival,
@@ -50,9 +60,16 @@ class Scenario:
     miss_probability: float = 1e-3
     cap: int = 32
     max_wait_s: float = 30.0
-    patience: float = 0.25
     max_trace_rus: int = 32
     protect: bool = True
+    monitor_interval_s: float = 1.0
+    slack: float = 0.05
+    close_servers: bool = False
+    migrate: bool = True
+    migration_cost_s: float = 2.0
+    correct_profiles: bool = True
+    directed: bool = True
+    check_slots: bool = False
     seed: int = 1
     trace: Path | None = None
 
@@ -136,27 +153,50 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     state = RUState(bench.topology, deferred=True)
     shared = SharedState(state)
     rng = np.random.default_rng(scenario.seed if seed is None else seed)
+    tarcil = policy == "tarcil"
     admission = None
-    if policy == "tarcil":
+    profiles: ProfileSource = bench.book
+    live = LiveProfiles(bench.book) if tarcil and scenario.correct_profiles else None
+    if live is not None:
+        profiles = live
+    if tarcil:
         admission = AdmissionControl(
             state,
             AdmissionSettings(
                 miss_probability=scenario.miss_probability, cap=scenario.cap,
-                max_wait_s=scenario.max_wait_s, patience=scenario.patience, seed=scenario.seed,
+                max_wait_s=scenario.max_wait_s, seed=scenario.seed,
             ),
         )  # fmt: skip
-    tarcil = TarcilSettings(scenario.miss_probability, scenario.cap, protect=scenario.protect)
-    placer = make_placer(policy, bench.book, tarcil, admission)
+    settings = TarcilSettings(
+        scenario.miss_probability, scenario.cap, protect=scenario.protect,
+        directed=scenario.directed,
+    )  # fmt: skip
+    placer = make_placer(policy, profiles, settings, admission)
     scheduler = (
         AgentPool(shared, placer, AgentSettings(scenario.agents, scenario.sync_interval_s), rng)
-        if policy == "tarcil" and scenario.agents > 1
+        if tarcil and scenario.agents > 1
         else DirectScheduler(shared, placer, rng)
     )
-    settings = ModelSettings(
-        scenario.slope, scenario.horizon_s, scenario.horizon_s * scenario.measure_share
+    model_settings = ModelSettings(
+        scenario.slope,
+        scenario.horizon_s,
+        scenario.horizon_s * scenario.measure_share,
+        check_slots=scenario.check_slots,
     )
+    monitoring = None
+    if isinstance(placer, TarcilPlacer):
+        monitoring = Monitoring(
+            MonitorSettings(
+                interval_s=scenario.monitor_interval_s, slack=scenario.slack,
+                close=scenario.close_servers, migrate=scenario.migrate,
+                migration_cost_s=scenario.migration_cost_s, correct=live is not None,
+            ),
+            placer, live, np.random.default_rng(scenario.seed + 13),
+        )  # fmt: skip
     warm = DirectScheduler(shared, placer, np.random.default_rng(scenario.seed + 11))
-    model = ClusterModel(state, scheduler, bench.truth, bench.book, settings, admission, warm)
+    model = ClusterModel(
+        state, scheduler, bench.truth, profiles, model_settings, admission, warm, monitoring
+    )
     return model.run(bench.jobs, bench.residents)
 
 

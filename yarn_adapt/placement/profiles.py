@@ -30,7 +30,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +40,7 @@ from yarn_adapt.errors import InputError
 RESOURCES: tuple[str, ...] = ("cpu", "memory_bandwidth", "llc", "disk_io", "network")
 N_RESOURCES = len(RESOURCES)
 
-ProfileSource = Literal["measured", "completed", "default"]
+ProfileOrigin = Literal["measured", "completed", "default", "corrected"]
 ProbeKind = Literal["sensitivity", "caused"]
 FloatArray = npt.NDArray[np.float64]
 
@@ -64,7 +64,7 @@ class InterferenceProfile:
 
     sensitivity: tuple[float, ...]
     caused: tuple[float, ...]
-    source: ProfileSource = "measured"
+    source: ProfileOrigin = "measured"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitivity", _checked_vector(self.sensitivity, "sensitivity"))
@@ -109,6 +109,21 @@ class ProfileBook:
 
     def __contains__(self, job_class: object) -> bool:
         return job_class in self.profiles
+
+    def revision(self, job_class: str) -> int:
+        """A book never changes: every profile is at revision 0."""
+        return 0
+
+
+class ProfileSource(Protocol):
+    """Where placers read profiles: a fixed :class:`ProfileBook`, or one that the
+    load monitors correct while jobs run
+    (:class:`~yarn_adapt.placement.correction.LiveProfiles`). ``revision`` changes
+    whenever the class's profile does, so readers may cache what they derive."""
+
+    def profile(self, job_class: str) -> InterferenceProfile: ...
+
+    def revision(self, job_class: str) -> int: ...
 
 
 def _mean_profile(profiles: Iterable[InterferenceProfile]) -> InterferenceProfile:

@@ -152,6 +152,14 @@ class YarnSimView:
         found = [int(self.first[n]) for n in picks.tolist() if self.free_rus_of_node(n) > 0]
         return np.asarray(found[:count], dtype=np.int64)
 
+    def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
+        found = [
+            int(self.first[n]) + int(rng.integers(0, self.free_rus_of_node(int(n))))
+            for n in servers.tolist()
+            if self.free_rus_of_node(int(n)) > 0
+        ]
+        return np.asarray(found, dtype=np.int64)
+
     def contention_levels(self, rus: IntArray) -> FloatArray:
         return self.server_levels_of(self.server_of(rus))
 
@@ -185,6 +193,10 @@ class YarnSimView:
     def server_neighbours_of(self, servers: IntArray) -> FloatArray:
         neighbours: FloatArray = self.neighbours[servers]
         return neighbours
+
+    def server_closed_of(self, servers: IntArray) -> npt.NDArray[np.bool_]:
+        """No load monitor runs under the simulator: nothing is closed."""
+        return np.zeros(len(servers), dtype=bool)
 
     # ------------------------------------------------------------------ residents
 
@@ -221,7 +233,7 @@ class YarnSimView:
             return np.ones(N_RESOURCES)
         total = self._caused_sum(node)
         slack = [r.tolerance - (total - r.caused) / self.neighbours[node] for r in residents]
-        headroom: FloatArray = np.min(slack, axis=0)
+        headroom: FloatArray = np.maximum(np.min(slack, axis=0), 0.0)
         return headroom
 
 

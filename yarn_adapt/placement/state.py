@@ -15,7 +15,9 @@ the contiguous ids ``first[s] .. first[s] + size[s] - 1``) and servers rack by r
   every free RU of a server sees the same), kept up to date on every change;
 * per server and per rack, free RU counts; a version per RU (bumped on every
   change) for optimistic commits;
-* listeners told which servers changed (the admission control's LSH counters).
+* listeners told which servers changed (the admission control's LSH counters);
+* per server, whether the load monitor **closed** it to new work because an
+  occupant runs below its target (Tarcil §5.2); placers rank closed servers last.
 
 With ``deferred=True`` (the master copy under scheduling agents) a commit or
 release changes occupancy, free lists and pressure sums at once -- what makes a
@@ -128,6 +130,7 @@ class RUState:
         self.server_caused = np.zeros((topology.servers, N_RESOURCES))
         self.server_levels = np.zeros((topology.servers, N_RESOURCES))
         self.server_headroom = np.ones((topology.servers, N_RESOURCES))
+        self.server_closed = np.zeros(topology.servers, dtype=bool)
         self.server_free = self.server_size.copy()
         self.rack_free = np.bincount(
             self.rack_of_server, weights=self.server_size, minlength=topology.racks
@@ -177,6 +180,22 @@ class RUState:
         free: IntArray = rus[self.occupant[rus] == FREE][:count]
         return free
 
+    def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
+        """A free RU on each of ``servers``, by rejection over its slots (a few
+        tries; a server with none free gives none)."""
+        servers = servers[self.server_free[servers] > 0]
+        found: list[IntArray] = []
+        for _ in range(8):
+            if not len(servers):
+                break
+            slot = (rng.random(len(servers)) * self.server_size[servers]).astype(np.int64)
+            rus = self.server_first[servers] + slot
+            free = self.occupant[rus] == FREE
+            found.append(rus[free])
+            servers = servers[~free]
+        picked: IntArray = np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+        return picked
+
     def contention_levels(self, rus: IntArray) -> FloatArray:
         """The contention (levels 0..99) a new job placed on each (free) RU sees."""
         levels: FloatArray = self.server_levels[self.ru_server[rus]]
@@ -218,6 +237,10 @@ class RUState:
         neighbours: FloatArray = self._neighbours[servers]
         return neighbours
 
+    def server_closed_of(self, servers: IntArray) -> npt.NDArray[np.bool_]:
+        closed: npt.NDArray[np.bool_] = self.server_closed[servers]
+        return closed
+
     def ru_contention(self, rus: IntArray) -> FloatArray:
         """The pressure (fractions) each occupied RU sees from its server's others."""
         servers = self.ru_server[rus]
@@ -240,7 +263,7 @@ class RUState:
         (default: anything). Raises :class:`CommitConflict`, changing nothing, when
         an RU is taken or listed twice."""
         rus = np.asarray(rus, dtype=np.int64)
-        if len(set(rus.tolist())) != len(rus):
+        if len(rus) > 1 and len(set(rus.tolist())) != len(rus):
             raise CommitConflict("the same RU was asked for twice")
         taken = rus[self.occupant[rus] != FREE]
         if len(taken):
@@ -253,6 +276,24 @@ class RUState:
             self._unlist(ru)
         self._changed(self._account(rus, +1), now)
 
+    def set_closed(self, servers: IntArray, closed: bool, now: float = 0.0) -> None:
+        """Close ``servers`` to new work (or reopen them): the load monitor's
+        action when an occupant runs below its target (Tarcil §5.2)."""
+        servers = np.asarray(servers, dtype=np.int64)
+        changed = servers[self.server_closed[servers] != closed]
+        if len(changed):
+            self.server_closed[changed] = closed
+            self._changed(changed, now)
+
+    def retolerate(self, rus: IntArray, tolerance: npt.ArrayLike, now: float = 0.0) -> None:
+        """The scheduler's belief of what the occupants of ``rus`` tolerate changed
+        (a corrected profile): their servers' headroom follows."""
+        rus = np.asarray(rus, dtype=np.int64)
+        if not len(rus):
+            return
+        self.ru_tolerance[rus] = tolerance
+        self._changed(np.unique(self.ru_server[rus]), now)
+
     def mark_taken(self, rus: IntArray, owner: int) -> None:
         """Only note that ``rus`` are taken (free list and counts), leaving the
         contention figures as they were: an agent recording its own commit in its
@@ -262,6 +303,10 @@ class RUState:
         for ru in rus.tolist():
             self._unlist(ru)
         per_ru = self.ru_server[rus]
+        if len(rus) == 1:
+            self.server_free[per_ru] -= 1
+            self.rack_free[self.rack_of_server[per_ru]] -= 1
+            return
         np.add.at(self.server_free, per_ru, -1)
         np.add.at(self.rack_free, self.rack_of_server[per_ru], -1)
 
@@ -283,6 +328,11 @@ class RUState:
         """Add (+1) or remove (-1) the RUs' pressure and free counts per server;
         the servers touched."""
         per_ru = self.ru_server[rus]
+        if len(rus) == 1:
+            self.server_caused[per_ru] += sign * self.ru_caused[rus]
+            self.server_free[per_ru] -= sign
+            self.rack_free[self.rack_of_server[per_ru]] -= sign
+            return per_ru
         counts: dict[int, int] = {}
         for server in per_ru.tolist():
             counts[server] = counts.get(server, 0) + 1
@@ -327,6 +377,7 @@ class RUState:
         self.server_caused[servers] = source.server_caused[servers]
         self.server_levels[servers] = source.server_levels[servers]
         self.server_headroom[servers] = source.server_headroom[servers]
+        self.server_closed[servers] = source.server_closed[servers]
         gained = source.server_free[servers] - self.server_free[servers]
         np.add.at(self.rack_free, self.rack_of_server[servers], gained)
         self.server_free[servers] = source.server_free[servers]
@@ -378,7 +429,8 @@ class RUState:
 
     def _update_headroom(self, servers: IntArray) -> None:
         """Per server and resource, the least slack (tolerance - contention) of its
-        occupants: how much more pressure the server takes before someone suffers."""
+        occupants: how much more pressure the server takes before someone suffers;
+        0 when someone already does (any more pressure adds to their overshoot)."""
         if self._uniform:
             rus = self.server_first[servers][:, None] + np.arange(self._uniform)
             others = self.server_caused[servers][:, None, :] - self.ru_caused[rus]
@@ -386,7 +438,7 @@ class RUState:
             slack = np.where(
                 (self.occupant[rus] == FREE)[..., None], 1.0, self.ru_tolerance[rus] - seen
             )
-            self.server_headroom[servers] = slack.min(axis=1)
+            self.server_headroom[servers] = np.maximum(slack.min(axis=1), 0.0)
             return
         sizes = self.server_size[servers]
         flat = self.rus_of(servers)
@@ -398,4 +450,5 @@ class RUState:
             (self.occupant[flat] == FREE)[:, None], 1.0, self.ru_tolerance[flat] - seen_flat
         )
         starts = np.cumsum(sizes) - sizes
-        self.server_headroom[servers] = np.minimum.reduceat(slack_flat, starts, axis=0)
+        least = np.minimum.reduceat(slack_flat, starts, axis=0)
+        self.server_headroom[servers] = np.maximum(least, 0.0)

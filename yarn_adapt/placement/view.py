@@ -39,6 +39,11 @@ class PlacementView(Protocol):
         self, racks: IntArray, count: int, rng: np.random.Generator
     ) -> IntArray: ...
 
+    def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
+        """A uniformly drawn free RU on each of ``servers`` (fewer where a server
+        has none free), O(len(servers))."""
+        ...
+
     def contention_levels(self, rus: IntArray) -> FloatArray:
         """Contention levels (0..99 per resource) a new job would see on each RU."""
         ...
@@ -57,9 +62,14 @@ class PlacementView(Protocol):
 
     def server_headroom_of(self, servers: IntArray) -> FloatArray:
         """Per server and resource, the pressure its occupants can still take
-        before one of them exceeds its tolerance (1 on an empty server)."""
+        before one of them exceeds its tolerance (1 on an empty server, never
+        below 0)."""
         ...
 
     def server_neighbours_of(self, servers: IntArray) -> FloatArray:
         """``M - 1`` per server (the divisor of eq. 3)."""
+        ...
+
+    def server_closed_of(self, servers: IntArray) -> npt.NDArray[np.bool_]:
+        """Servers the load monitor closed to new work (Tarcil §5.2)."""
         ...

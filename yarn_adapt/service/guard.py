@@ -27,16 +27,13 @@ from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
 from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
-from yarn_adapt.colocation.demand import (
-    DemandProvider,
-    LearnedDemand,
-    NoDemand,
-    ObservedUsageDemand,
-)
+from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
+from yarn_adapt.colocation.lra import LearnedLraDemand, NodeUtilizationUsage, load_warm_start
 from yarn_adapt.colocation.model import GuardMode, GuardSettings, NodeDecision
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.colocation.queuecap import QueueCap
+from yarn_adapt.demand.lra import LraDemandLearner, LraMode, LraSettings, LraSpec
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import ClusterSnapshot, Resources
 from yarn_adapt.service.backend import YarnBackend
@@ -96,23 +93,64 @@ class TraceStoreOpener:
         return TraceStore(make_client(self.config), self.config, self.limits)
 
 
-def demand_provider(settings: Settings, proposer: object) -> DemandProvider:
-    """``[colocation] demand``: the learners' upper bounds (``learned``: the Cilantro
-    proposer's snapshot), usage plus headroom (``observed``), or ``none``."""
+def demand_provider(settings: Settings) -> DemandProvider:
+    """``[colocation] demand``: each latency-critical application's own learner
+    (``learned``, ``stated``: :func:`lra_demand`), usage plus headroom
+    (``observed``), or ``none``."""
     section = settings.colocation
     if section.demand == "none":
         return NoDemand()
-    if section.demand == "learned":
-        if settings.tuning.proposer != "cilantro" or not hasattr(proposer, "snapshot"):
-            raise SettingsError(
-                f'{settings.source}: [colocation] demand = "learned" needs the demand learners: '
-                '[tuning] proposer = "cilantro"'
-            )
-        applications = {app: services.split(",") for app, services in
-                        pairs(section.applications).items()}  # fmt: skip
-        return LearnedDemand(lambda: proposer.snapshot, applications, pairs(section.node_hosts))
+    if section.demand in ("learned", "stated"):
+        return lra_demand(settings)
     return ObservedUsageDemand(
         headroom=section.demand_headroom, vcores_per_core=section.vcores_per_core
+    )
+
+
+def lra_demand(settings: Settings) -> LearnedLraDemand:
+    """The applications of ``[colocation] applications``, each with the latency
+    target of its first service in ``qos_targets`` (the percentile is
+    ``qos_percentile``), its stated demand and warm-start curve; CPU from the
+    NodeManagers' utilization."""
+    section = settings.colocation
+    applications = {
+        app.strip(): tuple(s.strip() for s in services.split(",") if s.strip())
+        for app, services in pairs(section.applications).items()
+    }
+    targets = {name.strip(): float(ms) for name, ms in pairs(section.qos_targets).items()}
+    stated = {app.strip(): float(value) for app, value in pairs(section.stated_demand).items()}
+    curves = {app.strip(): load_warm_start(Path(path.strip()))
+              for app, path in pairs(section.warm_start).items()}  # fmt: skip
+    specs = [
+        LraSpec(
+            name=app,
+            services=services,
+            target_ms=next((targets[s] for s in services if s in targets), None),
+            percentile=min(section.qos_percentile, 99.9),
+            stated=stated.get(app),
+            warm_start=curves.get(app),
+        )
+        for app, services in applications.items()
+    ]
+    learning = LraSettings(
+        mode=LraMode(section.demand),
+        range_factor=section.learn_range,
+        slope=section.learn_slope,
+        min_requests=section.learn_min_requests,
+        confidence=section.learn_confidence,
+    )
+    hosts = {k.strip(): v.strip() for k, v in pairs(section.node_hosts).items()}
+    try:
+        learner = LraDemandLearner(specs, learning)
+    except ValueError as exc:
+        raise SettingsError(f"{settings.source}: [colocation] {exc}") from exc
+    return LearnedLraDemand(
+        learner,
+        NodeUtilizationUsage(applications, hosts),
+        round_s=section.learn_round_s,
+        vcores_per_core=section.vcores_per_core,
+        node_hosts=hosts,
+        reserve=section.reserve,
     )
 
 
@@ -123,6 +161,8 @@ def build_guard(
     guard_store: GuardStore,
     proposer: object = None,
 ) -> ColocationGuard:
+    """The guard of ``[colocation]``. (``proposer``, the configurator's, is not
+    read: the guard's demand learners are its own, :func:`lra_demand`.)"""
     section = settings.colocation
     targets = {name: float(ms) for name, ms in pairs(section.qos_targets).items()}
     risk = TraceStoreRisk(
@@ -134,7 +174,7 @@ def build_guard(
         percentile=section.qos_percentile,
         targets_ms=targets,
     )
-    demand = demand_provider(settings, proposer)
+    demand = demand_provider(settings)
     observer = GuardObserver(risk, demand, node_hosts=pairs(section.node_hosts))
     actuator = guard_actuator(settings, backend, store)
     mode = section.mode if section.enabled else GuardMode.OFF

@@ -181,6 +181,14 @@ class ColocationSection:
     node_hosts: tuple[str, ...] = ()
     reclaim_ttl_s: float = 0.0
     verify_timeout_s: float = 30.0
+    stated_demand: tuple[str, ...] = ()
+    warm_start: tuple[str, ...] = ()
+    reserve: str = "upper"
+    learn_round_s: float = 60.0
+    learn_range: float = 4.0
+    learn_slope: float = 200.0
+    learn_min_requests: int = 50
+    learn_confidence: float = 0.9
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -359,8 +367,8 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
         ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
         ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
         ("[colocation] stale_after_s", guard.stale_after_s > 0, "must be positive"),
-        ("[colocation] demand", guard.demand in ("observed", "learned", "none"),
-         "observed, learned or none"),
+        ("[colocation] demand", guard.demand in ("observed", "learned", "stated", "none"),
+         "observed, learned, stated or none"),
         ("[colocation] applications", _pairs_ok(guard.applications, numeric=False),
          'entries "application=service,service"'),
         ("[colocation] demand_headroom", guard.demand_headroom >= 0, "must be 0 or more"),
@@ -373,7 +381,54 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
          'entries "trace-host=node-id"'),
         ("[colocation] reclaim_ttl_s", guard.reclaim_ttl_s >= 0, "must be 0 or more"),
         ("[colocation] verify_timeout_s", guard.verify_timeout_s > 0, "must be positive"),
+        *_learning_rules(guard),
     ]  # fmt: skip
+
+
+def _learning_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
+    """The latency-critical applications' demand learners (demand = learned / stated)."""
+    apps = {name: services.split(",") for name, services in _pairs(guard.applications).items()}
+    stated = _pairs(guard.stated_demand) if _pairs_ok(guard.stated_demand, numeric=True) else {}
+    targets = _pairs(guard.qos_targets)
+    learning = guard.demand in ("learned", "stated")
+    unknown = sorted((set(stated) | set(_pairs(guard.warm_start))) - set(apps))
+    blind = sorted(
+        app
+        for app, services in apps.items()
+        if app not in stated and not any(s.strip() in targets for s in services)
+    )
+    unstated = sorted(set(apps) - set(stated))
+    return [
+        ("[colocation] stated_demand", _pairs_ok(guard.stated_demand, numeric=True),
+         'entries "application=vcores per request/s" (a number > 0)'),
+        ("[colocation] warm_start", _pairs_ok(guard.warm_start, numeric=False),
+         'entries "application=curve.csv"'),
+        ("[colocation] reserve", guard.reserve in ("upper", "recommendation"),
+         "upper or recommendation"),
+        ("[colocation] learn_round_s", guard.learn_round_s > 0, "must be positive"),
+        ("[colocation] learn_range", 1 < guard.learn_range < float("inf"), "must be above 1"),
+        ("[colocation] learn_slope", 0 < guard.learn_slope < float("inf"), "must be positive"),
+        ("[colocation] learn_min_requests", guard.learn_min_requests >= 1, "must be 1 or more"),
+        ("[colocation] learn_confidence", 0 < guard.learn_confidence < 1, "in (0, 1)"),
+        ("[colocation] applications", not learning or bool(apps),
+         f'must name the latency-critical applications for demand = "{guard.demand}"'),
+        ("[colocation] stated_demand", not unknown,
+         f"names no application of [colocation] applications: {', '.join(unknown)}"),
+        ("[colocation] qos_targets", guard.demand != "learned" or not blind,
+         "must give a latency target for a service of (or state the demand of) each "
+         f"application: {', '.join(blind)}"),
+        ("[colocation] stated_demand", guard.demand != "stated" or not unstated,
+         f'must state the demand of each application for demand = "stated": '
+         f"{', '.join(unstated)}"),
+    ]  # fmt: skip
+
+
+def _pairs(entries: tuple[str, ...]) -> dict[str, str]:
+    return {
+        key.strip(): value.strip()
+        for key, sep, value in (entry.partition("=") for entry in entries)
+        if sep
+    }
 
 
 def pairs(entries: tuple[str, ...]) -> dict[str, str]:
