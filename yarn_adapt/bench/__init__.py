@@ -121,4 +121,5 @@ _BENCH_MODULES: list[str] = [
     "yarn_adapt.bench.placement",
     "yarn_adapt.bench.testbed",
     "yarn_adapt.bench.preemption",
+    "yarn_adapt.bench.colocation",
 ]

@@ -1,0 +1,160 @@
+"""The cluster co-location model and bench colocation: DAG critical path, batch
+contention raising the services' latency, Algorithm 1 and the guard acting in the
+run, and bad input."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from preemption.model import Amount, Locality
+from preemption.reclaim import ReclaimSettings
+from yarn_adapt.bench import BenchOptions, get
+from yarn_adapt.bench.colocation import read_loads
+from yarn_adapt.colocation.model import GuardSettings
+from yarn_adapt.errors import SettingsError, TraceError
+from yarn_adapt.model.apps import TaskType
+from yarn_adapt.sim.colocation import NodeModel, SimJob, SimTask
+from yarn_adapt.sim.lra_model import (
+    AppSpec,
+    Cluster,
+    ClusterModel,
+    Policy,
+    ServiceSpec,
+    piggymetrics,
+)
+from yarn_adapt.sim.toposch import ToposchSettings
+
+RECLAIM = ReclaimSettings(
+    per_task=Amount(1000, 0), mini_step=Amount(500, 0), floor=Amount(100, 0),
+    grace_period_s=60.0, settle_s=2.0,
+)  # fmt: skip
+APP = AppSpec(
+    (
+        ServiceSpec("front", ("db", "cache"), 2.0, 1.0),
+        ServiceSpec("db", (), 4.0, 1.5),
+        ServiceSpec("cache", (), 1.0, 0.5),
+    ),
+    entry="front",
+)
+
+
+def test_critical_path_is_the_slowest_chain() -> None:
+    app = piggymetrics()
+    assert len(app.services) == 12
+    latency = {s.name: 1.0 for s in app.services} | {"kafka": 10.0}
+    total, path = app.critical_path(latency)
+    assert path[0] == "gateway" and path[-1] == "kafka" and total == 1.0 + 1.0 + 1.0 + 10.0
+
+
+def test_unknown_callee_is_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown services"):
+        AppSpec((ServiceSpec("a", ("b",), 1.0),), entry="a")
+
+
+def _jobs(count: int) -> list[SimJob]:
+    jobs = []
+    for j in range(count):
+        maps = [
+            SimTask(j, TaskType.MAP, 30.0, 1.0, 0.1, Locality.LOCAL, remaining_s=30.0)
+            for _ in range(12)
+        ]
+        jobs.append(SimJob(j * 5.0, maps, [], len(maps)))
+    return jobs
+
+
+def _run(policy: Policy, jobs: list[SimJob], *, lc: bool = True) -> tuple[float, Cluster]:
+    model = ClusterModel(nodes=3, node=NodeModel(interference=0.3), risk_interval_s=20.0)
+    loads = [100.0, 160.0, 120.0, 100.0] * 3
+    cluster = Cluster(
+        model, APP, jobs, loads, policy, reclaim=RECLAIM, qos_models={}, seed=1, lc_silent=not lc
+    )
+    run = cluster.run(len(loads) * model.node.load_interval_s)
+    return statistics.fmean(run.e2e_p95_ms) if run.e2e_p95_ms else 0.0, cluster
+
+
+def test_batch_contention_raises_latency_and_every_job_finishes() -> None:
+    yarn = Policy("yarn", ToposchSettings(nu=0.0, max_retry_time=0))
+    alone, _ = _run(yarn, [])
+    shared, cluster = _run(yarn, _jobs(8))
+    assert shared > alone * 1.05
+    assert all(job.finished_s is not None for job in cluster.jobs)
+
+
+def test_toposch_steers_batch_away_from_the_risky_node() -> None:
+    toposch = Policy("toposch-n", ToposchSettings(nu=1.0, max_retry_time=1))
+    _, cluster = _run(toposch, _jobs(8))
+    assert max(cluster.risk.values()) == 1.0  # tracing's normalised node risk
+    reasons = cluster.placements
+    assert (
+        reasons.get("lowest risk after retries", 0) + reasons.get("locality after retries", 0) > 0
+    )
+
+
+def test_guard_decides_visibility_from_risk_and_learned_demand() -> None:
+    policy = Policy(
+        "yarn-adapt", ToposchSettings(nu=1.0), guard=GuardSettings(), learned_demand=True
+    )
+    _, cluster = _run(policy, _jobs(8))
+    full = cluster._capacity()
+    assert any(v != full for v in cluster.visible_total.values())
+    assert cluster.guard_reasons and "risk" in cluster.guard_reasons[0]
+
+
+def test_bad_load_rows_are_one_line_errors(tmp_path: Path) -> None:
+    path = tmp_path / "load.txt"
+    path.write_text("10\n12\nabc\n")
+    with pytest.raises(TraceError, match=r"load.txt:3: not a request rate"):
+        read_loads(path)
+    path.write_text("10\nnan\n")
+    with pytest.raises(TraceError, match=r":2: request rate nan"):
+        read_loads(path)
+
+
+def test_bench_rejects_unknown_settings() -> None:
+    with pytest.raises(SettingsError, match="unknown settings"):
+        get("colocation").run(BenchOptions(quick=True, extra={"bogus": "1"}))
+    with pytest.raises(SettingsError, match="nu="):
+        get("colocation").run(BenchOptions(quick=True, extra={"nu": "nan"}))
+
+
+def test_bench_json_has_every_policy_and_the_best_row() -> None:
+    options = BenchOptions(
+        quick=True,
+        extra={"load_points": "6", "profile_samples": "30", "nodes": "4", "utilization": "0.3"},
+    )
+    figures = get("colocation").run(options).figures
+    assert set(figures["policies"]) == {"yarn", "kube-auto", "toposch-n", "toposch-p", "yarn-adapt"}
+    for row in figures["policies"].values():
+        assert row["lra_p95_vs_alone"] > 0.0
+        assert row["lra_p95_vs_alone_worst"] >= row["lra_p95_vs_alone_median"]
+        assert row["batch_jct_increase_worst"] >= row["batch_jct_increase_median"]
+        assert row["qos_violation_s"] >= 0.0
+    assert figures["best"] == figures["policies"]["yarn-adapt"]
+    assert set(figures["gap"]) == {"lra_p95_vs_alone", "batch_jct_increase", "met"}
+
+
+def test_calibration_recovers_service_time_and_interference() -> None:
+    from dataclasses import replace
+
+    from yarn_adapt.sim.colocation import lc_p95_ms
+    from yarn_adapt.sim.lra_calibration import fit
+
+    truth = replace(NodeModel(), lc_service_ms=8.0, interference=0.4, max_latency_factor=1e9)
+    load = 20 * 8.0 / 1000.0
+    alone = lc_p95_ms(load, 1.0, 0.0, truth)
+    contended = lc_p95_ms(load, 0.5, 0.5, truth)
+    result = fit(
+        alone, contended, rate_rps=20, cores_alone=1.0, cores_contended=0.5, batch_share=0.5
+    )
+    assert result.service_ms == pytest.approx(8.0, rel=1e-3)
+    assert result.interference == pytest.approx(0.4, rel=1e-3)
+
+
+def test_broken_batch_trace_is_a_one_line_error(tmp_path: Path) -> None:
+    trace = tmp_path / "swim.tsv"
+    trace.write_text("not a swim row\n")
+    with pytest.raises(TraceError, match=r"swim.tsv:1: "):
+        get("colocation").run(BenchOptions(quick=True, trace=trace))

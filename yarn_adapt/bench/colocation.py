@@ -1,0 +1,278 @@
+"""``yarn-adapt bench colocation``: TopoSch's §6.2 comparison in the cluster
+co-location simulator (:mod:`yarn_adapt.sim.lra_model`).
+
+12 nodes; a 12-service application (PiggyMetrics-shaped DAG, one service per node)
+whose request rate follows the bundled twitter trace (``--set load_trace=PATH``);
+batch jobs from a SWIM trace (``--trace``; the bundled FB-2009 by default) replayed
+so they keep ``utilization`` of the cluster's batch slots busy. Policies:
+
+* ``yarn`` -- Algorithm 1 with ``nu = 0`` (TopoSch switched off: YARN's placement);
+* ``kube-auto`` -- YARN's placement; per node, batch killed whenever CPU
+  utilisation is above ``kube_threshold``;
+* ``toposch-n`` -- Algorithm 1 (``nu``, ``max_retry_time``) on tracing's risk;
+* ``toposch-p`` -- toposch-n plus the QoS model's prediction driving the agent's
+  gradual preemption (``strategy``, NLTF by default);
+* ``yarn-adapt`` -- toposch-p with the co-location guard's visibility
+  (:func:`yarn_adapt.colocation.decide.decide`, default guard settings) and each
+  service's learned demand.
+
+Run-alone references: the application with no batch, and the batch with no
+application (YARN placement). Figures per policy in ``policies``:
+``lra_p95_vs_alone`` (mean end-to-end P95 / run-alone), with ``_median`` and
+``_worst`` over the risk windows; ``batch_jct_increase`` (mean per-job JCT ratio
+to run-alone, minus 1) with ``_median`` and ``_worst`` over jobs;
+``qos_violation_s`` (simulated seconds with the end-to-end P95 above the target).
+``best`` is the yarn-adapt row, ``gap`` its distance to the issue's target
+(<= 1.10x at <= +20% JCT). Settings (``--set``): any ``NodeModel`` field, ``nodes``,
+``nu``, ``max_retry_time``, ``risk_interval_s``, ``kube_threshold``,
+``target_factor``, ``agent_interval_s``, ``strategy``, ``load_trace``,
+``load_points`` (default 720, two simulated hours; ``--quick`` 180),
+``profile_samples``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from preemption.model import Amount
+from preemption.qos import QosModel
+from preemption.reclaim import ReclaimSettings
+from preemption.strategies import Strategy
+from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.colocation.model import GuardSettings
+from yarn_adapt.errors import SettingsError, TraceError
+from yarn_adapt.sim.colocation import NodeModel, batch_jobs, profile_samples
+from yarn_adapt.sim.lra_model import (
+    Cluster,
+    ClusterModel,
+    ClusterRun,
+    Policy,
+    piggymetrics,
+    service_model,
+    summary,
+)
+from yarn_adapt.sim.toposch import ToposchSettings
+from yarn_adapt.workload.bundled import TWITTER, bundled_trace
+from yarn_adapt.workload.swim import SwimReplaySettings, load_swim
+
+TARGET_RATIO = 1.10
+TARGET_JCT = 0.20
+QUICK_POINTS = 180
+FULL_POINTS = 720
+
+
+@benchmark(
+    "colocation",
+    "cluster co-location sim: LRA tail vs alone and batch JCT under yarn, kube-auto, "
+    "toposch-n/-p, yarn-adapt",
+)
+def colocation_bench(options: BenchOptions) -> BenchResult:
+    started = time.perf_counter()
+    extra = dict(options.extra)
+    model = _cluster_model(extra)
+    toposch = ToposchSettings(
+        nu=_number("nu", extra.pop("nu", "1.0"), float),
+        max_retry_time=int(_number("max_retry_time", extra.pop("max_retry_time", "1"), int)),
+    )
+    strategy_name = extra.pop("strategy", "NLTF")
+    try:
+        strategy = Strategy[strategy_name.upper()]
+    except KeyError as exc:
+        raise SettingsError(f"bench colocation: unknown strategy {strategy_name!r}") from exc
+    load_path = Path(extra.pop("load_trace", str(bundled_trace(TWITTER))))
+    default_points = QUICK_POINTS if options.quick else FULL_POINTS
+    points = int(_number("load_points", extra.pop("load_points", str(default_points)), int))
+    profiles = int(
+        _number(
+            "profile_samples", extra.pop("profile_samples", "300" if options.quick else "1000"), int
+        )
+    )
+    if extra:
+        raise SettingsError(f"bench colocation: unknown settings {sorted(extra)}")
+    loads = read_loads(load_path)
+    if points > 0:
+        loads = loads[:points]
+    horizon = len(loads) * model.node.load_interval_s
+    trace = options.trace or bundled_trace()
+    workload = load_swim(
+        trace,
+        settings=SwimReplaySettings.for_trace(Path(trace), target_machines=1),
+        seed=options.seed,
+    )
+    slots = replace(model.node, batch_slots=model.node.batch_slots * model.nodes)
+    jobs = batch_jobs(workload, slots, window_s=horizon, seed=options.seed)
+    app = piggymetrics()
+    qos_models = {
+        s.name: QosModel("gbrt", seed=options.seed).fit(
+            profile_samples(service_model(model, s), loads, count=profiles, seed=options.seed)
+        )
+        for s in app.services
+    }
+    reclaim = ReclaimSettings(
+        per_task=Amount(1000, 0),
+        mini_step=Amount(500, 0),
+        floor=Amount(100, 0),
+        grace_period_s=60.0,
+        settle_s=2.0,
+    )
+
+    def run(policy: Policy, batch: bool = True, lc: bool = True) -> ClusterRun:
+        cluster = Cluster(
+            model,
+            app,
+            jobs if batch else [],
+            loads,
+            policy,
+            reclaim=reclaim,
+            qos_models=qos_models,
+            seed=options.seed,
+            lc_silent=not lc,
+        )
+        return cluster.run(horizon)
+
+    yarn = Policy("yarn", ToposchSettings(nu=0.0, max_retry_time=0))
+    lc_alone = run(yarn, batch=False)
+    batch_alone = run(yarn, lc=False)
+    results = [run(p) for p in policies(toposch, strategy)]
+    rows = {r.policy: _figures(r, lc_alone, batch_alone, model) for r in results}
+    best = rows["yarn-adapt"]
+    figures: dict[str, Any] = {
+        "policies": rows,
+        "best": best,
+        "gap": {
+            "lra_p95_vs_alone": round(best["lra_p95_vs_alone"] - TARGET_RATIO, 4),
+            "batch_jct_increase": round(best["batch_jct_increase"] - TARGET_JCT, 4),
+            "met": best["lra_p95_vs_alone"] <= TARGET_RATIO
+            and best["batch_jct_increase"] <= TARGET_JCT,
+        },
+        "alone": {
+            "lra_p95_ms": round(statistics.fmean(lc_alone.e2e_p95_ms), 3),
+            "batch_jct_s": summary(list(batch_alone.jct_s.values())),
+            "target_ms": round(lc_alone.target_ms, 2),
+        },
+        "jobs": len(jobs),
+        "simulated_s": horizon,
+        "wall_s": round(time.perf_counter() - started, 2),
+        "model": {f.name: getattr(model.node, f.name) for f in fields(model.node)}
+        | {"nodes": model.nodes, "nu": toposch.nu, "max_retry_time": toposch.max_retry_time},
+    }
+    return BenchResult(figures=figures, rows=[{"policy": k, **_flat(v)} for k, v in rows.items()])
+
+
+def policies(toposch: ToposchSettings, strategy: Strategy) -> list[Policy]:
+    yarn_placement = ToposchSettings(nu=0.0, max_retry_time=0)
+    return [
+        Policy("yarn", yarn_placement),
+        Policy("kube-auto", yarn_placement, agent="utilisation"),
+        Policy("toposch-n", toposch),
+        Policy("toposch-p", toposch, agent="qos", strategy=strategy),
+        Policy(
+            "yarn-adapt",
+            toposch,
+            agent="qos",
+            strategy=strategy,
+            guard=GuardSettings(),
+            learned_demand=True,
+        ),
+    ]
+
+
+def _figures(
+    run: ClusterRun, lc_alone: ClusterRun, batch_alone: ClusterRun, model: ClusterModel
+) -> dict[str, Any]:
+    alone_mean = statistics.fmean(lc_alone.e2e_p95_ms)
+    per_window = _window_ratios(run.e2e_p95_ms, lc_alone.e2e_p95_ms, model)
+    ratios = [
+        run.jct_s[i] / batch_alone.jct_s[i] - 1.0
+        for i in run.jct_s
+        if i in batch_alone.jct_s and batch_alone.jct_s[i] > 0
+    ]
+    jct = summary(ratios)
+    unfinished = len(batch_alone.jct_s) - len(run.jct_s)
+    return {
+        "lra_p95_vs_alone": round(statistics.fmean(run.e2e_p95_ms) / alone_mean, 4),
+        "lra_p95_vs_alone_median": summary(per_window)["median"],
+        "lra_p95_vs_alone_worst": summary(per_window)["worst"],
+        "batch_jct_increase": jct["mean"],
+        "batch_jct_increase_median": jct["median"],
+        "batch_jct_increase_worst": jct["worst"],
+        "qos_violation_s": round(run.violation_s, 1),
+        "jobs_unfinished": unfinished,
+        "tasks_killed": run.kills,
+        "tasks_squeezed": run.squeezed,
+        "placements": run.placements,
+    }
+
+
+def _window_ratios(values: list[float], alone: list[float], model: ClusterModel) -> list[float]:
+    size = max(1, int(model.risk_interval_s / model.node.dt_s))
+    out = []
+    for start in range(0, min(len(values), len(alone)), size):
+        mine, theirs = values[start : start + size], alone[start : start + size]
+        out.append(statistics.fmean(mine) / statistics.fmean(theirs))
+    return out
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if not isinstance(v, dict)}
+
+
+def read_loads(path: Path) -> list[float]:
+    """One request rate per line; a broken row is a one-line error naming file:line."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TraceError(str(path), 0, f"cannot read load trace: {exc.strerror}") from exc
+    values = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = float(line)
+        except ValueError:
+            raise TraceError(
+                str(path), number, f"not a request rate: {line.strip()[:40]!r}"
+            ) from None
+        if not (math.isfinite(value) and value >= 0):
+            raise TraceError(str(path), number, f"request rate {value!r} is not a number >= 0")
+        values.append(value)
+    if not values or statistics.median(values) <= 0:
+        raise TraceError(str(path), 0, "no positive request rates")
+    return values
+
+
+def _cluster_model(extra: dict[str, str]) -> ClusterModel:
+    node = NodeModel()
+    changes: dict[str, Any] = {}
+    for f in fields(NodeModel):
+        if f.name in extra and not isinstance(getattr(node, f.name), tuple):
+            changes[f.name] = _number(f.name, extra.pop(f.name), type(getattr(node, f.name)))
+    cluster: dict[str, Any] = {"node": replace(node, **changes)}
+    for name, kind in (
+        ("nodes", int),
+        ("risk_interval_s", float),
+        ("kube_threshold", float),
+        ("target_factor", float),
+        ("agent_interval_s", float),
+    ):
+        if name in extra:
+            cluster[name] = _number(name, extra.pop(name), kind)
+    try:
+        return ClusterModel(**cluster)
+    except ValueError as exc:
+        raise SettingsError(f"bench colocation: {exc}") from exc
+
+
+def _number(name: str, text: str, kind: type) -> Any:
+    try:
+        value = kind(text) if kind in (int, float) else kind(float(text))
+    except ValueError as exc:
+        raise SettingsError(f"bench colocation: {name}={text!r} is not a number") from exc
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SettingsError(f"bench colocation: {name}={text!r} is not a finite number")
+    return value

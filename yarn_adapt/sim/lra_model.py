@@ -1,0 +1,657 @@
+"""A cluster where a latency-critical application (a DAG of services, each on a node)
+shares the nodes with batch jobs: TopoSch's evaluation (§6) in the simulator.
+
+Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
+
+* **Each node** is a :class:`~yarn_adapt.sim.colocation.ColocatedNode` (its batch
+  slots, CFS sharing between batch and the services, task progress under CPU caps,
+  the preemption agent's own code and kills); the cluster takes over its queue and
+  job accounting (:class:`ClusterNode`).
+* **Per service latency**: the one-node model's queueing + interference formula
+  (:func:`~yarn_adapt.sim.colocation.lc_p95_ms`) with the service's own service
+  time, its load (the twitter trace's request rate times its CPU weight) and its
+  share of the CPU batch leaves on its node. A request's end-to-end P95 is the sum
+  along the critical path of the DAG (the slowest chain of calls; a pessimistic
+  composition of per-service tails, the same for every policy).
+* **Risk** every ``risk_interval_s``: the window's per-service latencies and
+  critical paths go through :func:`tracing.risk.assess` (eqs. 4-8) unchanged; a
+  latency at the model's ceiling counts as a failed request (eq. 6).
+* **Batch placement**: Algorithm 1 (:mod:`yarn_adapt.sim.toposch`) every
+  ``pass_interval_s`` over the cluster's waiting tasks. Maps have data on
+  ``replicas`` random nodes (``local_share`` of them; the rest and reduces have no
+  locality).
+* **The guard** (policy ``guard``): :func:`yarn_adapt.colocation.decide.decide` every
+  risk interval with the node views, the risk snapshot, the application's QoS and
+  (``learned_demand``) each node's demand upper bound from a
+  :class:`~yarn_adapt.demand.learner.MonotoneLearner` per service (performance
+  ``min(1, target / p95)`` against allocation per unit load); its targets are the
+  visible totals Algorithm 1 sees.
+* **Agents**: ``qos`` -- the one-node model's autoscaler (the QoS model's smallest
+  reclaim that meets the node's service target) driving the agent's gradual
+  strategy (every ``agent_interval_s``); ``utilisation`` -- Kubernetes-style:
+  reclaim by killing batch whenever the node's CPU utilisation is above
+  ``kube_threshold``.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from preemption.model import Amount, QosSignal, ReclaimTarget
+from preemption.qos import QosModel
+from preemption.reclaim import ReclaimSettings
+from preemption.strategies import Strategy
+from tracing.model import RiskSnapshot
+from tracing.risk import Request, RiskInputs, RiskSettings, assess
+from yarn_adapt.colocation.decide import decide
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardInputs,
+    GuardSettings,
+    NodeDemand,
+    NodeMemory,
+    NodeView,
+    QosReading,
+)
+from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
+from yarn_adapt.model.apps import TaskType
+from yarn_adapt.model.resources import Resources
+from yarn_adapt.sim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
+from yarn_adapt.sim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
+
+# --------------------------------------------------------------------------- the app
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """A service: whom it calls, its CPU time per request, and its CPU load at the
+    median request rate in units of ``NodeModel.lc_cores_at_median``."""
+
+    name: str
+    calls: tuple[str, ...]
+    service_ms: float
+    load_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    services: tuple[ServiceSpec, ...]
+    entry: str
+
+    def __post_init__(self) -> None:
+        names = {s.name for s in self.services}
+        unknown = {c for s in self.services for c in s.calls} - names
+        if self.entry not in names or unknown:
+            raise ValueError(f"app: unknown services {sorted(unknown) or [self.entry]}")
+
+    def service(self, name: str) -> ServiceSpec:
+        return next(s for s in self.services if s.name == name)
+
+    def critical_path(self, latency: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
+        """The slowest chain of calls from the entry: (its latency, its services)."""
+        memo: dict[str, tuple[float, tuple[str, ...]]] = {}
+
+        def longest(name: str) -> tuple[float, tuple[str, ...]]:
+            if name not in memo:
+                below = [longest(c) for c in self.service(name).calls]
+                tail = max(below, default=(0.0, ()), key=lambda item: item[0])
+                memo[name] = (latency[name] + tail[0], (name, *tail[1]))
+            return memo[name]
+
+        return longest(self.entry)
+
+
+def piggymetrics() -> AppSpec:
+    """A 12-service application shaped like PiggyMetrics (TopoSch §6.1)."""
+
+    def s(name: str, calls: tuple[str, ...], ms: float, weight: float) -> ServiceSpec:
+        return ServiceSpec(name, calls, ms, weight)
+
+    return AppSpec(
+        (
+            s("gateway", ("registry", "auth", "account", "statistics", "notification"), 2, 0.6),
+            s("registry", ("config",), 1.5, 0.3),
+            s("config", (), 1.5, 0.3),
+            s("auth", ("auth-mongo",), 4, 0.8),
+            s("auth-mongo", (), 3, 0.8),
+            s("account", ("account-mongo", "statistics"), 5, 1.0),
+            s("account-mongo", (), 3, 1.0),
+            s("statistics", ("statistics-mongo", "kafka"), 6, 1.2),
+            s("statistics-mongo", (), 4, 1.2),
+            s("notification", ("notification-mongo", "kafka"), 4, 0.6),
+            s("notification-mongo", (), 3, 0.5),
+            s("kafka", (), 2, 0.6),
+        ),
+        entry="gateway",
+    )
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterModel:
+    """``node``: every node's constants (the one-node model's); a service's target
+    is ``target_factor`` x its service time, the application's the critical path
+    of those targets."""
+
+    nodes: int = 12
+    node: NodeModel = field(default_factory=NodeModel)
+    risk_interval_s: float = 60.0
+    pass_interval_s: float = 1.0
+    replicas: int = 3
+    target_factor: float = 2.0
+    kube_threshold: float = 0.8
+    agent_interval_s: float = 5.0
+    drain_s: float = 4 * 3600.0
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or self.replicas < 1 or self.risk_interval_s <= 0:
+            raise ValueError("cluster model: need nodes >= 1, replicas >= 1, risk_interval_s > 0")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A co-location policy: Algorithm 1's settings (``nu = 0``: YARN's own), the
+    node agent (none, QoS-driven gradual, or utilisation-driven kill), and the
+    guard (with or without learned demand)."""
+
+    name: str
+    toposch: ToposchSettings
+    agent: Literal["none", "qos", "utilisation"] = "none"
+    strategy: Strategy = Strategy.NLTF
+    guard: GuardSettings | None = None
+    learned_demand: bool = False
+
+
+@dataclass
+class ClusterRun:
+    policy: str
+    e2e_p95_ms: list[float]  # per step within the horizon
+    jct_s: dict[int, float]  # job index -> JCT
+    violation_s: float
+    target_ms: float
+    placements: dict[str, int]  # reason -> count
+    kills: int
+    squeezed: int
+    guard_reasons: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- a node
+
+
+class ClusterNode(ColocatedNode):
+    """One node of the cluster: the one-node model with the cluster's queue and
+    jobs, the services' load set each step, and the kube-style target."""
+
+    def __init__(
+        self,
+        node_id: str,
+        model: NodeModel,
+        loads: Sequence[float],
+        *,
+        strategy: Strategy | None,
+        reclaim: ReclaimSettings,
+        qos_model: QosModel | None,
+        seed: int,
+        on_finish: Callable[[SimTask], None],
+        kube_threshold: float | None,
+    ) -> None:
+        super().__init__(
+            model, [], loads, strategy=strategy, reclaim=reclaim, qos_model=qos_model, seed=seed
+        )
+        self.node_id = node_id
+        self.on_finish = on_finish
+        self.kube_threshold = kube_threshold
+        self.load_now = 0.0
+
+    def _load_cores(self) -> float:
+        return self.load_now
+
+    def _finish(self, task: SimTask) -> None:
+        del self.running[task.container_id]
+        self.cgroups.drop(task.container_id)
+        self.on_finish(task)
+
+    def free_slots(self) -> int:
+        return max(0, self.model.batch_slots - len(self.running) - self._blocked_slots())
+
+    def _target(self, measured_p95: float) -> ReclaimTarget:
+        if self.kube_threshold is None:
+            return super()._target(measured_p95)
+        utilisation = (self.load_now + self.batch_usage) / self.model.cores
+        reclaimed = self._reclaimed_cpu()
+        excess = (utilisation - self.kube_threshold) * self.model.cores * 1000
+        total = max(0, int(reclaimed + excess))
+        if abs(total - self.desired.cpu_millicores) > 500:
+            self.desired = Amount(total, 0)
+            self.generation += 1
+        qos = QosSignal(
+            service="lc",
+            satisfied=utilisation <= self.kube_threshold,
+            latency_ms=measured_p95,
+            target_ms=self.model.target_p95_ms,
+            load=self.load_now,
+            measured_at_s=self.now,
+        )
+        return ReclaimTarget(self.desired, self.generation, qos, "kube-auto")
+
+
+# --------------------------------------------------------------------------- the cluster
+
+
+@dataclass
+class _Waiting:
+    task: SimTask
+    local: tuple[str, ...]
+
+
+class Cluster:
+    """One run of a policy over the horizon, then the batch drains."""
+
+    def __init__(
+        self,
+        model: ClusterModel,
+        app: AppSpec,
+        jobs: Sequence[SimJob],
+        loads: Sequence[float],
+        policy: Policy,
+        *,
+        reclaim: ReclaimSettings,
+        qos_models: Mapping[str, QosModel],
+        seed: int,
+        lc_silent: bool = False,
+    ) -> None:
+        self.model = model
+        self.app = app
+        self.policy = policy
+        self.loads = list(loads)
+        self.median_load = float(np.median(self.loads))
+        self.lc_silent = lc_silent
+        self.rng = random.Random(seed)
+        self.node_ids = [f"node-{i:02d}" for i in range(model.nodes)]
+        self.home = {s.name: self.node_ids[i % model.nodes] for i, s in enumerate(app.services)}
+        self.service_models = {s.name: service_model(model, s) for s in app.services}
+        self.targets = {n: m.target_p95_ms for n, m in self.service_models.items()}
+        self.target_ms = app.critical_path(self.targets)[0]
+        self.jobs = [
+            SimJob(j.submit_s, [_fresh(t) for t in j.maps], [_fresh(t) for t in j.reduces], j.left)
+            for j in jobs
+        ]
+        self.nodes = [
+            self._node(node_id, reclaim, qos_models, seed + i)
+            for i, node_id in enumerate(self.node_ids)
+        ]
+        self.now = 0.0
+        self.waiting: dict[str, tuple[WaitingContainer, _Waiting]] = {}
+        self.sequence = 0
+        self.visible_total = {n: self._capacity() for n in self.node_ids}
+        self.memory: dict[str, NodeMemory] = {}
+        self.risk: dict[str, float] = dict.fromkeys(self.node_ids, 0.0)
+        self.violated_nodes: set[str] = set()
+        self.learners = {s.name: _learner() for s in app.services}
+        self.window: dict[str, list[float]] = {s.name: [] for s in app.services}
+        self.window_loads: dict[str, list[float]] = {s.name: [] for s in app.services}
+        self.critical: dict[str, list[float]] = {s.name: [] for s in app.services}
+        self.window_e2e: list[float] = []
+        self.placements: dict[str, int] = {}
+        self.guard_reasons: list[str] = []
+
+    # ----------------------------------------------------------------- setup
+
+    def _node(
+        self, node_id: str, reclaim: ReclaimSettings, qos_models: Mapping[str, QosModel], seed: int
+    ) -> ClusterNode:
+        hosted = [s for s in self.app.services if self.home[s.name] == node_id]
+        heaviest = max(hosted, key=lambda s: s.load_weight, default=None)
+        node_model = self.model.node
+        if heaviest is not None:
+            node_model = self.service_models[heaviest.name]
+        agent = self.policy.agent if hosted else "none"
+        strategy = {"none": None, "qos": self.policy.strategy, "utilisation": Strategy.KILL}[agent]
+        qos_model = qos_models.get(heaviest.name) if heaviest is not None else None
+        return ClusterNode(
+            node_id,
+            node_model,
+            self.loads,
+            strategy=strategy,
+            reclaim=reclaim,
+            qos_model=qos_model if agent == "qos" else None,
+            seed=seed,
+            on_finish=self._finished,
+            kube_threshold=self.model.kube_threshold if agent == "utilisation" else None,
+        )
+
+    def _capacity(self) -> Resources:
+        node = self.model.node
+        return Resources(
+            node.batch_slots * node.task_memory_mb, node.batch_slots * node.task_vcores
+        )
+
+    # ----------------------------------------------------------------- driving
+
+    def run(self, horizon_s: float) -> ClusterRun:
+        dt = self.model.node.dt_s
+        next_job = 0
+        next_pass = 0.0
+        next_agent = self.model.agent_interval_s
+        next_risk = self.model.risk_interval_s
+        e2e: list[float] = []
+        violation_s = 0.0
+        end = horizon_s + self.model.drain_s
+        while self.now < end:
+            while next_job < len(self.jobs) and self.jobs[next_job].submit_s <= self.now:
+                for task in self.jobs[next_job].maps:
+                    self._enqueue(task, self._locality(task))
+                next_job += 1
+            for node in self.nodes:
+                node.now = self.now
+                node._execute_kills()
+                while node.queue:
+                    self._enqueue(node.queue.popleft(), ())
+            if self.now >= next_pass - 1e-9:
+                self._pass()
+                next_pass += self.model.pass_interval_s
+            latency = self._step()
+            if self.now < horizon_s:
+                total, path = self.app.critical_path(latency)
+                e2e.append(total)
+                self._observe(latency, total, path)
+                if total > self.target_ms:
+                    violation_s += dt
+            self.now += dt
+            if self.now >= next_agent - 1e-9:
+                for node in self.nodes:
+                    node.now = self.now
+                    node._interval()
+                next_agent += self.model.agent_interval_s
+            if self.now >= next_risk - 1e-9 and self.now <= horizon_s:
+                self._risk_round()
+                next_risk += self.model.risk_interval_s
+            drained = next_job >= len(self.jobs) and not self.waiting
+            if drained and self.now >= horizon_s and not any(n.running for n in self.nodes):
+                break
+        return ClusterRun(
+            policy=self.policy.name,
+            e2e_p95_ms=e2e,
+            jct_s={
+                i: j.finished_s - j.submit_s
+                for i, j in enumerate(self.jobs)
+                if j.finished_s is not None
+            },
+            violation_s=violation_s,
+            target_ms=self.target_ms,
+            placements=self.placements,
+            kills=sum(n.kills for n in self.nodes),
+            squeezed=sum(len(n.squeezed) for n in self.nodes),
+            guard_reasons=self.guard_reasons,
+        )
+
+    # ----------------------------------------------------------------- batch
+
+    def _locality(self, task: SimTask) -> tuple[str, ...]:
+        if task.kind is TaskType.REDUCE or task.locality.name != "LOCAL":
+            return ()
+        count = min(self.model.replicas, len(self.node_ids))
+        return tuple(self.rng.sample(self.node_ids, count))
+
+    def _enqueue(self, task: SimTask, local: tuple[str, ...]) -> None:
+        self.sequence += 1
+        node = self.model.node
+        request = Resources(node.task_memory_mb, node.task_vcores)
+        key = f"t{self.sequence}"
+        self.waiting[key] = (
+            WaitingContainer(key, request, self.now, 0, local),
+            _Waiting(task, local),
+        )
+
+    def _pass(self) -> None:
+        ready = [c for c, w in self.waiting.values() if w.task.ready_at_s <= self.now]
+        if not ready:
+            return
+        shift = self.rng.randrange(len(self.nodes))  # heartbeat order changes per pass
+        order = self.nodes[shift:] + self.nodes[:shift]
+        states = [self._state(node) for node in order]
+        result = schedule(ready, states, self.policy.toposch)
+        by_id = {n.node_id: n for n in self.nodes}
+        for placed in result.placements:
+            _, waiting = self.waiting.pop(placed.container_id)
+            by_id[placed.node_id]._start(waiting.task)
+            self.placements[placed.reason] = self.placements.get(placed.reason, 0) + 1
+        for held in result.held:
+            self.waiting[held.id] = (held, self.waiting[held.id][1])
+
+    def _state(self, node: ClusterNode) -> NodeState:
+        model = self.model.node
+        slots = node.free_slots()
+        available = Resources(slots * model.task_memory_mb, slots * model.task_vcores)
+        visible = None
+        if self.policy.guard is not None:
+            used = Resources(
+                len(node.running) * model.task_memory_mb, len(node.running) * model.task_vcores
+            )
+            visible = (self.visible_total[node.node_id] - used).clamped()
+        return NodeState(
+            node.node_id,
+            available,
+            self.risk[node.node_id],
+            node.node_id in self.violated_nodes,
+            visible,
+        )
+
+    def _finished(self, task: SimTask) -> None:
+        job = self.jobs[task.job]
+        job.left -= 1
+        if task.kind is TaskType.MAP and all(t.remaining_s <= 0 for t in job.maps):
+            for reduce in job.reduces:
+                if reduce.remaining_s > 0 and not reduce.container_id:
+                    self._enqueue(reduce, ())
+        if job.left == 0:
+            job.finished_s = self.now
+
+    # ----------------------------------------------------------------- services
+
+    def _service_load(self, service: ServiceSpec) -> float:
+        if self.lc_silent:
+            return 0.0
+        index = int(self.now // self.model.node.load_interval_s)
+        load = self.loads[index] if index < len(self.loads) else self.median_load
+        return self.service_models[service.name].lc_cores_at_median * load / self.median_load
+
+    def _step(self) -> dict[str, float]:
+        """Advance every node one step; each service's P95 now."""
+        loads = {s.name: self._service_load(s) for s in self.app.services}
+        by_node: dict[str, float] = {}
+        for name, load in loads.items():
+            by_node[self.home[name]] = by_node.get(self.home[name], 0.0) + load
+        by_id = {n.node_id: n for n in self.nodes}
+        for node in self.nodes:
+            node.load_now = by_node.get(node.node_id, 0.0)
+            node._step()
+        latency: dict[str, float] = {}
+        for name, load in loads.items():
+            node = by_id[self.home[name]]
+            share = load / by_node[node.node_id] if by_node[node.node_id] > 0 else 1.0
+            batch_share = node.batch_usage / node.model.cores
+            latency[name] = lc_p95_ms(
+                load, node.lc_capacity * share, batch_share, self.service_models[name]
+            )
+        for node in self.nodes:
+            hosted = [latency[s] for s in latency if self.home[s] == node.node_id]
+            node.interval_p95.append(max(hosted, default=0.0))
+        return latency
+
+    def _observe(self, latency: Mapping[str, float], total: float, path: tuple[str, ...]) -> None:
+        by_id = {n.node_id: n for n in self.nodes}
+        self.window_e2e.append(total)
+        on_path = set(path)
+        for name, value in latency.items():
+            self.window[name].append(value)
+            self.critical[name].append(value if name in on_path else -1.0)
+            load = self._service_load(self.app.service(name))
+            self.window_loads[name].append(load)
+            if self.policy.learned_demand and load > 0:
+                node = by_id[self.home[name]]
+                x = min(node.lc_capacity / load, 4.0)
+                performance = min(1.0, self.targets[name] / value)
+                self.learners[name].observe(x, performance, 0.05)
+
+    # ----------------------------------------------------------------- risk and guard
+
+    def _risk_round(self) -> None:
+        if not self.window_e2e:
+            return
+        snapshot = self._snapshot()
+        self.risk = {n: snapshot.node_risk().get(n, 0.0) for n in self.node_ids}
+        e2e = float(np.mean(self.window_e2e))
+        violated = e2e > self.target_ms
+        self.violated_nodes = set(self.home.values()) if violated else set()
+        if self.policy.guard is not None:
+            self._guard(snapshot, e2e)
+        for name in self.window:
+            self.window[name], self.critical[name], self.window_loads[name] = [], [], []
+        self.window_e2e = []
+
+    def _snapshot(self) -> RiskSnapshot:
+        ceiling = {
+            n: m.lc_service_ms * m.max_latency_factor for n, m in self.service_models.items()
+        }
+        requests = tuple(
+            Request(name, "request", value * 1000.0, value >= ceiling[name] * 0.999)
+            for name, values in self.window.items()
+            for value in values
+        )
+        critical = {n: sum(1 for v in values if v >= 0) for n, values in self.critical.items()}
+        self_us = {
+            n: sum(v for v in values if v >= 0) * 1000.0 for n, values in self.critical.items()
+        }
+        steps = len(self.window_e2e)
+        start = self.now - steps * self.model.node.dt_s
+        inputs = RiskInputs(
+            requests=requests,
+            placements=frozenset((name, node) for name, node in self.home.items()),
+            critical_traces=critical,
+            critical_self_us=self_us,
+            traces=steps,
+            spans=len(requests),
+            window_start_us=int(start * 1e6),
+            window_end_us=int(self.now * 1e6),
+        )
+        return assess(inputs, RiskSettings())
+
+    def _guard(self, snapshot: RiskSnapshot, e2e_ms: float) -> None:
+        assert self.policy.guard is not None
+        model = self.model.node
+        views = []
+        for node in self.nodes:
+            used = Resources(
+                len(node.running) * model.task_memory_mb, len(node.running) * model.task_vcores
+            )
+            views.append(
+                NodeView(
+                    node.node_id,
+                    node.node_id,
+                    True,
+                    "RUNNING",
+                    self._capacity(),
+                    self.visible_total[node.node_id],
+                    used,
+                )
+            )
+        reading = QosReading(
+            application="lra",
+            latency_ms=e2e_ms,
+            percentile=95.0,
+            requests=len(self.window_e2e),
+            load_rps=0.0,
+            nodes=tuple(sorted(set(self.home.values()))),
+            measured_at_s=self.now,
+            target_ms=self.target_ms,
+        )
+        inputs = GuardInputs(
+            now_s=self.now,
+            nodes=tuple(views),
+            risk=snapshot,
+            demands=self._demands() if self.policy.learned_demand else (),
+            qos=(reading,),
+        )
+        plan = decide(inputs, self.memory, self.policy.guard)
+        for decision in plan.decisions:
+            if decision.action in (Action.SKIP, Action.HOLD):
+                continue
+            before = self.memory.get(decision.node_id, NodeMemory())
+            lowered = not decision.current.fits_in(decision.target)
+            self.memory[decision.node_id] = NodeMemory(
+                last_lowered_at_s=self.now if lowered else before.last_lowered_at_s,
+                last_changed_at_s=self.now,
+            )
+            self.visible_total[decision.node_id] = decision.target
+        if len(self.guard_reasons) < 3:
+            self.guard_reasons.extend(d.reason for d in plan.decisions[:1])
+
+    def _demands(self) -> tuple[NodeDemand, ...]:
+        """Each node's LC demand (learned upper bound x forecast load) beyond the
+        cores outside the batch slots, in batch vcores."""
+        model = self.model.node
+        outside = model.cores - model.batch_slots * model.task_vcores
+        cores: dict[str, float] = {}
+        for name, learner in self.learners.items():
+            loads = self.window_loads[name]
+            if not loads:
+                continue
+            x = demand_bounds(learner, 0.95).upper
+            node = self.home[name]
+            cores[node] = cores.get(node, 0.0) + x * max(loads)
+        return tuple(
+            NodeDemand(
+                node,
+                max(0.0, c - outside),
+                max(0.0, c - outside) * model.task_memory_mb,
+                "learned ucb",
+            )
+            for node, c in cores.items()
+        )
+
+
+def service_model(model: ClusterModel, service: ServiceSpec) -> NodeModel:
+    """The node constants as one service sees them."""
+    base = model.node
+    return replace(
+        base,
+        lc_service_ms=service.service_ms,
+        lc_cores_at_median=base.lc_cores_at_median * service.load_weight,
+        target_p95_ms=model.target_factor * service.service_ms,
+    )
+
+
+def _learner() -> MonotoneLearner:
+    return MonotoneLearner(LearnerSettings(x_max=4.0, lipschitz=5.0, floor=0.0, ceiling=1.0))
+
+
+def _fresh(task: SimTask) -> SimTask:
+    return SimTask(
+        task.job,
+        task.kind,
+        task.duration_s,
+        task.cpu_fraction,
+        task.falter_cores,
+        task.locality,
+        remaining_s=task.duration_s,
+    )
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Mean, median and worst of a list (0 when empty)."""
+    if not values:
+        return {"mean": 0.0, "median": 0.0, "worst": 0.0}
+    return {
+        "mean": round(statistics.fmean(values), 4),
+        "median": round(statistics.median(values), 4),
+        "worst": round(max(values), 4),
+    }

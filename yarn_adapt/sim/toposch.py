@@ -1,0 +1,191 @@
+"""TopoSch's batch scheduling intervention, Algorithm 1 (§4.2.2), pure.
+
+One scheduling pass over the waiting batch containers:
+
+1. Containers are taken by waiting time, longest first (Line 1).
+2. ``N``: the nodes with enough *real* available resources for the container
+   (Lines 2-3); the nodes where the container has data locality come first, the
+   others keep the caller's (heartbeat) order.
+3. Per node, the resources batch may see (Lines 4-10): zero when zero-violation is
+   on and the node hosts a service whose application misses its QoS target;
+   otherwise ``R_vis = R_real * (1 - clip(nu * R_n, 0, 1))``, or the visible amount
+   the caller supplies (the co-location guard's decision, which already includes
+   the risk reservation, learned demand and its safety steps).
+4. The container goes to the first node whose visible resources cover it
+   (Lines 11-12). If none does it waits for the next pass (``retry += 1``, Line 23)
+   until it has waited ``max_retry_time`` passes; then (Lines 13-19) it is placed
+   anyway: on a node it has locality to if one is in ``N``, else on the node of
+   ``N`` with the lowest risk.
+
+``nu = 0`` switches TopoSch off: every node shows all it has, and the pass is
+YARN's own (the first node with room, local nodes first).
+
+:class:`Algorithm1Placement` is the same pass as a
+:class:`~yarn_adapt.sim.hooks.PlacementPolicy` for the discrete-event engine.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from yarn_adapt.errors import InputError
+from yarn_adapt.model.resources import Resources
+from yarn_adapt.sim.hooks import ClusterView, PlacementRequest
+
+
+@dataclass(frozen=True)
+class ToposchSettings:
+    """``nu``: the reservation coefficient; ``max_retry_time``: passes a container
+    may be held back before it is placed regardless; ``zero_violation``: the global
+    flag of §4.2.2."""
+
+    nu: float = 1.0
+    max_retry_time: int = 1
+    zero_violation: bool = False
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.nu) and self.nu >= 0):
+            raise InputError(f"toposch: nu must be a number >= 0, got {self.nu!r}")
+        if self.max_retry_time < 0:
+            raise InputError(f"toposch: max_retry_time must be >= 0, got {self.max_retry_time}")
+
+
+@dataclass(frozen=True)
+class WaitingContainer:
+    """A pending batch container: what it asks for, since when, how often it was
+    held back, and the nodes it has data locality to (none: no requirement)."""
+
+    id: str
+    request: Resources
+    waiting_since_s: float
+    retry: int = 0
+    local_nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """A node as one pass sees it. ``available``: real free resources for batch;
+    ``risk``: R_n (normalised, eq. 8); ``visible``: the visible free resources when
+    the guard decides them (then ``nu`` is not applied again)."""
+
+    node_id: str
+    available: Resources
+    risk: float
+    qos_violated: bool = False
+    visible: Resources | None = None
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.risk) and 0.0 <= self.risk <= 1.0):
+            raise InputError(f"toposch: node {self.node_id}: risk {self.risk!r} is not in [0, 1]")
+
+
+@dataclass(frozen=True)
+class Placement:
+    container_id: str
+    node_id: str
+    reason: str  # "visible", "locality after retries", "lowest risk after retries"
+
+
+@dataclass(frozen=True)
+class SchedulePass:
+    placements: tuple[Placement, ...]
+    held: tuple[WaitingContainer, ...]  # still waiting, retry counted
+
+
+def visible_available(node: NodeState, settings: ToposchSettings) -> Resources:
+    """Lines 4-10: what batch may see of the node's free resources."""
+    if settings.zero_violation and node.qos_violated:
+        return Resources(0, 0)
+    if node.visible is not None:
+        return node.visible.component_min(node.available)
+    keep = 1.0 - min(1.0, max(0.0, settings.nu * node.risk))
+    return Resources(
+        math.floor(node.available.memory_mb * keep), math.floor(node.available.vcores * keep)
+    )
+
+
+def schedule(
+    queue: Sequence[WaitingContainer], nodes: Sequence[NodeState], settings: ToposchSettings
+) -> SchedulePass:
+    """One pass of Algorithm 1; ``nodes`` in heartbeat order."""
+    free = {n.node_id: n for n in nodes}
+    placements: list[Placement] = []
+    held: list[WaitingContainer] = []
+    for container in sorted(queue, key=lambda c: c.waiting_since_s):
+        placed = place_one(container, [free[n.node_id] for n in nodes], settings)
+        if placed is None:
+            held.append(replace(container, retry=container.retry + 1))
+            continue
+        placements.append(placed)
+        node = free[placed.node_id]
+        taken = container.request
+        free[placed.node_id] = replace(
+            node,
+            available=node.available - taken,
+            visible=None if node.visible is None else (node.visible - taken).clamped(),
+        )
+    return SchedulePass(tuple(placements), tuple(held))
+
+
+def place_one(
+    container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
+) -> Placement | None:
+    """Lines 2-22 for one container: its placement, or None (held back)."""
+    fitting = [n for n in nodes if container.request.fits_in(n.available)]
+    local = set(container.local_nodes)
+    candidates = [n for n in fitting if n.node_id in local] + [
+        n for n in fitting if n.node_id not in local
+    ]
+    for node in candidates:
+        if container.request.fits_in(visible_available(node, settings)):
+            return Placement(container.id, node.node_id, "visible")
+        if container.retry >= settings.max_retry_time:
+            if node.node_id in local:
+                return Placement(container.id, node.node_id, "locality after retries")
+            lowest = min(candidates, key=lambda n: n.risk)
+            return Placement(container.id, lowest.node_id, "lowest risk after retries")
+    return None
+
+
+class Algorithm1Placement:
+    """Algorithm 1 as the engine's :class:`~yarn_adapt.sim.hooks.PlacementPolicy`:
+    each granted container is one pass over the cluster view with the node risk
+    ``risk_of`` gives now; a declined container counts a retry (per job and kind)."""
+
+    def __init__(
+        self,
+        risk_of: Callable[[], Mapping[str, float]],
+        settings: ToposchSettings,
+    ) -> None:
+        self._risk_of = risk_of
+        self._settings = settings
+        self._retries: dict[tuple[str, bool], int] = {}
+
+    def choose_node(
+        self,
+        request: PlacementRequest,
+        heartbeat_node: str,
+        cluster: ClusterView,
+        rng: random.Random,
+    ) -> str | None:
+        risk = self._risk_of()
+        ids = list(cluster.node_ids)
+        start = ids.index(heartbeat_node) if heartbeat_node in ids else 0
+        ordered = ids[start:] + ids[:start]
+        nodes = [NodeState(n, cluster.free(n), risk.get(n, 0.0)) for n in ordered]
+        key = (request.job_id, request.is_am)
+        container = WaitingContainer(
+            f"{request.job_id}/{'am' if request.is_am else 'task'}",
+            request.resources,
+            0.0,
+            self._retries.get(key, 0),
+        )
+        placed = place_one(container, nodes, self._settings)
+        if placed is None:
+            self._retries[key] = container.retry + 1
+            return None
+        self._retries.pop(key, None)
+        return placed.node_id
