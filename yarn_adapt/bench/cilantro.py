@@ -81,6 +81,7 @@ from yarn_adapt.demand.solvers import (
     welfare_of,
 )
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.progress import report
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 from yarn_adapt.workload.curves import load_arrivals, load_curves
 
@@ -165,9 +166,11 @@ def run_cilantro(options: BenchOptions) -> BenchResult:
     forecasts = env.forecasts()
     runs: dict[str, PolicyRun] = {}
     updates: list[float] = []
-    for index, policy in enumerate(_policies(env, settings, options.seed, updates)):
+    policies = _policies(env, settings, options.seed, updates)
+    for index, policy in enumerate(policies):
         rng = np.random.default_rng([options.seed, index])
         runs[policy.name] = run_policy(env, policy, forecasts, rng)
+        report("bench cilantro policy", index + 1, len(policies), policy.name)
     figures: dict[str, Any] = {
         "rounds": env.rounds,
         "resources": env.resources,

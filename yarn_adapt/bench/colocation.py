@@ -46,6 +46,7 @@ from preemption.strategies import Strategy
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.colocation.model import GuardSettings
 from yarn_adapt.errors import SettingsError, TraceError
+from yarn_adapt.progress import report
 from yarn_adapt.sim.colocation import NodeModel, batch_jobs, profile_samples
 from yarn_adapt.sim.lra_model import (
     Cluster,
@@ -136,9 +137,16 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         return cluster.run(horizon)
 
     yarn = Policy("yarn", ToposchSettings(nu=0.0, max_retry_time=0))
+    chosen = list(policies(toposch, strategy))
+    total = len(chosen) + 2
     lc_alone = run(yarn, batch=False)
+    report("bench colocation run", 1, total, "application alone")
     batch_alone = run(yarn, lc=False)
-    results = [run(p) for p in policies(toposch, strategy)]
+    report("bench colocation run", 2, total, "batch alone")
+    results = []
+    for policy in chosen:
+        results.append(run(policy))
+        report("bench colocation run", len(results) + 2, total, policy.name)
     rows = {r.policy: _figures(r, lc_alone, batch_alone, model) for r in results}
     best = rows["yarn-adapt"]
     figures: dict[str, Any] = {

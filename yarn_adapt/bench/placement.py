@@ -91,6 +91,7 @@ from yarn_adapt.placement.experiment import Scenario, Workbench, prepare, run_po
 from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.placement.profiles import InterferenceProfile
 from yarn_adapt.placement.sampling import paper_examples
+from yarn_adapt.progress import report
 
 FloatArray = npt.NDArray[np.float64]
 FULL_SCALES = (100, 12_000)
@@ -119,7 +120,10 @@ def run(options: BenchOptions) -> BenchResult:
         scenario = _scenario(options, servers)
         began = time.perf_counter()
         bench = prepare(scenario)
-        runs = {name: run_policy(bench, name) for name in policies}
+        runs = {}
+        for done, name in enumerate(policies, start=1):
+            runs[name] = run_policy(bench, name)
+            report(f"bench placement ({servers} servers) policy", done, len(policies), name)
         figures = scale_figures(bench, runs)
         figures["wall_s"] = round(time.perf_counter() - began, 1)
         results.append(figures)

@@ -52,6 +52,7 @@ from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.progress import report
 from yarn_adapt.sim.colocation import (
     ColocatedNode,
     NodeModel,
@@ -119,6 +120,7 @@ def preemption_bench(options: BenchOptions) -> BenchResult:
         )  # fmt: skip
         result = node.run(horizon)
         results[result.strategy] = result
+        report("bench preemption strategy", len(results), len(STRATEGIES), result.strategy)
     figures = _figures(results, table3, jobs_count=len(jobs), horizon=horizon)
     figures["wall_s"] = round(time.perf_counter() - started, 2)
     figures["model"] = {f.name: getattr(model, f.name) for f in fields(model)}

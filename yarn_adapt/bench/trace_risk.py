@@ -55,6 +55,7 @@ from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.piggymetrics import AppSettings, PiggyMetrics
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster.redis_server import RedisServer
+from yarn_adapt.progress import report
 
 FULL_TRACES = 30_000
 QUICK_TRACES = 3_000
@@ -75,7 +76,10 @@ class _Settings:
 def trace_risk(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
     with _RedisFor(settings) as (url, used_memory):
-        rows = [_measure(url, used_memory, size, settings, options) for size in settings.sizes]
+        rows = []
+        for size in settings.sizes:
+            rows.append(_measure(url, used_memory, size, settings, options))
+            report("bench trace-risk size", len(rows), len(settings.sizes), f"{size} traces")
     figures = dict(rows[-1])
     figures["gap_to_target"] = {
         "analyse_s": round(figures["analyse_s"] - TARGETS["analyse_s"], 4),
