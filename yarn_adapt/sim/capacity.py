@@ -95,6 +95,10 @@ def _steps_below(used: float, step: float, cap: float, inclusive: bool) -> int:
     return max(0, math.floor(room) if inclusive else math.ceil(room) - 1)
 
 
+def _entry_key(entry: tuple[tuple[int, int], SimApp]) -> tuple[int, int]:
+    return entry[0]
+
+
 def _fair_app_order(app: SimApp) -> tuple[float, ...]:
     return (app.used_mem, app.submit_s, app.index)
 
@@ -125,6 +129,7 @@ class CapacityModel(SchedulerModel):
         leaves = [q for q in self._nodes.values() if isinstance(q, LeafQueue)]
         super().__init__(leaves, root)
         self._by_path = {q.path: q for q in leaves}
+        self._leaf_by_name: dict[str, LeafQueue | None] = {}
         self._fit_blocked = False
         self._path: list[tuple[QueueNode, QueueKey | None]] = []
         self._leaf_limit = (0.0, 0.0)
@@ -159,8 +164,12 @@ class CapacityModel(SchedulerModel):
         leaf.minimum_user_limit = conf.effective_minimum_user_limit_percent
 
     def find_leaf(self, queue: str) -> LeafQueue | None:
-        conf = self.config.find_leaf_by_name(queue)
-        return None if conf is None else self._by_path.get(conf.path)
+        """The leaf a job names (by path or unique short name), looked up once per
+        name."""
+        if queue not in self._leaf_by_name:
+            conf = self.config.find_leaf_by_name(queue)
+            self._leaf_by_name[queue] = None if conf is None else self._by_path.get(conf.path)
+        return self._leaf_by_name[queue]
 
     # ------------------------------------------------------------------ capacities
 
@@ -349,6 +358,19 @@ class CapacityModel(SchedulerModel):
         self._user_cap_value = None
         self._passed_over_by_user = False
         self._skipped_for_room = 0
+        if self._index_pays(leaf):
+            return self._assign_by_ask(leaf, limit_mem, limit_vc, free_mem, free_vc)
+        return self._walk_leaf(leaf, limit_mem, limit_vc, free_mem, free_vc)
+
+    def _index_pays(self, leaf: LeafQueue) -> bool:
+        """A FIFO leaf's asks are indexed; reading the index costs a step per
+        (user, size), walking the leaf a step per app."""
+        return leaf.policy != "fair" and 2 * len(leaf.by_ask) < len(leaf.ordered)
+
+    def _walk_leaf(
+        self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
+    ) -> SimApp | None:
+        """:meth:`_assign_leaf` app by app, in the leaf's order."""
         memory_only = self.memory_only
         over_limit: set[str] = set()
         entries = self._apps_in_order(leaf) if leaf.policy == "fair" else leaf.ordered
@@ -375,6 +397,53 @@ class CapacityModel(SchedulerModel):
             self._next_app = entries[i + 1][1] if fair else None
             return app
         return None
+
+    def _assign_by_ask(
+        self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
+    ) -> SimApp | None:
+        """:meth:`_assign_leaf` for a FIFO leaf, from its asks indexed by user and
+        container size: the same app and the same record of what was passed over,
+        without walking past every app that cannot be served on this node. Per
+        (user, size) only the first app in the leaf's order matters: apps of a user
+        over the limit are passed over; an ask within the leaf's limit that does
+        not fit the node is passed over for room; any other ends the walk (it is
+        granted, or it would take the leaf over its limit and nothing is)."""
+        memory_only = self.memory_only
+        used_mem, used_vc = leaf.used_mem, leaf.used_vc
+        within_user: dict[str, bool] = {}
+        best: SimApp | None = None
+        best_key: tuple[int, int] | None = None
+        best_within = True
+        passed: list[tuple[tuple[int, int], int]] = []  # (first app, ask) of users over
+        for (user, want_mem, want_vc), same in leaf.by_ask.items():
+            key, app = same[0]
+            allowed = within_user.get(user)
+            if allowed is None:
+                allowed = within_user[user] = self._within_user_limit(leaf, user)
+            if not allowed:
+                passed.append((key, -1))
+                continue
+            if memory_only:
+                within = used_mem + want_mem <= limit_mem
+            else:
+                within = not self._greater(
+                    used_mem + want_mem, used_vc + want_vc, limit_mem, limit_vc
+                )
+            if within and (want_mem > free_mem or (want_vc > free_vc and not memory_only)):
+                passed.append((key, want_mem))
+            elif best_key is None or key < best_key:
+                best, best_key, best_within = app, key, within
+        for key, want_mem in passed:
+            if best_key is None or key < best_key:
+                if want_mem < 0:
+                    self._passed_over_by_user = True
+                else:
+                    self._fit_blocked = True
+                    self._skipped_for_room = max(self._skipped_for_room, want_mem)
+        if best is None or not best_within:
+            return None
+        self._next_app = None
+        return best
 
     def _apps_in_order(self, leaf: LeafQueue) -> list[tuple[tuple[float, ...], SimApp]]:
         """(order key, app) pairs of the apps asking for containers, first first."""
@@ -463,9 +532,42 @@ class CapacityModel(SchedulerModel):
         leaf.user(app.user).demand_apps += 1 if has_demand else -1
         entry = ((-app.priority, app.index), app)
         if has_demand:
-            insort(leaf.ordered, entry, key=lambda e: e[0])
+            insort(leaf.ordered, entry, key=_entry_key)
+            if leaf.policy != "fair":
+                self._file(leaf, entry)
         else:
-            del leaf.ordered[bisect_left(leaf.ordered, entry[0], key=lambda e: e[0])]
+            del leaf.ordered[bisect_left(leaf.ordered, entry[0], key=_entry_key)]
+            if app.filed is not None:
+                self._unfile(leaf, entry)
+
+    def request_changed(self, app: SimApp) -> None:
+        if app.filed is not None and app.request != app.filed[1:]:
+            leaf = app.leaf
+            assert leaf is not None
+            entry = ((-app.priority, app.index), app)
+            self._unfile(leaf, entry)
+            self._file(leaf, entry)
+
+    def _file(self, leaf: LeafQueue, entry: tuple[tuple[int, int], SimApp]) -> None:
+        """Index a FIFO leaf's asking app under its user and the container it asks
+        for."""
+        app = entry[1]
+        ask = (app.user, *app.request)
+        app.filed = ask
+        same = leaf.by_ask.get(ask)
+        if same is None:
+            leaf.by_ask[ask] = [entry]
+        else:
+            insort(same, entry, key=_entry_key)
+
+    def _unfile(self, leaf: LeafQueue, entry: tuple[tuple[int, int], SimApp]) -> None:
+        app = entry[1]
+        assert app.filed is not None
+        same = leaf.by_ask[app.filed]
+        del same[bisect_left(same, entry[0], key=_entry_key)]
+        if not same:
+            del leaf.by_ask[app.filed]
+        app.filed = None
 
     # ------------------------------------------------------------------ user limit
 

@@ -161,9 +161,11 @@ class Engine:
         self.events = 0
         self._init_nodes(cluster)
         self._init_hooks()
-        self.batches: dict[int, Batch] = {}
+        self._track_batches = options.preemption.enabled  # only preemption looks at them
         self._next_batch = 0
-        self._grants: dict[tuple[int, int, float, int, int], list[int]] = {}
+        self._grants: dict[tuple[int, int, float, int, int], int] = {}
+        self._runs: dict[int, list[Batch]] = {}
+        self._open_runs: dict[float, list[Batch]] = {}
         self.apps: list[SimApp] = []
         self.open_jobs = 0
         self._init_accounting()
@@ -328,13 +330,30 @@ class Engine:
     def _push_report(self, batch: Batch) -> None:
         """A batch's end reaches the RM with its node's next heartbeat; such reports
         sort before every other event of the same instant, so that heartbeat sees
-        all of them."""
-        if self.continuous or self._out_of_band:
-            time = batch.end
-        else:
-            time = self._next_heartbeat(batch.node, batch.end, False)
+        all of them.
+
+        Reports that follow one another in that order and come from one node make
+        one *run*, one heap entry (module docstring, "Report runs")."""
+        n = batch.node
+        time = self._report_time(n, batch.end)
+        run = self._open_runs.get(time)
+        if run is not None and run[0].node == n:
+            run.append(batch)
+            return
         self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq - _REPORTS_FIRST, _FINISH, batch.id))
+        seq = self._seq
+        run = [batch]
+        self._open_runs[time] = run
+        self._runs[seq] = run
+        heapq.heappush(self._heap, (time, seq - _REPORTS_FIRST, _FINISH, seq))
+
+    def _report_time(self, n: int, end: float) -> float:
+        if self.continuous or self._out_of_band:
+            return end
+        phase = self.phase[n]
+        interval = self.interval
+        time = phase + math.ceil((end - phase) / interval) * interval
+        return time + interval if time < end else time
 
     def run(self) -> SimulationResult:
         heap = self._heap
@@ -348,7 +367,7 @@ class Engine:
             self.now = time
             self.events += 1
             if kind == _FINISH:
-                self._on_finish(arg)
+                self._on_reports(arg)
             elif kind == _HEARTBEAT:
                 self._on_heartbeat(arg)
             else:
@@ -408,13 +427,15 @@ class Engine:
 
     def _oversized(self, app: SimApp) -> str:
         """Why no node could ever hold one of the app's containers, or "" (YARN
-        refuses requests above the maximum allocation)."""
-        tasks = app.job.tasks
+        refuses requests above the maximum allocation). The app's task groups are
+        made here, once."""
+        maps, reduces = split_stages(app.job.tasks)
         widest = self._normalise(
-            max((t.resources.memory_mb for t in tasks), default=0),
-            max((t.resources.vcores for t in tasks), default=0),
+            max((g.memory for stage in (maps, reduces) for g in stage), default=0),
+            max((g.vcores for stage in (maps, reduces) for g in stage), default=0),
         )
-        for memory, vcores in ((app.am_mem, app.am_vc), widest if tasks else (0, 0)):
+        app.plan = self._normalised_stages(maps, reduces)
+        for memory, vcores in ((app.am_mem, app.am_vc), widest if app.job.tasks else (0, 0)):
             if memory > self.largest_mem or (vcores > self.largest_vc and not self.memory_only):
                 return f"a container of {memory} MiB or {vcores} vcores fits no node"
         return ""
@@ -424,7 +445,11 @@ class Engine:
         self.open_jobs -= 1
 
     def _stages(self, job: JobSpec) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
-        maps, reduces = split_stages(job.tasks)
+        return self._normalised_stages(*split_stages(job.tasks))
+
+    def _normalised_stages(
+        self, maps: deque[TaskGroup], reduces: deque[TaskGroup]
+    ) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
         normalise = self._normalise
         for stage in (maps, reduces):
             for group in stage:
@@ -432,7 +457,10 @@ class Engine:
         return maps, reduces
 
     def _begin_tasks(self, app: SimApp) -> None:
-        maps, reduces = self._stages(app.job)
+        if app.plan is None:
+            maps, reduces = self._stages(app.job)
+        else:
+            (maps, reduces), app.plan = app.plan, None
         if maps:
             self._enter_stage(app, MAP_STAGE, maps, reduces, 0)
         else:
@@ -491,21 +519,39 @@ class Engine:
 
     # ------------------------------------------------------------------ containers
 
-    def _on_finish(self, batch_id: int) -> None:
-        """The node heartbeat that reports a batch's end: free its containers,
-        advance its job, then (after the node's last report of this instant) let
-        the heartbeat schedule on the node."""
-        batch = self.batches.pop(batch_id, None)
-        if batch is None:
-            return  # killed by preemption
+    def _on_reports(self, run_id: int) -> None:
+        """The node heartbeat that reports a run of batch ends: each batch frees its
+        containers and advances its job, then (after the node's last report of this
+        instant) the heartbeat schedules on the node. Each report is one event, as
+        if it had been an entry of its own."""
+        run = self._runs.pop(run_id)
+        now = self.now
+        if self._open_runs.get(now) is run:
+            del self._open_runs[now]
+        last = len(run) - 1
+        for i, batch in enumerate(run):
+            if i and self.open_jobs <= 0:
+                return  # the run loop would have stopped before this report
+            self.events += batch.reports if i else batch.reports - 1
+            if batch.count == 0:
+                continue  # killed by preemption
+            self._finish(batch)
+            n = batch.node
+            if self.continuous:
+                self._serve_lras(n)
+                self._kick()
+            elif not self._more_reports(n, run, i, last):
+                self._heartbeat(n, chained=False)
+
+    def _finish(self, batch: Batch) -> None:
+        """A batch's end reaches the RM: free its containers, advance its job."""
         app = batch.app
-        del app.batches[batch_id]
-        if self.options.preemption.enabled:
-            self._marks.forget(batch_id)
+        if self._track_batches:
+            del app.batches[batch.id]
+            self._marks.forget(batch.id)
         count = batch.count
-        n = batch.node
         memory, vcores = batch.memory * count, batch.vcores * count
-        self._shift(n, -memory, -vcores)
+        self._shift(batch.node, -memory, -vcores)
         self.model.charge(app, -memory, -vcores, False)
         if batch.stage == _SURPLUS_STAGE:
             pass  # released by its AM; never a task of the job
@@ -517,25 +563,22 @@ class Engine:
                 app.last_end = batch.end
             if app.stage_left == 0:
                 self._next_stage(app)
-        if self.continuous:
-            self._serve_lras(n)
-            self._kick()
-        elif not self._more_reports(n):
-            self._heartbeat(n, chained=False)
 
-    def _more_reports(self, n: int) -> bool:
-        """Whether node ``n`` heartbeats again at this instant: another report of
-        it comes next, or a scheduled heartbeat event does."""
+    def _more_reports(self, n: int, run: list[Batch], i: int, last: int) -> bool:
+        """Whether node ``n`` heartbeats again at this instant: its next report (of
+        a container not killed) comes next, or a scheduled heartbeat event does."""
         if self.heartbeat_at[n] == self.now:
             return True
+        if i < last:
+            return run[i + 1].count > 0
         heap = self._heap
         if not heap:
             return False
         time, _, kind, arg = heap[0]
         if time != self.now or kind != _FINISH:
             return False
-        following = self.batches.get(arg)
-        return following is not None and following.node == n
+        following = self._runs[arg][0]
+        return following.count > 0 and following.node == n
 
     def _release_later(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         if self.continuous:
@@ -560,8 +603,7 @@ class Engine:
         self.model.charge(app, memory, vcores, is_am)
         batch = Batch(self._next_batch, app, n, count, shape, self.now, is_am)
         self._next_batch += 1
-        if not is_am:
-            self.batches[batch.id] = batch
+        if not is_am and self._track_batches:
             app.batches[batch.id] = batch
         return batch
 
@@ -761,6 +803,7 @@ class Engine:
         head = groups[0]
         memory, vcores = head.memory * count, head.vcores * count
         grants = self._grants
+        index = app.index
         left = count
         while left:
             group = groups[0]
@@ -769,13 +812,19 @@ class Engine:
             left -= taken
             if group.count == 0:
                 groups.popleft()
-            key = (n, app.index, group.duration, group.memory, group.vcores)
-            slot = grants.get(key)
-            if slot is None:
-                grants[key] = [taken]
-            else:
-                slot[0] += taken
+            tasks = group.tasks
+            if tasks is None:
+                key = (n, index, group.duration, group.memory, group.vcores)
+                grants[key] = grants.get(key, 0) + taken
+                continue
+            start = group.offset
+            group.offset = start + taken
+            group_mem, group_vc = group.memory, group.vcores
+            for task in tasks[start : start + taken]:
+                key = (n, index, task.duration_s, group_mem, group_vc)
+                grants[key] = grants.get(key, 0) + 1
         model.add_pending(app, -count, -memory, -vcores)
+        model.request_changed(app)
         model.charge(app, memory, vcores, False)
         self._shift(n, memory, vcores)
         if app.start_s is None:
@@ -786,7 +835,7 @@ class Engine:
 
     def _flush_grants(self) -> None:
         spread = self.options.container_start_spread_s
-        for (n, index, duration, memory, vcores), (count,) in self._grants.items():
+        for (n, index, duration, memory, vcores), count in self._grants.items():
             app = self.apps[index]
             surplus = duration == _SURPLUS
             if surplus:
@@ -803,12 +852,30 @@ class Engine:
     def _new_batch(
         self, app: SimApp, n: int, count: int, shape: tuple[float, int, int], surplus: bool
     ) -> None:
+        duration, memory, vcores = shape
+        if not self._track_batches:
+            end = self.now + duration
+            run = self._open_runs.get(self._report_time(n, end))
+            if run is not None:
+                last = run[-1]
+                if (
+                    last.app is app
+                    and last.node == n
+                    and last.stage == (_SURPLUS_STAGE if surplus else app.stage)
+                    and last.memory == memory
+                    and last.vcores == vcores
+                ):
+                    last.count += count
+                    last.reports += 1
+                    if end > last.end:
+                        last.end = end
+                    return
         batch = Batch(self._next_batch, app, n, count, shape, self.now, False)
         if surplus:
             batch.stage = _SURPLUS_STAGE
         self._next_batch += 1
-        self.batches[batch.id] = batch
-        app.batches[batch.id] = batch
+        if self._track_batches:
+            app.batches[batch.id] = batch
         self._push_report(batch)
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
@@ -858,6 +925,7 @@ class Engine:
             extra = wanted - pending
             app.groups.append(TaskGroup(extra, _SURPLUS, memory, vcores))
             self.model.add_pending(app, extra, extra * memory, extra * vcores)
+            self.model.request_changed(app)
             self._kick()
             return
         drop = pending - wanted
@@ -869,6 +937,7 @@ class Engine:
             if group.count == 0:
                 app.groups.pop()
             self.model.add_pending(app, -taken, -taken * group.memory, -taken * group.vcores)
+            self.model.request_changed(app)
 
     def _surplus_hold(self, app: SimApp) -> float:
         """A surplus container is returned on the AM's next call and released on
@@ -896,8 +965,7 @@ class Engine:
         app = batch.app
         count = min(count, batch.count)
         batch.count -= count
-        if batch.count == 0:
-            del self.batches[batch.id]
+        if batch.count == 0:  # its report, still due, then finds nothing
             del app.batches[batch.id]
             self._marks.forget(batch.id)
         memory, vcores = batch.memory * count, batch.vcores * count
@@ -912,6 +980,7 @@ class Engine:
             return
         app.groups.appendleft(again)
         self.model.add_pending(app, count, memory, vcores)
+        self.model.request_changed(app)
 
     # ------------------------------------------------------------------ hooks
 

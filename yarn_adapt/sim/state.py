@@ -26,34 +26,60 @@ NO_FIT = 1  # some demand within limits does not fit this node; other nodes may 
 
 
 class TaskGroup:
-    """``count`` pending tasks of one stage with the same duration and container."""
+    """``count`` pending tasks of one stage asking for the same container.
 
-    __slots__ = ("count", "duration", "memory", "vcores")
+    Either alike, ``duration`` seconds each (``tasks`` is ``None``), or the tasks
+    ``tasks[offset:offset + count]`` of the job, each with its own duration: a
+    stage of a million tasks is one group, not a million objects.
+    """
 
-    def __init__(self, count: int, duration: float, memory: int, vcores: int) -> None:
+    __slots__ = ("count", "duration", "memory", "offset", "tasks", "vcores")
+
+    def __init__(
+        self,
+        count: int,
+        duration: float,
+        memory: int,
+        vcores: int,
+        tasks: Sequence[TaskSpec] | None = None,
+        offset: int = 0,
+    ) -> None:
         self.count = count
         self.duration = duration
         self.memory = memory
         self.vcores = vcores
+        self.tasks = tasks
+        self.offset = offset
 
 
 def group_tasks(tasks: Sequence[TaskSpec]) -> deque[TaskGroup]:
-    """Consecutive identical tasks merged into one group, order kept."""
+    """The tasks in runs asking for the same container, order kept: a run whose
+    tasks all last the same is one group of alike tasks, any other run one group
+    over its tasks."""
     groups: deque[TaskGroup] = deque()
-    last: TaskGroup | None = None
-    for task in tasks:
-        res = task.resources
-        duration = task.duration_s
-        if (
-            last is not None
-            and last.duration == duration
-            and last.memory == res.memory_mb
-            and last.vcores == res.vcores
-        ):
-            last.count += 1
+    total = len(tasks)
+    start = 0
+    while start < total:
+        first = tasks[start]
+        shape = first.resources
+        memory, vcores = shape.memory_mb, shape.vcores
+        duration = first.duration_s
+        alike = True
+        end = start + 1
+        while end < total:
+            task = tasks[end]
+            if task is not first:
+                res = task.resources
+                if res is not shape and (res.memory_mb != memory or res.vcores != vcores):
+                    break
+                if alike and task.duration_s != duration:
+                    alike = False
+            end += 1
+        if alike:
+            groups.append(TaskGroup(end - start, duration, memory, vcores))
         else:
-            last = TaskGroup(1, duration, res.memory_mb, res.vcores)
-            groups.append(last)
+            groups.append(TaskGroup(end - start, 0.0, memory, vcores, tasks, start))
+        start = end
     return groups
 
 
@@ -141,6 +167,7 @@ class LeafQueue(QueueNode):
         "am_used_mem",
         "am_used_vc",
         "apps",
+        "by_ask",
         "chain",
         "demand",
         "max_apps",
@@ -156,6 +183,7 @@ class LeafQueue(QueueNode):
         self.apps: dict[int, SimApp] = {}
         self.demand: dict[int, SimApp] = {}
         self.ordered: list[tuple[tuple[int, int], SimApp]] = []
+        self.by_ask: dict[tuple[str, int, int], list[tuple[tuple[int, int], SimApp]]] = {}
         self.waiting: list[SimApp] = []
         self.users: dict[str, UserUsage] = {}
         self.am_used_mem = 0
@@ -203,6 +231,7 @@ class SimApp:
         "am_vc",
         "awaiting_am",
         "batches",
+        "filed",
         "finish_s",
         "groups",
         "index",
@@ -212,6 +241,7 @@ class SimApp:
         "pending_count",
         "pending_mem",
         "pending_vc",
+        "plan",
         "priority",
         "reason",
         "reduces",
@@ -238,6 +268,8 @@ class SimApp:
         self.am_batch: Batch | None = None
         self.groups: deque[TaskGroup] = deque()
         self.reduces: deque[TaskGroup] = deque()
+        self.plan: tuple[deque[TaskGroup], deque[TaskGroup]] | None = None
+        self.filed: tuple[str, int, int] | None = None
         self.stage = MAP_STAGE
         self.stage_left = 0
         self.ahead = 0
@@ -284,14 +316,28 @@ class SimApp:
 def split_stages(tasks: Sequence[TaskSpec]) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
     """The map groups and the reduce groups of ``tasks``."""
     map_kind = TaskType.MAP
-    maps = [t for t in tasks if t.kind is map_kind]
-    if len(maps) == len(tasks):
-        return group_tasks(maps), deque()
-    return group_tasks(maps), group_tasks([t for t in tasks if t.kind is not map_kind])
+    maps = 0
+    total = len(tasks)
+    while maps < total and tasks[maps].kind is map_kind:
+        maps += 1
+    if maps == total:
+        return group_tasks(tasks), deque()
+    rest = tasks[maps:]
+    if all(t.kind is not map_kind for t in rest):  # maps, then reduces
+        return group_tasks(tasks[:maps]), group_tasks(rest)
+    return (
+        group_tasks([t for t in tasks if t.kind is map_kind]),
+        group_tasks([t for t in tasks if t.kind is not map_kind]),
+    )
 
 
 class Batch:
-    """Containers granted together: same job, node, moment, duration and size."""
+    """Containers granted together: same job, node, moment, duration and size.
+
+    Without preemption, batches of one job and stage whose ends the same node
+    heartbeat reports one after the other are folded into one (``reports`` of
+    them; ``end`` is the latest): nothing can tell them apart (see
+    :mod:`yarn_adapt.sim.engine`, "Report runs")."""
 
     __slots__ = (
         "app",
@@ -302,6 +348,7 @@ class Batch:
         "is_am",
         "memory",
         "node",
+        "reports",
         "stage",
         "start",
         "vcores",
@@ -326,6 +373,7 @@ class Batch:
         self.end = start + self.duration
         self.is_am = is_am
         self.stage = app.stage
+        self.reports = 1
 
 
 @dataclass(frozen=True)
@@ -432,6 +480,12 @@ class SchedulerModel(ABC):
         has = app.pending_count > 0
         if had != has:
             self._flip_demand(app, has)
+
+    def request_changed(self, app: SimApp) -> None:
+        """The container ``app`` asks for next may have changed while it asks (a
+        task group ended, a killed task came back first); models that index asks by
+        size refile it."""
+        return
 
     def charge(self, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         """Containers of ``app`` granted (positive) or released (negative)."""
