@@ -16,6 +16,8 @@ scale (issue 15). The whole set is the before/after evidence::
     PYTHONPATH=NEW python tests/sim/golden.py dump after.json
     python tests/sim/golden.py compare before.json after.json
 
+(``GOLDEN_ENGINE=python|native`` picks the core of a checkout that has both.)
+
 It imports only ``yarn_adapt`` so that it runs against any checkout of it.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import sys
 import time
@@ -234,11 +237,22 @@ def snapshot_start() -> tuple[Workload, SimulationStart]:
     return Workload(tuple(after)), SimulationStart(3600.0, tuple(progress))
 
 
+Run = Callable[[str | None], SimulationResult]
+
+
 @dataclass(frozen=True)
 class Scenario:
+    """``run(engine)``: the simulation on a core (``None``: the default one)."""
+
     name: str
-    run: Callable[[], SimulationResult]
+    run: Run
     quick: bool = False
+
+
+def on(engine: str | None) -> dict[str, Any]:
+    """``simulate``'s keyword for the core (none for the default: older engines
+    have no choice of core)."""
+    return {} if engine is None else {"engine": engine}
 
 
 def replicated(workload: Workload, copies: int) -> Workload:
@@ -258,7 +272,7 @@ def replicated(workload: Workload, copies: int) -> Workload:
     return Workload(tuple(jobs), source=workload.source)
 
 
-def fidelity_scenarios() -> SimulationResult:
+def fidelity_scenarios(engine: str | None = None) -> SimulationResult:
     """The sim-fidelity bench's scenarios, simulated as its ``compare`` does, with
     the recorded overheads and every app submitted 2 s after its offset."""
     from yarn_adapt.bench.sim_fidelity import SCENARIOS, scenario_workload
@@ -270,7 +284,11 @@ def fidelity_scenarios() -> SimulationResult:
         options = simulation_options(RECORDED_OVERHEADS, scenario.scheduler, seed=1)
         results.append(
             simulate(
-                scenario_workload(run, RECORDED_OVERHEADS), scenario.config(), run.cluster, options
+                scenario_workload(run, RECORDED_OVERHEADS),
+                scenario.config(),
+                run.cluster,
+                options,
+                **on(engine),
             )
         )
     return _merged(results)
@@ -338,22 +356,24 @@ def _scenarios() -> list[Scenario]:
         config: Callable[[], Any],
         cluster: ClusterSpec,
         options: SimulationOptions | None = None,
-    ) -> Callable[[], SimulationResult]:
-        return lambda: simulate(workload(), config(), cluster, options)
+    ) -> Run:
+        return lambda engine: simulate(workload(), config(), cluster, options, **on(engine))
 
-    def hooked() -> SimulationResult:
+    def hooked(engine: str | None) -> SimulationResult:
         workload, cluster, options = hooks_scenario()
-        return simulate(workload, two_queue_capacity(), cluster, options)
+        return simulate(workload, two_queue_capacity(), cluster, options, **on(engine))
 
-    def started() -> SimulationResult:
+    def started(engine: str | None) -> SimulationResult:
         workload, start = snapshot_start()
         options = SimulationOptions(seed=4, am_startup_s=2.0, preemption=preempt)
-        return simulate(workload, two_queue_capacity(), nodes(30), options, start=start)
+        return simulate(
+            workload, two_queue_capacity(), nodes(30), options, start=start, **on(engine)
+        )
 
-    def started_fair() -> SimulationResult:
+    def started_fair(engine: str | None) -> SimulationResult:
         workload, start = snapshot_start()
         options = SimulationOptions(seed=4, out_of_band_heartbeats=True)
-        return simulate(workload, two_queue_fair(), nodes(30), options, start=start)
+        return simulate(workload, two_queue_fair(), nodes(30), options, start=start, **on(engine))
 
     fb = fb_day
     equal = lambda: _equal_share(["q1", "q2"])  # noqa: E731
@@ -362,9 +382,9 @@ def _scenarios() -> list[Scenario]:
     small_google = ClusterSpec.uniform(2, Resources(32768, 12))
     quick = [
         Scenario(
-            "fb-2h-fair-drf-maxassign-preempt",
+            "fb-30min-fair-drf-maxassign-preempt",
             sim(
-                lambda: users(hours(fb(), 0, 2), 3),
+                lambda: users(hours(fb(), 1, 1.5), 3),
                 lambda: two_queue_fair("drf"),
                 nodes(6),
                 SimulationOptions(
@@ -378,9 +398,9 @@ def _scenarios() -> list[Scenario]:
             quick=True,
         ),
         Scenario(
-            "fb-2h-capacity-nested-drc-users-preempt",
+            "fb-1h-capacity-nested-drc-users-preempt",
             sim(
-                lambda: nested_queues(users(hours(fb(), 2, 4), 4)),
+                lambda: nested_queues(users(hours(fb(), 2, 3), 4)),
                 lambda: nested_capacity(drc),
                 nodes(8),
                 SimulationOptions(seed=8, am_startup_s=1.5, preemption=preempt),
@@ -393,9 +413,9 @@ def _scenarios() -> list[Scenario]:
             quick=True,
         ),
         Scenario(
-            "fb-2h-continuous",
+            "fb-30min-continuous",
             sim(
-                lambda: hours(fb(), 8, 10),
+                lambda: hours(fb(), 8, 8.5),
                 two_queue_capacity,
                 nodes(10),
                 SimulationOptions(heartbeat_mode=HeartbeatMode.CONTINUOUS, seed=9),
@@ -403,9 +423,9 @@ def _scenarios() -> list[Scenario]:
             quick=True,
         ),
         Scenario(
-            "google-150-capacity-drc-preempt",
+            "google-50-capacity-drc-preempt",
             sim(
-                lambda: first_jobs(google_slice(), 150),
+                lambda: first_jobs(google_slice(), 50),
                 lambda: two_queue_capacity(drc),
                 small_google,
                 SimulationOptions(seed=11, preemption=preempt),
@@ -413,9 +433,9 @@ def _scenarios() -> list[Scenario]:
             quick=True,
         ),
         Scenario(
-            "google-60-fair-preempt",
+            "google-25-fair-preempt",
             sim(
-                lambda: first_jobs(google_slice(), 60),
+                lambda: first_jobs(google_slice(), 25),
                 lambda: two_queue_fair("drf"),
                 small_google,
                 SimulationOptions(seed=12, preemption=fair_preempt, fair_assign_multiple=True),
@@ -572,13 +592,13 @@ def fingerprint(result: SimulationResult) -> dict[str, Any]:
     }
 
 
-def dump(path: Path, names: Sequence[str]) -> None:
+def dump(path: Path, names: Sequence[str], engine: str | None = None) -> None:
     out: dict[str, Any] = {}
     for scenario in SCENARIOS:
         if names and scenario.name not in names:
             continue
         began = time.process_time()
-        out[scenario.name] = fingerprint(scenario.run())
+        out[scenario.name] = fingerprint(scenario.run(engine))
         cpu = time.process_time() - began
         print(
             f"{scenario.name}: {out[scenario.name]['events']} events, {cpu:.2f} s cpu", flush=True
@@ -611,7 +631,7 @@ def compare(before: Path, after: Path) -> int:
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "dump":
-        dump(Path(sys.argv[2]), sys.argv[3:])
+        dump(Path(sys.argv[2]), sys.argv[3:], os.environ.get("GOLDEN_ENGINE"))
     elif command == "compare":
         sys.exit(compare(Path(sys.argv[2]), Path(sys.argv[3])))
     else:

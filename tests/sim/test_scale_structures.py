@@ -19,7 +19,14 @@ from yarn_adapt.sim.capacity import CapacityModel
 from yarn_adapt.sim.state import LeafQueue, SimApp, group_tasks, split_stages
 
 DRC = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
-SIDE_EFFECTS = ("_fit_blocked", "_skipped_for_room", "_passed_over_by_user", "_user_cap_value")
+SIDE_EFFECTS = (
+    "_fit_blocked",
+    "_skipped_for_room",
+    "_passed_over_by_user",
+    "_user_cap_known",
+    "_user_cap_mem",
+    "_user_cap_vc",
+)
 
 
 def busy_workload(seed: int) -> Workload:

@@ -51,6 +51,7 @@ durations or ``am_startup_s``), data locality, node failures, AM retries.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import random
@@ -69,7 +70,6 @@ from yarn_adapt.sim.hooks import (
     LongRunningContainer,
     PlacementRequest,
 )
-from yarn_adapt.sim.preemption import PreemptionMarks, select_victims
 from yarn_adapt.sim.results import (
     Allocation,
     JobResult,
@@ -81,9 +81,12 @@ from yarn_adapt.sim.results import (
 )
 from yarn_adapt.sim.spec import ClusterSpec, SimulationOptions
 from yarn_adapt.sim.start import JobInProgress, RunningContainer, SimulationStart
-from yarn_adapt.sim.state import (
+
+from .preemption import PreemptionMarks, select_victims
+from .state import (
     MAP_STAGE,
     NO_DEMAND,
+    NO_TASKS,
     REDUCE_STAGE,
     Batch,
     SchedulerModel,
@@ -157,13 +160,16 @@ class Engine:
         self._normalised: dict[tuple[int, int], tuple[int, int]] = {}
         self.memory_only = model.memory_only
         self._heap: list[tuple[float, int, int, int]] = []
+        self._arrivals: list[tuple[float, int, int, int]] = []  # submissions, in order
         self._seq = 0
         self.events = 0
         self._init_nodes(cluster)
         self._init_hooks()
         self._track_batches = options.preemption.enabled  # only preemption looks at them
         self._next_batch = 0
-        self._grants: dict[tuple[int, int, float, int, int], int] = {}
+        self._granted: list[Batch] = []  # this heartbeat's grants, first first
+        self._grants_by_duration: dict[float, Batch] = {}
+        self._grants_by_key: dict[tuple[int, int, float, int, int], Batch] = {}
         self._runs: dict[int, list[Batch]] = {}
         self._open_runs: dict[float, list[Batch]] = {}
         self.apps: list[SimApp] = []
@@ -178,7 +184,10 @@ class Engine:
         progress = sorted(start.jobs, key=lambda p: p.job.submit_s) if start else []
         adopted = [self._new_app(p.job) for p in progress]
         for job in sorted(workload.jobs, key=lambda j: j.submit_s):
-            self._push(max(job.submit_s, self.now), _SUBMIT, self._new_app(job).index)
+            self._seq += 1
+            self._arrivals.append(
+                (max(job.submit_s, self.now), self._seq, _SUBMIT, self._new_app(job).index)
+            )
         model.resize(self.total_mem, self.total_vc)
         for app, observed in zip(adopted, progress, strict=True):
             self._adopt(app, observed)
@@ -334,10 +343,11 @@ class Engine:
 
         Reports that follow one another in that order and come from one node make
         one *run*, one heap entry (module docstring, "Report runs")."""
-        n = batch.node
-        time = self._report_time(n, batch.end)
+        self._file_report(batch, self._report_time(batch.node, batch.end))
+
+    def _file_report(self, batch: Batch, time: float) -> None:
         run = self._open_runs.get(time)
-        if run is not None and run[0].node == n:
+        if run is not None and run[0].node == batch.node:
             run.append(batch)
             return
         self._seq += 1
@@ -356,11 +366,37 @@ class Engine:
         return time + interval if time < end else time
 
     def run(self) -> SimulationResult:
+        """Handle events in (time, sequence) order until every job is done or the
+        horizon. Submissions wait in a list of their own, in order, rather than in
+        the heap (which they would make deeper for the whole run); each event is
+        the earlier of the two heads, as if they shared the heap. The cyclic garbage
+        collector is off meanwhile: the run makes millions of short-lived objects
+        and no cycles, and a collection would walk the whole workload."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._loop()
+        finally:
+            if collecting:
+                gc.enable()
+        self._account()
+        self._sample()
+        return self._result()
+
+    def _loop(self) -> None:
         heap = self._heap
+        arrivals = self._arrivals
         pop = heapq.heappop
         horizon = math.inf if self.options.horizon_s is None else self.options.horizon_s
-        while heap and self.open_jobs > 0:
-            time, _, kind, arg = pop(heap)
+        next_arrival = 0
+        while self.open_jobs > 0:
+            if next_arrival < len(arrivals) and (not heap or arrivals[next_arrival] < heap[0]):
+                time, _, kind, arg = arrivals[next_arrival]
+                next_arrival += 1
+            elif heap:
+                time, _, kind, arg = pop(heap)
+            else:
+                break
             if time > horizon:
                 self.now = horizon
                 break
@@ -372,9 +408,6 @@ class Engine:
                 self._on_heartbeat(arg)
             else:
                 self._on_other(kind, arg)
-        self._account()
-        self._sample()
-        return self._result()
 
     def _on_other(self, kind: int, arg: int) -> None:
         if kind == _SUBMIT:
@@ -512,6 +545,7 @@ class Engine:
             app.start_s = self.now
         self.open_jobs -= 1
         self.model.remove(app)
+        app.groups = app.reduces = NO_TASKS  # what is left of the job is its result
         am = app.am_batch
         if am is not None:
             self._release_later(am.node, app, am.memory, am.vcores, True)
@@ -601,7 +635,8 @@ class Engine:
         memory, vcores = shape[1] * count, shape[2] * count
         self._shift(n, memory, vcores)
         self.model.charge(app, memory, vcores, is_am)
-        batch = Batch(self._next_batch, app, n, count, shape, self.now, is_am)
+        duration, each_mem, each_vc = shape
+        batch = Batch(self._next_batch, app, n, count, duration, each_mem, each_vc, self.now, is_am)
         self._next_batch += 1
         if not is_am and self._track_batches:
             app.batches[batch.id] = batch
@@ -771,7 +806,7 @@ class Engine:
                 granted_vc += vcores
                 if not model.keep_assigning((granted_mem, granted_vc), start_free):
                     break
-        if self._grants:
+        if self._granted:
             self._flush_grants()
         return granted, status
 
@@ -802,8 +837,6 @@ class Engine:
         groups = app.groups
         head = groups[0]
         memory, vcores = head.memory * count, head.vcores * count
-        grants = self._grants
-        index = app.index
         left = count
         while left:
             group = groups[0]
@@ -814,15 +847,13 @@ class Engine:
                 groups.popleft()
             tasks = group.tasks
             if tasks is None:
-                key = (n, index, group.duration, group.memory, group.vcores)
-                grants[key] = grants.get(key, 0) + taken
+                self._add_grant(app, n, group.duration, group.memory, group.vcores, taken)
                 continue
             start = group.offset
             group.offset = start + taken
             group_mem, group_vc = group.memory, group.vcores
             for task in tasks[start : start + taken]:
-                key = (n, index, task.duration_s, group_mem, group_vc)
-                grants[key] = grants.get(key, 0) + 1
+                self._add_grant(app, n, task.duration_s, group_mem, group_vc, 1)
         model.add_pending(app, -count, -memory, -vcores)
         model.request_changed(app)
         model.charge(app, memory, vcores, False)
@@ -833,50 +864,81 @@ class Engine:
             self._asks[app.index].granted += count
         return memory, vcores
 
+    def _add_grant(
+        self, app: SimApp, n: int, duration: float, memory: int, vcores: int, count: int
+    ) -> None:
+        """Containers granted in this heartbeat for tasks of one duration: alike
+        ones (same job, node, duration and size) make one batch, in the order of
+        their first grant. Looked up by duration; a second batch of the same
+        duration (another job or size) is looked up by all of them."""
+        first = self._grants_by_duration.get(duration)
+        if first is None:
+            batch = Batch(-1, app, n, count, duration, memory, vcores, self.now, False)
+            self._grants_by_duration[duration] = batch
+            self._granted.append(batch)
+            return
+        same = first.app is app and first.node == n
+        if same and first.memory == memory and first.vcores == vcores:
+            first.count += count
+            return
+        key = (n, app.index, duration, memory, vcores)
+        other = self._grants_by_key.get(key)
+        if other is not None:
+            other.count += count
+            return
+        batch = Batch(-1, app, n, count, duration, memory, vcores, self.now, False)
+        self._grants_by_key[key] = batch
+        self._granted.append(batch)
+
     def _flush_grants(self) -> None:
+        """The heartbeat's grants become running batches."""
         spread = self.options.container_start_spread_s
-        for (n, index, duration, memory, vcores), count in self._grants.items():
-            app = self.apps[index]
-            surplus = duration == _SURPLUS
-            if surplus:
+        now = self.now
+        for batch in self._granted:
+            app, n, count = batch.app, batch.node, batch.count
+            if batch.duration == _SURPLUS:
                 duration = self._surplus_hold(app)
-            if spread and count > 1 and not surplus:
+                batch.duration, batch.end, batch.stage = duration, now + duration, _SURPLUS_STAGE
+                self._new_batch(batch)
+            elif spread and count > 1:
                 for k in range(count):
-                    self._new_batch(app, n, 1, (duration + k * spread, memory, vcores), False)
+                    piece = batch.duration + k * spread
+                    memory, vcores = batch.memory, batch.vcores
+                    self._new_batch(Batch(-1, app, n, 1, piece, memory, vcores, now, False))
             else:
-                self._new_batch(app, n, count, (duration, memory, vcores), surplus)
+                self._new_batch(batch)
             if self.options.record_allocations:
                 self._record(app, n, count, False)
-        self._grants.clear()
+        self._granted.clear()
+        self._grants_by_duration.clear()
+        self._grants_by_key.clear()
 
-    def _new_batch(
-        self, app: SimApp, n: int, count: int, shape: tuple[float, int, int], surplus: bool
-    ) -> None:
-        duration, memory, vcores = shape
+    def _new_batch(self, batch: Batch) -> None:
+        """A granted batch starts: its end is due at a report. Without preemption,
+        it folds into the batch reported just before it when that one is of the same
+        job, stage and size on the same node (module docstring, "Report runs")."""
+        time = self._report_time(batch.node, batch.end)
         if not self._track_batches:
-            end = self.now + duration
-            run = self._open_runs.get(self._report_time(n, end))
+            run = self._open_runs.get(time)
             if run is not None:
                 last = run[-1]
                 if (
-                    last.app is app
-                    and last.node == n
-                    and last.stage == (_SURPLUS_STAGE if surplus else app.stage)
-                    and last.memory == memory
-                    and last.vcores == vcores
+                    last.app is batch.app
+                    and last.node == batch.node
+                    and last.stage == batch.stage
+                    and last.memory == batch.memory
+                    and last.vcores == batch.vcores
                 ):
-                    last.count += count
+                    last.count += batch.count
                     last.reports += 1
-                    if end > last.end:
-                        last.end = end
+                    if batch.end > last.end:
+                        last.end = batch.end
                     return
-        batch = Batch(self._next_batch, app, n, count, shape, self.now, False)
-        if surplus:
-            batch.stage = _SURPLUS_STAGE
+        batch.id = self._next_batch
         self._next_batch += 1
         if self._track_batches:
-            app.batches[batch.id] = batch
-        self._push_report(batch)
+            batch.app.batches[batch.id] = batch
+        self._file_report(batch, time)
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
         if self.options.record_allocations:

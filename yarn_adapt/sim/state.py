@@ -83,7 +83,13 @@ def group_tasks(tasks: Sequence[TaskSpec]) -> deque[TaskGroup]:
     return groups
 
 
+# Shared by every app that has no stage running (a deque costs 760 bytes and a
+# datacenter day has hundreds of thousands of apps); never added to: an app gets
+# deques of its own when a stage begins (the engine's _enter_stage).
+NO_TASKS: deque[TaskGroup] = deque()
+
 UNLIMITED = float("inf")
+ORDER_SPAN = 1 << 40  # more apps than any run has
 
 
 class QueueNode:
@@ -170,6 +176,10 @@ class LeafQueue(QueueNode):
         "by_ask",
         "chain",
         "demand",
+        "limit_for_asking",
+        "limit_for_guar",
+        "limit_for_used",
+        "limit_value",
         "max_apps",
         "minimum_user_limit",
         "ordered",
@@ -182,8 +192,8 @@ class LeafQueue(QueueNode):
         super().__init__(path, parent, position)
         self.apps: dict[int, SimApp] = {}
         self.demand: dict[int, SimApp] = {}
-        self.ordered: list[tuple[tuple[int, int], SimApp]] = []
-        self.by_ask: dict[tuple[str, int, int], list[tuple[tuple[int, int], SimApp]]] = {}
+        self.ordered: list[tuple[int, SimApp]] = []  # (SimApp.order, app) of asking apps
+        self.by_ask: dict[tuple[str, int, int], AskQueue] = {}
         self.waiting: list[SimApp] = []
         self.users: dict[str, UserUsage] = {}
         self.am_used_mem = 0
@@ -193,6 +203,12 @@ class LeafQueue(QueueNode):
         self.minimum_user_limit = 100.0
         self.max_apps = UNLIMITED
         self.chain: tuple[QueueNode, ...] = ()
+        # The Capacity Scheduler's user limit for a leaf of one user, and what it
+        # was computed from (it changes only with them).
+        self.limit_for_used = -1
+        self.limit_for_guar = -1.0
+        self.limit_for_asking = False
+        self.limit_value = 0.0
 
     @property
     def is_leaf(self) -> bool:
@@ -206,6 +222,21 @@ class LeafQueue(QueueNode):
         if found is None:
             found = self.users[name] = UserUsage()
         return found
+
+
+class AskQueue:
+    """The asking apps of one FIFO leaf that belong to one user and ask for one
+    container size, in the leaf's order (their ``SimApp.order`` beside them)."""
+
+    __slots__ = ("apps", "keys", "memory", "usage", "user", "vcores")
+
+    def __init__(self, user: str, usage: UserUsage, memory: int, vcores: int) -> None:
+        self.user = user
+        self.usage = usage
+        self.memory = memory
+        self.vcores = vcores
+        self.keys: list[int] = []
+        self.apps: list[SimApp] = []
 
 
 class UserUsage:
@@ -238,6 +269,7 @@ class SimApp:
         "job",
         "last_end",
         "leaf",
+        "order",
         "pending_count",
         "pending_mem",
         "pending_vc",
@@ -261,15 +293,19 @@ class SimApp:
         self.leaf = leaf
         self.user = job.user
         self.priority = job.features.priority
+        # FIFO order (higher priority, then submission) as one integer.
+        self.order = -self.priority * ORDER_SPAN + index
         self.submit_s = job.submit_s
         self.am_mem = job.am_resources.memory_mb
         self.am_vc = job.am_resources.vcores
         self.awaiting_am = False
         self.am_batch: Batch | None = None
-        self.groups: deque[TaskGroup] = deque()
-        self.reduces: deque[TaskGroup] = deque()
+        # The running stage's pending groups and the reduces to come: NO_TASKS
+        # until the app's first stage begins and again once it ends.
+        self.groups: deque[TaskGroup] = NO_TASKS
+        self.reduces: deque[TaskGroup] = NO_TASKS
         self.plan: tuple[deque[TaskGroup], deque[TaskGroup]] | None = None
-        self.filed: tuple[str, int, int] | None = None
+        self.filed: AskQueue | None = None
         self.stage = MAP_STAGE
         self.stage_left = 0
         self.ahead = 0
@@ -360,7 +396,9 @@ class Batch:
         app: SimApp,
         node: int,
         count: int,
-        group: tuple[float, int, int],
+        duration: float,
+        memory: int,
+        vcores: int,
         start: float,
         is_am: bool,
     ) -> None:
@@ -368,9 +406,11 @@ class Batch:
         self.app = app
         self.node = node
         self.count = count
-        self.duration, self.memory, self.vcores = group
+        self.duration = duration
+        self.memory = memory
+        self.vcores = vcores
         self.start = start
-        self.end = start + self.duration
+        self.end = start + duration
         self.is_am = is_am
         self.stage = app.stage
         self.reports = 1
