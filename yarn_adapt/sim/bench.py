@@ -18,6 +18,7 @@ from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.capacity import CapacityQueue, CapacitySchedulerConfig, Percentage
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
+from yarn_adapt.sim.native import select_core
 from yarn_adapt.sim.results import latency_stats
 from yarn_adapt.sim.run import simulate
 from yarn_adapt.sim.spec import ClusterSpec, SimulationOptions
@@ -28,6 +29,7 @@ FB_JOBS = 5894
 FB_SPAN_S = 86_400.0
 FB_TINY_SHARE = 0.86
 FB_MAX_MAPS = 131_777
+MAX_REPLICATED_JOBS = 10_000_000  # about 5 GB of job specs
 
 
 def synthetic_fb_workload(seed: int = 0, jobs: int = FB_JOBS) -> Workload:
@@ -85,6 +87,11 @@ def replicate_workload(workload: Workload, copies: int) -> Workload:
     share their tasks (no extra memory per task)."""
     if copies < 1:
         raise SettingsError(f"replicate must be at least 1, got {copies}")
+    if copies * len(workload.jobs) > MAX_REPLICATED_JOBS:
+        raise SettingsError(
+            f"replicate={copies} would make {copies * len(workload.jobs):,} jobs, more than "
+            f"the {MAX_REPLICATED_JOBS:,} a speed run builds"
+        )
     if copies == 1 or not workload.jobs:
         return workload
     gap = workload.span_s / max(1, len(workload.jobs) - 1)
@@ -124,11 +131,13 @@ def run_speed_benchmark(
     config = config or equal_share_config(names)
     container = typical_container(workload)
     cluster = ClusterSpec.uniform(nodes, container * containers_per_node)
+    engine = select_core().kind
     began, began_cpu = time.perf_counter(), _cpu_s()
-    result = simulate(workload, config, cluster, options)
+    result = simulate(workload, config, cluster, options, engine=engine)
     wall, cpu = time.perf_counter() - began, _cpu_s() - began_cpu
     stats = latency_stats(result.jobs)
     return {
+        "engine": engine,
         "jobs": len(workload.jobs),
         "tasks": sum(len(job.tasks) for job in workload.jobs),
         "finished": stats.count,
