@@ -3,6 +3,8 @@
 #   - a JDK Hadoop 3.4 runs on (17) and Maven, for the real-YARN mini cluster
 #   - redis-server, chromium and chromium-driver, for the tracing and web-page tests
 #   - the package itself with its test extras (pip install -e '.[test]')
+#   - a C compiler and Python's headers, and the simulator's compiled core built from
+#     the current sources (python -m yarn_adapt.sim.native --if-stale)
 #   - the Hadoop jars of tests/hadoop/pom.xml, resolved once into ~/.cache/yarn-adapt
 #
 # Idempotent: anything already present is left alone, so a second run takes seconds.
@@ -55,11 +57,18 @@ missing_packages() {
   local wanted=(redis-server chromium chromium-driver)
   command -v mvn >/dev/null 2>&1 || wanted+=(maven)
   java_ok || wanted+=(openjdk-17-jdk-headless)
+  command -v gcc >/dev/null 2>&1 || wanted+=(gcc)
+  python_headers_ok || wanted+=(python3-dev)
   local package
   for package in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
       || echo "$package"
   done
+}
+
+python_headers_ok() {
+  "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
 }
 
 install_system_packages() {
@@ -93,6 +102,8 @@ main() {
     install_system_packages $missing
   fi
   install_python_package
+  quietly "compiling the simulator's core (python -m yarn_adapt.sim.native)" \
+    "$python" -m yarn_adapt.sim.native --if-stale
   quietly "resolving the Hadoop jars (tests/hadoop/pom.xml)" \
     "$python" -c "from yarn_adapt.minicluster import resolve_hadoop_jars; resolve_hadoop_jars()"
 }

@@ -500,31 +500,32 @@ class CapacityModel(SchedulerModel):
         room = free_mem // memory
         if not self.memory_only and vcores:
             room = min(room, free_vc // vcores)
-        bounds = [app.head_run(min(most, room))]
-        if bounds[0] == 1:
+        bound = app.head_run(min(most, room))
+        if bound == 1:
             return 1
-        bounds.append(_steps_within(leaf.used_mem, self._leaf_limit[0], memory))
+        limit_mem, limit_vc = self._leaf_limit
+        bound = min(bound, _steps_within(leaf.used_mem, limit_mem, memory))
         if self._skipped_for_room:
             # An earlier app that found no room here blocks the leaf once its ask
             # no longer fits under the limit.
             if not self.memory_only:
                 return 1
             skipped = leaf.used_mem + self._skipped_for_room
-            bounds.append(1 + _steps_within(skipped, self._leaf_limit[0], memory))
+            bound = min(bound, 1 + _steps_within(skipped, limit_mem, memory))
         if not self.memory_only:
-            bounds.append(_steps_within(leaf.used_vc, self._leaf_limit[1], vcores))
-        bounds.append(1 + self._user_steps(leaf, app, memory, vcores))
+            bound = min(bound, _steps_within(leaf.used_vc, limit_vc, vcores))
+        bound = min(bound, 1 + self._user_steps(leaf, app, memory, vcores))
         if self._next_app is not None:
-            bounds.append(1 + _fair_steps(app, self._next_app, memory))
+            bound = min(bound, 1 + _fair_steps(app, self._next_app, memory))
         for queue, next_key in self._path:
             if next_key is not None:
-                bounds.append(1 + self._order_steps(queue, next_key, memory, vcores))
-        return max(1, min(bounds))
+                bound = min(bound, 1 + self._order_steps(queue, next_key, memory, vcores))
+        return max(1, bound)
 
     def _user_steps(self, leaf: LeafQueue, app: SimApp, memory: int, vcores: int) -> int:
         """Grants after the first for which the user stays not over the limit."""
         assert self._user_cap_known
-        user = leaf.users[app.user]
+        user = self._usage(leaf, app)
         steps = math.floor((self._user_cap_mem - user.used_mem) / memory)
         if not self.memory_only and vcores:
             steps = min(steps, math.floor((self._user_cap_vc - user.used_vc) / vcores))
@@ -554,9 +555,17 @@ class CapacityModel(SchedulerModel):
         for queue in leaf.chain:
             queue.used_mem += memory
             queue.used_vc += vcores
-        user = leaf.users[app.user]
+        user = self._usage(leaf, app)
         user.used_mem += memory
         user.used_vc += vcores
+
+    @staticmethod
+    def _usage(leaf: LeafQueue, app: SimApp) -> UserUsage:
+        """The app's user's usage in its leaf (looked up once per app)."""
+        usage = app.usage
+        if usage is None:
+            usage = app.usage = leaf.users[app.user]
+        return usage
 
     def _demand_changed(self, app: SimApp, has_demand: bool) -> None:
         leaf = app.leaf

@@ -51,7 +51,6 @@ durations or ``am_startup_s``), data locality, node failures, AM retries.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 import random
@@ -113,7 +112,10 @@ _AM_CALL = 11
 _SURPLUS = -1.0
 _SURPLUS_STAGE = -1
 
-_REPORTS_FIRST = 1 << 62
+# An event due at an instant is one integer: its kind, shifted, and its argument
+# (an app, node, capacity change or LRA index).
+_KIND_SHIFT = 40
+_ARG_MASK = (1 << _KIND_SHIFT) - 1
 _MORE = 2  # a node stopped granting (full, heartbeat limit, no fit): others may serve
 
 
@@ -159,19 +161,19 @@ class Engine:
         self.min_vc = cluster.minimum_allocation.vcores
         self._normalised: dict[tuple[int, int], tuple[int, int]] = {}
         self.memory_only = model.memory_only
-        self._heap: list[tuple[float, int, int, int]] = []
-        self._arrivals: list[tuple[float, int, int, int]] = []  # submissions, in order
-        self._seq = 0
+        self._times: list[float] = []  # a heap of the moments that have something due
+        self._due: dict[float, _Instant] = {}
+        self._arrivals: list[tuple[float, int]] = []  # (time, app): submissions, in order
         self.events = 0
         self._init_nodes(cluster)
         self._init_hooks()
         self._track_batches = options.preemption.enabled  # only preemption looks at them
+        self._spread = options.container_start_spread_s
+        self._record_allocations = options.record_allocations
         self._next_batch = 0
         self._granted: list[Batch] = []  # this heartbeat's grants, first first
         self._grants_by_duration: dict[float, Batch] = {}
         self._grants_by_key: dict[tuple[int, int, float, int, int], Batch] = {}
-        self._runs: dict[int, list[Batch]] = {}
-        self._open_runs: dict[float, list[Batch]] = {}
         self.apps: list[SimApp] = []
         self.open_jobs = 0
         self._init_accounting()
@@ -184,10 +186,8 @@ class Engine:
         progress = sorted(start.jobs, key=lambda p: p.job.submit_s) if start else []
         adopted = [self._new_app(p.job) for p in progress]
         for job in sorted(workload.jobs, key=lambda j: j.submit_s):
-            self._seq += 1
-            self._arrivals.append(
-                (max(job.submit_s, self.now), self._seq, _SUBMIT, self._new_app(job).index)
-            )
+            index = self._new_app(job).index
+            self._arrivals.append((max(job.submit_s, self.now), index))
         model.resize(self.total_mem, self.total_vc)
         for app, observed in zip(adopted, progress, strict=True):
             self._adopt(app, observed)
@@ -332,9 +332,15 @@ class Engine:
 
     # ------------------------------------------------------------------ event loop
 
+    def _instant(self, time: float) -> _Instant:
+        due = self._due.get(time)
+        if due is None:
+            due = self._due[time] = _Instant()
+            heapq.heappush(self._times, time)
+        return due
+
     def _push(self, time: float, kind: int, arg: int) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, kind, arg))
+        self._instant(time).events.append(kind << _KIND_SHIFT | arg)
 
     def _push_report(self, batch: Batch) -> None:
         """A batch's end reaches the RM with its node's next heartbeat; such reports
@@ -346,16 +352,14 @@ class Engine:
         self._file_report(batch, self._report_time(batch.node, batch.end))
 
     def _file_report(self, batch: Batch, time: float) -> None:
-        run = self._open_runs.get(time)
+        self._add_to_run(batch, self._instant(time))
+
+    def _add_to_run(self, batch: Batch, due: _Instant) -> None:
+        run = due.open_run()
         if run is not None and run[0].node == batch.node:
             run.append(batch)
-            return
-        self._seq += 1
-        seq = self._seq
-        run = [batch]
-        self._open_runs[time] = run
-        self._runs[seq] = run
-        heapq.heappush(self._heap, (time, seq - _REPORTS_FIRST, _FINISH, seq))
+        else:
+            due.runs.append([batch])
 
     def _report_time(self, n: int, end: float) -> float:
         if self.continuous or self._out_of_band:
@@ -369,45 +373,64 @@ class Engine:
         """Handle events in (time, sequence) order until every job is done or the
         horizon. Submissions wait in a list of their own, in order, rather than in
         the heap (which they would make deeper for the whole run); each event is
-        the earlier of the two heads, as if they shared the heap. The cyclic garbage
-        collector is off meanwhile: the run makes millions of short-lived objects
-        and no cycles, and a collection would walk the whole workload."""
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            self._loop()
-        finally:
-            if collecting:
-                gc.enable()
+        the earlier of the two heads, as if they shared the heap."""
+        self._loop()
         self._account()
         self._sample()
         return self._result()
 
     def _loop(self) -> None:
-        heap = self._heap
+        """Each moment in turn; at a moment, its report runs first, then the
+        submissions due then, then its other events, each in the order they were
+        filed (what one heap ordered by (time, sequence) gave, reports sorting
+        first)."""
+        times = self._times
         arrivals = self._arrivals
-        pop = heapq.heappop
         horizon = math.inf if self.options.horizon_s is None else self.options.horizon_s
         next_arrival = 0
         while self.open_jobs > 0:
-            if next_arrival < len(arrivals) and (not heap or arrivals[next_arrival] < heap[0]):
-                time, _, kind, arg = arrivals[next_arrival]
-                next_arrival += 1
-            elif heap:
-                time, _, kind, arg = pop(heap)
-            else:
-                break
+            time = times[0] if times else math.inf
+            if next_arrival < len(arrivals) and arrivals[next_arrival][0] <= time:
+                time, index = arrivals[next_arrival]
+                due = self._due.get(time)
+                if due is None or not due.reports_left():
+                    if time > horizon:
+                        self.now = horizon
+                        return
+                    next_arrival += 1
+                    self.now = time
+                    self.events += 1
+                    self._on_submit(self.apps[index])
+                    continue
+            elif not times:
+                return
             if time > horizon:
                 self.now = horizon
-                break
+                return
+            due = self._due[time]
             self.now = time
             self.events += 1
-            if kind == _FINISH:
-                self._on_reports(arg)
-            elif kind == _HEARTBEAT:
+            if due.reports_left():
+                run = due.runs[due.next_run]
+                due.next_run += 1
+                self._retire_if_done(due, time)
+                self._on_reports(run)
+                continue
+            event = due.events[due.next_event]
+            due.next_event += 1
+            self._retire_if_done(due, time)
+            kind, arg = event >> _KIND_SHIFT, event & _ARG_MASK
+            if kind == _HEARTBEAT:
                 self._on_heartbeat(arg)
             else:
                 self._on_other(kind, arg)
+
+    def _retire_if_done(self, due: _Instant, time: float) -> None:
+        """Once its last item is taken, a moment leaves the queue: anything filed
+        for that moment while the item is handled makes a new one, handled next."""
+        if not due.reports_left() and due.next_event == len(due.events):
+            heapq.heappop(self._times)
+            del self._due[time]
 
     def _on_other(self, kind: int, arg: int) -> None:
         if kind == _SUBMIT:
@@ -553,15 +576,11 @@ class Engine:
 
     # ------------------------------------------------------------------ containers
 
-    def _on_reports(self, run_id: int) -> None:
+    def _on_reports(self, run: list[Batch]) -> None:
         """The node heartbeat that reports a run of batch ends: each batch frees its
         containers and advances its job, then (after the node's last report of this
         instant) the heartbeat schedules on the node. Each report is one event, as
         if it had been an entry of its own."""
-        run = self._runs.pop(run_id)
-        now = self.now
-        if self._open_runs.get(now) is run:
-            del self._open_runs[now]
         last = len(run) - 1
         for i, batch in enumerate(run):
             if i and self.open_jobs <= 0:
@@ -605,13 +624,10 @@ class Engine:
             return True
         if i < last:
             return run[i + 1].count > 0
-        heap = self._heap
-        if not heap:
+        due = self._due.get(self.now)  # the moment being handled, or its successor
+        if due is None or not due.reports_left():
             return False
-        time, _, kind, arg = heap[0]
-        if time != self.now or kind != _FINISH:
-            return False
-        following = self._runs[arg][0]
+        following = due.runs[due.next_run][0]
         return following.count > 0 and following.node == n
 
     def _release_later(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
@@ -892,7 +908,7 @@ class Engine:
 
     def _flush_grants(self) -> None:
         """The heartbeat's grants become running batches."""
-        spread = self.options.container_start_spread_s
+        spread = self._spread
         now = self.now
         for batch in self._granted:
             app, n, count = batch.app, batch.node, batch.count
@@ -907,7 +923,7 @@ class Engine:
                     self._new_batch(Batch(-1, app, n, 1, piece, memory, vcores, now, False))
             else:
                 self._new_batch(batch)
-            if self.options.record_allocations:
+            if self._record_allocations:
                 self._record(app, n, count, False)
         self._granted.clear()
         self._grants_by_duration.clear()
@@ -917,31 +933,30 @@ class Engine:
         """A granted batch starts: its end is due at a report. Without preemption,
         it folds into the batch reported just before it when that one is of the same
         job, stage and size on the same node (module docstring, "Report runs")."""
-        time = self._report_time(batch.node, batch.end)
-        if not self._track_batches:
-            run = self._open_runs.get(time)
-            if run is not None:
-                last = run[-1]
-                if (
-                    last.app is batch.app
-                    and last.node == batch.node
-                    and last.stage == batch.stage
-                    and last.memory == batch.memory
-                    and last.vcores == batch.vcores
-                ):
-                    last.count += batch.count
-                    last.reports += 1
-                    if batch.end > last.end:
-                        last.end = batch.end
-                    return
+        due = self._instant(self._report_time(batch.node, batch.end))
+        run = due.open_run()
+        if not self._track_batches and run is not None:
+            last = run[-1]
+            if (
+                last.app is batch.app
+                and last.node == batch.node
+                and last.stage == batch.stage
+                and last.memory == batch.memory
+                and last.vcores == batch.vcores
+            ):
+                last.count += batch.count
+                last.reports += 1
+                if batch.end > last.end:
+                    last.end = batch.end
+                return
         batch.id = self._next_batch
         self._next_batch += 1
         if self._track_batches:
             batch.app.batches[batch.id] = batch
-        self._file_report(batch, time)
+        self._add_to_run(batch, due)
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
-        if self.options.record_allocations:
+        if self._record_allocations:
             self.allocations.append(
                 Allocation(self.now, app.job.id, self.node_ids[n], count, is_am)
             )
@@ -1135,6 +1150,27 @@ class Engine:
             preempted_containers=self.preempted,
             allocations=tuple(self.allocations),
         )
+
+
+class _Instant:
+    """What is due at one moment: runs of reports (each a list of batches of one
+    node), then other events, each in the order they were filed. ``next_run`` and
+    ``next_event`` are how far handling has got."""
+
+    __slots__ = ("events", "next_event", "next_run", "runs")
+
+    def __init__(self) -> None:
+        self.runs: list[list[Batch]] = []
+        self.next_run = 0
+        self.events: list[int] = []
+        self.next_event = 0
+
+    def reports_left(self) -> bool:
+        return self.next_run < len(self.runs)
+
+    def open_run(self) -> list[Batch] | None:
+        """The last run, if it is not being handled yet (a report may join it)."""
+        return self.runs[-1] if self.next_run < len(self.runs) else None
 
 
 def _job_result(app: SimApp) -> JobResult:

@@ -3,6 +3,9 @@ configuration."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from yarn_adapt.errors import ConfigValidationError, ValidationIssue
@@ -31,9 +34,26 @@ def simulate(
     gives the same result."""
     options = options or SimulationOptions()
     core = select_core(engine)
-    model = scheduler_model(core, config, cluster, options)
-    result: SimulationResult = core.engine.Engine(workload, model, cluster, options, start).run()
+    with _collector_paused():
+        model = scheduler_model(core, config, cluster, options)
+        engine_ = core.engine.Engine(workload, model, cluster, options, start)
+        result: SimulationResult = engine_.run()
     return result
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector is off during a run: a run makes millions of
+    short-lived objects but no cyclic garbage until it ends (a few objects per job:
+    its own structures, collected afterwards), and each collection would walk the
+    whole workload."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def scheduler_model(

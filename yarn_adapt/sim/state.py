@@ -282,6 +282,7 @@ class SimApp:
         "stage_left",
         "start_s",
         "submit_s",
+        "usage",
         "used_mem",
         "used_vc",
         "user",
@@ -306,6 +307,7 @@ class SimApp:
         self.reduces: deque[TaskGroup] = NO_TASKS
         self.plan: tuple[deque[TaskGroup], deque[TaskGroup]] | None = None
         self.filed: AskQueue | None = None
+        self.usage: UserUsage | None = None  # the user's usage in the leaf, once known
         self.stage = MAP_STAGE
         self.stage_left = 0
         self.ahead = 0
