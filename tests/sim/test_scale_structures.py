@@ -6,6 +6,7 @@ gave."""
 
 from __future__ import annotations
 
+import gc
 import random
 from dataclasses import replace
 from typing import Any
@@ -134,3 +135,31 @@ def test_folding_reports_changes_nothing() -> None:
     assert folded.events == unfolded.events
     (first,) = [j for j in folded.jobs if j.id == "j0"]
     assert first.finish_s is not None
+
+
+def test_a_run_leaves_no_cyclic_garbage_per_event() -> None:
+    """The collector is paused during a run, so nothing made per event may be a
+    cycle: what a collection finds afterwards is the run's own structures, a few
+    objects per job, however many events there were."""
+    rng = random.Random(5)
+    shape = Resources(1024, 1)
+    noisy = [
+        replace(
+            job(f"j{i}", "a", submit=rng.uniform(0, 600)),
+            tasks=tuple(TaskSpec(TaskType.MAP, rng.uniform(5, 30), shape) for _ in range(200)),
+        )
+        for i in range(20)
+    ]
+    gc.collect()
+    gc.disable()  # no automatic collection may hide what the run leaves
+    try:
+        result = simulate(
+            workload(*noisy), capacity_tree(capacity_leaf("a", 100)), cluster(6, 6), engine="python"
+        )
+        events = result.events
+        del result
+        left = gc.collect()
+    finally:
+        gc.enable()
+    assert events > 100 * len(noisy)
+    assert left < events / 10

@@ -162,7 +162,8 @@ class Engine:
         self._normalised: dict[tuple[int, int], tuple[int, int]] = {}
         self.memory_only = model.memory_only
         self._times: list[float] = []  # a heap of the moments that have something due
-        self._due: dict[float, _Instant] = {}
+        self._reports: dict[float, Batch] = {}  # moment -> its first pending run
+        self._events_due: dict[float, _Events] = {}
         self._arrivals: list[tuple[float, int]] = []  # (time, app): submissions, in order
         self.events = 0
         self._init_nodes(cluster)
@@ -332,34 +333,54 @@ class Engine:
 
     # ------------------------------------------------------------------ event loop
 
-    def _instant(self, time: float) -> _Instant:
-        due = self._due.get(time)
-        if due is None:
-            due = self._due[time] = _Instant()
-            heapq.heappush(self._times, time)
-        return due
-
     def _push(self, time: float, kind: int, arg: int) -> None:
-        self._instant(time).events.append(kind << _KIND_SHIFT | arg)
+        due = self._events_due.get(time)
+        if due is None:
+            if time not in self._reports:
+                heapq.heappush(self._times, time)
+            due = self._events_due[time] = _Events()
+        due.items.append(kind << _KIND_SHIFT | arg)
 
     def _push_report(self, batch: Batch) -> None:
         """A batch's end reaches the RM with its node's next heartbeat; such reports
-        sort before every other event of the same instant, so that heartbeat sees
-        all of them.
+        come before every other event of the same moment, so that heartbeat sees
+        all of them."""
+        self._file_report(batch, self._report_time(batch.node, batch.end), False)
 
-        Reports that follow one another in that order and come from one node make
-        one *run*, one heap entry (module docstring, "Report runs")."""
-        self._file_report(batch, self._report_time(batch.node, batch.end))
-
-    def _file_report(self, batch: Batch, time: float) -> None:
-        self._add_to_run(batch, self._instant(time))
-
-    def _add_to_run(self, batch: Batch, due: _Instant) -> None:
-        run = due.open_run()
-        if run is not None and run[0].node == batch.node:
-            run.append(batch)
-        else:
-            due.runs.append([batch])
+    def _file_report(self, batch: Batch, time: float, fold: bool) -> bool:
+        """File the batch's report for ``time``, after those filed before (module
+        docstring, "Report runs"): in the last pending run of that moment if that
+        run is the same node's, else as a new run. With ``fold``, a batch of the
+        same job, stage and size as the run's last one joins it instead (True)."""
+        first = self._reports.get(time)
+        if first is None:
+            if time not in self._events_due:
+                heapq.heappush(self._times, time)
+            batch.run_tail = batch.last_run = batch
+            self._reports[time] = batch
+            return False
+        run = first.last_run
+        assert run is not None
+        tail = run.run_tail
+        assert tail is not None
+        if run.node != batch.node:
+            run.next_run = batch
+            batch.run_tail = first.last_run = batch
+            return False
+        if (
+            fold
+            and tail.app is batch.app
+            and tail.stage == batch.stage
+            and tail.memory == batch.memory
+            and tail.vcores == batch.vcores
+        ):
+            tail.count += batch.count
+            tail.reports += 1
+            if batch.end > tail.end:
+                tail.end = batch.end
+            return True
+        tail.next = run.run_tail = batch
+        return False
 
     def _report_time(self, n: int, end: float) -> float:
         if self.continuous or self._out_of_band:
@@ -383,54 +404,59 @@ class Engine:
         """Each moment in turn; at a moment, its report runs first, then the
         submissions due then, then its other events, each in the order they were
         filed (what one heap ordered by (time, sequence) gave, reports sorting
-        first)."""
+        first). A moment leaves the heap when its last item is taken; anything
+        filed for it meanwhile puts it back, to be handled next."""
         times = self._times
+        reports = self._reports
         arrivals = self._arrivals
         horizon = math.inf if self.options.horizon_s is None else self.options.horizon_s
         next_arrival = 0
         while self.open_jobs > 0:
             time = times[0] if times else math.inf
-            if next_arrival < len(arrivals) and arrivals[next_arrival][0] <= time:
-                time, index = arrivals[next_arrival]
-                due = self._due.get(time)
-                if due is None or not due.reports_left():
-                    if time > horizon:
+            if next_arrival < len(arrivals):
+                arrival, index = arrivals[next_arrival]
+                if arrival < time or (arrival == time and arrival not in reports):
+                    if arrival > horizon:
                         self.now = horizon
                         return
                     next_arrival += 1
-                    self.now = time
+                    self.now = arrival
                     self.events += 1
                     self._on_submit(self.apps[index])
                     continue
-            elif not times:
+            if not times:
                 return
             if time > horizon:
                 self.now = horizon
                 return
-            due = self._due[time]
             self.now = time
             self.events += 1
-            if due.reports_left():
-                run = due.runs[due.next_run]
-                due.next_run += 1
-                self._retire_if_done(due, time)
-                self._on_reports(run)
+            head = reports.get(time)
+            if head is not None:
+                following = head.next_run
+                if following is None:
+                    del reports[time]
+                    if time not in self._events_due:
+                        heapq.heappop(times)
+                else:
+                    following.last_run = head.last_run
+                    reports[time] = following
+                # A run's first batch points at itself while it waits; no cycle may
+                # outlive it (the collector is off during a run).
+                head.run_tail = head.last_run = head.next_run = None
+                self._on_reports(head)
                 continue
-            event = due.events[due.next_event]
-            due.next_event += 1
-            self._retire_if_done(due, time)
+            due = self._events_due[time]
+            event = due.items[due.taken]
+            due.taken += 1
+            if due.taken == len(due.items):
+                del self._events_due[time]
+                heapq.heappop(times)
             kind, arg = event >> _KIND_SHIFT, event & _ARG_MASK
             if kind == _HEARTBEAT:
                 self._on_heartbeat(arg)
             else:
                 self._on_other(kind, arg)
-
-    def _retire_if_done(self, due: _Instant, time: float) -> None:
-        """Once its last item is taken, a moment leaves the queue: anything filed
-        for that moment while the item is handled makes a new one, handled next."""
-        if not due.reports_left() and due.next_event == len(due.events):
-            heapq.heappop(self._times)
-            del self._due[time]
 
     def _on_other(self, kind: int, arg: int) -> None:
         if kind == _SUBMIT:
@@ -576,25 +602,29 @@ class Engine:
 
     # ------------------------------------------------------------------ containers
 
-    def _on_reports(self, run: list[Batch]) -> None:
-        """The node heartbeat that reports a run of batch ends: each batch frees its
-        containers and advances its job, then (after the node's last report of this
-        instant) the heartbeat schedules on the node. Each report is one event, as
-        if it had been an entry of its own."""
-        last = len(run) - 1
-        for i, batch in enumerate(run):
-            if i and self.open_jobs <= 0:
-                return  # the run loop would have stopped before this report
-            self.events += batch.reports if i else batch.reports - 1
-            if batch.count == 0:
-                continue  # killed by preemption
-            self._finish(batch)
-            n = batch.node
-            if self.continuous:
-                self._serve_lras(n)
-                self._kick()
-            elif not self._more_reports(n, run, i, last):
-                self._heartbeat(n, chained=False)
+    def _on_reports(self, head: Batch) -> None:
+        """The node heartbeat that reports a run of batch ends (``head`` and those
+        linked after it): each batch frees its containers and advances its job,
+        then (after the node's last report of this moment) the heartbeat schedules
+        on the node. Each report is one event, as if it had been an entry of its
+        own."""
+        batch: Batch | None = head
+        self.events += head.reports - 1
+        while batch is not None:
+            following = batch.next
+            if batch is not head:
+                if self.open_jobs <= 0:
+                    return  # the run loop would have stopped before this report
+                self.events += batch.reports
+            if batch.count > 0:  # else killed by preemption
+                self._finish(batch)
+                n = batch.node
+                if self.continuous:
+                    self._serve_lras(n)
+                    self._kick()
+                elif not self._more_reports(n, following):
+                    self._heartbeat(n, chained=False)
+            batch = following
 
     def _finish(self, batch: Batch) -> None:
         """A batch's end reaches the RM: free its containers, advance its job."""
@@ -617,18 +647,16 @@ class Engine:
             if app.stage_left == 0:
                 self._next_stage(app)
 
-    def _more_reports(self, n: int, run: list[Batch], i: int, last: int) -> bool:
-        """Whether node ``n`` heartbeats again at this instant: its next report (of
-        a container not killed) comes next, or a scheduled heartbeat event does."""
+    def _more_reports(self, n: int, following: Batch | None) -> bool:
+        """Whether node ``n`` heartbeats again at this moment: its next report (of
+        a container not killed) comes next, or a scheduled heartbeat event does.
+        ``following``: the next batch of the run being reported."""
         if self.heartbeat_at[n] == self.now:
             return True
-        if i < last:
-            return run[i + 1].count > 0
-        due = self._due.get(self.now)  # the moment being handled, or its successor
-        if due is None or not due.reports_left():
-            return False
-        following = due.runs[due.next_run][0]
-        return following.count > 0 and following.node == n
+        if following is not None:
+            return following.count > 0
+        after = self._reports.get(self.now)
+        return after is not None and after.count > 0 and after.node == n
 
     def _release_later(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         if self.continuous:
@@ -933,27 +961,13 @@ class Engine:
         """A granted batch starts: its end is due at a report. Without preemption,
         it folds into the batch reported just before it when that one is of the same
         job, stage and size on the same node (module docstring, "Report runs")."""
-        due = self._instant(self._report_time(batch.node, batch.end))
-        run = due.open_run()
-        if not self._track_batches and run is not None:
-            last = run[-1]
-            if (
-                last.app is batch.app
-                and last.node == batch.node
-                and last.stage == batch.stage
-                and last.memory == batch.memory
-                and last.vcores == batch.vcores
-            ):
-                last.count += batch.count
-                last.reports += 1
-                if batch.end > last.end:
-                    last.end = batch.end
-                return
+        tracked = self._track_batches
+        if self._file_report(batch, self._report_time(batch.node, batch.end), not tracked):
+            return  # folded into the batch reported before it
         batch.id = self._next_batch
         self._next_batch += 1
-        if self._track_batches:
+        if tracked:
             batch.app.batches[batch.id] = batch
-        self._add_to_run(batch, due)
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
         if self._record_allocations:
@@ -1152,25 +1166,15 @@ class Engine:
         )
 
 
-class _Instant:
-    """What is due at one moment: runs of reports (each a list of batches of one
-    node), then other events, each in the order they were filed. ``next_run`` and
-    ``next_event`` are how far handling has got."""
+class _Events:
+    """The events other than reports due at one moment (kind and argument in one
+    integer each), in filing order; ``taken`` of them are handled."""
 
-    __slots__ = ("events", "next_event", "next_run", "runs")
+    __slots__ = ("items", "taken")
 
     def __init__(self) -> None:
-        self.runs: list[list[Batch]] = []
-        self.next_run = 0
-        self.events: list[int] = []
-        self.next_event = 0
-
-    def reports_left(self) -> bool:
-        return self.next_run < len(self.runs)
-
-    def open_run(self) -> list[Batch] | None:
-        """The last run, if it is not being handled yet (a report may join it)."""
-        return self.runs[-1] if self.next_run < len(self.runs) else None
+        self.items: list[int] = []
+        self.taken = 0
 
 
 def _job_result(app: SimApp) -> JobResult:

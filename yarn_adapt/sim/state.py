@@ -384,9 +384,13 @@ class Batch:
         "end",
         "id",
         "is_am",
+        "last_run",
         "memory",
+        "next",
+        "next_run",
         "node",
         "reports",
+        "run_tail",
         "stage",
         "start",
         "vcores",
@@ -416,6 +420,14 @@ class Batch:
         self.is_am = is_am
         self.stage = app.stage
         self.reports = 1
+        # Reports due at one moment are runs of batches linked in order: ``next``
+        # within a run; a run's first batch knows its last (``run_tail``) and the
+        # next run's first (``next_run``); the moment's first pending run also
+        # knows the last pending run (``last_run``).
+        self.next: Batch | None = None
+        self.run_tail: Batch | None = None
+        self.next_run: Batch | None = None
+        self.last_run: Batch | None = None
 
 
 @dataclass(frozen=True)
