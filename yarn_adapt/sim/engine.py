@@ -131,7 +131,7 @@ class _NodeView:
 
     def free(self, node_id: str) -> Resources:
         n = self._engine.node_index[node_id]
-        return Resources(self._engine.free_mem[n], self._engine.free_vc[n])
+        return Resources(self._engine.nodes[n].free_mem, self._engine.nodes[n].free_vc)
 
     def fits(self, node_id: str, resources: Resources) -> bool:
         n = self._engine.node_index[node_id]
@@ -201,26 +201,21 @@ class Engine:
         self.node_ids = [n.id for n in cluster.nodes]
         self.node_index = {node_id: i for i, node_id in enumerate(self.node_ids)}
         visible = [provider.initial_capacity(n.id, n.resources) for n in cluster.nodes]
-        self.visible_mem = [v.memory_mb for v in visible]
-        self.visible_vc = [v.vcores for v in visible]
-        self.total_mem = sum(self.visible_mem)
-        self.total_vc = sum(self.visible_vc)
+        self.total_mem = sum(v.memory_mb for v in visible)
+        self.total_vc = sum(v.vcores for v in visible)
         self.largest_mem = max(n.resources.memory_mb for n in cluster.nodes)
         self.largest_vc = max(n.resources.vcores for n in cluster.nodes)
-        self.free_mem = list(self.visible_mem)
-        self.free_vc = list(self.visible_vc)
         count = len(self.node_ids)
-        self.phase = [self.rng.random() * self.interval for _ in range(count)]
-        order = sorted(range(count), key=lambda n: (self.phase[n], n))
+        phases = [self.rng.random() * self.interval for _ in range(count)]
+        self.nodes = [
+            _Node(v.memory_mb, v.vcores, phase) for v, phase in zip(visible, phases, strict=True)
+        ]
+        order = sorted(range(count), key=lambda n: (phases[n], n))
         self.node_at_rank = order
         self.rank_of = [0] * count
         for rank, n in enumerate(order):
             self.rank_of[n] = rank
-        self.rank_phase = [self.phase[n] for n in order]
-        self.heartbeat_at = [-1.0] * count
-        self.pending_release: list[list[tuple[SimApp, int, int, bool]]] = [[] for _ in range(count)]
-        self.lra_waiting: list[list[LongRunningContainer]] = [[] for _ in range(count)]
-        self.is_open = [False] * count
+        self.rank_phase = [phases[n] for n in order]
         self.free_ranks: list[int] = []
         for n in range(count):
             self._update_open(n)
@@ -385,7 +380,7 @@ class Engine:
     def _report_time(self, n: int, end: float) -> float:
         if self.continuous or self._out_of_band:
             return end
-        phase = self.phase[n]
+        phase = self.nodes[n].phase
         interval = self.interval
         time = phase + math.ceil((end - phase) / interval) * interval
         return time + interval if time < end else time
@@ -651,7 +646,7 @@ class Engine:
         """Whether node ``n`` heartbeats again at this moment: its next report (of
         a container not killed) comes next, or a scheduled heartbeat event does.
         ``following``: the next batch of the run being reported."""
-        if self.heartbeat_at[n] == self.now:
+        if self.nodes[n].heartbeat_at == self.now:
             return True
         if following is not None:
             return following.count > 0
@@ -664,8 +659,8 @@ class Engine:
             self._serve_lras(n)
             self._kick()
             return
-        self.pending_release[n].append((app, memory, vcores, is_am))
-        if self.heartbeat_at[n] < 0:
+        self.nodes[n].pending_release.append((app, memory, vcores, is_am))
+        if self.nodes[n].heartbeat_at < 0:
             self._schedule_heartbeat(n, self._next_heartbeat(n, self.now, strict=False))
 
     def _release(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
@@ -700,32 +695,34 @@ class Engine:
             self._accounted_to = now
         self.used_mem += memory
         self.used_vc += vcores
-        free_mem = self.free_mem[n] - memory
-        free_vc = self.free_vc[n] - vcores
-        self.free_mem[n] = free_mem
-        self.free_vc[n] = free_vc
+        node = self.nodes[n]
+        free_mem = node.free_mem - memory
+        free_vc = node.free_vc - vcores
+        node.free_mem = free_mem
+        node.free_vc = free_vc
         is_open = (
             free_mem >= self.min_mem
             and (self.memory_only or free_vc >= self.min_vc)
-            and not self.lra_waiting[n]
+            and not node.lra_waiting
         )
-        if is_open != self.is_open[n]:
+        if is_open != node.is_open:
             self._set_open(n, is_open)
 
     def fits(self, n: int, memory: int, vcores: int) -> bool:
-        if self.lra_waiting[n]:
+        node = self.nodes[n]
+        if node.lra_waiting:
             return False
-        if memory > self.free_mem[n]:
+        if memory > node.free_mem:
             return False
-        return self.memory_only or vcores <= self.free_vc[n]
+        return self.memory_only or vcores <= node.free_vc
 
     def _update_open(self, n: int) -> None:
         is_open = self.fits(n, self.min_mem, self.min_vc)
-        if is_open != self.is_open[n]:
+        if is_open != self.nodes[n].is_open:
             self._set_open(n, is_open)
 
     def _set_open(self, n: int, is_open: bool) -> None:
-        self.is_open[n] = is_open
+        self.nodes[n].is_open = is_open
         rank = self.rank_of[n]
         if is_open:
             insort(self.free_ranks, rank)
@@ -735,18 +732,18 @@ class Engine:
     # ------------------------------------------------------------------ heartbeats
 
     def _next_heartbeat(self, n: int, after: float, strict: bool) -> float:
-        phase = self.phase[n]
+        phase = self.nodes[n].phase
         time = phase + math.ceil((after - phase) / self.interval) * self.interval
         if time < after or (strict and time <= after):
             time += self.interval
         return time
 
     def _schedule_heartbeat(self, n: int, time: float) -> None:
-        self.heartbeat_at[n] = time
+        self.nodes[n].heartbeat_at = time
         self._push(time, _HEARTBEAT, n)
 
     def _on_heartbeat(self, n: int) -> None:
-        self.heartbeat_at[n] = -1.0
+        self.nodes[n].heartbeat_at = -1.0
         chained = self.chain_node == n
         if chained:
             self.chain_node = -1
@@ -755,12 +752,13 @@ class Engine:
     def _heartbeat(self, n: int, chained: bool) -> None:
         """Node ``n`` heartbeats: report released AM containers, schedule on the
         node, and keep the scan going while demand may remain."""
-        released = self.pending_release[n]
+        node = self.nodes[n]
+        released = node.pending_release
         if released:
-            self.pending_release[n] = []
+            node.pending_release = []
             for app, memory, vcores, is_am in released:
                 self._release(n, app, memory, vcores, is_am)
-        if self.lra_waiting[n]:
+        if node.lra_waiting:
             self._serve_lras(n)
         if self.model.root.demand_apps == 0:
             return
@@ -790,7 +788,7 @@ class Engine:
 
     def _chain_to(self, m: int, time: float) -> None:
         self.chain_node = m
-        if self.heartbeat_at[m] < 0:
+        if self.nodes[m].heartbeat_at < 0:
             self._schedule_heartbeat(m, time)
 
     def _kick(self) -> None:
@@ -819,7 +817,7 @@ class Engine:
             return
         for rank in list(self.free_ranks):
             n = self.node_at_rank[rank]
-            if self.is_open[n] and self._schedule_node(n)[1] == NO_DEMAND:
+            if self.nodes[n].is_open and self._schedule_node(n)[1] == NO_DEMAND:
                 return
 
     def _schedule_node(self, n: int) -> tuple[int, int]:
@@ -827,18 +825,19 @@ class Engine:
         model = self.model
         limit = self._heartbeat_limit
         capped_by_amount = model.caps_heartbeat_amount
-        start_free = (self.free_mem[n], self.free_vc[n])
+        node = self.nodes[n]
+        start_free = (node.free_mem, node.free_vc)
         granted = 0
         granted_mem = granted_vc = 0
         status = _MORE
-        while granted < limit and self.is_open[n]:
-            pick = model.choose(self.free_mem[n], self.free_vc[n])
+        while granted < limit and node.is_open:
+            pick = model.choose(node.free_mem, node.free_vc)
             if isinstance(pick, int):
                 status = pick if pick == NO_DEMAND else _MORE
                 break
             if self._default_placement:
                 target = n
-                count = model.repeat_count(pick, self.free_mem[n], self.free_vc[n], limit - granted)
+                count = model.repeat_count(pick, node.free_mem, node.free_vc, limit - granted)
             else:
                 target, count = self._place(pick, n), 1
                 if target < 0:
@@ -1078,41 +1077,44 @@ class Engine:
     def _change_capacity(self, change: CapacityChange) -> None:
         n = self.node_index[change.node_id]
         self._account()
-        delta_mem = change.visible.memory_mb - self.visible_mem[n]
-        delta_vc = change.visible.vcores - self.visible_vc[n]
-        self.visible_mem[n] += delta_mem
-        self.visible_vc[n] += delta_vc
+        delta_mem = change.visible.memory_mb - self.nodes[n].visible_mem
+        delta_vc = change.visible.vcores - self.nodes[n].visible_vc
+        self.nodes[n].visible_mem += delta_mem
+        self.nodes[n].visible_vc += delta_vc
         self.total_mem += delta_mem
         self.total_vc += delta_vc
-        self.free_mem[n] += delta_mem
-        self.free_vc[n] += delta_vc
+        self.nodes[n].free_mem += delta_mem
+        self.nodes[n].free_vc += delta_vc
         self.model.resize(self.total_mem, self.total_vc)
         self._update_open(n)
         self._kick()
 
     def _start_lra(self, lra: LongRunningContainer) -> None:
         n = self.node_index[lra.node_id]
-        self.lra_waiting[n].append(lra)
+        self.nodes[n].lra_waiting.append(lra)
         self._serve_lras(n)
 
     def _serve_lras(self, n: int) -> None:
-        waiting = self.lra_waiting[n]
+        waiting = self.nodes[n].lra_waiting
         while waiting:
             lra = waiting[0]
-            if lra.resources.memory_mb > self.free_mem[n] or lra.resources.vcores > self.free_vc[n]:
+            if (
+                lra.resources.memory_mb > self.nodes[n].free_mem
+                or lra.resources.vcores > self.nodes[n].free_vc
+            ):
                 break
             waiting.pop(0)
-            self.free_mem[n] -= lra.resources.memory_mb
-            self.free_vc[n] -= lra.resources.vcores
+            self.nodes[n].free_mem -= lra.resources.memory_mb
+            self.nodes[n].free_vc -= lra.resources.vcores
         self._update_open(n)
 
     def _end_lra(self, lra: LongRunningContainer) -> None:
         n = self.node_index[lra.node_id]
-        if lra in self.lra_waiting[n]:
-            self.lra_waiting[n].remove(lra)
+        if lra in self.nodes[n].lra_waiting:
+            self.nodes[n].lra_waiting.remove(lra)
         else:
-            self.free_mem[n] += lra.resources.memory_mb
-            self.free_vc[n] += lra.resources.vcores
+            self.nodes[n].free_mem += lra.resources.memory_mb
+            self.nodes[n].free_vc += lra.resources.vcores
         self._serve_lras(n)
         self._kick()
 
@@ -1164,6 +1166,34 @@ class Engine:
             preempted_containers=self.preempted,
             allocations=tuple(self.allocations),
         )
+
+
+class _Node:
+    """One NodeManager as the engine tracks it: what batch may use (``visible_*``)
+    and has free, its heartbeat phase, its next simulated heartbeat (-1: none), the
+    releases and long-running containers waiting for it, and whether a container of
+    the minimum size could start on it now (``is_open``)."""
+
+    __slots__ = (
+        "free_mem",
+        "free_vc",
+        "heartbeat_at",
+        "is_open",
+        "lra_waiting",
+        "pending_release",
+        "phase",
+        "visible_mem",
+        "visible_vc",
+    )
+
+    def __init__(self, memory: int, vcores: int, phase: float) -> None:
+        self.visible_mem = self.free_mem = memory
+        self.visible_vc = self.free_vc = vcores
+        self.phase = phase
+        self.heartbeat_at = -1.0
+        self.is_open = False
+        self.pending_release: list[tuple[SimApp, int, int, bool]] = []
+        self.lra_waiting: list[LongRunningContainer] = []
 
 
 class _Events:
