@@ -60,6 +60,7 @@ from rules.uncertainty import log_error_spread
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.sim import SimulationOptions, SimulationResult, simulate
 from yarn_adapt.tuning.paper import (
     Candidate,
@@ -365,4 +366,5 @@ def comparator_accuracy(options: BenchOptions) -> BenchResult:
         for case in mix_cases(source, mixes, sizes, options.seed, samples):
             outcomes.append(run_case(case))
             log.info("%s", rows(outcomes[-1:])[0])
+            report("comparator-accuracy mix", len(outcomes))
     return BenchResult(figures(outcomes), rows(outcomes))

@@ -15,6 +15,8 @@ Queues are short leaf names chosen by a :class:`QueueMapping` of priority ranges
 (SWIM, Google) or taken from the trace's leaf queue (SLS, Rumen, JobHistory).
 """
 
+from typing import TYPE_CHECKING
+
 from yarn_adapt.errors import TaskTimeModelError
 from yarn_adapt.workload.google import GoogleResourceMapping, group_by_application, load_google
 from yarn_adapt.workload.jobhistory import workload_from_history
@@ -38,20 +40,50 @@ from yarn_adapt.workload.swim import (
     sequence_file_payload,
     swim_shape,
 )
-from yarn_adapt.workload.taskmodel import (
-    GRADIENT_BOOSTING,
-    MEDIAN_FALLBACK,
-    HeldOutReport,
-    TaskTimeErrors,
-    TaskTimeModel,
-    fit_task_time_model,
-    held_out_report,
-    load_task_time_model,
-    save_task_time_model,
-    split_by_job,
-    task_time_errors,
-    with_estimated_durations,
+
+if TYPE_CHECKING:
+    from yarn_adapt.workload.taskmodel import (
+        GRADIENT_BOOSTING,
+        MEDIAN_FALLBACK,
+        HeldOutReport,
+        TaskTimeErrors,
+        TaskTimeModel,
+        fit_task_time_model,
+        held_out_report,
+        load_task_time_model,
+        save_task_time_model,
+        split_by_job,
+        task_time_errors,
+        with_estimated_durations,
+    )
+
+# The task-time model needs scikit-learn (a second to import): loaded on first use,
+# so reading a trace or starting the CLI does not pay for it.
+_TASK_MODEL_NAMES = frozenset(
+    {
+        "GRADIENT_BOOSTING",
+        "MEDIAN_FALLBACK",
+        "HeldOutReport",
+        "TaskTimeErrors",
+        "TaskTimeModel",
+        "fit_task_time_model",
+        "held_out_report",
+        "load_task_time_model",
+        "save_task_time_model",
+        "split_by_job",
+        "task_time_errors",
+        "with_estimated_durations",
+    }
 )
+
+
+def __getattr__(name: str) -> object:
+    if name in _TASK_MODEL_NAMES:
+        from yarn_adapt.workload import taskmodel
+
+        return getattr(taskmodel, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BEST_EFFORT_PRIORITIES",
