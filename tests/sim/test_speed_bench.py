@@ -50,6 +50,6 @@ def test_the_bench_reports_rss_cpu_and_replication(capsys: pytest.CaptureFixture
 def test_bad_replicate_values_are_one_line_errors(
     value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bench", "sim-speed", "--quick", "--set", f"replicate={value}"]) == 2
+    assert main(["bench", "sim-speed", "--quick", "--quiet", "--set", f"replicate={value}"]) == 2
     err = capsys.readouterr().err
     assert "replicate" in err and err.count("\n") == 1

@@ -75,7 +75,7 @@ def test_impossible_limits_are_refused() -> None:
 
 def test_the_cli_reports_it_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = with_row(tmp_path, f"jobX\t300\t1\t{EXABYTE}\t100\t100")
-    assert main(["bench", "sim-speed", "--trace", str(path)]) == 2
+    assert main(["bench", "sim-speed", "--quiet", "--trace", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"yarn-adapt: {path}:7: job 'jobX' would run") and err.count("\n") == 1
     assert load_trace(path, lenient=True).skipped_rows == 1
