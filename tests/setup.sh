@@ -60,7 +60,6 @@ missing_packages() {
   wanted+=(libkrb5-dev krb5-user gcc)
   command -v mvn >/dev/null 2>&1 || wanted+=(maven)
   java_ok || wanted+=(openjdk-17-jdk-headless)
-  command -v gcc >/dev/null 2>&1 || wanted+=(gcc)
   python_headers_ok || wanted+=(python3-dev)
   local package
   for package in "${wanted[@]}"; do
