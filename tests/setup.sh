@@ -5,6 +5,8 @@
 #   - libkrb5-dev and gcc (python-gssapi of the kerberos extra builds against MIT
 #     Kerberos) and krb5-user (kinit/klist), for the Kerberized mini cluster tests
 #   - the package itself with its test extras (pip install -e '.[test]')
+#   - a C compiler and Python's headers, and the simulator's compiled core built from
+#     the current sources (python -m yarn_adapt.sim.native --if-stale)
 #   - the Hadoop jars of tests/hadoop/pom.xml, resolved once into ~/.cache/yarn-adapt
 #
 # Idempotent: anything already present is left alone, so a second run takes seconds.
@@ -58,11 +60,17 @@ missing_packages() {
   wanted+=(libkrb5-dev krb5-user gcc)
   command -v mvn >/dev/null 2>&1 || wanted+=(maven)
   java_ok || wanted+=(openjdk-17-jdk-headless)
+  python_headers_ok || wanted+=(python3-dev)
   local package
   for package in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
       || echo "$package"
   done
+}
+
+python_headers_ok() {
+  "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
 }
 
 install_system_packages() {
@@ -96,6 +104,8 @@ main() {
     install_system_packages $missing
   fi
   install_python_package
+  quietly "compiling the simulator's core (python -m yarn_adapt.sim.native)" \
+    "$python" -m yarn_adapt.sim.native --if-stale
   quietly "resolving the Hadoop jars (tests/hadoop/pom.xml)" \
     "$python" -c "from yarn_adapt.minicluster import resolve_hadoop_jars; resolve_hadoop_jars()"
 }

@@ -51,16 +51,19 @@ from yarn_adapt.model.capacity import (
     Weight,
 )
 from yarn_adapt.model.resources import Resources
-from yarn_adapt.sim.shares import ideal_shares
 from yarn_adapt.sim.spec import PreemptionOptions, SimulationOptions
-from yarn_adapt.sim.state import (
+
+from .shares import ideal_shares
+from .state import (
     NO_DEMAND,
     NO_FIT,
+    AskQueue,
     Claim,
     LeafQueue,
     QueueNode,
     SchedulerModel,
     SimApp,
+    UserUsage,
 )
 
 MULTIPLE_ASSIGNMENTS = "per-node-heartbeat.multiple-assignments-enabled"
@@ -95,6 +98,10 @@ def _steps_below(used: float, step: float, cap: float, inclusive: bool) -> int:
     return max(0, math.floor(room) if inclusive else math.ceil(room) - 1)
 
 
+def _entry_key(entry: tuple[int, SimApp]) -> int:
+    return entry[0]
+
+
 def _fair_app_order(app: SimApp) -> tuple[float, ...]:
     return (app.used_mem, app.submit_s, app.index)
 
@@ -125,14 +132,18 @@ class CapacityModel(SchedulerModel):
         leaves = [q for q in self._nodes.values() if isinstance(q, LeafQueue)]
         super().__init__(leaves, root)
         self._by_path = {q.path: q for q in leaves}
+        self._leaf_by_name: dict[str, LeafQueue | None] = {}
         self._fit_blocked = False
         self._path: list[tuple[QueueNode, QueueKey | None]] = []
         self._leaf_limit = (0.0, 0.0)
-        self._user_cap_value: tuple[float, float] | None = None
+        # The user limit of the leaf being walked (the same for all its asking
+        # users), computed when first needed in a walk.
+        self._user_cap_known = False
+        self._user_cap_mem = 0.0
+        self._user_cap_vc = 0.0
         self._passed_over_by_user = False
         self._skipped_for_room = 0  # largest ask passed over for want of node room
         self._next_app: SimApp | None = None
-        self._single_user_limits: dict[str, tuple[tuple[int, float, bool], float]] = {}
 
     # ------------------------------------------------------------------ build
 
@@ -159,8 +170,12 @@ class CapacityModel(SchedulerModel):
         leaf.minimum_user_limit = conf.effective_minimum_user_limit_percent
 
     def find_leaf(self, queue: str) -> LeafQueue | None:
-        conf = self.config.find_leaf_by_name(queue)
-        return None if conf is None else self._by_path.get(conf.path)
+        """The leaf a job names (by path or unique short name), looked up once per
+        name."""
+        if queue not in self._leaf_by_name:
+            conf = self.config.find_leaf_by_name(queue)
+            self._leaf_by_name[queue] = None if conf is None else self._by_path.get(conf.path)
+        return self._leaf_by_name[queue]
 
     # ------------------------------------------------------------------ capacities
 
@@ -346,9 +361,22 @@ class CapacityModel(SchedulerModel):
         the search (RegularContainerAllocator's headroom check gives QUEUE_SKIPPED
         and the leaf returns: later, smaller asks wait behind it)."""
         self._leaf_limit = (limit_mem, limit_vc)
-        self._user_cap_value = None
+        self._user_cap_known = False
         self._passed_over_by_user = False
         self._skipped_for_room = 0
+        if self._index_pays(leaf):
+            return self._assign_by_ask(leaf, limit_mem, limit_vc, free_mem, free_vc)
+        return self._walk_leaf(leaf, limit_mem, limit_vc, free_mem, free_vc)
+
+    def _index_pays(self, leaf: LeafQueue) -> bool:
+        """A FIFO leaf's asks are indexed; reading the index costs a step per
+        (user, size), walking the leaf a step per app."""
+        return leaf.policy != "fair" and 2 * len(leaf.by_ask) < len(leaf.ordered)
+
+    def _walk_leaf(
+        self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
+    ) -> SimApp | None:
+        """:meth:`_assign_leaf` app by app, in the leaf's order."""
         memory_only = self.memory_only
         over_limit: set[str] = set()
         entries = self._apps_in_order(leaf) if leaf.policy == "fair" else leaf.ordered
@@ -376,6 +404,80 @@ class CapacityModel(SchedulerModel):
             return app
         return None
 
+    def _assign_by_ask(
+        self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
+    ) -> SimApp | None:
+        """:meth:`_assign_leaf` for a FIFO leaf, from its asks indexed by user and
+        container size: the same app and the same record of what was passed over,
+        without walking past every app that cannot be served on this node. Per
+        (user, size) only the first app in the leaf's order matters: apps of a user
+        over the limit are passed over; an ask within the leaf's limit that does
+        not fit the node is passed over for room; any other ends the walk (it is
+        granted, or it would take the leaf over its limit and nothing is)."""
+        memory_only = self.memory_only
+        used_mem, used_vc = leaf.used_mem, leaf.used_vc
+        best: SimApp | None = None
+        best_key = 0
+        best_within = True
+        passed = False
+        for ask in leaf.by_ask.values():
+            if not self._usage_within_limit(leaf, ask.usage):
+                passed = True
+                continue
+            want_mem, want_vc = ask.memory, ask.vcores
+            if memory_only:
+                within = used_mem + want_mem <= limit_mem
+            else:
+                within = not self._greater(
+                    used_mem + want_mem, used_vc + want_vc, limit_mem, limit_vc
+                )
+            if within and (want_mem > free_mem or (want_vc > free_vc and not memory_only)):
+                passed = True
+                continue
+            key = ask.keys[0]
+            if best is None or key < best_key:
+                best, best_key, best_within = ask.apps[0], key, within
+        if passed:
+            self._record_passed_over(
+                leaf, best is not None, best_key, limit_mem, limit_vc, free_mem, free_vc
+            )
+        if best is None or not best_within:
+            return None
+        self._next_app = None
+        return best
+
+    def _record_passed_over(
+        self,
+        leaf: LeafQueue,
+        stopped: bool,
+        stop: int,
+        limit_mem: float,
+        limit_vc: float,
+        free_mem: int,
+        free_vc: int,
+    ) -> None:
+        """What walking the leaf up to the app ordered ``stop`` (to the end when
+        not ``stopped``) passes over: apps of users over their limit, asks that do
+        not fit the node."""
+        memory_only = self.memory_only
+        used_mem, used_vc = leaf.used_mem, leaf.used_vc
+        for ask in leaf.by_ask.values():
+            if stopped and ask.keys[0] >= stop:
+                continue
+            if not self._usage_within_limit(leaf, ask.usage):
+                self._passed_over_by_user = True
+                continue
+            want_mem, want_vc = ask.memory, ask.vcores
+            if memory_only:
+                within = used_mem + want_mem <= limit_mem
+            else:
+                within = not self._greater(
+                    used_mem + want_mem, used_vc + want_vc, limit_mem, limit_vc
+                )
+            if within and (want_mem > free_mem or (want_vc > free_vc and not memory_only)):
+                self._fit_blocked = True
+                self._skipped_for_room = max(self._skipped_for_room, want_mem)
+
     def _apps_in_order(self, leaf: LeafQueue) -> list[tuple[tuple[float, ...], SimApp]]:
         """(order key, app) pairs of the apps asking for containers, first first."""
         if leaf.policy == "fair":
@@ -398,35 +500,35 @@ class CapacityModel(SchedulerModel):
         room = free_mem // memory
         if not self.memory_only and vcores:
             room = min(room, free_vc // vcores)
-        bounds = [app.head_run(min(most, room))]
-        if bounds[0] == 1:
+        bound = app.head_run(min(most, room))
+        if bound == 1:
             return 1
-        bounds.append(_steps_within(leaf.used_mem, self._leaf_limit[0], memory))
+        limit_mem, limit_vc = self._leaf_limit
+        bound = min(bound, _steps_within(leaf.used_mem, limit_mem, memory))
         if self._skipped_for_room:
             # An earlier app that found no room here blocks the leaf once its ask
             # no longer fits under the limit.
             if not self.memory_only:
                 return 1
             skipped = leaf.used_mem + self._skipped_for_room
-            bounds.append(1 + _steps_within(skipped, self._leaf_limit[0], memory))
+            bound = min(bound, 1 + _steps_within(skipped, limit_mem, memory))
         if not self.memory_only:
-            bounds.append(_steps_within(leaf.used_vc, self._leaf_limit[1], vcores))
-        bounds.append(1 + self._user_steps(leaf, app, memory, vcores))
+            bound = min(bound, _steps_within(leaf.used_vc, limit_vc, vcores))
+        bound = min(bound, 1 + self._user_steps(leaf, app, memory, vcores))
         if self._next_app is not None:
-            bounds.append(1 + _fair_steps(app, self._next_app, memory))
+            bound = min(bound, 1 + _fair_steps(app, self._next_app, memory))
         for queue, next_key in self._path:
             if next_key is not None:
-                bounds.append(1 + self._order_steps(queue, next_key, memory, vcores))
-        return max(1, min(bounds))
+                bound = min(bound, 1 + self._order_steps(queue, next_key, memory, vcores))
+        return max(1, bound)
 
     def _user_steps(self, leaf: LeafQueue, app: SimApp, memory: int, vcores: int) -> int:
         """Grants after the first for which the user stays not over the limit."""
-        limit = self._user_cap_value
-        assert limit is not None
-        user = leaf.users[app.user]
-        steps = math.floor((limit[0] - user.used_mem) / memory)
+        assert self._user_cap_known
+        user = self._usage(leaf, app)
+        steps = math.floor((self._user_cap_mem - user.used_mem) / memory)
         if not self.memory_only and vcores:
-            steps = min(steps, math.floor((limit[1] - user.used_vc) / vcores))
+            steps = min(steps, math.floor((self._user_cap_vc - user.used_vc) / vcores))
         return max(0, steps)
 
     def _order_steps(self, queue: QueueNode, rival: QueueKey, memory: int, vcores: int) -> int:
@@ -453,32 +555,78 @@ class CapacityModel(SchedulerModel):
         for queue in leaf.chain:
             queue.used_mem += memory
             queue.used_vc += vcores
-        user = leaf.users[app.user]
+        user = self._usage(leaf, app)
         user.used_mem += memory
         user.used_vc += vcores
+
+    @staticmethod
+    def _usage(leaf: LeafQueue, app: SimApp) -> UserUsage:
+        """The app's user's usage in its leaf (looked up once per app)."""
+        usage = app.usage
+        if usage is None:
+            usage = app.usage = leaf.users[app.user]
+        return usage
 
     def _demand_changed(self, app: SimApp, has_demand: bool) -> None:
         leaf = app.leaf
         assert leaf is not None
         leaf.user(app.user).demand_apps += 1 if has_demand else -1
-        entry = ((-app.priority, app.index), app)
+        entry = (app.order, app)
         if has_demand:
-            insort(leaf.ordered, entry, key=lambda e: e[0])
+            insort(leaf.ordered, entry, key=_entry_key)
+            if leaf.policy != "fair":
+                self._file(leaf, app)
         else:
-            del leaf.ordered[bisect_left(leaf.ordered, entry[0], key=lambda e: e[0])]
+            del leaf.ordered[bisect_left(leaf.ordered, entry[0], key=_entry_key)]
+            if app.filed is not None:
+                self._unfile(leaf, app)
+
+    def request_changed(self, app: SimApp) -> None:
+        ask = app.filed
+        if ask is not None and app.request != (ask.memory, ask.vcores):
+            leaf = app.leaf
+            assert leaf is not None
+            self._unfile(leaf, app)
+            self._file(leaf, app)
+
+    def _file(self, leaf: LeafQueue, app: SimApp) -> None:
+        """Index a FIFO leaf's asking app under its user and the container it asks
+        for."""
+        memory, vcores = app.request
+        name = (app.user, memory, vcores)
+        ask = leaf.by_ask.get(name)
+        if ask is None:
+            ask = leaf.by_ask[name] = AskQueue(app.user, leaf.user(app.user), memory, vcores)
+        at = bisect_left(ask.keys, app.order)
+        ask.keys.insert(at, app.order)
+        ask.apps.insert(at, app)
+        app.filed = ask
+
+    def _unfile(self, leaf: LeafQueue, app: SimApp) -> None:
+        ask = app.filed
+        assert ask is not None
+        at = bisect_left(ask.keys, app.order)
+        del ask.keys[at]
+        del ask.apps[at]
+        if not ask.keys:
+            del leaf.by_ask[(ask.user, ask.memory, ask.vcores)]
+        app.filed = None
 
     # ------------------------------------------------------------------ user limit
 
     def _within_user_limit(self, leaf: LeafQueue, user_name: str) -> bool:
-        limit = self._user_cap_value
-        user = leaf.users[user_name]
+        return self._usage_within_limit(leaf, leaf.users[user_name])
+
+    def _usage_within_limit(self, leaf: LeafQueue, user: UserUsage) -> bool:
+        if not self._user_cap_known:
+            self._user_cap_known = True
+            if self.memory_only:
+                self._user_cap_mem, self._user_cap_vc = self._user_limit_memory(leaf), math.inf
+            else:
+                self._user_cap_mem, self._user_cap_vc = self.user_limit(leaf)
         if self.memory_only:
-            if limit is None:
-                limit = self._user_cap_value = (self._user_limit_memory(leaf), math.inf)
-            return user.used_mem <= limit[0]
-        if limit is None:
-            limit = self._user_cap_value = self.user_limit(leaf)
-        return not self._greater(user.used_mem, user.used_vc, *limit)
+            return user.used_mem <= self._user_cap_mem
+        return not self._greater(user.used_mem, user.used_vc, self._user_cap_mem, self._user_cap_vc)
 
     def user_limit(self, leaf: LeafQueue) -> tuple[float, float]:
         """UsersManager.computeUserLimit for an active user (user weights 1); the
@@ -512,12 +660,16 @@ class CapacityModel(SchedulerModel):
         """The memory-only form of :meth:`user_limit` (DefaultResourceCalculator).
         With one user it depends on the queue's use alone, so it is kept per use."""
         if len(leaf.users) == 1:
-            key = (leaf.used_mem, leaf.guar_mem, leaf.demand_apps > 0)
-            cached = self._single_user_limits.get(leaf.path)
-            if cached is not None and cached[0] == key:
-                return cached[1]
+            used, guar, asking = leaf.used_mem, leaf.guar_mem, leaf.demand_apps > 0
+            if (
+                leaf.limit_for_used == used
+                and leaf.limit_for_guar == guar
+                and leaf.limit_for_asking == asking
+            ):
+                return leaf.limit_value
             value = self._compute_user_limit_memory(leaf)
-            self._single_user_limits[leaf.path] = (key, value)
+            leaf.limit_for_used, leaf.limit_for_guar, leaf.limit_for_asking = used, guar, asking
+            leaf.limit_value = value
             return value
         return self._compute_user_limit_memory(leaf)
 

@@ -69,7 +69,6 @@ from yarn_adapt.sim.hooks import (
     LongRunningContainer,
     PlacementRequest,
 )
-from yarn_adapt.sim.preemption import PreemptionMarks, select_victims
 from yarn_adapt.sim.results import (
     Allocation,
     JobResult,
@@ -81,9 +80,12 @@ from yarn_adapt.sim.results import (
 )
 from yarn_adapt.sim.spec import ClusterSpec, SimulationOptions
 from yarn_adapt.sim.start import JobInProgress, RunningContainer, SimulationStart
-from yarn_adapt.sim.state import (
+
+from .preemption import PreemptionMarks, select_victims
+from .state import (
     MAP_STAGE,
     NO_DEMAND,
+    NO_TASKS,
     REDUCE_STAGE,
     Batch,
     SchedulerModel,
@@ -110,7 +112,10 @@ _AM_CALL = 11
 _SURPLUS = -1.0
 _SURPLUS_STAGE = -1
 
-_REPORTS_FIRST = 1 << 62
+# An event due at an instant is one integer: its kind, shifted, and its argument
+# (an app, node, capacity change or LRA index).
+_KIND_SHIFT = 40
+_ARG_MASK = (1 << _KIND_SHIFT) - 1
 _MORE = 2  # a node stopped granting (full, heartbeat limit, no fit): others may serve
 
 
@@ -126,7 +131,7 @@ class _NodeView:
 
     def free(self, node_id: str) -> Resources:
         n = self._engine.node_index[node_id]
-        return Resources(self._engine.free_mem[n], self._engine.free_vc[n])
+        return Resources(self._engine.nodes[n].free_mem, self._engine.nodes[n].free_vc)
 
     def fits(self, node_id: str, resources: Resources) -> bool:
         n = self._engine.node_index[node_id]
@@ -156,14 +161,20 @@ class Engine:
         self.min_vc = cluster.minimum_allocation.vcores
         self._normalised: dict[tuple[int, int], tuple[int, int]] = {}
         self.memory_only = model.memory_only
-        self._heap: list[tuple[float, int, int, int]] = []
-        self._seq = 0
+        self._times: list[float] = []  # a heap of the moments that have something due
+        self._reports: dict[float, Batch] = {}  # moment -> its first pending run
+        self._events_due: dict[float, _Events] = {}
+        self._arrivals: list[tuple[float, int]] = []  # (time, app): submissions, in order
         self.events = 0
         self._init_nodes(cluster)
         self._init_hooks()
-        self.batches: dict[int, Batch] = {}
+        self._track_batches = options.preemption.enabled  # only preemption looks at them
+        self._spread = options.container_start_spread_s
+        self._record_allocations = options.record_allocations
         self._next_batch = 0
-        self._grants: dict[tuple[int, int, float, int, int], list[int]] = {}
+        self._granted: list[Batch] = []  # this heartbeat's grants, first first
+        self._grants_by_duration: dict[float, Batch] = {}
+        self._grants_by_key: dict[tuple[int, int, float, int, int], Batch] = {}
         self.apps: list[SimApp] = []
         self.open_jobs = 0
         self._init_accounting()
@@ -176,7 +187,8 @@ class Engine:
         progress = sorted(start.jobs, key=lambda p: p.job.submit_s) if start else []
         adopted = [self._new_app(p.job) for p in progress]
         for job in sorted(workload.jobs, key=lambda j: j.submit_s):
-            self._push(max(job.submit_s, self.now), _SUBMIT, self._new_app(job).index)
+            index = self._new_app(job).index
+            self._arrivals.append((max(job.submit_s, self.now), index))
         model.resize(self.total_mem, self.total_vc)
         for app, observed in zip(adopted, progress, strict=True):
             self._adopt(app, observed)
@@ -189,26 +201,21 @@ class Engine:
         self.node_ids = [n.id for n in cluster.nodes]
         self.node_index = {node_id: i for i, node_id in enumerate(self.node_ids)}
         visible = [provider.initial_capacity(n.id, n.resources) for n in cluster.nodes]
-        self.visible_mem = [v.memory_mb for v in visible]
-        self.visible_vc = [v.vcores for v in visible]
-        self.total_mem = sum(self.visible_mem)
-        self.total_vc = sum(self.visible_vc)
+        self.total_mem = sum(v.memory_mb for v in visible)
+        self.total_vc = sum(v.vcores for v in visible)
         self.largest_mem = max(n.resources.memory_mb for n in cluster.nodes)
         self.largest_vc = max(n.resources.vcores for n in cluster.nodes)
-        self.free_mem = list(self.visible_mem)
-        self.free_vc = list(self.visible_vc)
         count = len(self.node_ids)
-        self.phase = [self.rng.random() * self.interval for _ in range(count)]
-        order = sorted(range(count), key=lambda n: (self.phase[n], n))
+        phases = [self.rng.random() * self.interval for _ in range(count)]
+        self.nodes = [
+            _Node(v.memory_mb, v.vcores, phase) for v, phase in zip(visible, phases, strict=True)
+        ]
+        order = sorted(range(count), key=lambda n: (phases[n], n))
         self.node_at_rank = order
         self.rank_of = [0] * count
         for rank, n in enumerate(order):
             self.rank_of[n] = rank
-        self.rank_phase = [self.phase[n] for n in order]
-        self.heartbeat_at = [-1.0] * count
-        self.pending_release: list[list[tuple[SimApp, int, int, bool]]] = [[] for _ in range(count)]
-        self.lra_waiting: list[list[LongRunningContainer]] = [[] for _ in range(count)]
-        self.is_open = [False] * count
+        self.rank_phase = [phases[n] for n in order]
         self.free_ranks: list[int] = []
         for n in range(count):
             self._update_open(n)
@@ -322,40 +329,129 @@ class Engine:
     # ------------------------------------------------------------------ event loop
 
     def _push(self, time: float, kind: int, arg: int) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, kind, arg))
+        due = self._events_due.get(time)
+        if due is None:
+            if time not in self._reports:
+                heapq.heappush(self._times, time)
+            due = self._events_due[time] = _Events()
+        due.items.append(kind << _KIND_SHIFT | arg)
 
     def _push_report(self, batch: Batch) -> None:
         """A batch's end reaches the RM with its node's next heartbeat; such reports
-        sort before every other event of the same instant, so that heartbeat sees
+        come before every other event of the same moment, so that heartbeat sees
         all of them."""
+        self._file_report(batch, self._report_time(batch.node, batch.end), False)
+
+    def _file_report(self, batch: Batch, time: float, fold: bool) -> bool:
+        """File the batch's report for ``time``, after those filed before (module
+        docstring, "Report runs"): in the last pending run of that moment if that
+        run is the same node's, else as a new run. With ``fold``, a batch of the
+        same job, stage and size as the run's last one joins it instead (True)."""
+        first = self._reports.get(time)
+        if first is None:
+            if time not in self._events_due:
+                heapq.heappush(self._times, time)
+            batch.run_tail = batch.last_run = batch
+            self._reports[time] = batch
+            return False
+        run = first.last_run
+        assert run is not None
+        tail = run.run_tail
+        assert tail is not None
+        if run.node != batch.node:
+            run.next_run = batch
+            batch.run_tail = first.last_run = batch
+            return False
+        if (
+            fold
+            and tail.app is batch.app
+            and tail.stage == batch.stage
+            and tail.memory == batch.memory
+            and tail.vcores == batch.vcores
+        ):
+            tail.count += batch.count
+            tail.reports += 1
+            if batch.end > tail.end:
+                tail.end = batch.end
+            return True
+        tail.next = run.run_tail = batch
+        return False
+
+    def _report_time(self, n: int, end: float) -> float:
         if self.continuous or self._out_of_band:
-            time = batch.end
-        else:
-            time = self._next_heartbeat(batch.node, batch.end, False)
-        self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq - _REPORTS_FIRST, _FINISH, batch.id))
+            return end
+        phase = self.nodes[n].phase
+        interval = self.interval
+        time = phase + math.ceil((end - phase) / interval) * interval
+        return time + interval if time < end else time
 
     def run(self) -> SimulationResult:
-        heap = self._heap
-        pop = heapq.heappop
-        horizon = math.inf if self.options.horizon_s is None else self.options.horizon_s
-        while heap and self.open_jobs > 0:
-            time, _, kind, arg = pop(heap)
-            if time > horizon:
-                self.now = horizon
-                break
-            self.now = time
-            self.events += 1
-            if kind == _FINISH:
-                self._on_finish(arg)
-            elif kind == _HEARTBEAT:
-                self._on_heartbeat(arg)
-            else:
-                self._on_other(kind, arg)
+        """Handle events in (time, sequence) order until every job is done or the
+        horizon. Submissions wait in a list of their own, in order, rather than in
+        the heap (which they would make deeper for the whole run); each event is
+        the earlier of the two heads, as if they shared the heap."""
+        self._loop()
         self._account()
         self._sample()
         return self._result()
+
+    def _loop(self) -> None:
+        """Each moment in turn; at a moment, its report runs first, then the
+        submissions due then, then its other events, each in the order they were
+        filed (what one heap ordered by (time, sequence) gave, reports sorting
+        first). A moment leaves the heap when its last item is taken; anything
+        filed for it meanwhile puts it back, to be handled next."""
+        times = self._times
+        reports = self._reports
+        arrivals = self._arrivals
+        horizon = math.inf if self.options.horizon_s is None else self.options.horizon_s
+        next_arrival = 0
+        while self.open_jobs > 0:
+            time = times[0] if times else math.inf
+            if next_arrival < len(arrivals):
+                arrival, index = arrivals[next_arrival]
+                if arrival < time or (arrival == time and arrival not in reports):
+                    if arrival > horizon:
+                        self.now = horizon
+                        return
+                    next_arrival += 1
+                    self.now = arrival
+                    self.events += 1
+                    self._on_submit(self.apps[index])
+                    continue
+            if not times:
+                return
+            if time > horizon:
+                self.now = horizon
+                return
+            self.now = time
+            self.events += 1
+            head = reports.get(time)
+            if head is not None:
+                following = head.next_run
+                if following is None:
+                    del reports[time]
+                    if time not in self._events_due:
+                        heapq.heappop(times)
+                else:
+                    following.last_run = head.last_run
+                    reports[time] = following
+                # A run's first batch points at itself while it waits; no cycle may
+                # outlive it (the collector is off during a run).
+                head.run_tail = head.last_run = head.next_run = None
+                self._on_reports(head)
+                continue
+            due = self._events_due[time]
+            event = due.items[due.taken]
+            due.taken += 1
+            if due.taken == len(due.items):
+                del self._events_due[time]
+                heapq.heappop(times)
+            kind, arg = event >> _KIND_SHIFT, event & _ARG_MASK
+            if kind == _HEARTBEAT:
+                self._on_heartbeat(arg)
+            else:
+                self._on_other(kind, arg)
 
     def _on_other(self, kind: int, arg: int) -> None:
         if kind == _SUBMIT:
@@ -408,13 +504,15 @@ class Engine:
 
     def _oversized(self, app: SimApp) -> str:
         """Why no node could ever hold one of the app's containers, or "" (YARN
-        refuses requests above the maximum allocation)."""
-        tasks = app.job.tasks
+        refuses requests above the maximum allocation). The app's task groups are
+        made here, once."""
+        maps, reduces = split_stages(app.job.tasks)
         widest = self._normalise(
-            max((t.resources.memory_mb for t in tasks), default=0),
-            max((t.resources.vcores for t in tasks), default=0),
+            max((g.memory for stage in (maps, reduces) for g in stage), default=0),
+            max((g.vcores for stage in (maps, reduces) for g in stage), default=0),
         )
-        for memory, vcores in ((app.am_mem, app.am_vc), widest if tasks else (0, 0)):
+        app.plan = self._normalised_stages(maps, reduces)
+        for memory, vcores in ((app.am_mem, app.am_vc), widest if app.job.tasks else (0, 0)):
             if memory > self.largest_mem or (vcores > self.largest_vc and not self.memory_only):
                 return f"a container of {memory} MiB or {vcores} vcores fits no node"
         return ""
@@ -424,7 +522,11 @@ class Engine:
         self.open_jobs -= 1
 
     def _stages(self, job: JobSpec) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
-        maps, reduces = split_stages(job.tasks)
+        return self._normalised_stages(*split_stages(job.tasks))
+
+    def _normalised_stages(
+        self, maps: deque[TaskGroup], reduces: deque[TaskGroup]
+    ) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
         normalise = self._normalise
         for stage in (maps, reduces):
             for group in stage:
@@ -432,7 +534,10 @@ class Engine:
         return maps, reduces
 
     def _begin_tasks(self, app: SimApp) -> None:
-        maps, reduces = self._stages(app.job)
+        if app.plan is None:
+            maps, reduces = self._stages(app.job)
+        else:
+            (maps, reduces), app.plan = app.plan, None
         if maps:
             self._enter_stage(app, MAP_STAGE, maps, reduces, 0)
         else:
@@ -484,6 +589,7 @@ class Engine:
             app.start_s = self.now
         self.open_jobs -= 1
         self.model.remove(app)
+        app.groups = app.reduces = NO_TASKS  # what is left of the job is its result
         am = app.am_batch
         if am is not None:
             self._release_later(am.node, app, am.memory, am.vcores, True)
@@ -491,21 +597,39 @@ class Engine:
 
     # ------------------------------------------------------------------ containers
 
-    def _on_finish(self, batch_id: int) -> None:
-        """The node heartbeat that reports a batch's end: free its containers,
-        advance its job, then (after the node's last report of this instant) let
-        the heartbeat schedule on the node."""
-        batch = self.batches.pop(batch_id, None)
-        if batch is None:
-            return  # killed by preemption
+    def _on_reports(self, head: Batch) -> None:
+        """The node heartbeat that reports a run of batch ends (``head`` and those
+        linked after it): each batch frees its containers and advances its job,
+        then (after the node's last report of this moment) the heartbeat schedules
+        on the node. Each report is one event, as if it had been an entry of its
+        own."""
+        batch: Batch | None = head
+        self.events += head.reports - 1
+        while batch is not None:
+            following = batch.next
+            if batch is not head:
+                if self.open_jobs <= 0:
+                    return  # the run loop would have stopped before this report
+                self.events += batch.reports
+            if batch.count > 0:  # else killed by preemption
+                self._finish(batch)
+                n = batch.node
+                if self.continuous:
+                    self._serve_lras(n)
+                    self._kick()
+                elif not self._more_reports(n, following):
+                    self._heartbeat(n, chained=False)
+            batch = following
+
+    def _finish(self, batch: Batch) -> None:
+        """A batch's end reaches the RM: free its containers, advance its job."""
         app = batch.app
-        del app.batches[batch_id]
-        if self.options.preemption.enabled:
-            self._marks.forget(batch_id)
+        if self._track_batches:
+            del app.batches[batch.id]
+            self._marks.forget(batch.id)
         count = batch.count
-        n = batch.node
         memory, vcores = batch.memory * count, batch.vcores * count
-        self._shift(n, -memory, -vcores)
+        self._shift(batch.node, -memory, -vcores)
         self.model.charge(app, -memory, -vcores, False)
         if batch.stage == _SURPLUS_STAGE:
             pass  # released by its AM; never a task of the job
@@ -517,25 +641,17 @@ class Engine:
                 app.last_end = batch.end
             if app.stage_left == 0:
                 self._next_stage(app)
-        if self.continuous:
-            self._serve_lras(n)
-            self._kick()
-        elif not self._more_reports(n):
-            self._heartbeat(n, chained=False)
 
-    def _more_reports(self, n: int) -> bool:
-        """Whether node ``n`` heartbeats again at this instant: another report of
-        it comes next, or a scheduled heartbeat event does."""
-        if self.heartbeat_at[n] == self.now:
+    def _more_reports(self, n: int, following: Batch | None) -> bool:
+        """Whether node ``n`` heartbeats again at this moment: its next report (of
+        a container not killed) comes next, or a scheduled heartbeat event does.
+        ``following``: the next batch of the run being reported."""
+        if self.nodes[n].heartbeat_at == self.now:
             return True
-        heap = self._heap
-        if not heap:
-            return False
-        time, _, kind, arg = heap[0]
-        if time != self.now or kind != _FINISH:
-            return False
-        following = self.batches.get(arg)
-        return following is not None and following.node == n
+        if following is not None:
+            return following.count > 0
+        after = self._reports.get(self.now)
+        return after is not None and after.count > 0 and after.node == n
 
     def _release_later(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         if self.continuous:
@@ -543,8 +659,8 @@ class Engine:
             self._serve_lras(n)
             self._kick()
             return
-        self.pending_release[n].append((app, memory, vcores, is_am))
-        if self.heartbeat_at[n] < 0:
+        self.nodes[n].pending_release.append((app, memory, vcores, is_am))
+        if self.nodes[n].heartbeat_at < 0:
             self._schedule_heartbeat(n, self._next_heartbeat(n, self.now, strict=False))
 
     def _release(self, n: int, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
@@ -558,10 +674,10 @@ class Engine:
         memory, vcores = shape[1] * count, shape[2] * count
         self._shift(n, memory, vcores)
         self.model.charge(app, memory, vcores, is_am)
-        batch = Batch(self._next_batch, app, n, count, shape, self.now, is_am)
+        duration, each_mem, each_vc = shape
+        batch = Batch(self._next_batch, app, n, count, duration, each_mem, each_vc, self.now, is_am)
         self._next_batch += 1
-        if not is_am:
-            self.batches[batch.id] = batch
+        if not is_am and self._track_batches:
             app.batches[batch.id] = batch
         return batch
 
@@ -579,32 +695,34 @@ class Engine:
             self._accounted_to = now
         self.used_mem += memory
         self.used_vc += vcores
-        free_mem = self.free_mem[n] - memory
-        free_vc = self.free_vc[n] - vcores
-        self.free_mem[n] = free_mem
-        self.free_vc[n] = free_vc
+        node = self.nodes[n]
+        free_mem = node.free_mem - memory
+        free_vc = node.free_vc - vcores
+        node.free_mem = free_mem
+        node.free_vc = free_vc
         is_open = (
             free_mem >= self.min_mem
             and (self.memory_only or free_vc >= self.min_vc)
-            and not self.lra_waiting[n]
+            and not node.lra_waiting
         )
-        if is_open != self.is_open[n]:
+        if is_open != node.is_open:
             self._set_open(n, is_open)
 
     def fits(self, n: int, memory: int, vcores: int) -> bool:
-        if self.lra_waiting[n]:
+        node = self.nodes[n]
+        if node.lra_waiting:
             return False
-        if memory > self.free_mem[n]:
+        if memory > node.free_mem:
             return False
-        return self.memory_only or vcores <= self.free_vc[n]
+        return self.memory_only or vcores <= node.free_vc
 
     def _update_open(self, n: int) -> None:
         is_open = self.fits(n, self.min_mem, self.min_vc)
-        if is_open != self.is_open[n]:
+        if is_open != self.nodes[n].is_open:
             self._set_open(n, is_open)
 
     def _set_open(self, n: int, is_open: bool) -> None:
-        self.is_open[n] = is_open
+        self.nodes[n].is_open = is_open
         rank = self.rank_of[n]
         if is_open:
             insort(self.free_ranks, rank)
@@ -614,18 +732,18 @@ class Engine:
     # ------------------------------------------------------------------ heartbeats
 
     def _next_heartbeat(self, n: int, after: float, strict: bool) -> float:
-        phase = self.phase[n]
+        phase = self.nodes[n].phase
         time = phase + math.ceil((after - phase) / self.interval) * self.interval
         if time < after or (strict and time <= after):
             time += self.interval
         return time
 
     def _schedule_heartbeat(self, n: int, time: float) -> None:
-        self.heartbeat_at[n] = time
+        self.nodes[n].heartbeat_at = time
         self._push(time, _HEARTBEAT, n)
 
     def _on_heartbeat(self, n: int) -> None:
-        self.heartbeat_at[n] = -1.0
+        self.nodes[n].heartbeat_at = -1.0
         chained = self.chain_node == n
         if chained:
             self.chain_node = -1
@@ -634,12 +752,13 @@ class Engine:
     def _heartbeat(self, n: int, chained: bool) -> None:
         """Node ``n`` heartbeats: report released AM containers, schedule on the
         node, and keep the scan going while demand may remain."""
-        released = self.pending_release[n]
+        node = self.nodes[n]
+        released = node.pending_release
         if released:
-            self.pending_release[n] = []
+            node.pending_release = []
             for app, memory, vcores, is_am in released:
                 self._release(n, app, memory, vcores, is_am)
-        if self.lra_waiting[n]:
+        if node.lra_waiting:
             self._serve_lras(n)
         if self.model.root.demand_apps == 0:
             return
@@ -669,7 +788,7 @@ class Engine:
 
     def _chain_to(self, m: int, time: float) -> None:
         self.chain_node = m
-        if self.heartbeat_at[m] < 0:
+        if self.nodes[m].heartbeat_at < 0:
             self._schedule_heartbeat(m, time)
 
     def _kick(self) -> None:
@@ -698,7 +817,7 @@ class Engine:
             return
         for rank in list(self.free_ranks):
             n = self.node_at_rank[rank]
-            if self.is_open[n] and self._schedule_node(n)[1] == NO_DEMAND:
+            if self.nodes[n].is_open and self._schedule_node(n)[1] == NO_DEMAND:
                 return
 
     def _schedule_node(self, n: int) -> tuple[int, int]:
@@ -706,18 +825,19 @@ class Engine:
         model = self.model
         limit = self._heartbeat_limit
         capped_by_amount = model.caps_heartbeat_amount
-        start_free = (self.free_mem[n], self.free_vc[n])
+        node = self.nodes[n]
+        start_free = (node.free_mem, node.free_vc)
         granted = 0
         granted_mem = granted_vc = 0
         status = _MORE
-        while granted < limit and self.is_open[n]:
-            pick = model.choose(self.free_mem[n], self.free_vc[n])
+        while granted < limit and node.is_open:
+            pick = model.choose(node.free_mem, node.free_vc)
             if isinstance(pick, int):
                 status = pick if pick == NO_DEMAND else _MORE
                 break
             if self._default_placement:
                 target = n
-                count = model.repeat_count(pick, self.free_mem[n], self.free_vc[n], limit - granted)
+                count = model.repeat_count(pick, node.free_mem, node.free_vc, limit - granted)
             else:
                 target, count = self._place(pick, n), 1
                 if target < 0:
@@ -729,7 +849,7 @@ class Engine:
                 granted_vc += vcores
                 if not model.keep_assigning((granted_mem, granted_vc), start_free):
                     break
-        if self._grants:
+        if self._granted:
             self._flush_grants()
         return granted, status
 
@@ -760,7 +880,6 @@ class Engine:
         groups = app.groups
         head = groups[0]
         memory, vcores = head.memory * count, head.vcores * count
-        grants = self._grants
         left = count
         while left:
             group = groups[0]
@@ -769,13 +888,17 @@ class Engine:
             left -= taken
             if group.count == 0:
                 groups.popleft()
-            key = (n, app.index, group.duration, group.memory, group.vcores)
-            slot = grants.get(key)
-            if slot is None:
-                grants[key] = [taken]
-            else:
-                slot[0] += taken
+            tasks = group.tasks
+            if tasks is None:
+                self._add_grant(app, n, group.duration, group.memory, group.vcores, taken)
+                continue
+            start = group.offset
+            group.offset = start + taken
+            group_mem, group_vc = group.memory, group.vcores
+            for task in tasks[start : start + taken]:
+                self._add_grant(app, n, task.duration_s, group_mem, group_vc, 1)
         model.add_pending(app, -count, -memory, -vcores)
+        model.request_changed(app)
         model.charge(app, memory, vcores, False)
         self._shift(n, memory, vcores)
         if app.start_s is None:
@@ -784,35 +907,69 @@ class Engine:
             self._asks[app.index].granted += count
         return memory, vcores
 
-    def _flush_grants(self) -> None:
-        spread = self.options.container_start_spread_s
-        for (n, index, duration, memory, vcores), (count,) in self._grants.items():
-            app = self.apps[index]
-            surplus = duration == _SURPLUS
-            if surplus:
-                duration = self._surplus_hold(app)
-            if spread and count > 1 and not surplus:
-                for k in range(count):
-                    self._new_batch(app, n, 1, (duration + k * spread, memory, vcores), False)
-            else:
-                self._new_batch(app, n, count, (duration, memory, vcores), surplus)
-            if self.options.record_allocations:
-                self._record(app, n, count, False)
-        self._grants.clear()
-
-    def _new_batch(
-        self, app: SimApp, n: int, count: int, shape: tuple[float, int, int], surplus: bool
+    def _add_grant(
+        self, app: SimApp, n: int, duration: float, memory: int, vcores: int, count: int
     ) -> None:
-        batch = Batch(self._next_batch, app, n, count, shape, self.now, False)
-        if surplus:
-            batch.stage = _SURPLUS_STAGE
+        """Containers granted in this heartbeat for tasks of one duration: alike
+        ones (same job, node, duration and size) make one batch, in the order of
+        their first grant. Looked up by duration; a second batch of the same
+        duration (another job or size) is looked up by all of them."""
+        first = self._grants_by_duration.get(duration)
+        if first is None:
+            batch = Batch(-1, app, n, count, duration, memory, vcores, self.now, False)
+            self._grants_by_duration[duration] = batch
+            self._granted.append(batch)
+            return
+        same = first.app is app and first.node == n
+        if same and first.memory == memory and first.vcores == vcores:
+            first.count += count
+            return
+        key = (n, app.index, duration, memory, vcores)
+        other = self._grants_by_key.get(key)
+        if other is not None:
+            other.count += count
+            return
+        batch = Batch(-1, app, n, count, duration, memory, vcores, self.now, False)
+        self._grants_by_key[key] = batch
+        self._granted.append(batch)
+
+    def _flush_grants(self) -> None:
+        """The heartbeat's grants become running batches."""
+        spread = self._spread
+        now = self.now
+        for batch in self._granted:
+            app, n, count = batch.app, batch.node, batch.count
+            if batch.duration == _SURPLUS:
+                duration = self._surplus_hold(app)
+                batch.duration, batch.end, batch.stage = duration, now + duration, _SURPLUS_STAGE
+                self._new_batch(batch)
+            elif spread and count > 1:
+                for k in range(count):
+                    piece = batch.duration + k * spread
+                    memory, vcores = batch.memory, batch.vcores
+                    self._new_batch(Batch(-1, app, n, 1, piece, memory, vcores, now, False))
+            else:
+                self._new_batch(batch)
+            if self._record_allocations:
+                self._record(app, n, count, False)
+        self._granted.clear()
+        self._grants_by_duration.clear()
+        self._grants_by_key.clear()
+
+    def _new_batch(self, batch: Batch) -> None:
+        """A granted batch starts: its end is due at a report. Without preemption,
+        it folds into the batch reported just before it when that one is of the same
+        job, stage and size on the same node (module docstring, "Report runs")."""
+        tracked = self._track_batches
+        if self._file_report(batch, self._report_time(batch.node, batch.end), not tracked):
+            return  # folded into the batch reported before it
+        batch.id = self._next_batch
         self._next_batch += 1
-        self.batches[batch.id] = batch
-        app.batches[batch.id] = batch
-        self._push_report(batch)
+        if tracked:
+            batch.app.batches[batch.id] = batch
 
     def _record(self, app: SimApp, n: int, count: int, is_am: bool) -> None:
-        if self.options.record_allocations:
+        if self._record_allocations:
             self.allocations.append(
                 Allocation(self.now, app.job.id, self.node_ids[n], count, is_am)
             )
@@ -858,6 +1015,7 @@ class Engine:
             extra = wanted - pending
             app.groups.append(TaskGroup(extra, _SURPLUS, memory, vcores))
             self.model.add_pending(app, extra, extra * memory, extra * vcores)
+            self.model.request_changed(app)
             self._kick()
             return
         drop = pending - wanted
@@ -869,6 +1027,7 @@ class Engine:
             if group.count == 0:
                 app.groups.pop()
             self.model.add_pending(app, -taken, -taken * group.memory, -taken * group.vcores)
+            self.model.request_changed(app)
 
     def _surplus_hold(self, app: SimApp) -> float:
         """A surplus container is returned on the AM's next call and released on
@@ -896,8 +1055,7 @@ class Engine:
         app = batch.app
         count = min(count, batch.count)
         batch.count -= count
-        if batch.count == 0:
-            del self.batches[batch.id]
+        if batch.count == 0:  # its report, still due, then finds nothing
             del app.batches[batch.id]
             self._marks.forget(batch.id)
         memory, vcores = batch.memory * count, batch.vcores * count
@@ -912,47 +1070,51 @@ class Engine:
             return
         app.groups.appendleft(again)
         self.model.add_pending(app, count, memory, vcores)
+        self.model.request_changed(app)
 
     # ------------------------------------------------------------------ hooks
 
     def _change_capacity(self, change: CapacityChange) -> None:
         n = self.node_index[change.node_id]
         self._account()
-        delta_mem = change.visible.memory_mb - self.visible_mem[n]
-        delta_vc = change.visible.vcores - self.visible_vc[n]
-        self.visible_mem[n] += delta_mem
-        self.visible_vc[n] += delta_vc
+        delta_mem = change.visible.memory_mb - self.nodes[n].visible_mem
+        delta_vc = change.visible.vcores - self.nodes[n].visible_vc
+        self.nodes[n].visible_mem += delta_mem
+        self.nodes[n].visible_vc += delta_vc
         self.total_mem += delta_mem
         self.total_vc += delta_vc
-        self.free_mem[n] += delta_mem
-        self.free_vc[n] += delta_vc
+        self.nodes[n].free_mem += delta_mem
+        self.nodes[n].free_vc += delta_vc
         self.model.resize(self.total_mem, self.total_vc)
         self._update_open(n)
         self._kick()
 
     def _start_lra(self, lra: LongRunningContainer) -> None:
         n = self.node_index[lra.node_id]
-        self.lra_waiting[n].append(lra)
+        self.nodes[n].lra_waiting.append(lra)
         self._serve_lras(n)
 
     def _serve_lras(self, n: int) -> None:
-        waiting = self.lra_waiting[n]
+        waiting = self.nodes[n].lra_waiting
         while waiting:
             lra = waiting[0]
-            if lra.resources.memory_mb > self.free_mem[n] or lra.resources.vcores > self.free_vc[n]:
+            if (
+                lra.resources.memory_mb > self.nodes[n].free_mem
+                or lra.resources.vcores > self.nodes[n].free_vc
+            ):
                 break
             waiting.pop(0)
-            self.free_mem[n] -= lra.resources.memory_mb
-            self.free_vc[n] -= lra.resources.vcores
+            self.nodes[n].free_mem -= lra.resources.memory_mb
+            self.nodes[n].free_vc -= lra.resources.vcores
         self._update_open(n)
 
     def _end_lra(self, lra: LongRunningContainer) -> None:
         n = self.node_index[lra.node_id]
-        if lra in self.lra_waiting[n]:
-            self.lra_waiting[n].remove(lra)
+        if lra in self.nodes[n].lra_waiting:
+            self.nodes[n].lra_waiting.remove(lra)
         else:
-            self.free_mem[n] += lra.resources.memory_mb
-            self.free_vc[n] += lra.resources.vcores
+            self.nodes[n].free_mem += lra.resources.memory_mb
+            self.nodes[n].free_vc += lra.resources.vcores
         self._serve_lras(n)
         self._kick()
 
@@ -1004,6 +1166,45 @@ class Engine:
             preempted_containers=self.preempted,
             allocations=tuple(self.allocations),
         )
+
+
+class _Node:
+    """One NodeManager as the engine tracks it: what batch may use (``visible_*``)
+    and has free, its heartbeat phase, its next simulated heartbeat (-1: none), the
+    releases and long-running containers waiting for it, and whether a container of
+    the minimum size could start on it now (``is_open``)."""
+
+    __slots__ = (
+        "free_mem",
+        "free_vc",
+        "heartbeat_at",
+        "is_open",
+        "lra_waiting",
+        "pending_release",
+        "phase",
+        "visible_mem",
+        "visible_vc",
+    )
+
+    def __init__(self, memory: int, vcores: int, phase: float) -> None:
+        self.visible_mem = self.free_mem = memory
+        self.visible_vc = self.free_vc = vcores
+        self.phase = phase
+        self.heartbeat_at = -1.0
+        self.is_open = False
+        self.pending_release: list[tuple[SimApp, int, int, bool]] = []
+        self.lra_waiting: list[LongRunningContainer] = []
+
+
+class _Events:
+    """The events other than reports due at one moment (kind and argument in one
+    integer each), in filing order; ``taken`` of them are handled."""
+
+    __slots__ = ("items", "taken")
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+        self.taken = 0
 
 
 def _job_result(app: SimApp) -> JobResult:

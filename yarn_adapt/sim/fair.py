@@ -39,9 +39,10 @@ from collections.abc import Callable
 
 from yarn_adapt.model.fair import FairQueue, FairSchedulerConfig, parse_fair_resources
 from yarn_adapt.model.resources import Resources
-from yarn_adapt.sim.shares import fair_shares
 from yarn_adapt.sim.spec import PreemptionOptions, SimulationOptions
-from yarn_adapt.sim.state import (
+
+from .shares import fair_shares
+from .state import (
     NO_DEMAND,
     NO_FIT,
     UNLIMITED,
@@ -80,6 +81,7 @@ class FairModel(SchedulerModel):
         self._shares_dirty = True
         self._fit_blocked = False
         self._starved_since: dict[tuple[str, str], float] = {}
+        self._elements: dict[tuple[str, str], str | None] = {}
 
     # ------------------------------------------------------------------ build
 
@@ -408,7 +410,13 @@ class FairModel(SchedulerModel):
 
     def _element(self, leaf: LeafQueue, kind: str) -> str | None:
         """The queue's element, inherited from ancestors, else the file default
-        (timeouts are seconds in the allocation file)."""
+        (timeouts are seconds in the allocation file); looked up once."""
+        key = (leaf.path, kind)
+        if key not in self._elements:
+            self._elements[key] = self._find_element(leaf, kind)
+        return self._elements[key]
+
+    def _find_element(self, leaf: LeafQueue, kind: str) -> str | None:
         own, default = _ELEMENTS[kind]
         for queue in leaf.chain:
             conf = self._conf[queue.path]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from yarn_adapt.sim.state import Batch, Claim
+from .state import Batch, Claim
 
 
 def select_victims(claims: Iterable[Claim]) -> dict[int, tuple[Batch, int]]:

@@ -23,7 +23,7 @@ class JobStatus(StrEnum):
     UNFINISHED = "UNFINISHED"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JobResult:
     id: str
     queue: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from yarn_adapt.sim.state import QueueNode
+from .state import QueueNode
 
 _EPSILON = 1e-9
 _BISECTIONS = 64

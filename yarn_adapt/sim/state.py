@@ -26,38 +26,70 @@ NO_FIT = 1  # some demand within limits does not fit this node; other nodes may 
 
 
 class TaskGroup:
-    """``count`` pending tasks of one stage with the same duration and container."""
+    """``count`` pending tasks of one stage asking for the same container.
 
-    __slots__ = ("count", "duration", "memory", "vcores")
+    Either alike, ``duration`` seconds each (``tasks`` is ``None``), or the tasks
+    ``tasks[offset:offset + count]`` of the job, each with its own duration: a
+    stage of a million tasks is one group, not a million objects.
+    """
 
-    def __init__(self, count: int, duration: float, memory: int, vcores: int) -> None:
+    __slots__ = ("count", "duration", "memory", "offset", "tasks", "vcores")
+
+    def __init__(
+        self,
+        count: int,
+        duration: float,
+        memory: int,
+        vcores: int,
+        tasks: Sequence[TaskSpec] | None = None,
+        offset: int = 0,
+    ) -> None:
         self.count = count
         self.duration = duration
         self.memory = memory
         self.vcores = vcores
+        self.tasks = tasks
+        self.offset = offset
 
 
 def group_tasks(tasks: Sequence[TaskSpec]) -> deque[TaskGroup]:
-    """Consecutive identical tasks merged into one group, order kept."""
+    """The tasks in runs asking for the same container, order kept: a run whose
+    tasks all last the same is one group of alike tasks, any other run one group
+    over its tasks."""
     groups: deque[TaskGroup] = deque()
-    last: TaskGroup | None = None
-    for task in tasks:
-        res = task.resources
-        duration = task.duration_s
-        if (
-            last is not None
-            and last.duration == duration
-            and last.memory == res.memory_mb
-            and last.vcores == res.vcores
-        ):
-            last.count += 1
+    total = len(tasks)
+    start = 0
+    while start < total:
+        first = tasks[start]
+        shape = first.resources
+        memory, vcores = shape.memory_mb, shape.vcores
+        duration = first.duration_s
+        alike = True
+        end = start + 1
+        while end < total:
+            task = tasks[end]
+            if task is not first:
+                res = task.resources
+                if res is not shape and (res.memory_mb != memory or res.vcores != vcores):
+                    break
+                if alike and task.duration_s != duration:
+                    alike = False
+            end += 1
+        if alike:
+            groups.append(TaskGroup(end - start, duration, memory, vcores))
         else:
-            last = TaskGroup(1, duration, res.memory_mb, res.vcores)
-            groups.append(last)
+            groups.append(TaskGroup(end - start, 0.0, memory, vcores, tasks, start))
+        start = end
     return groups
 
 
+# Shared by every app that has no stage running (a deque costs 760 bytes and a
+# datacenter day has hundreds of thousands of apps); never added to: an app gets
+# deques of its own when a stage begins (the engine's _enter_stage).
+NO_TASKS: deque[TaskGroup] = deque()
+
 UNLIMITED = float("inf")
+ORDER_SPAN = 1 << 40  # more apps than any run has
 
 
 class QueueNode:
@@ -141,8 +173,13 @@ class LeafQueue(QueueNode):
         "am_used_mem",
         "am_used_vc",
         "apps",
+        "by_ask",
         "chain",
         "demand",
+        "limit_for_asking",
+        "limit_for_guar",
+        "limit_for_used",
+        "limit_value",
         "max_apps",
         "minimum_user_limit",
         "ordered",
@@ -155,7 +192,8 @@ class LeafQueue(QueueNode):
         super().__init__(path, parent, position)
         self.apps: dict[int, SimApp] = {}
         self.demand: dict[int, SimApp] = {}
-        self.ordered: list[tuple[tuple[int, int], SimApp]] = []
+        self.ordered: list[tuple[int, SimApp]] = []  # (SimApp.order, app) of asking apps
+        self.by_ask: dict[tuple[str, int, int], AskQueue] = {}
         self.waiting: list[SimApp] = []
         self.users: dict[str, UserUsage] = {}
         self.am_used_mem = 0
@@ -165,6 +203,12 @@ class LeafQueue(QueueNode):
         self.minimum_user_limit = 100.0
         self.max_apps = UNLIMITED
         self.chain: tuple[QueueNode, ...] = ()
+        # The Capacity Scheduler's user limit for a leaf of one user, and what it
+        # was computed from (it changes only with them).
+        self.limit_for_used = -1
+        self.limit_for_guar = -1.0
+        self.limit_for_asking = False
+        self.limit_value = 0.0
 
     @property
     def is_leaf(self) -> bool:
@@ -178,6 +222,21 @@ class LeafQueue(QueueNode):
         if found is None:
             found = self.users[name] = UserUsage()
         return found
+
+
+class AskQueue:
+    """The asking apps of one FIFO leaf that belong to one user and ask for one
+    container size, in the leaf's order (their ``SimApp.order`` beside them)."""
+
+    __slots__ = ("apps", "keys", "memory", "usage", "user", "vcores")
+
+    def __init__(self, user: str, usage: UserUsage, memory: int, vcores: int) -> None:
+        self.user = user
+        self.usage = usage
+        self.memory = memory
+        self.vcores = vcores
+        self.keys: list[int] = []
+        self.apps: list[SimApp] = []
 
 
 class UserUsage:
@@ -203,15 +262,18 @@ class SimApp:
         "am_vc",
         "awaiting_am",
         "batches",
+        "filed",
         "finish_s",
         "groups",
         "index",
         "job",
         "last_end",
         "leaf",
+        "order",
         "pending_count",
         "pending_mem",
         "pending_vc",
+        "plan",
         "priority",
         "reason",
         "reduces",
@@ -220,6 +282,7 @@ class SimApp:
         "stage_left",
         "start_s",
         "submit_s",
+        "usage",
         "used_mem",
         "used_vc",
         "user",
@@ -231,13 +294,20 @@ class SimApp:
         self.leaf = leaf
         self.user = job.user
         self.priority = job.features.priority
+        # FIFO order (higher priority, then submission) as one integer.
+        self.order = -self.priority * ORDER_SPAN + index
         self.submit_s = job.submit_s
         self.am_mem = job.am_resources.memory_mb
         self.am_vc = job.am_resources.vcores
         self.awaiting_am = False
         self.am_batch: Batch | None = None
-        self.groups: deque[TaskGroup] = deque()
-        self.reduces: deque[TaskGroup] = deque()
+        # The running stage's pending groups and the reduces to come: NO_TASKS
+        # until the app's first stage begins and again once it ends.
+        self.groups: deque[TaskGroup] = NO_TASKS
+        self.reduces: deque[TaskGroup] = NO_TASKS
+        self.plan: tuple[deque[TaskGroup], deque[TaskGroup]] | None = None
+        self.filed: AskQueue | None = None
+        self.usage: UserUsage | None = None  # the user's usage in the leaf, once known
         self.stage = MAP_STAGE
         self.stage_left = 0
         self.ahead = 0
@@ -284,14 +354,28 @@ class SimApp:
 def split_stages(tasks: Sequence[TaskSpec]) -> tuple[deque[TaskGroup], deque[TaskGroup]]:
     """The map groups and the reduce groups of ``tasks``."""
     map_kind = TaskType.MAP
-    maps = [t for t in tasks if t.kind is map_kind]
-    if len(maps) == len(tasks):
-        return group_tasks(maps), deque()
-    return group_tasks(maps), group_tasks([t for t in tasks if t.kind is not map_kind])
+    maps = 0
+    total = len(tasks)
+    while maps < total and tasks[maps].kind is map_kind:
+        maps += 1
+    if maps == total:
+        return group_tasks(tasks), deque()
+    rest = tasks[maps:]
+    if all(t.kind is not map_kind for t in rest):  # maps, then reduces
+        return group_tasks(tasks[:maps]), group_tasks(rest)
+    return (
+        group_tasks([t for t in tasks if t.kind is map_kind]),
+        group_tasks([t for t in tasks if t.kind is not map_kind]),
+    )
 
 
 class Batch:
-    """Containers granted together: same job, node, moment, duration and size."""
+    """Containers granted together: same job, node, moment, duration and size.
+
+    Without preemption, batches of one job and stage whose ends the same node
+    heartbeat reports one after the other are folded into one (``reports`` of
+    them; ``end`` is the latest): nothing can tell them apart (see
+    :mod:`yarn_adapt.sim.engine`, "Report runs")."""
 
     __slots__ = (
         "app",
@@ -300,8 +384,13 @@ class Batch:
         "end",
         "id",
         "is_am",
+        "last_run",
         "memory",
+        "next",
+        "next_run",
         "node",
+        "reports",
+        "run_tail",
         "stage",
         "start",
         "vcores",
@@ -313,7 +402,9 @@ class Batch:
         app: SimApp,
         node: int,
         count: int,
-        group: tuple[float, int, int],
+        duration: float,
+        memory: int,
+        vcores: int,
         start: float,
         is_am: bool,
     ) -> None:
@@ -321,11 +412,22 @@ class Batch:
         self.app = app
         self.node = node
         self.count = count
-        self.duration, self.memory, self.vcores = group
+        self.duration = duration
+        self.memory = memory
+        self.vcores = vcores
         self.start = start
-        self.end = start + self.duration
+        self.end = start + duration
         self.is_am = is_am
         self.stage = app.stage
+        self.reports = 1
+        # Reports due at one moment are runs of batches linked in order: ``next``
+        # within a run; a run's first batch knows its last (``run_tail``) and the
+        # next run's first (``next_run``); the moment's first pending run also
+        # knows the last pending run (``last_run``).
+        self.next: Batch | None = None
+        self.run_tail: Batch | None = None
+        self.next_run: Batch | None = None
+        self.last_run: Batch | None = None
 
 
 @dataclass(frozen=True)
@@ -432,6 +534,12 @@ class SchedulerModel(ABC):
         has = app.pending_count > 0
         if had != has:
             self._flip_demand(app, has)
+
+    def request_changed(self, app: SimApp) -> None:
+        """The container ``app`` asks for next may have changed while it asks (a
+        task group ended, a killed task came back first); models that index asks by
+        size refile it."""
+        return
 
     def charge(self, app: SimApp, memory: int, vcores: int, is_am: bool) -> None:
         """Containers of ``app`` granted (positive) or released (negative)."""

@@ -82,12 +82,19 @@ class SwimReplaySettings:
     bytes_per_reduce: int = 64 * MIB
     # AdaptiveConfig §4.2: "each container has 1 CPU core and 2 GB memory".
     task_resources: Resources = field(default_factory=lambda: Resources(2048, 1))
+    # A row whose replay would run more tasks is refused (a malformed row): the
+    # FB-2009 sample's largest job has 131,777 maps; 10**18 input bytes would be
+    # 17 billion. The whole trace may hold at most max_tasks_per_trace tasks.
+    max_tasks_per_job: int = 1_000_000
+    max_tasks_per_trace: int = 50_000_000
 
     def __post_init__(self) -> None:
         if self.original_machines <= 0 or self.machines <= 0:
             raise InputError("SWIM cluster sizes must be positive")
         if self.hdfs_block_bytes < 4096 or self.bytes_per_reduce <= 0:
             raise InputError("SWIM block size must be >= 4096 B and bytes per reduce > 0")
+        if self.max_tasks_per_job <= 0 or self.max_tasks_per_trace <= 0:
+            raise InputError("SWIM task limits must be positive")
 
     @property
     def machines(self) -> int:
@@ -234,11 +241,13 @@ def load_swim(
     rows = MalformedRows(str(trace), lenient=lenient)
     jobs: list[JobSpec] = []
     seen: set[str] = set()
+    tasks = 0
     for line_no, line in numbered_lines(trace, rows):
         if not line.strip():
             continue
         try:
             row = _parse_row(line, seen)
+            tasks += _checked_task_count(row, settings, tasks)
         except ValueError as exc:
             rows.reject(TraceError(str(trace), line_no, str(exc)))
             continue
@@ -264,6 +273,24 @@ def _parse_row(line: str, seen: set[str]) -> _SwimRow:
         for text, name in zip(fields[3:6], ("input", "shuffle", "output"), strict=True)
     ]
     return _SwimRow(job_id, submit_s, *sizes)
+
+
+def _checked_task_count(row: _SwimRow, settings: SwimReplaySettings, so_far: int) -> int:
+    """The row's task count, if within the limits (else ``ValueError``): a row with
+    absurd sizes is refused before any of its tasks is made."""
+    shape = swim_shape(row.input_bytes, row.shuffle_bytes, row.output_bytes, settings)
+    count = shape.maps + shape.reduces
+    if count > settings.max_tasks_per_job:
+        raise ValueError(
+            f"job {row.job_id!r} would run {count:,} tasks ({shape.maps:,} maps), more than "
+            f"the {settings.max_tasks_per_job:,} a job may have (max_tasks_per_job)"
+        )
+    if so_far + count > settings.max_tasks_per_trace:
+        raise ValueError(
+            f"the trace reaches {so_far + count:,} tasks at job {row.job_id!r}, more than "
+            f"the {settings.max_tasks_per_trace:,} a trace may have (max_tasks_per_trace)"
+        )
+    return count
 
 
 def _non_negative(kind: type[_Number], text: str, what: str) -> _Number:

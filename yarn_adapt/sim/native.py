@@ -1,0 +1,135 @@
+"""Which simulator core runs: the Python one or its compiled copy (issue 15).
+
+The core -- :mod:`~yarn_adapt.sim.state`, ``shares``, ``preemption``,
+``capacity``, ``fair`` and ``engine`` -- is typed Python. ``pip install`` also
+compiles a byte-for-byte copy of it with mypyc into ``yarn_adapt.sim._native``
+when mypy and a C compiler are at hand (``setup.py``,
+:mod:`yarn_adapt.sim.native_build`); a missing compiler leaves the Python core
+alone. The copy is the same source, so both give the same results
+(tests/sim/test_native.py); the compiled one is about three times faster.
+
+``YARN_ADAPT_SIM_ENGINE`` chooses (``simulate(..., engine=...)`` overrides it):
+
+* ``auto`` (default): the compiled core if it was built from the sources now in
+  place, else the Python one;
+* ``python``: the Python core;
+* ``native``: the compiled core, or a :class:`SettingsError` saying why not.
+
+A compiled copy older than the sources (an editable install edited since) is
+never used: ``python -m yarn_adapt.sim.native`` rebuilds it in place.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.machinery
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.sim.native_build import NATIVE_PACKAGE, build_in_place, source_digest
+
+ENGINE_VARIABLE = "YARN_ADAPT_SIM_ENGINE"
+CHOICES = ("auto", "python", "native")
+SIM_DIR = Path(__file__).resolve().parent
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Core:
+    """The modules of one simulator core."""
+
+    kind: str  # "python" or "native"
+    capacity: ModuleType
+    fair: ModuleType
+    engine: ModuleType
+
+
+def select_core(choice: str | None = None) -> Core:
+    """The core ``choice`` (else ``$YARN_ADAPT_SIM_ENGINE``, else ``auto``) names."""
+    wanted = (choice or os.environ.get(ENGINE_VARIABLE) or "auto").strip().lower()
+    if wanted not in CHOICES:
+        raise SettingsError(
+            f"simulator engine {wanted!r}: use one of {', '.join(CHOICES)} ({ENGINE_VARIABLE})"
+        )
+    if wanted == "python":
+        return python_core()
+    native, why_not = _native_core()
+    if native is not None:
+        return native
+    if wanted == "native":
+        raise SettingsError(f"the simulator's compiled core cannot run: {why_not}")
+    _note_fallback(why_not)
+    return python_core()
+
+
+@functools.cache
+def python_core() -> Core:
+    return _core("python", "yarn_adapt.sim")
+
+
+def native_available() -> bool:
+    return _native_core()[0] is not None
+
+
+@functools.cache
+def _native_core() -> tuple[Core | None, str]:
+    package = f"yarn_adapt.sim.{NATIVE_PACKAGE}"
+    try:
+        built = importlib.import_module(package)
+    except ImportError:
+        return None, "it is not built (pip install needs mypy and a C compiler)"
+    recorded = getattr(built, "SOURCE_DIGEST", None)
+    if recorded != source_digest(SIM_DIR):
+        return None, "it was built from other sources (rebuild: python -m yarn_adapt.sim.native)"
+    try:
+        core = _core("native", package)
+    except ImportError as exc:
+        return None, f"it does not load ({exc})"
+    if not all(_compiled(m) for m in (core.capacity, core.fair, core.engine)):
+        return None, "it is not compiled"
+    return core, ""
+
+
+def _core(kind: str, package: str) -> Core:
+    def load(name: str) -> ModuleType:
+        return importlib.import_module(f"{package}.{name}")
+
+    return Core(kind, load("capacity"), load("fair"), load("engine"))
+
+
+def _compiled(module: ModuleType) -> bool:
+    path = getattr(module, "__file__", None) or ""
+    return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+@functools.cache
+def _note_fallback(reason: str) -> None:
+    log.info("simulator: pure-Python core (%s)", reason)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m yarn_adapt.sim.native [--if-stale]``: compile the core in place
+    (a source checkout; ``--if-stale``: only if the built one is missing or older
+    than the sources), then say which core runs."""
+    repo = SIM_DIR.parent.parent
+    if "--if-stale" in argv and native_available():
+        return 0
+    if not (repo / "setup.py").exists():
+        print(f"yarn-adapt: no setup.py beside {SIM_DIR.parent}; reinstall the package instead")
+        return 2
+    build_in_place(repo)
+    _native_core.cache_clear()
+    core, why_not = _native_core()
+    print("compiled simulator core: " + ("ready" if core is not None else f"not used: {why_not}"))
+    return 0 if core is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
