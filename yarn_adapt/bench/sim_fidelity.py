@@ -60,6 +60,7 @@ from yarn_adapt.model import Application, AppState
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.sim import ClusterSpec, simulate
 from yarn_adapt.sim.calibration import (
     RECORDED_OVERHEADS,
@@ -1007,6 +1008,7 @@ def _run_scenarios(
     cluster: MiniCluster, scenarios: Sequence[Scenario], settings: FidelitySettings
 ) -> list[RealRun]:
     runs = []
+    total, done = len(scenarios) * settings.repeat, 0
     for scenario in scenarios:
         for _ in range(settings.repeat):
             log.info("scenario %s: %d apps", scenario.name, len(scenario.apps))
@@ -1016,6 +1018,8 @@ def _run_scenarios(
                 if not settings.keep_going:
                     raise
                 log.warning("scenario %s failed: %s", scenario.name, exc.one_line())
+            done += 1
+            report("bench sim-fidelity run", done, total, scenario.name)
     return runs
 
 

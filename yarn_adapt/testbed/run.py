@@ -75,6 +75,7 @@ from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
+from yarn_adapt.progress import report
 from yarn_adapt.testbed import burner, services
 from yarn_adapt.testbed.agents import (
     AgentCounts,
@@ -579,9 +580,10 @@ class Testbed:
         self.set_guard(GuardMode.AUTO)  # the AM lands on the other node
         stream = self._submit_stream(burner_path)
         stream.wait_running(300.0)
-        for phase in options.order:
+        for done, phase in enumerate(options.order, start=1):
             self.enter(phase)
             windows.append(self.window(phase, options.phase_s))
+            report("testbed phase", done, len(options.order), phase)
         self.stop_agents()  # while the stream's containers still run (and are squeezed)
         result.preempted_containers += _preempted(self.cluster, stream.application_id())
         stream.kill()
