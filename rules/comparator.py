@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from rules.compiler import MechanismCompiler, signature
 from rules.engine import Algorithm1, Estimate
 from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
+from rules.judging import PathJudge
 from rules.mechanism import Mechanism
 from rules.paths import Decisions, Path
 from rules.rulebook import DEFAULT_BOOK, RuleBook
@@ -114,11 +115,7 @@ class Comparator:
         mix = self._mixes[index]
         key = (index, mechanism, tuple(q.name for q in config.queues), resources)
         paths = self._paths.setdefault(key, [])
-        judge = (
-            Algorithm1(mechanism, config, mix, resources, self.constraints, judging=True)
-            if paths
-            else None
-        )
+        judge = PathJudge(mechanism, config, resources, self.constraints) if paths else None
         for position, path in enumerate(paths):
             if judge is not None and judge.follows(path):
                 paths.insert(0, paths.pop(position))
