@@ -32,7 +32,7 @@ Nothing here decides mechanism: every choice comes from the compiled
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rules.granting import Granting
@@ -56,11 +56,13 @@ from yarn_adapt.errors import SettingsError
 @dataclass(frozen=True)
 class Estimate:
     """The comparator's answer: mean latency over the mix's jobs (infinite if a job
-    can never run under the configuration) and each job's latency."""
+    can never run under the configuration) and each job's latency; over several
+    samples, their means and ``samples`` each one's mean latency."""
 
     mean_latency_s: float
     latencies: tuple[float, ...]
     unfinished: int
+    samples: tuple[float, ...] = ()
 
     @property
     def finite(self) -> bool:
@@ -85,6 +87,7 @@ class Algorithm1(Granting, HeartbeatTiming):
         *,
         record: bool = False,
         decisions: Decisions | None = None,
+        phases: Sequence[float] | None = None,
     ) -> None:
         self.totals = totals = Totals.of(resources.total, resources.unit)
         self.unit_resources = resources.unit
@@ -95,7 +98,7 @@ class Algorithm1(Granting, HeartbeatTiming):
         self.__dict__.update(kernels.fields())
         self.queues = make_queues(kernels, mechanism, config)
         self.jobs = self._jobs(mix, resources)
-        self._nodes(resources)
+        self._nodes(resources, phases)
         # (time, reports first, seq, kind, job or node, count, node, task end, container)
         self._heap: list[Event] = []
         self._seq = 0
@@ -195,6 +198,7 @@ class Algorithm1(Granting, HeartbeatTiming):
         queue = job.queue
         if self.am.needs_am and self.am.on_activation:
             queue.waiting.append(job)
+            self._ask(job, True)  # its AM's ask is pending while it waits
             return self._activate_waiting(queue)
         return self._activate(job)
 
@@ -207,18 +211,19 @@ class Algorithm1(Granting, HeartbeatTiming):
                 queue.waiting.remove(job)
                 queue.am_used_mem += job.am_mem
                 queue.am_used_vc += job.am_vc
-                queue.users.setdefault(job.user, [0, 0, 0])[2] += job.am_mem
+                queue.users.setdefault(job.user, [0, 0, 0, 0])[2] += job.am_mem
                 kicked |= self._activate(job)
         return kicked
 
     def _activate(self, job: JobState) -> bool:
         queue = job.queue
         queue.active.append(job)
-        user = queue.users.setdefault(job.user, [0, 0, 0])
+        user = queue.users.setdefault(job.user, [0, 0, 0, 0])
         user[1] += 1
         self._shares_dirty = True
         if self.am.needs_am:
             job.awaiting_am = True
+            self._ask(job, True)
             queue.pending_mem += job.am_mem
             queue.pending_vc += job.am_vc
             return True
@@ -229,7 +234,7 @@ class Algorithm1(Granting, HeartbeatTiming):
         held, the busy ones end ``remaining_s`` from now."""
         queue = job.queue
         queue.active.append(job)
-        queue.users.setdefault(job.user, [0, 0, 0])[1] += 1
+        queue.users.setdefault(job.user, [0, 0, 0, 0])[1] += 1
         if self.am.needs_am:
             job.holds_am = True
             self._hold(job, job.am_mem, job.am_vc, self._room_for(job.am_mem, job.am_vc))
@@ -264,8 +269,16 @@ class Algorithm1(Granting, HeartbeatTiming):
         """Make the current stage's tasks pending (the stage at the head of ``stages``)."""
         tasks, memory, vcores = job.demands[job.stage] if job.has_stage else (0, 0, 0)
         job.pending = tasks
+        self._ask(job, tasks > 0)
         job.queue.pending_mem += memory
         job.queue.pending_vc += vcores
+
+    def _ask(self, job: JobState, asking: bool) -> None:
+        """Whether the job asks for containers (its user is active while one of its
+        jobs does: :func:`yarn_adapt.semantics.capacity.is_active_user`)."""
+        if job.asking != asking:
+            job.asking = asking
+            job.queue.users.setdefault(job.user, [0, 0, 0, 0])[3] += 1 if asking else -1
 
     def _next_stage(self, job: JobState) -> bool:
         """The current stage is over (or the job just got its AM): start the next
@@ -280,6 +293,7 @@ class Algorithm1(Granting, HeartbeatTiming):
     def _finish(self, job: JobState) -> bool:
         job.finish = self.now if job.last_end < 0 else job.last_end
         queue = job.queue
+        self._ask(job, False)
         queue.active.remove(job)
         queue.users[job.user][1] -= 1
         self._shares_dirty = True
@@ -306,7 +320,7 @@ class Algorithm1(Granting, HeartbeatTiming):
         queue.used_vc += vcores
         job.used_mem += memory
         job.used_vc += vcores
-        queue.users.setdefault(job.user, [0, 0, 0])[0] += memory
+        queue.users.setdefault(job.user, [0, 0, 0, 0])[0] += memory
 
     def _release(self, job: JobState, memory: int, vcores: int, node: int) -> None:
         queue = job.queue

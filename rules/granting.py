@@ -60,6 +60,7 @@ class Granting:
     _hold: Callable[[JobState, int, int, int], None]
     _end_at: Callable[[JobState, float, int, int, tuple[int, int]], None]
     _push: Callable[..., None]
+    _ask: Callable[[JobState, bool], None]
 
     def _allocate_anywhere(self) -> None:
         """Continuous timing: grant until nothing more can be granted now."""
@@ -190,6 +191,7 @@ class Granting:
             self.grants.append((self.now, job.spec.id, job.awaiting_am))
         if job.awaiting_am:
             job.awaiting_am = False
+            self._ask(job, False)  # until the AM asks for its tasks
             job.holds_am = True
             job.am_node = node
             queue.pending_mem -= job.am_mem
@@ -211,6 +213,8 @@ class Granting:
         """The job's next pending task (execution order) starts now; its container's
         available moment is now + its estimated seconds (Algorithm 2, line 16)."""
         _, seconds, memory, vcores = job.start_task()
+        if job.pending == 0:
+            self._ask(job, False)
         job.queue.pending_mem -= memory
         job.queue.pending_vc -= vcores
         key = (job.index, seconds, node, memory, vcores)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rules.inputs import GroupResources
 from rules.kernels import Timing, Totals
@@ -43,13 +43,20 @@ class HeartbeatTiming:
     _allocate_on: Callable[[int], int]
     _push: Callable[..., None]
 
-    def _nodes(self, resources: GroupResources) -> None:
-        """Heartbeat timing: nodes in phase order (node ``n`` heartbeats at
-        ``phase[n] + k x interval``)."""
+    def _nodes(self, resources: GroupResources, phases: Sequence[float] | None) -> None:
+        """Nodes in phase order (node ``n`` heartbeats at ``phase[n] + k x
+        interval``). ``phases``: each node's, in the order of ``resources.nodes``
+        (:func:`rules.uncertainty.heartbeat_phases` draws them as the simulator
+        does); without them the phases are spread evenly."""
         self.heartbeats = not self.timing.continuous and bool(resources.nodes)
         nodes = resources.nodes if self.heartbeats else ()
         self.interval = resources.heartbeat_s
-        self.phase = [(n + 0.5) * self.interval / len(nodes) for n in range(len(nodes))]
+        if phases is not None and nodes:
+            order = sorted(range(len(nodes)), key=lambda n: (phases[n], n))
+            nodes = tuple(nodes[n] for n in order)
+            self.phase = [float(phases[n]) for n in order]
+        else:
+            self.phase = [(n + 0.5) * self.interval / len(nodes) for n in range(len(nodes))]
         self.node_mem = [r.memory_mb for r in nodes]
         self.node_vc = [r.vcores if self.both_dims else 1 << 30 for r in nodes]
         self.largest = (

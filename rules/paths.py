@@ -43,12 +43,14 @@ class QueueLoad(NamedTuple):
 
 
 class UserHolding(NamedTuple):
-    """One user of a queue: memory held, active jobs, AM memory of its active jobs."""
+    """One user of a queue: memory held, active jobs, AM memory of its active jobs,
+    and its jobs that ask for containers (which make it an active user)."""
 
     user: str
     memory: int
     active: int
     am: int
+    asking: int
 
 
 Users = tuple[UserHolding, ...]
@@ -149,7 +151,7 @@ def users_of(queue: QueueState) -> Users:
 
 
 def users_dict(users: Users) -> dict[str, list[int]]:
-    return {u.user: [u.memory, u.active, u.am] for u in users}
+    return {u.user: [u.memory, u.active, u.am, u.asking] for u in users}
 
 
 def remember(hot: list[T], decision: T) -> bool:
