@@ -164,3 +164,35 @@ def test_queue_order_least_used_first_then_larger_guarantee_then_configuration()
         "d": cs.queue_order_key(0, 0, 3, cluster=16384),  # no guarantee: last
     }
     assert sorted(queues, key=queues.__getitem__) == ["b", "c", "a", "d"]
+
+
+def test_the_guarantee_is_whole_mib_floored_as_the_real_rm_reports() -> None:
+    # the recorded Hadoop 3.4.3 RM: 30 % of 8192 MiB is an effectiveMinResource of 2457,
+    # and with a 256 MiB minimum allocation its one user's limit is 2560
+    assert cs.effective_capacity(8192 * 0.3) == 2457
+    limit = cs.user_limit(
+        guaranteed=8192 * 0.3,
+        queue_used=1024,
+        active_used=1024,
+        active_users=1,
+        minimum_user_limit_percent=100,
+        user_limit_factor=1,
+        queue_maximum=8192,
+        step=256,
+    )
+    assert limit == 2560
+    # 66.67 % of six 2 GiB containers is 8192.4 MiB: four containers, not five
+    two_thirds = 12288 * 0.6667
+    assert (
+        cs.user_limit(
+            guaranteed=two_thirds,
+            queue_used=8192,
+            active_used=8192,
+            active_users=1,
+            minimum_user_limit_percent=100,
+            user_limit_factor=1,
+            queue_maximum=11059,
+            step=2048,
+        )
+        == 8192
+    )

@@ -5,7 +5,11 @@ compared, also when a container is fitted).
 
 Amounts are MiB; ``step`` is the minimum allocation
 (``yarn.scheduler.minimum-allocation-mb``), to which YARN normalises requests and
-rounds limits.
+rounds limits. A queue's guarantee (AbstractCSQueue.getEffectiveCapacity) is a
+whole number of MiB, floored: percentages of the cluster are cut, not rounded
+(DefaultQueueResourceRoundingStrategy; the real RM reports 2457 MiB for 30 % of
+8192, tests/fixtures/rm/capacity-scheduler.json). :func:`effective_capacity` makes
+that number from a configured fraction of a queue's resources.
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ _SLACK = 1e-9
 def round_up(amount: float, step: int) -> float:
     """Resources.roundUp / multiplyAndNormalizeUp: up to a multiple of ``step``."""
     return math.ceil(amount / step - _SLACK) * step
+
+
+def effective_capacity(guaranteed: float) -> float:
+    """The queue's guarantee as YARN holds it: whole MiB, floored."""
+    return float(math.floor(guaranteed + _SLACK))
 
 
 # --------------------------------------------------------------------------- queue order
@@ -63,13 +72,13 @@ def user_limit(
 ) -> float:
     """UsersManager.computeUserLimit for an active user of weight 1, memory only.
 
-    ``queueCapacity = max(effective capacity, step)``; ``currentCapacity`` is it
+    ``queueCapacity = max(effective capacity (floored), step)``; ``currentCapacity`` is it
     while the queue's consumption (its users' usage, rounded up to the step) is
     below it, else consumption + step; the limit is ``max(ceil((active users' use +
     step) / #active users), ceil(currentCapacity x minimum-user-limit-percent /
     100))``, capped by ``floor(queueCapacity x user-limit-factor)`` -- or, with the
     factor -1, by the queue's maximum -- and rounded up to the step."""
-    capacity = max(guaranteed, float(step))
+    capacity = max(effective_capacity(guaranteed), float(step))
     consumed = round_up(queue_used, step)
     current = capacity if consumed < capacity else consumed + step
     even = math.ceil((active_used + step) / max(1, active_users))
@@ -102,7 +111,7 @@ def am_limit(guaranteed: float, current_limit: float, am_percent: float, step: i
     """AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition (default
     partition): ``max(guarantee, the queue's current limit) x
     maximum-am-resource-percent``, normalised up to the step."""
-    usable = max(guaranteed, current_limit)
+    usable = max(effective_capacity(guaranteed), current_limit)
     return round_up(usable * am_percent, step)
 
 
@@ -122,7 +131,7 @@ def user_am_limit(
     queue's AM limit."""
     share = max(minimum_user_limit_percent / 100.0, 1.0 / max(active_users, 1))
     factor = am_percent if user_limit_factor == -1 else am_percent * share * user_limit_factor
-    return min(round_up(guaranteed * factor, step), queue_am_limit)
+    return min(round_up(effective_capacity(guaranteed) * factor, step), queue_am_limit)
 
 
 def may_activate(
