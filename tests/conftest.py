@@ -1,10 +1,14 @@
 """Session-wide fixtures: real YARN mini clusters from the Maven Central Hadoop jars.
 
-Three cluster fixtures, one per scheduler set-up:
+Five cluster fixtures, one per set-up:
 
 - ``capacity_cluster``         Capacity Scheduler, file store (XML + ``rmadmin -refreshQueues``)
 - ``capacity_memory_cluster``  Capacity Scheduler, ``memory`` store (``PUT /scheduler-conf``)
 - ``fair_cluster``             Fair Scheduler (allocation file reload)
+- ``secure_cluster``           Capacity Scheduler, ``memory`` store, Kerberos (MiniKdc) with
+                               SPNEGO on every web service, HTTPS only (a generated CA)
+- ``colocation_cluster``       Capacity Scheduler (DRF), ``memory`` store, two NodeManagers
+                               of 4 vcores / 4 GB, each pinned to one CPU by a cpuset
 
 Each cluster starts the first time a test asks for it and then serves the whole
 session, but at most one runs at a time (the test machine has two cores): asking for
@@ -25,11 +29,16 @@ from collections.abc import Generator, Iterator
 import pytest
 
 from yarn_adapt.minicluster import MiniCluster, MiniClusterError, MiniClusterSpec
+from yarn_adapt.testbed.cluster import COLOCATION_SPEC
 
 CLUSTER_SPECS = {
     "capacity_cluster": MiniClusterSpec(scheduler="capacity", conf_store="file"),
     "capacity_memory_cluster": MiniClusterSpec(scheduler="capacity", conf_store="memory"),
     "fair_cluster": MiniClusterSpec(scheduler="fair"),
+    "secure_cluster": MiniClusterSpec(
+        scheduler="capacity", conf_store="memory", kerberos=True, https=True
+    ),
+    "colocation_cluster": COLOCATION_SPEC,
 }
 VARIANT_ORDER = list(CLUSTER_SPECS)
 
@@ -97,6 +106,16 @@ def capacity_memory_cluster(cluster_pool: ClusterPool) -> MiniCluster:
 @pytest.fixture(scope="session")
 def fair_cluster(cluster_pool: ClusterPool) -> MiniCluster:
     return cluster_pool.activate("fair_cluster")
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(cluster_pool: ClusterPool) -> MiniCluster:
+    return cluster_pool.activate("secure_cluster")
+
+
+@pytest.fixture(scope="session")
+def colocation_cluster(cluster_pool: ClusterPool) -> MiniCluster:
+    return cluster_pool.activate("colocation_cluster")
 
 
 def cluster_fixture_of(item: pytest.Item) -> str | None:

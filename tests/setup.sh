@@ -2,6 +2,8 @@
 # Install what the yarn-adapt test suite needs on a fresh Debian/Ubuntu machine:
 #   - a JDK Hadoop 3.4 runs on (17) and Maven, for the real-YARN mini cluster
 #   - redis-server, chromium and chromium-driver, for the tracing and web-page tests
+#   - libkrb5-dev and gcc (python-gssapi of the kerberos extra builds against MIT
+#     Kerberos) and krb5-user (kinit/klist), for the Kerberized mini cluster tests
 #   - the package itself with its test extras (pip install -e '.[test]')
 #   - the Hadoop jars of tests/hadoop/pom.xml, resolved once into ~/.cache/yarn-adapt
 #
@@ -53,6 +55,7 @@ java_ok() {
 
 missing_packages() {
   local wanted=(redis-server chromium chromium-driver)
+  wanted+=(libkrb5-dev krb5-user gcc)
   command -v mvn >/dev/null 2>&1 || wanted+=(maven)
   java_ok || wanted+=(openjdk-17-jdk-headless)
   local package

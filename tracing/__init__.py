@@ -1,1 +1,24 @@
-"""tracing."""
+"""Request tracing for latency-critical services (TopoSch §4.1-4.2.1).
+
+Deployed on its own: a library inside each service (instrumentation and exporter) and an
+ingest worker (``python -m tracing ingest``). It depends on redis, networkx and numpy
+only, and never imports yarn-adapt. yarn-adapt's decision code reads
+:class:`tracing.model.RiskSnapshot` (stdlib-only module) and nothing else from here.
+
+observe (the services)
+    ``tracer`` (spans, the span in progress), ``context`` (W3C traceparent), ``wsgi`` /
+    ``asgi`` (server spans), ``requests_hook`` (client spans), ``exporter`` (bounded,
+    non-blocking, batches to a Redis stream; format in ``wire``).
+store (the worker)
+    ``ingest`` (consumer group, quiet-period assembly, at-least-once, idempotent),
+    ``batch`` (decoding), ``columns`` (assembly into columns), ``segment`` (the stored
+    form), ``names`` (interned names), ``store`` (segments by time window, merging,
+    retention, budget), ``redisconn`` (connection, keys, error translation).
+import
+    ``importers`` (OTLP/JSON, Jaeger JSON, Zipkin v2 JSON, Alibaba call graphs).
+model and decide (pure)
+    ``model`` (Span, CriticalPath, RiskSnapshot), ``forest`` (one rooted tree per trace:
+    orphans, cycles, virtual roots), ``fastpath`` (every trace's critical path with
+    numpy), ``graph`` (the networkx reference, topology), ``risk`` (eqs. 4-8),
+    ``analysis`` (window -> paths -> risk).
+"""

@@ -14,6 +14,8 @@ traces), always with ``raise ... from exc`` so ``--debug`` shows the cause.
     │   ├── ConfigValidationError                a config YARN would refuse (issues listed)
     │   ├── TraceError                           a broken trace row (file:line)
     │   ├── SettingsError                        yarn-adapt's own settings file
+    │   │   └── StateDamaged                     the service's database fails its
+    │   │                                        integrity check (names the backup copy)
     │   ├── ProposalNotFound (+KeyError)         no stored proposal has that id
     │   └── ProposalStateError                   an action the proposal's state does not
     │                                            allow (approved twice, stale, ...)
@@ -109,11 +111,20 @@ class SettingsError(InputError):
     """yarn-adapt's own settings (yarn-adapt.toml, CLI options) are wrong."""
 
 
+class StateDamaged(SettingsError):
+    """The service's own database is damaged; the message names the file and the
+    backup copy the service keeps."""
+
+
 class ProposalNotFound(InputError, KeyError):
     """The service has no proposal with that id."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "no such proposal"
+
+
+class VersionNotFound(ProposalNotFound):
+    """The service has no configuration version with that id (a 404 like a proposal)."""
 
 
 class ProposalStateError(InputError):

@@ -45,6 +45,7 @@ from yarn_adapt.yarn.apply import (
     unfinished,
 )
 from yarn_adapt.yarn.apply import file_applier as file_applier_module
+from yarn_adapt.yarn.apply import interrupted as interrupted_applies
 from yarn_adapt.yarn.apply import mutation_applier as mutation_applier_module
 from yarn_adapt.yarn.confxml import read_capacity, read_fair, render_capacity
 from yarn_adapt.yarn.http import HttpSettings
@@ -203,7 +204,8 @@ def test_a_crash_between_write_and_refresh_is_finished_at_recovery(
     restarted = FileApplier(
         capacity_cluster.scheduler_xml_path, rm, refresh, settings(tmp_path), journal
     )
-    assert restarted.recover(interrupted[0]) is ApplyStep.VERIFIED
+    [history] = interrupted_applies(journal)
+    assert restarted.recover(history) is ApplyStep.VERIFIED
     assert mismatches(desired, rm.scheduler()) == []
     assert unfinished(journal) == []
 

@@ -90,7 +90,7 @@ def test_backups_are_timestamped_copies_and_pruned(tmp_path: Path) -> None:
     store = BackupStore(tmp_path / "backups", keep=3)
     for number in range(5):
         source.write_text(f"<configuration>{number}</configuration>")
-        copy = store.save(source)
+        copy = store.save(source, source.read_bytes())
         assert copy.read_text() == source.read_text()
     kept = store.backups_of(source.name)
     assert len(kept) == 3

@@ -26,7 +26,7 @@ def test_a_cluster_that_cannot_start_is_one_line_from_the_error_tree(
 ) -> None:
     missing = tmp_path / "no-such-pom.xml"
     monkeypatch.setenv("YARN_ADAPT_HADOOP_POM", str(missing))
-    code, out, err = run(["bench", "sim-fidelity", "--quick"], capsys)
+    code, out, err = run(["bench", "sim-fidelity", "--quick", "--quiet"], capsys)
     assert code == 3  # YarnError: the mini cluster is a YARN edge
     assert err.count("\n") == 1
     assert err.startswith("yarn-adapt: ") and str(missing) in err
@@ -38,7 +38,7 @@ def test_a_broken_trace_is_refused_before_any_cluster_starts(
 ) -> None:
     trace = tmp_path / "jobs.tsv"
     trace.write_text("job0\t0\t0\t10\tnot-a-number\t5\n")
-    code, _, err = run(["bench", "sim-fidelity", "--trace", str(trace)], capsys)
+    code, _, err = run(["bench", "sim-fidelity", "--quiet", "--trace", str(trace)], capsys)
     assert code == 2
     assert err.startswith(f"yarn-adapt: {trace}:1:")
     assert err.count("\n") == 1

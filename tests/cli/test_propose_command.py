@@ -53,7 +53,7 @@ def test_sim_on_a_fair_file_when_nothing_runs_proposes_no_change(
     """Nothing is triggered between the trace's bursts: the file is written unchanged."""
     fair = demo_scheduler_file("fair")
     out = tmp_path / "fair.xml"
-    args = ["propose", "--sim", "--config", str(fair), "--at", "1800", "--out", str(out)]
+    args = ["propose", "--sim", "--scheduler-file", str(fair), "--at", "1800", "--out", str(out)]
     assert main(args) == 0
     assert "No change proposed." in capsys.readouterr().out
     assert read_scheduler_document(out).config == read_scheduler_document(fair).config

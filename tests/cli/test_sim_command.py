@@ -22,7 +22,17 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 @pytest.mark.parametrize("config", ["capacity-scheduler.xml", "fair-scheduler.xml"])
 def test_sim_prints_latency_per_queue(config: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
-        ["sim", "--config", str(DEMO / config), "--nodes", "10", "--hours", "1", "--json"], capsys
+        [
+            "sim",
+            "--scheduler-file",
+            str(DEMO / config),
+            "--nodes",
+            "10",
+            "--until",
+            "3600",
+            "--json",
+        ],
+        capsys,
     )
     assert code == 0
     summary = json.loads(out)
@@ -35,7 +45,14 @@ def test_sim_prints_latency_per_queue(config: str, capsys: pytest.CaptureFixture
 
 
 def test_a_smaller_cluster_waits_longer(capsys: pytest.CaptureFixture[str]) -> None:
-    common = ["sim", "--config", str(DEMO / "capacity-scheduler.xml"), "--hours", "2", "--json"]
+    common = [
+        "sim",
+        "--scheduler-file",
+        str(DEMO / "capacity-scheduler.xml"),
+        "--until",
+        "7200",
+        "--json",
+    ]
     _, big, _ = run([*common, "--nodes", "50"], capsys)
     _, small, _ = run([*common, "--nodes", "1", "--containers-per-node", "4"], capsys)
     assert json.loads(small)["all"]["mean_wait_s"] > json.loads(big)["all"]["mean_wait_s"]
@@ -52,7 +69,7 @@ def test_a_broken_trace_row_is_named_and_lenient_skips_it(
         "sim",
         "--trace",
         str(broken),
-        "--config",
+        "--scheduler-file",
         str(DEMO / "capacity-scheduler.xml"),
         "--nodes",
         "5",
@@ -78,7 +95,8 @@ def test_a_broken_trace_row_is_named_and_lenient_skips_it(
 def test_bad_options_are_one_line_errors(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(["sim", "--config", str(DEMO / "capacity-scheduler.xml"), *args], capsys)
+    demo = str(DEMO / "capacity-scheduler.xml")
+    code, _, err = run(["sim", "--scheduler-file", demo, *args], capsys)
     assert code == 2
     assert message in err and err.count("\n") == 1
 

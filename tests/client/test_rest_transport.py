@@ -208,7 +208,7 @@ def test_settings_are_keyword_only():
 
 
 def test_kerberos_without_the_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(sys.modules, "requests_kerberos", None)
+    monkeypatch.setitem(sys.modules, "requests_gssapi", None)
     with pytest.raises(SettingsError, match=r"pip install 'yarn-adapt\[kerberos\]'"):
         Transport(HttpSettings(auth="kerberos"))
 

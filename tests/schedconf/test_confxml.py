@@ -159,18 +159,20 @@ def test_a_directory_is_not_readable(tmp_path: Path) -> None:
         load_scheduler_config(tmp_path)
 
 
-def test_external_entities_are_not_expanded(tmp_path: Path) -> None:
+def test_a_doctype_is_refused_so_no_entity_is_ever_read_or_expanded(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET")
     text = (
-        f'<?xml version="1.0"?><!DOCTYPE allocations [<!ENTITY s SYSTEM "file://{secret}">]>'
+        f'<?xml version="1.0"?>\n<!DOCTYPE allocations [<!ENTITY s SYSTEM "file://{secret}">]>'
         '<allocations><queue name="a"><aclSubmitApps>&s;</aclSubmitApps></queue></allocations>'
     )
     path = tmp_path / "fair.xml"
     path.write_text(text)
-    config = load_scheduler_config(path)
-    assert isinstance(config, FairSchedulerConfig)
-    assert "TOP-SECRET" not in repr(config)
+    with pytest.raises(ConfigFileError) as refused:
+        load_scheduler_config(path)
+    message = refused.value.one_line()
+    assert message.startswith(f"{path}: line 2: a DOCTYPE declaration is not accepted")
+    assert "TOP-SECRET" not in message
 
 
 # --------------------------------------------------------------------------- writing

@@ -35,6 +35,7 @@ def chromium(tmp_path: Path) -> Iterator[object]:
         f"--user-data-dir={profile}",
     ):
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # network requests
     driver = webdriver.Chrome(
         service=DriverService(executable_path=str(CHROMEDRIVER)), options=options
     )

@@ -68,7 +68,7 @@ def test_demo_serves_the_page_while_it_runs(
         "demo",
         "--rounds",
         "2",
-        "--interval",
+        "--pace",
         "0.1",
         "--port",
         "0",

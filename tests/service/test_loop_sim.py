@@ -259,11 +259,14 @@ def test_realized_latency_is_measured_after_an_apply(tmp_path: Path) -> None:
     assert sum(m.jobs for m in measured) > 0
     assert all(m.mean_s is None or m.mean_s > 0 for m in measured)
     exposition = service.metrics.exposition().decode()
-    assert 'yarn_adapt_realized_latency_seconds{group="root",proposal="1"}' in exposition
-    assert (
-        'yarn_adapt_predicted_latency_seconds{config="proposed",group="root",proposal="1"} 80.0'
-        in exposition
-    )
+    assert 'yarn_adapt_realized_latency_seconds{group="root"}' in exposition
+    assert 'yarn_adapt_predicted_latency_seconds{config="proposed",group="root"} 80.0' in exposition
+    assert "yarn_adapt_latest_proposal_id 1.0" in exposition
+    assert 'yarn_adapt_queue_configured_capacity_ratio{queue="root.q1"} 0.7' in exposition
+    assert 'yarn_adapt_failures_total{kind="rollback-failed"} 0.0' in exposition  # from zero
+    assert 'yarn_adapt_build_info{version="' in exposition
+    assert "yarn_adapt_pending_proposals 0.0" in exposition
+    assert "proposal=" not in exposition  # no unbounded label
 
 
 class BrokenProposer:

@@ -88,19 +88,22 @@ def test_the_token_comes_from_the_environment_then_the_file_then_the_setting(
     tmp_path: Path,
 ) -> None:
     token_file = tmp_path / "token"
-    token_file.write_text("from-file\n")
-    path = write(tmp_path, f'[http]\ntoken = "inline"\ntoken_file = "{token_file}"\n')
+    token_file.write_text("from-file-0123456789\n")
+    token_file.chmod(0o600)
+    path = write(tmp_path, f'[http]\ntoken = "inline-0123456789"\ntoken_file = "{token_file}"\n')
     settings = load_settings(path)
-    assert write_token(settings, {"YARN_ADAPT_TOKEN": "from-env"}) == "from-env"
-    assert write_token(settings, {}) == "from-file"
-    inline_only = load_settings(write(tmp_path, '[http]\ntoken = "inline"\n'))
-    assert write_token(inline_only, {}) == "inline"
+    from_env = {"YARN_ADAPT_TOKEN": "from-env-0123456789"}
+    assert write_token(settings, from_env) == "from-env-0123456789"
+    assert write_token(settings, {}) == "from-file-0123456789"
+    inline_only = load_settings(write(tmp_path, '[http]\ntoken = "inline-0123456789"\n'))
+    assert write_token(inline_only, {}) == "inline-0123456789"
     assert write_token(load_settings(write(tmp_path, "")), {}) is None
     assert "inline" not in repr(inline_only)
 
 
 def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("\n")
+    (tmp_path / "token").chmod(0o600)
     settings = load_settings(write(tmp_path, f'[http]\ntoken_file = "{tmp_path / "token"}"\n'))
     with pytest.raises(SettingsError, match=r"\[http\] token_file .*token: the file is empty"):
         write_token(settings, {})

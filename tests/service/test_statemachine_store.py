@@ -140,6 +140,7 @@ def test_the_journal_keeps_each_step_and_finds_unfinished_applies(store: Store) 
     journal.record(JournalEntry("a2", ApplyStep.VERIFIED, "file+RefreshCommand", "/x"))
     reopened = SqliteJournal(Store(store.path))
     assert [(e.apply_id, e.step) for e in unfinished(reopened)] == [("a1", ApplyStep.WRITTEN)]
+    assert reopened.store.unfinished_journal_applies() == ["a1"]
     assert reopened.entries()[0].new_sha256 == "abc"
 
 
@@ -149,7 +150,8 @@ def test_the_schema_is_versioned_and_a_newer_database_is_refused(tmp_path: Path)
     connection = sqlite3.connect(path)
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     connection.close()
-    with pytest.raises(SettingsError, match=r"state\.db: schema version 2 is newer"):
+    newer = SCHEMA_VERSION + 1
+    with pytest.raises(SettingsError, match=rf"state\.db: schema version {newer} is newer"):
         Store(path)
 
 

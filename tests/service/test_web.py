@@ -3,6 +3,7 @@ live tests use a real server): tokens, CSRF, state conflicts, what a page shows.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.service.factories import TOKEN, sim_service
+from tests.service.factories import TOKEN, FixedProposer, sim_service
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
 
@@ -54,7 +55,9 @@ def test_the_api_lists_and_shows_proposals(client: FlaskClient) -> None:
     assert "+    <value>70</value>" in detail["xml_diff"]
     assert {c["queue"] for c in detail["property_changes"]} == {"root.q1", "root.q2"}
     assert detail["predictions"][0] == {
-        "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement": 0.2,
+        "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement_ratio": 0.2,
+        "after_low_s": None, "after_high_s": None, "estimator": "", "job_ids": [],
+        "warnings": ["thin evidence: the prediction rests on 5 job(s) (fewer than 3)"][:0],
         "realized": [],
     }  # fmt: skip
     assert detail["actions"] == ["approve", "reject"]
@@ -185,3 +188,18 @@ def test_a_round_can_be_run_through_the_api(client: FlaskClient) -> None:
     reply = client.post("/api/rounds", headers=AUTH)
     assert reply.status_code == 200
     assert reply.get_json()["status"] == "done"
+
+
+def test_a_starving_configuration_is_reported_as_unbounded_not_unknown(tmp_path: Path) -> None:
+    """The current configuration can starve a queue (the comparator predicts an
+    infinite mean latency): the API says so with a flag, the page says "never"."""
+    service = sim_service(tmp_path, FixedProposer(before_s=math.inf, after_s=80.0))
+    service.loop.run_round()
+    client = create_app(service).test_client()
+    [summary] = client.get("/api/proposals").get_json()
+    assert summary["predicted_latency_before_s"] is None
+    assert summary["predicted_latency_before_unbounded"] is True
+    assert summary["predicted_latency_after_s"] == 80.0
+    assert summary["predicted_latency_after_unbounded"] is False
+    page = client.get("/proposals/1").get_data(as_text=True)
+    assert "never (jobs starve)" in page and "No job latency is predicted" not in page

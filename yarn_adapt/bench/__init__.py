@@ -115,4 +115,10 @@ _BENCH_MODULES: list[str] = [
     "yarn_adapt.bench.sim_fidelity",
     "yarn_adapt.bench.comparator",
     "yarn_adapt.bench.adaptive",
+    "yarn_adapt.bench.crash_safety",
+    "yarn_adapt.bench.cilantro",
+    "yarn_adapt.bench.trace_risk",
+    "yarn_adapt.bench.placement",
+    "yarn_adapt.bench.testbed",
+    "yarn_adapt.bench.preemption",
 ]

@@ -56,6 +56,7 @@ from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mean_latency
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.sim import ClusterSpec, SimulationOptions, simulate
 from yarn_adapt.tuning.apply import apply_setting
@@ -307,6 +308,7 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
         if only is not None and scenario.setting.scheduler.value != only:
             continue
         rows += run_scenario(scenario, intervals, options.extra.get("forecast", "yes") == "yes")
+        report("adaptive-latency scenario", len({r.scenario for r in rows}))
     table = [
         {
             "scenario": r.scenario,

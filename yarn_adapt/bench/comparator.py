@@ -82,6 +82,7 @@ from rules.uncertainty import Phases, Uncertainty
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.sim import SimulationOptions, SimulationResult, simulate
 from yarn_adapt.tuning.paper import (
     Candidate,
@@ -566,5 +567,6 @@ def comparator_accuracy(options: BenchOptions) -> BenchResult:
         for case in mix_cases(source, settings, sizes, options.seed):
             outcomes.append(run_case(case, settings))
             log.info("%s", rows(outcomes[-1:])[0])
+            report("comparator-accuracy mix", len(outcomes))
     found = {**figures(outcomes, settings), "task_model_held_out": held_out}
     return BenchResult(found, rows(outcomes))

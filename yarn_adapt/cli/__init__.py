@@ -8,6 +8,7 @@ Unexpected exceptions are bugs: they keep their traceback.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -16,6 +17,8 @@ from pathlib import Path
 import click
 
 from yarn_adapt import bench as bench_registry
+from yarn_adapt import progress
+from yarn_adapt.cli.common import quiet_option
 from yarn_adapt.errors import YarnAdaptError
 
 log = logging.getLogger("yarn_adapt")
@@ -26,11 +29,13 @@ class _State:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="yarn-adapt", prog_name="yarn-adapt")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.option("-v", "--verbose", is_flag=True, help="Log progress to stderr.")
 def cli(debug: bool, verbose: bool) -> None:
     """Workload-adaptive scheduler configuration for Hadoop YARN."""
     _State.debug = debug
+    progress.configure(enabled=True)  # a command's --quiet turns it off
     level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -48,6 +53,9 @@ def cli(debug: bool, verbose: bool) -> None:
     help="Benchmark-specific setting (repeatable).",
 )
 @click.option("--list", "list_only", is_flag=True, help="List the benchmarks.")
+@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list.")
+@click.option("--curves", type=click.Path(path_type=Path), help="Curves CSV (cilantro).")
+@quiet_option
 def bench_command(
     name: str | None,
     quick: bool,
@@ -55,19 +63,31 @@ def bench_command(
     seed: int,
     settings: Sequence[str],
     list_only: bool,
+    as_json: bool,
+    curves: Path | None = None,
 ) -> None:
-    """Run benchmark NAME; the last line of output is one JSON object of figures."""
+    """Run benchmark NAME; the last line of output is one JSON object of figures
+    (always JSON: --json matters only with --list)."""
     if list_only or name is None:
-        for item in bench_registry.available():
+        items = bench_registry.available()
+        if as_json:
+            click.echo(json.dumps([{"name": i.name, "summary": i.summary} for i in items]))
+            return
+        for item in items:
             click.echo(f"{item.name:24} {item.summary}")
         return
-    options = bench_registry.BenchOptions(
-        quick=quick, trace=trace, seed=seed, extra=_parse_settings(settings)
-    )
+    extra = _parse_settings(settings)
+    if curves is not None:
+        extra["curves"] = str(curves)
+    options = bench_registry.BenchOptions(quick=quick, trace=trace, seed=seed, extra=extra)
+    whole = progress.Progress(f"bench {name}", 1)
+    whole.advance(0, "started")
     bench_registry.run_and_print(name, options, sys.stdout)
+    whole.advance(1, "done")
 
 
 def _register_commands() -> None:
+    from yarn_adapt.cli.agent import agent_group
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
@@ -75,6 +95,8 @@ def _register_commands() -> None:
     from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
+    from yarn_adapt.cli.testbed import testbed_command
+    from yarn_adapt.cli.trace import trace_group
 
     for command in (
         observe_command,
@@ -85,6 +107,9 @@ def _register_commands() -> None:
         propose_command,
         serve_command,
         demo_command,
+        trace_group,
+        testbed_command,
+        agent_group,
     ):
         cli.add_command(command)
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from yarn_adapt.cli.config import change_json
 from yarn_adapt.cli.connect import YarnEndpoints, endpoints_from_options, yarn_options
-from yarn_adapt.errors import SettingsError
+from yarn_adapt.errors import ApplyInProgress, RollbackFailed, SettingsError
 from yarn_adapt.model import CapacitySchedulerConfig, SchedulerConfig
 from yarn_adapt.yarn.apply import (
     DEFAULT_REFRESH_COMMAND,
     Applier,
+    ApplyHistory,
+    ApplyPlan,
     ApplySettings,
     ApplyStep,
     DryRun,
@@ -22,10 +27,21 @@ from yarn_adapt.yarn.apply import (
     PollSettings,
     RefreshCommand,
     WaitForReload,
-    unfinished,
+    activation_named,
+    histories,
+    interrupted,
+    running_document,
 )
-from yarn_adapt.yarn.confxml import load_scheduler_config, raise_if_invalid
+from yarn_adapt.yarn.confxml import (
+    load_scheduler_config,
+    raise_if_invalid,
+    read_scheduler_document,
+)
+from yarn_adapt.yarn.rm import ResourceManagerClient
 from yarn_adapt.yarn.site import hadoop_conf_dir, read_properties
+
+if TYPE_CHECKING:
+    from yarn_adapt.colocation.queuecap import QueueCap
 
 
 def default_state_dir() -> Path:
@@ -50,6 +66,7 @@ def default_state_dir() -> Path:
 @click.option(
     "--target",
     type=click.Path(dir_okay=False, path_type=Path),
+    metavar="XML",
     help="The scheduler file the RM reads. Default: from $HADOOP_CONF_DIR.",
 )
 @click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
@@ -64,8 +81,15 @@ def default_state_dir() -> Path:
     type=float,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the RM.",
+    metavar="SECONDS",
+    help="How long to wait for the RM to report the new values.",
 )
+@click.option(
+    "--shared-file",
+    is_flag=True,
+    help="With several RMs (HA): every RM reads this same file (required for --via file).",
+)
+@click.option("--json", "as_json", is_flag=True, help="The plan (or outcome) as one JSON object.")
 def apply_command(
     file: Path,
     dry_run: bool,
@@ -74,6 +98,8 @@ def apply_command(
     refresh_command: str,
     state_dir: Path,
     verify_timeout: float,
+    shared_file: bool,
+    as_json: bool,
     **connection: object,
 ) -> None:
     """Apply FILE (capacity-scheduler.xml or fair-scheduler.xml) to the running RM:
@@ -81,42 +107,150 @@ def apply_command(
     desired = load_scheduler_config(file)
     raise_if_invalid(desired, source=str(file))
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    if _writes_a_file(desired, via) and len(endpoints.rm) > 1 and not shared_file:
+        raise SettingsError(
+            f"--via file with {len(endpoints.rm)} ResourceManagers ({', '.join(endpoints.rm)}): "
+            "each RM reads its own scheduler file, so a failover would silently revert the "
+            "change; pass --shared-file if every RM reads this same file, or use --via mutation"
+        )
     settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
     applier = _applier(desired, via, target, refresh_command, settings, endpoints)
     if dry_run:
-        click.echo(DryRun(applier).apply(desired).plan.render())
+        plan = DryRun(applier).apply(desired).plan
+        click.echo(json.dumps(plan_json(plan, dry_run=True)) if as_json else plan.render())
         return
+    _refuse_over_an_interrupted_apply(settings)
     outcome = applier.apply(desired)
+    if as_json:
+        body = plan_json(outcome.plan, dry_run=False)
+        body.update(result=str(outcome.result), apply_id=outcome.apply_id)
+        body["backup"] = str(outcome.backup) if outcome.backup else None
+        click.echo(json.dumps(body))
+        return
     click.echo(outcome.summary())
+
+
+def _refuse_over_an_interrupted_apply(settings: ApplySettings) -> None:
+    """An apply a crash interrupted must be settled before another one starts: it
+    may still have to roll back, over whatever a new apply would write."""
+    pending = interrupted(settings.default_journal())
+    if pending:
+        first = pending[0]
+        raise ApplyInProgress(
+            f"{first.target}: apply {first.apply_id} was interrupted after {first.last.step}; "
+            f"run yarn-adapt recover --state-dir {settings.state_dir} first; nothing was changed"
+        )
+
+
+def plan_json(plan: ApplyPlan, *, dry_run: bool) -> dict[str, object]:
+    return {
+        "dry_run": dry_run,
+        "applier": plan.applier,
+        "target": plan.target,
+        "changes": [change_json(c) for c in plan.changes],
+        "steps": list(plan.steps),
+    }
 
 
 @click.command("recover")
 @yarn_options
-@click.option("--target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--target", type=click.Path(dir_okay=False, path_type=Path), metavar="XML")
 @click.option("--refresh-command", default=shlex.join(DEFAULT_REFRESH_COMMAND), show_default=True)
 @click.option(
     "--state-dir", type=click.Path(file_okay=False, path_type=Path), default=default_state_dir
 )
+@click.option(
+    "--verify-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for the RM to report the configuration that should run.",
+)
 def recover_command(
-    target: Path | None, refresh_command: str, state_dir: Path, **connection: object
+    target: Path | None,
+    refresh_command: str,
+    state_dir: Path,
+    verify_timeout: float,
+    **connection: object,
 ) -> None:
-    """Finish or roll back applies a crash interrupted (from the journal)."""
+    """Finish or roll back applies a crash interrupted, from the journal in
+    --state-dir: each is compared with the file (or the RM's scheduler-conf) and
+    what the RM reports, then activated and verified, or restored, activated and
+    confirmed. Prints what runs now for each; exit 5 if one needs the operator. Then
+    every node the co-location guard changed gets its original total back."""
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
-    settings = ApplySettings(state_dir=state_dir)
-    pending = unfinished(settings.default_journal())
+    restore_guarded_nodes(endpoints, state_dir, refresh_command)  # the co-location guard's
+    settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
+    journal = settings.default_journal()
+    pending = interrupted(journal)
     if not pending:
         click.echo("no interrupted applies")
         return
+    unresolved: list[str] = []
     with endpoints.rm_client() as rm:
-        for entry in pending:
-            if entry.applier.startswith("file+"):
-                activation = _activation_for(Path(entry.target), refresh_command)
-                step: ApplyStep = FileApplier(Path(entry.target), rm, activation, settings).recover(
-                    entry
-                )
-            else:
-                step = MutationApplier(rm, settings).recover(entry)
-            click.echo(f"{entry.apply_id}: {entry.target}: {step}")
+        for history in pending:
+            step = _recover(history, rm, settings, refresh_command)
+            detail = next(h for h in histories(journal.entries()) if h.apply_id == history.apply_id)
+            click.echo(f"{history.apply_id}: {history.target}: {step} ({detail.last.detail})")
+            if step is ApplyStep.UNRESOLVED:
+                unresolved.append(f"{history.apply_id}: {detail.last.detail}")
+    if unresolved:
+        raise RollbackFailed(f"the operator must act: {'; '.join(unresolved)}")
+
+
+def _recover(
+    history: ApplyHistory, rm: ResourceManagerClient, settings: ApplySettings, refresh: str
+) -> ApplyStep:
+    if history.applier.startswith("file+"):
+        activation = activation_named(history.applier, shlex.split(refresh))
+        return FileApplier(Path(history.target), rm, activation, settings).recover(history)
+    return MutationApplier(rm, settings).recover(history)
+
+
+def _writes_a_file(desired: SchedulerConfig, via: str) -> bool:
+    return via == "file" or not isinstance(desired, CapacitySchedulerConfig)
+
+
+def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: str) -> None:
+    """What the co-location guard left changed -- node totals, or a batch queue's cap --
+    back as it was (exit 5 when something cannot be: the operator must act)."""
+    from yarn_adapt.colocation.actuate import Result, restore_journalled
+    from yarn_adapt.colocation.queuecap import journalled_queue_cap
+
+    with endpoints.rm_client() as rm:
+        outcomes = restore_journalled(rm, state_dir)
+        capped = journalled_queue_cap(state_dir)
+        if capped is not None:
+            queue, via = capped
+            cap = _queue_cap(rm, queue, via, state_dir, refresh)
+            outcomes += cap.restore_all()
+    for outcome in outcomes:
+        is_queue = outcome.node_id.startswith("queue ")
+        what = outcome.node_id if is_queue else f"node {outcome.node_id}"
+        click.echo(f"{what}: {outcome.result}: {outcome.status}")
+    failed = [o for o in outcomes if o.result in (Result.FAILED, Result.REFUSED)]
+    if failed:
+        raise RollbackFailed(
+            "; ".join(f"{o.node_id}: {o.status}" for o in failed) + ": the operator must act"
+        )
+
+
+def _queue_cap(
+    rm: ResourceManagerClient, queue: str, via: str, state_dir: Path, refresh: str
+) -> QueueCap:
+    from yarn_adapt.colocation.queuecap import QueueCap
+
+    settings = ApplySettings(state_dir=state_dir)
+    if via == "mutation":
+        mutation: Applier[SchedulerConfig] = MutationApplier(rm, settings)  # type: ignore[assignment]
+        return QueueCap(lambda: running_document(rm), lambda: mutation, queue, state_dir, via=via)
+    path = Path(via)
+    return QueueCap(
+        lambda: read_scheduler_document(path),
+        lambda: FileApplier(path, rm, _activation_for(path, refresh), settings),
+        queue, state_dir, via=via,
+    )  # fmt: skip
 
 
 def _applier(
@@ -143,8 +277,7 @@ def _activation_for_config(
 
 
 def _activation_for(path: Path, refresh_command: str) -> RefreshCommand | WaitForReload:
-    desired = load_scheduler_config(path)
-    return _activation_for_config(desired, refresh_command)
+    return _activation_for_config(load_scheduler_config(path), refresh_command)
 
 
 def _default_target(desired: SchedulerConfig) -> Path:

@@ -33,30 +33,52 @@ class YarnEndpoints:
 
 
 def yarn_options(fn: F) -> F:
-    """Add --rm/--history/--user/--timeout/--retries/--ca-bundle/--insecure/--kerberos."""
+    """Add --rm/--history/--user/--timeout/--retries/--ca-bundle/--insecure/--kerberos
+    (with --principal and --keytab)."""
     options = [
         click.option(
             "--rm",
             "rm_urls",
             multiple=True,
             envvar="YARN_ADAPT_RM",
-            help="RM web address (repeat for HA). Default: from $HADOOP_CONF_DIR/yarn-site.xml.",
+            metavar="URL",
+            help="RM web address, http(s)://host:port or host:port (repeat for HA). "
+            "Default: from $HADOOP_CONF_DIR/yarn-site.xml.",
         ),
         click.option(
             "--history",
             "history_url",
             envvar="YARN_ADAPT_HISTORY",
-            help="JobHistory web address. Default: from mapred-site.xml.",
+            metavar="URL",
+            help="JobHistory web address (or host:port). Default: from mapred-site.xml.",
         ),
         click.option("--user", envvar="YARN_ADAPT_USER", help="User for simple auth (user.name)."),
         click.option(
-            "--timeout", type=float, default=30.0, show_default=True, help="Read timeout, s."
+            "--timeout",
+            type=float,
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Read timeout.",
         ),
         click.option("--retries", type=int, default=3, show_default=True),
         click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False)),
         click.option("--insecure", is_flag=True, help="Do not verify TLS certificates."),
         click.option(
-            "--kerberos", is_flag=True, help="SPNEGO via requests-kerberos (after kinit)."
+            "--kerberos",
+            is_flag=True,
+            help="SPNEGO (the kerberos extra): from --keytab, else the kinit ticket cache.",
+        ),
+        click.option(
+            "--principal",
+            envvar="YARN_ADAPT_PRINCIPAL",
+            help="Kerberos principal to authenticate as (with --kerberos).",
+        ),
+        click.option(
+            "--keytab",
+            type=click.Path(dir_okay=False),
+            envvar="YARN_ADAPT_KEYTAB",
+            help="Log in from this keytab as --principal (with --kerberos); no kinit needed.",
         ),
     ]
     for option in reversed(options):
@@ -73,7 +95,11 @@ def endpoints_from_options(
     ca_bundle: str | None,
     insecure: bool,
     kerberos: bool,
+    principal: str | None = None,
+    keytab: str | None = None,
 ) -> YarnEndpoints:
+    if (principal or keytab) and not kerberos:
+        raise SettingsError("--principal and --keytab need --kerberos")
     settings = HttpSettings(
         read_timeout_s=timeout,
         retries=retries,
@@ -81,6 +107,8 @@ def endpoints_from_options(
         verify_tls=not insecure,
         auth="kerberos" if kerberos else "simple",
         user=user or _login_name(),
+        kerberos_principal=principal or None,
+        kerberos_keytab=keytab or None,
     )
     rm = _split(rm_urls) or _rm_from_site()
     history = history_url or _history_from_site()

@@ -20,9 +20,10 @@ from yarn_adapt.yarn.observe import Observation, observe_cluster
 @click.option(
     "--window",
     type=float,
-    default=60.0,
+    default=3600.0,
     show_default=True,
-    help="Finished apps/jobs of the last N minutes.",
+    metavar="SECONDS",
+    help="Finished apps/jobs of the last SECONDS.",
 )
 @click.option(
     "--jobs", "job_limit", type=int, default=20, show_default=True, help="JobHistory jobs to read."
@@ -34,7 +35,7 @@ def observe_command(as_json: bool, window: float, job_limit: int, **connection: 
         history = endpoints.history_client()
         try:
             observation = observe_cluster(
-                rm, history, app_window_ms=int(window * 60_000), job_limit=job_limit
+                rm, history, app_window_ms=int(window * 1000), job_limit=job_limit
             )
         finally:
             if history is not None:

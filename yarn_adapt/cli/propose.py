@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
+from yarn_adapt.cli.common import quiet_option
 from yarn_adapt.cli.connect import endpoints_from_options, yarn_options
 from yarn_adapt.errors import InputError, SettingsError
+from yarn_adapt.progress import Progress
 from yarn_adapt.tuning.executors import ExecutorHandle
 from yarn_adapt.tuning.tuner import Proposal, TunerSettings
 from yarn_adapt.workload.taskmodel import TaskTimeModel
@@ -44,20 +47,21 @@ class Proposed:
 @click.option(
     "--scheduler-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The scheduler file the RM reads.  [default: from $HADOOP_CONF_DIR/yarn-site.xml]",
+    metavar="XML",
+    help="The scheduler file the RM reads (with --sim: the one the simulated cluster runs)."
+    "  [default: from $HADOOP_CONF_DIR/yarn-site.xml; --sim: the demo's]",
 )
 @click.option(
     "--mutation", is_flag=True, help="Read the running configuration from scheduler-conf."
 )
-@click.option(
-    "--config",
-    "sim_config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="--sim: the scheduler file the simulated cluster runs.  [default: the demo's]",
-)
 @click.option("--trace", type=click.Path(exists=True, path_type=Path), help="--sim: a trace.")
 @click.option(
-    "--at", type=float, default=900.0, show_default=True, help="--sim: simulated s replayed first."
+    "--at",
+    type=float,
+    default=900.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="--sim: simulated seconds replayed first.",
 )
 @click.option("--nodes", type=int, default=8, show_default=True, help="--sim: nodes.")
 @click.option(
@@ -66,9 +70,18 @@ class Proposed:
 @click.option(
     "--interval",
     type=float,
-    help="Groups with submissions in the last S seconds are re-tuned.  [default: 120; --sim: --at]",
+    metavar="SECONDS",
+    help="The tuning interval: groups with submissions in the last SECONDS are re-tuned."
+    "  [default: 120; --sim: --at]",
 )
-@click.option("--min-improvement", type=float, default=0.02, show_default=True)
+@click.option(
+    "--min-improvement",
+    type=float,
+    default=0.05,
+    show_default=True,
+    metavar="FRACTION",
+    help="The predicted gain a group needs before it changes (0.05 = 5 %, as [tuning]).",
+)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -82,8 +95,10 @@ class Proposed:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@quiet_option
+@click.pass_context
 def propose_command(
-    sim: bool, scheduler_file: Path | None, mutation: bool, sim_config: Path | None,
+    ctx: click.Context, /, sim: bool, scheduler_file: Path | None, mutation: bool,
     trace: Path | None, at: float, nodes: int, containers_per_node: int,
     interval: float | None, min_improvement: float, out: Path | None, executor: str,
     as_json: bool, seed: int, **connection: object,
@@ -95,17 +110,21 @@ def propose_command(
     from yarn_adapt.tuning.executors import open_executor, parse_executor_spec
 
     spec = parse_executor_spec(executor)
+    if sim and ctx.get_parameter_source("rm_urls") is ParameterSource.COMMANDLINE:
+        raise InputError("--sim proposes for a simulated cluster: drop --rm (or drop --sim)")
+    progress = Progress("propose", 1)  # one line at the end: how long it took
     if sim:
         _check_sim_options(at, nodes, containers_per_node)
         tuner = _tuner_settings(interval or at, min_improvement, seed)
         with open_executor(spec) as handle:
             proposed = _propose_simulated(
-                sim_config, trace, at, nodes, containers_per_node, tuner, handle
+                scheduler_file, trace, at, nodes, containers_per_node, tuner, handle
             )
     else:
         tuner = _tuner_settings(interval or 120.0, min_improvement, seed)
         with open_executor(spec) as handle:
             proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner, handle)
+    progress.advance(1, "proposed")
     _report(proposed, out, as_json)
 
 

@@ -21,6 +21,9 @@ from yarn_adapt.model import (
 from yarn_adapt.sim import (
     ClusterSpec,
     LatencyStats,
+    PlacementPolicy,
+    SimulationHooks,
+    SimulationOptions,
     SimulationResult,
     latency_stats,
     latency_stats_by_queue,
@@ -63,10 +66,11 @@ def within_hours(workload: Workload, hours: float | None) -> Workload:
     help="SWIM .tsv, Google 2011 dir, SLS or Rumen JSON.  [default: the bundled FB-2009 day]",
 )
 @click.option(
-    "--config",
+    "--scheduler-file",
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
+    metavar="XML",
     help="capacity-scheduler.xml or fair-scheduler.xml",
 )
 @click.option("--nodes", type=int, default=600, show_default=True)
@@ -81,28 +85,62 @@ def within_hours(workload: Workload, hours: float | None) -> Workload:
     "--queues",
     help="Priority ranges to leaves, e.g. '2-5:q1,6-8:q2'.  [default: spread 2..8 over the leaves]",
 )
-@click.option("--hours", type=float, help="Only the first N hours of the trace.")
+@click.option(
+    "--until",
+    "until_s",
+    type=float,
+    metavar="SECONDS",
+    help="Only the jobs submitted in the trace's first SECONDS.",
+)
 @click.option(
     "--lenient", is_flag=True, help="Skip malformed trace rows (counted) instead of failing."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--placement",
+    type=click.Choice(["yarn", "tarcil", "random", "least-loaded", "greedy"]),
+    default="yarn",
+    show_default=True,
+    help="Where granted containers go: yarn (the heartbeating node), tarcil "
+    "(quality-aware sampling), random (2 samples), least-loaded, greedy (every node).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def sim_command(
     trace: Path | None, config_path: Path, nodes: int, containers_per_node: int, queues: str | None,
-    hours: float | None, lenient: bool, seed: int, as_json: bool,
+    until_s: float | None, lenient: bool, seed: int, placement: str, as_json: bool,
 ) -> None:  # fmt: skip
     """Print job latency statistics per queue for TRACE under CONFIG."""
     if nodes <= 0 or containers_per_node <= 0:
         raise InputError("--nodes and --containers-per-node must be positive")
     config = load_scheduler_config(config_path)
     workload = within_hours(
-        load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed), hours
+        load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed),
+        None if until_s is None else until_s / 3600.0,
     )
     cluster = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
+    hook = placement_hook(placement, cluster, seed)
     began = time.perf_counter()
-    result = simulate(workload, config, cluster)
+    result = simulate(
+        workload, config, cluster, SimulationOptions(hooks=SimulationHooks(placement=hook))
+    )
     summary = summarize(result, workload, time.perf_counter() - began)
+    summary["placement"] = placement_summary(placement, hook)
     click.echo(json.dumps(summary) if as_json else render_summary(summary, config))
+
+
+def placement_hook(name: str, cluster: ClusterSpec, seed: int) -> PlacementPolicy:
+    """The placement policy (:func:`yarn_adapt.placement.sim_hook.sim_placement`)."""
+    from yarn_adapt.placement.sim_hook import sim_placement
+
+    return sim_placement(name, cluster, seed=seed)
+
+
+def placement_summary(name: str, hook: PlacementPolicy) -> dict[str, object]:
+    stats = getattr(hook, "stats", None)
+    summary: dict[str, object] = {"policy": name}
+    if stats is not None:
+        summary.update(stats.summary())
+    return summary
 
 
 def summarize(result: SimulationResult, workload: Workload, wall_s: float) -> dict[str, object]:
@@ -139,7 +177,8 @@ def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> st
         else "?"
     )
     lines = [
-        f"{summary['jobs']} jobs ({summary['skipped_rows']} rows skipped) on the {kind} scheduler",
+        f"{summary['jobs']} jobs ({summary['skipped_rows']} rows skipped) on the {kind} scheduler"
+        + _placement_line(summary.get("placement")),
         f"{summary['simulated_s']} s simulated in {summary['wall_s']} s; "
         f"memory utilisation {summary['utilisation_memory']}",
         f"{'queue':12} {'jobs':>6} {'mean s':>9} {'median s':>9} {'p95 s':>9} {'wait s':>9}",
@@ -152,6 +191,15 @@ def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> st
         ]
         lines.append(f"{queue:12} {stats['jobs']:>6} " + " ".join(f"{c:>9}" for c in cells))
     return "\n".join(lines)
+
+
+def _placement_line(placement: object) -> str:
+    if not isinstance(placement, dict) or placement.get("policy") == "yarn":
+        return ""
+    return (
+        f", placement {placement['policy']}: {placement.get('decisions')} decisions, "
+        f"{placement.get('declined')} declined, {placement.get('decision_ms_mean')} ms mean"
+    )
 
 
 def _cell(value: object) -> str:

@@ -18,13 +18,14 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from yarn_adapt.minicluster import confgen, schedconf
+from yarn_adapt.minicluster import confgen, cpusets, schedconf
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.jars import HadoopJars, find_java_home, resolve_hadoop_jars
@@ -37,10 +38,18 @@ from yarn_adapt.minicluster.processes import (
     marked_env,
     start_reaper,
 )
-from yarn_adapt.minicluster.rest import answers, get_json, poll, send
+from yarn_adapt.minicluster.rest import PLAIN, RestAccess, answers, get_json, poll, send
+from yarn_adapt.minicluster.security import (
+    KerberosRealm,
+    TlsMaterial,
+    await_kdc,
+    make_tls_material,
+    ssl_server_properties,
+)
 from yarn_adapt.minicluster.spec import MiniClusterSpec
 
 KEEP_DIR_ENV = "YARN_ADAPT_KEEP_MINICLUSTER"
+KRB5_CONFIG_ENV = "KRB5_CONFIG"
 TERMINAL_APP_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
 ACTIVE_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 PORT_CLASH_SIGNS = ("java.net.BindException", "Address already in use")
@@ -83,6 +92,11 @@ class MiniCluster:
         self._baseline_store: dict[str, str] = {}
         self._baseline_queues: frozenset[str] = frozenset()
         self._state_lock = threading.RLock()  # stop() may re-enter from a signal handler
+        self._kdc: ManagedProcess | None = None
+        self._realm: KerberosRealm | None = None
+        self._tls: TlsMaterial | None = None
+        self._rest: RestAccess = PLAIN
+        self._saved_krb5_config: tuple[str | None] | None = None
         self._running = False
         self.rm_restarts = 0
 
@@ -121,18 +135,46 @@ class MiniCluster:
     def yarn_script(self) -> Path:
         return self.layout.yarn_script
 
+    def nm_cpuset(self, index: int) -> Path | None:
+        """The cpuset NodeManager ``index`` and its containers run in (None: unpinned)."""
+        if not self.spec.nm_cpusets:
+            return None
+        return cpusets.group_for(self.root) / f"nm-{index}"
+
     @property
     def refresh_command(self) -> list[str]:
         """``yarn rmadmin -refreshQueues`` for this cluster."""
         return [str(self.yarn_script), "rmadmin", "-refreshQueues"]
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.spec.https else "http"
+
+    @property
     def rm_url(self) -> str:
-        return f"http://{HOST}:{self.ports.rm_web}"
+        return f"{self.scheme}://{HOST}:{self.ports.rm_web}"
 
     @property
     def jhs_url(self) -> str:
-        return f"http://{HOST}:{self.ports.jhs_web}"
+        return f"{self.scheme}://{HOST}:{self.ports.jhs_web}"
+
+    @property
+    def kerberos(self) -> KerberosRealm:
+        """The KDC's realm, keytab and krb5.conf (a ``kerberos`` spec only)."""
+        if self._realm is None:
+            raise MiniClusterError("this mini cluster has no Kerberos realm")
+        return self._realm
+
+    @property
+    def tls(self) -> TlsMaterial:
+        """The CA clients must trust (an ``https`` spec only)."""
+        if self._tls is None:
+            raise MiniClusterError("this mini cluster serves no HTTPS")
+        return self._tls
+
+    def client_env(self) -> dict[str, str]:
+        """Environment a client process needs: ``KRB5_CONFIG`` on a Kerberized cluster."""
+        return {KRB5_CONFIG_ENV: str(self._realm.krb5_conf)} if self._realm else {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,6 +200,7 @@ class MiniCluster:
         self._running = True
         self._reaper = start_reaper(self.root, self.layout.logs_dir / "reaper.log")
         try:
+            self._start_security()
             self._start_daemons(began + self.start_timeout_s)
         except BaseException:
             self.stop(keep_dir=True)
@@ -179,12 +222,16 @@ class MiniCluster:
             if not self._running:
                 return
             self._running = False
-        for process in [*self._clients, *self._daemons.values()]:
+        for process in [*self._clients, *self._daemons.values(), *self._security_processes()]:
             process.kill_group()
+        self._kdc = None
+        self._restore_krb5_config()
         if self._layout is not None:
             kill_marked_processes(self._layout.root)
         if self._reaper is not None:
             self._reaper.kill_group()
+        if self._layout is not None:
+            cpusets.remove(self._layout.root)
         # Forget the handles so no later kill can hit a process group id the kernel
         # has since given to someone else.
         self._clients.clear()
@@ -196,7 +243,60 @@ class MiniCluster:
 
     def healthy(self) -> bool:
         """Running, with every daemon process still alive."""
-        return self._running and all(p.alive() for p in self._daemons.values())
+        processes = [*self._daemons.values(), *self._security_processes()]
+        return self._running and all(p.alive() for p in processes)
+
+    def _security_processes(self) -> list[ManagedProcess]:
+        return [self._kdc] if self._kdc is not None else []
+
+    # ------------------------------------------------------------------ security
+
+    def _start_security(self) -> None:
+        """TLS material, then the KDC: both outlive a restart after a port clash."""
+        flags: list[str] = []
+        if self.spec.https:
+            self._tls = make_tls_material(self.layout.security_dir / "tls")
+        if self.spec.kerberos:
+            self._realm = self._start_kdc()
+            flags.append(f"-Djava.security.krb5.conf={self._realm.krb5_conf}")
+            self._use_krb5_config(self._realm.krb5_conf)
+        self._java = replace(self._java_commands(), extra_flags=tuple(flags))
+        self._rest = self._rest_access()
+
+    def _start_kdc(self) -> KerberosRealm:
+        work_dir = self.layout.security_dir / "kdc"
+        work_dir.mkdir(parents=True, exist_ok=True)
+        log = self.layout.logs_dir / "kdc.log"
+        command = self._java_commands().kdc(work_dir)
+        env = marked_env(self.layout.root, self._java_env())
+        self._kdc = launch("kdc", command, log, env, cwd=self.layout.root)
+        return await_kdc(work_dir, log, self._kdc.alive)
+
+    def _use_krb5_config(self, path: Path) -> None:
+        """MIT Kerberos in this process (the harness's own SPNEGO) reads $KRB5_CONFIG;
+        the previous value comes back at stop()."""
+        if self._saved_krb5_config is None:
+            self._saved_krb5_config = (os.environ.get(KRB5_CONFIG_ENV),)
+        os.environ[KRB5_CONFIG_ENV] = str(path)
+
+    def _restore_krb5_config(self) -> None:
+        if self._saved_krb5_config is None:
+            return
+        (previous,) = self._saved_krb5_config
+        if previous is None:
+            os.environ.pop(KRB5_CONFIG_ENV, None)
+        else:
+            os.environ[KRB5_CONFIG_ENV] = previous
+        self._saved_krb5_config = None
+
+    def _rest_access(self) -> RestAccess:
+        verify: bool | str = str(self._tls.ca_cert) if self._tls else True
+        if self._realm is None:
+            return RestAccess(verify=verify)
+        from yarn_adapt.yarn.spnego import spnego_auth
+
+        auth = spnego_auth(self._realm.principals.client, str(self._realm.keytab))
+        return RestAccess(auth=auth, verify=verify)
 
     def _start_daemons(self, deadline: float) -> None:
         for attempt in range(1, START_ATTEMPTS + 1):
@@ -220,6 +320,7 @@ class MiniCluster:
                                                                 java.jars)),
             "mapred-site.xml": confgen.site_xml(confgen.mapred_site(layout, ports, java.jars)),
             "log4j.properties": confgen.LOG4J_PROPERTIES,
+            **self._secured_files(),
         }  # fmt: skip
         for name, text in files.items():
             (layout.conf_dir / name).write_text(text)
@@ -227,15 +328,43 @@ class MiniCluster:
         layout.yarn_script.write_text(java.yarn_script())
         layout.yarn_script.chmod(0o755)
 
+    def _secured_files(self) -> dict[str, str]:
+        """core/yarn/mapred-site.xml of a secured cluster (replacing the plain ones),
+        and ssl-server.xml."""
+        if not (self.spec.kerberos or self.spec.https):
+            return {}
+        layout, ports, java = self.layout, self.ports, self._java_commands()
+        core = confgen.core_site(layout)
+        yarn = confgen.yarn_site(self.spec, layout, ports, java.jars)
+        mapred = confgen.mapred_site(layout, ports, java.jars)
+        files: dict[str, str] = {}
+        if self._realm is not None:
+            core |= confgen.kerberos_core_site(self._realm)
+            yarn |= confgen.kerberos_yarn_site(self._realm)
+            mapred |= confgen.kerberos_mapred_site(self._realm)
+        if self._tls is not None:
+            yarn |= confgen.https_yarn_site(ports)
+            mapred |= confgen.https_mapred_site(ports)
+            files["ssl-server.xml"] = confgen.site_xml(ssl_server_properties(self._tls))
+        yarn |= dict(self.spec.yarn_site)  # the spec's own properties still win
+        files["core-site.xml"] = confgen.site_xml(core)
+        files["yarn-site.xml"] = confgen.site_xml(yarn)
+        files["mapred-site.xml"] = confgen.site_xml(mapred)
+        return files
+
     def _launch_daemons(self) -> None:
         java = self._java_commands()
         commands = {
             "resourcemanager": java.resource_manager(),
             "historyserver": java.history_server(),
         }
+        groups = cpusets.create(self.root, self.spec.nm_cpusets) if self.spec.nm_cpusets else []
         for index in range(self.spec.nodemanagers):
             self.layout.nodemanager_dir(index).mkdir(exist_ok=True)
-            commands[f"nodemanager-{index}"] = java.node_manager(index)
+            command = java.node_manager(index)
+            commands[f"nodemanager-{index}"] = (
+                cpusets.wrap(command, groups[index]) if groups else command
+            )
         self._daemons = {name: self._launch(name, command) for name, command in commands.items()}
 
     def _launch(self, name: str, command: list[str]) -> ManagedProcess:
@@ -273,16 +402,16 @@ class MiniCluster:
                 time.sleep(0.2)
 
     def _rm_active(self) -> bool:
-        info = answers(f"{self.rm_url}/ws/v1/cluster/info")
+        info = answers(f"{self.rm_url}/ws/v1/cluster/info", self._rest)
         cluster = (info or {}).get("clusterInfo", {})
         return bool(cluster.get("haState") == "ACTIVE" and cluster.get("state") == "STARTED")
 
     def _nodes_running(self) -> bool:
-        body = answers(f"{self.rm_url}/ws/v1/cluster/nodes?states=RUNNING")
+        body = answers(f"{self.rm_url}/ws/v1/cluster/nodes?states=RUNNING", self._rest)
         return len(_nodes_of(body)) >= self.spec.nodemanagers
 
     def _history_answering(self) -> bool:
-        return answers(f"{self.jhs_url}/ws/v1/history/info") is not None
+        return answers(f"{self.jhs_url}/ws/v1/history/info", self._rest) is not None
 
     def _fail_if_a_daemon_died(self) -> None:
         for process in self._daemons.values():
@@ -308,11 +437,11 @@ class MiniCluster:
 
     def rm_get(self, path: str) -> Any:
         """JSON of ``/ws/v1/cluster/<path>`` on the RM."""
-        return get_json(f"{self.rm_url}/ws/v1/cluster/{path.lstrip('/')}")
+        return get_json(f"{self.rm_url}/ws/v1/cluster/{path.lstrip('/')}", self._rest)
 
     def jhs_get(self, path: str) -> Any:
         """JSON of ``/ws/v1/history/<path>`` on the JobHistory Server."""
-        return get_json(f"{self.jhs_url}/ws/v1/history/{path.lstrip('/')}")
+        return get_json(f"{self.jhs_url}/ws/v1/history/{path.lstrip('/')}", self._rest)
 
     def node_ids(self) -> list[str]:
         return sorted(node["id"] for node in _nodes_of(self.rm_get("nodes")))
@@ -331,7 +460,8 @@ class MiniCluster:
     def put_scheduler_conf(self, sched_conf_xml: str) -> tuple[int, str]:
         """PUT a ``<sched-conf>`` body; returns the status and the RM's plain-text answer."""
         response = send(
-            "PUT", f"{self.rm_url}/ws/v1/cluster/scheduler-conf", data=sched_conf_xml.encode(),
+            "PUT", f"{self.rm_url}/ws/v1/cluster/scheduler-conf", self._rest,
+            data=sched_conf_xml.encode(),
             headers={"Content-Type": "application/xml", "Accept": "application/json"},
         )  # fmt: skip
         return response.status_code, response.text
@@ -340,7 +470,7 @@ class MiniCluster:
         """POST /nodes/{id}/resource, then wait until /nodes/{id} reports the new total."""
         body = {"resource": {"memory": memory_mb, "vCores": vcores}, "overCommitTimeout": -1}
         url = f"{self.rm_url}/ws/v1/cluster/nodes/{node_id}/resource"
-        response = send("POST", url, json=body, headers={"Accept": "application/json"})
+        response = send("POST", url, self._rest, json=body, headers={"Accept": "application/json"})
         if response.status_code != 200:
             raise MiniClusterError(f"POST {url} -> HTTP {response.status_code}: {response.text}")
         wanted = (memory_mb, vcores)
@@ -387,6 +517,31 @@ class MiniCluster:
             "-container_memory", str(container_mb), "-container_vcores", str(vcores),
             "-master_memory", str(am_mb), "-master_vcores", "1",
             "-timeout", str(int((sleep_s + 3600) * 1000)),
+        ])  # fmt: skip
+
+    def submit_shell_app(
+        self,
+        queue: str,
+        containers: int,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        container_mb: int = 256,
+        vcores: int = 1,
+        name: str = "shell",
+        am_mb: int = 256,
+        timeout_s: float = 3600.0,
+    ) -> SubmittedApp:
+        """Submit a distributed-shell app running ``command args`` in ``containers``
+        containers (e.g. a CPU burner as batch work)."""
+        shell_args = ["-shell_args", *args] if args else []
+        return self._submit("distributed-shell", name, [
+            "distributedshell", "-appname", name, "-queue", queue,
+            "-shell_command", command, *shell_args,
+            "-num_containers", str(containers),
+            "-container_memory", str(container_mb), "-container_vcores", str(vcores),
+            "-master_memory", str(am_mb), "-master_vcores", "1",
+            "-timeout", str(int(timeout_s * 1000)),
         ])  # fmt: skip
 
     def submit_mr_sleep_job(
@@ -436,14 +591,16 @@ class MiniCluster:
         """Wait until the JobHistory Server serves ``job_id``; return its /jobs/{id} entry."""
 
         def served() -> dict[str, Any] | None:
-            body = answers(f"{self.jhs_url}/ws/v1/history/mapreduce/jobs/{job_id}")
+            body = answers(f"{self.jhs_url}/ws/v1/history/mapreduce/jobs/{job_id}", self._rest)
             return None if body is None else dict(body["job"])
 
         return poll(served, timeout_s, f"JobHistory to serve {job_id}", 0.5)
 
     def kill_app(self, app_id: str) -> None:
         url = f"{self.rm_url}/ws/v1/cluster/apps/{app_id}/state"
-        send("PUT", url, json={"state": "KILLED"}, headers={"Accept": "application/json"})
+        send(
+            "PUT", url, self._rest, json={"state": "KILLED"}, headers={"Accept": "application/json"}
+        )
 
     def kill_active_apps(self, timeout_s: float = 60.0) -> list[str]:
         """Kill every application not yet finished and wait until the RM agrees."""
@@ -522,7 +679,7 @@ class MiniCluster:
         extra = schedconf.capacity_queues(current) - schedconf.capacity_queues(self._baseline_store)
         if extra:
             self.put_scheduler_conf(schedconf.stop_queues_body(extra))
-        send("GET", f"{self.rm_url}/ws/v1/cluster/scheduler-conf/format")
+        send("GET", f"{self.rm_url}/ws/v1/cluster/scheduler-conf/format", self._rest)
         return self.scheduler_conf() == self._baseline_store
 
     def _restore_node_resources(self) -> None:

@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape
 
 from yarn_adapt.minicluster.jars import HadoopJars
 from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports
+from yarn_adapt.minicluster.security import KerberosRealm
 from yarn_adapt.minicluster.spec import MiniClusterSpec
 
 CAPACITY_SCHEDULER = (
@@ -172,4 +173,65 @@ def mapred_site(layout: ClusterLayout, ports: Ports, jars: HadoopJars) -> dict[s
         # ShuffleHandler reads a JobConf, where mapred-default.xml (13562) is loaded
         # after yarn-site.xml and would win over a value set there.
         "mapreduce.shuffle.port": "0",
+    }
+
+
+# --------------------------------------------------------------------------- secured clusters
+
+AUTH_FILTER_INITIALIZER = "org.apache.hadoop.security.AuthenticationFilterInitializer"
+# Every HTTP/* principal of the keytab (HTTP/127.0.0.1 and HTTP/localhost), whatever
+# host name a client canonicalised 127.0.0.1 to (KerberosAuthenticationHandler).
+ANY_HTTP_PRINCIPAL = "*"
+
+
+def kerberos_core_site(realm: KerberosRealm) -> dict[str, str]:
+    """Kerberos for RPC, SPNEGO for every web UI and REST API (the RM swaps in its own
+    filter that also takes delegation tokens, RMWebAppUtil.setupSecurityAndFilters)."""
+    return {
+        "hadoop.security.authentication": "kerberos",
+        "hadoop.http.filter.initializers": AUTH_FILTER_INITIALIZER,
+        "hadoop.http.authentication.type": "kerberos",
+        "hadoop.http.authentication.simple.anonymous.allowed": "false",
+        "hadoop.http.authentication.kerberos.principal": ANY_HTTP_PRINCIPAL,
+        "hadoop.http.authentication.kerberos.keytab": str(realm.keytab),
+    }
+
+
+def kerberos_yarn_site(realm: KerberosRealm) -> dict[str, str]:
+    keytab, principals = str(realm.keytab), realm.principals
+    return {
+        "yarn.resourcemanager.principal": principals.resourcemanager,
+        "yarn.resourcemanager.keytab": keytab,
+        "yarn.resourcemanager.webapp.spnego-principal": ANY_HTTP_PRINCIPAL,
+        "yarn.resourcemanager.webapp.spnego-keytab-file": keytab,
+        "yarn.nodemanager.principal": principals.nodemanager,
+        "yarn.nodemanager.keytab": keytab,
+        "yarn.nodemanager.webapp.spnego-principal": ANY_HTTP_PRINCIPAL,
+        "yarn.nodemanager.webapp.spnego-keytab-file": keytab,
+    }
+
+
+def kerberos_mapred_site(realm: KerberosRealm) -> dict[str, str]:
+    keytab = str(realm.keytab)
+    return {
+        "mapreduce.jobhistory.principal": realm.principals.historyserver,
+        "mapreduce.jobhistory.keytab": keytab,
+        "mapreduce.jobhistory.webapp.spnego-principal": ANY_HTTP_PRINCIPAL,
+        "mapreduce.jobhistory.webapp.spnego-keytab-file": keytab,
+    }
+
+
+def https_yarn_site(ports: Ports) -> dict[str, str]:
+    """HTTPS only, on the ports the plain cluster serves HTTP on."""
+    return {
+        "yarn.http.policy": "HTTPS_ONLY",
+        "yarn.resourcemanager.webapp.https.address": ports.address("rm_web"),
+        "yarn.nodemanager.webapp.https.address": f"{HOST}:0",
+    }
+
+
+def https_mapred_site(ports: Ports) -> dict[str, str]:
+    return {
+        "mapreduce.jobhistory.http.policy": "HTTPS_ONLY",
+        "mapreduce.jobhistory.webapp.https.address": ports.address("jhs_web"),
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from yarn_adapt.minicluster.jars import HadoopJars
 from yarn_adapt.minicluster.layout import ClusterLayout
+from yarn_adapt.minicluster.security import kdc_command
 
 # What Hadoop's own launcher adds on Java 17 (HADOOP-19310, hadoop_finalize_jpms_opts).
 # 3.4.x still ships Guice 4.2 (HADOOP-19216 is not in it), whose reflection into
@@ -34,7 +35,7 @@ DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell
 SLEEP_JOB = "org.apache.hadoop.mapreduce.SleepJob"
 DISTRIBUTED_SHELL_ARTIFACT = "hadoop-yarn-applications-distributedshell"
 
-DAEMON_HEAP_MB = {"resourcemanager": 512, "nodemanager": 384, "historyserver": 384}
+DAEMON_HEAP_MB = {"resourcemanager": 512, "nodemanager": 384, "historyserver": 384, "kdc": 128}
 CLIENT_HEAP_MB = 256
 
 
@@ -45,6 +46,8 @@ class JavaCommands:
     java_home: Path
     jars: HadoopJars
     layout: ClusterLayout
+    # System properties every JVM gets, e.g. -Djava.security.krb5.conf on a secured cluster.
+    extra_flags: tuple[str, ...] = ()
 
     @property
     def classpath(self) -> str:
@@ -55,6 +58,7 @@ class JavaCommands:
             f"-Xmx{heap_mb}m", *FAST_START, *ADD_OPENS,
             f"-Duser.home={self.layout.home_dir}",
             f"-Djava.io.tmpdir={self.layout.tmp_dir}",
+            *self.extra_flags,
         ]  # fmt: skip
 
     def daemon(self, role: str, main_class: str, *system_properties: str) -> list[str]:
@@ -76,6 +80,11 @@ class JavaCommands:
 
     def history_server(self) -> list[str]:
         return self.daemon("historyserver", JOB_HISTORY_SERVER)
+
+    def kdc(self, work_dir: Path) -> list[str]:
+        """Hadoop's MiniKdc, standalone (see :mod:`yarn_adapt.minicluster.security`)."""
+        java = self.java_home / "bin" / "java"
+        return kdc_command(java, self.base_flags(DAEMON_HEAP_MB["kdc"]), self.classpath, work_dir)
 
     def yarn_script(self) -> str:
         """Text of ``bin/yarn``: the few ``yarn`` subcommands the tests and tools need."""

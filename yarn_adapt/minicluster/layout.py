@@ -46,6 +46,11 @@ class ClusterLayout:
         return self.root / "state"
 
     @property
+    def security_dir(self) -> Path:
+        """The KDC's files, the keytab, krb5.conf and the TLS material of a secured cluster."""
+        return self.root / "security"
+
+    @property
     def yarn_script(self) -> Path:
         return self.bin_dir / "yarn"
 
@@ -59,7 +64,7 @@ class ClusterLayout:
 
     def create(self) -> None:
         for path in (self.conf_dir, self.bin_dir, self.logs_dir, self.home_dir, self.tmp_dir,
-                     self.staging_dir, self.state_dir):  # fmt: skip
+                     self.staging_dir, self.state_dir, self.security_dir):  # fmt: skip
             path.mkdir(parents=True, exist_ok=True)
 
 

@@ -2,7 +2,7 @@
 
 Polls once a second whether the owning Python process (pid plus start time, so a
 reused pid does not count) is alive; when it is not, kills every process tied to the
-cluster directory ROOT and exits.
+cluster directory ROOT, removes its NodeManagers' cpusets, and exits.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.processes import kill_marked_processes, process_start_ticks
 
 POLL_S = 1.0
@@ -29,6 +30,7 @@ def main(argv: list[str]) -> int:
         time.sleep(POLL_S)
     if root.exists():
         kill_marked_processes(root)
+    cpusets.remove(root)  # the NodeManagers' cpusets, if the cluster had any
     return 0
 
 

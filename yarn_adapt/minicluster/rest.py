@@ -1,9 +1,14 @@
-"""Plain HTTP helpers the harness uses to watch its own cluster."""
+"""Plain HTTP helpers the harness uses to watch its own cluster.
+
+A secured cluster needs SPNEGO and its own CA: :class:`RestAccess` carries both, and
+every helper takes one (the default is plain HTTP, no authentication).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
@@ -15,20 +20,36 @@ JSON_HEADERS = {"Accept": "application/json"}
 REQUEST_TIMEOUT_S = 10.0
 
 
-def get_json(url: str) -> Any:
+@dataclass(frozen=True)
+class RestAccess:
+    """How the harness authenticates (a ``requests`` auth object) and which CA it trusts."""
+
+    auth: Any = None
+    verify: bool | str = True
+
+    def request(self, method: str, url: str, timeout: float, **kwargs: Any) -> requests.Response:
+        return requests.request(
+            method, url, auth=self.auth, verify=self.verify, timeout=timeout, **kwargs
+        )
+
+
+PLAIN = RestAccess()
+
+
+def get_json(url: str, access: RestAccess = PLAIN) -> Any:
     """GET ``url`` as JSON; connection problems and error statuses become MiniClusterError."""
     try:
-        response = requests.get(url, headers=JSON_HEADERS, timeout=REQUEST_TIMEOUT_S)
+        response = access.request("GET", url, REQUEST_TIMEOUT_S, headers=JSON_HEADERS)
     except requests.RequestException as exc:
         raise MiniClusterError(f"GET {url} failed: {exc.__class__.__name__}") from exc
     _raise_for_status("GET", url, response)
     return response.json()
 
 
-def send(method: str, url: str, **kwargs: Any) -> requests.Response:
+def send(method: str, url: str, access: RestAccess = PLAIN, **kwargs: Any) -> requests.Response:
     """Send a request and return the response whatever its status."""
     try:
-        return requests.request(method, url, timeout=REQUEST_TIMEOUT_S, **kwargs)
+        return access.request(method, url, REQUEST_TIMEOUT_S, **kwargs)
     except requests.RequestException as exc:
         raise MiniClusterError(f"{method} {url} failed: {exc.__class__.__name__}") from exc
 
@@ -51,10 +72,10 @@ def poll(probe: Callable[[], T | None], timeout_s: float, what: str, interval_s:
         time.sleep(interval_s)
 
 
-def answers(url: str) -> Any | None:
+def answers(url: str, access: RestAccess = PLAIN) -> Any | None:
     """The JSON at ``url``, or None while the server is not up yet."""
     try:
-        response = requests.get(url, headers=JSON_HEADERS, timeout=2.0)
+        response = access.request("GET", url, 2.0, headers=JSON_HEADERS)
     except requests.RequestException:
         return None
     return response.json() if response.status_code == 200 else None

@@ -57,6 +57,16 @@ class MiniClusterSpec:
     min_allocation_mb: int = 128
     scheduler_xml: str | None = None
     yarn_site: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Kerberos (MiniKdc; SPNEGO on every web UI and REST API) and HTTPS only
+    # (a generated CA): see yarn_adapt.minicluster.security. The harness talks REST to
+    # such a cluster; its Java clients (bin/yarn rmadmin, app submission) are not
+    # logged in to Kerberos, so the secured variant serves REST clients only.
+    kerberos: bool = False
+    https: bool = False
+    # One CPU list per NodeManager (e.g. ("0", "1")): each NM JVM and its containers
+    # run in a cgroup v1 cpuset of their own (yarn_adapt.minicluster.cpusets), so the
+    # NMs behave as separate machines. Empty: no cpusets.
+    nm_cpusets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.scheduler not in ("capacity", "fair"):
@@ -69,6 +79,8 @@ class MiniClusterSpec:
             )
         if self.nodemanagers < 1 or self.nm_memory_mb < self.min_allocation_mb:
             raise ValueError("need at least one NodeManager with room for one container")
+        if self.nm_cpusets and len(self.nm_cpusets) != self.nodemanagers:
+            raise ValueError("nm_cpusets needs one CPU list per NodeManager")
         object.__setattr__(self, "yarn_site", MappingProxyType(dict(self.yarn_site)))
 
     @property
@@ -84,4 +96,7 @@ class MiniClusterSpec:
     @property
     def label(self) -> str:
         """A short name for logs and directory names, e.g. ``capacity-memory``."""
-        return f"{self.scheduler}-{self.conf_store}" if self.scheduler == "capacity" else "fair"
+        base = f"{self.scheduler}-{self.conf_store}" if self.scheduler == "capacity" else "fair"
+        secured = [name for name, on in (("kerberos", self.kerberos), ("https", self.https)) if on]
+        pinned = ["cpusets"] if self.nm_cpusets else []
+        return "-".join([base, *secured, *pinned])

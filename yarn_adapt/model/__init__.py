@@ -34,6 +34,7 @@ from yarn_adapt.model.cluster import (
     HistoryServerInfo,
     Node,
     NodeState,
+    NodeUtilization,
 )
 from yarn_adapt.model.fair import (
     FairQueue,
@@ -77,6 +78,7 @@ __all__ = [
     "MapReduceTask",
     "Node",
     "NodeState",
+    "NodeUtilization",
     "Percentage",
     "PlacementRule",
     "QueueState",

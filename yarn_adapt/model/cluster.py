@@ -29,6 +29,17 @@ class HAState(StrEnum):
 
 
 @dataclass(frozen=True)
+class NodeUtilization:
+    """What the NodeManager measured on its host (``resourceUtilization``): the whole
+    node and the YARN containers on it. CPU in cores used, memory in MiB."""
+
+    node_cpu: float
+    node_memory_mb: int
+    containers_cpu: float
+    containers_memory_mb: int
+
+
+@dataclass(frozen=True)
 class Node:
     """A NodeManager as the RM sees it. ``id`` is ``host:port`` (the NM RPC port)."""
 
@@ -42,6 +53,7 @@ class Node:
     http_address: str = ""
     health_report: str = ""
     last_health_update_ms: int = 0
+    utilization: NodeUtilization | None = None
 
     @property
     def available(self) -> Resources:

@@ -54,6 +54,7 @@ class QueueStatus(QueueNode):
     num_active_applications: int = 0
     num_pending_applications: int = 0
     num_containers: int = 0
+    pending_containers: int = 0
     children: tuple[QueueStatus, ...] = ()
 
     @property

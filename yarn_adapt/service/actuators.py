@@ -4,9 +4,13 @@ which mode it runs in.
 
 - :class:`ObserveOnly` -- records what it would propose; stores and changes nothing.
 - :class:`Recommend` -- stores the proposal for an operator (read-only toward the
-  cluster); with ``auto_approve`` it approves it at once, as the demo does.
+  cluster); with ``auto_approve`` it approves it at once, as the demo does, but
+  only when it fits the change budget.
 - :class:`Enforce` -- stores it and applies it through the real applier when the
   change budget allows; otherwise it waits for an operator, with the reason.
+
+Nothing over the change budget is ever applied unattended: both auto-approve and
+enforce leave such a proposal pending, with the budget it exceeds as its reason.
 """
 
 from __future__ import annotations
@@ -65,6 +69,9 @@ class Recommend:
             return Decision(
                 DecisionKind.PROPOSED, f"stored for review: {plan.verdict.reason}", proposal.id
             )
+        if not plan.verdict.auto_apply:
+            reason = f"auto-approve holds it for an operator: {plan.verdict.reason}"
+            return Decision(DecisionKind.NOT_APPLIED, reason, proposal.id)
         return approved(self.desk, proposal, "auto-approve", plan.verdict.reason)
 
 

@@ -27,14 +27,16 @@ from yarn_adapt.model import (
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.yarn.apply import (
     Applier,
+    ApplyHistory,
     ApplySettings,
     ApplyStep,
     FileApplier,
-    JournalEntry,
     MutationApplier,
     PollSettings,
     RefreshCommand,
     WaitForReload,
+    activation_named,
+    mismatches,
     running_document,
 )
 from yarn_adapt.yarn.apply.journal import ApplyJournal
@@ -73,13 +75,15 @@ class FinishedJob:
 class Observed:
     """One observation: when, the scheduler file as it runs (``document``: its text
     and model, able to render a new configuration as a patch of itself), the jobs
-    that finished recently, and ``view`` -- what the proposer reads (a
-    :class:`~yarn_adapt.model.ClusterSnapshot` for a real RM)."""
+    that finished recently, ``view`` -- what the proposer reads (a
+    :class:`~yarn_adapt.model.ClusterSnapshot` for a real RM) -- and ``drift``: every
+    way the RM's report differs from the file (empty when it runs the file)."""
 
     taken_ms: int
     document: SchedulerDocument
     finished: tuple[FinishedJob, ...]
     view: object
+    drift: tuple[str, ...] = ()
 
     @property
     def config(self) -> SchedulerConfig:
@@ -109,7 +113,10 @@ class ClusterBackend(Protocol):
 
     def applier(self, journal: ApplyJournal) -> Applier[SchedulerConfig]: ...
 
-    def recover(self, entry: JournalEntry, journal: ApplyJournal) -> ApplyStep: ...
+    def recover(self, history: ApplyHistory, journal: ApplyJournal) -> ApplyStep:
+        """Finish or roll back an interrupted apply from its whole journal history;
+        the final step recorded. A YarnError: the RM cannot be read, try later."""
+        ...
 
     def close(self) -> None: ...
 
@@ -130,7 +137,9 @@ class YarnBackend:
         self.settings = settings
         self._now_ms = now_ms
         http = http_settings(settings)
-        self.rm = ResourceManagerClient(rm_addresses(settings), http)
+        addresses = rm_addresses(settings)
+        refuse_unshared_file_with_ha(settings, addresses)
+        self.rm = ResourceManagerClient(addresses, http)
         history = history_address(settings)
         self.history = JobHistoryClient(history, http) if history else None
         self.apply_settings = ApplySettings(
@@ -152,7 +161,9 @@ class YarnBackend:
             self.rm, self.history, app_window_ms=window_ms, now_ms=self._now_ms
         )
         snapshot = observation.snapshot
-        return Observed(snapshot.taken_ms, self.document(), finished_jobs(snapshot), snapshot)
+        document = self.document()
+        drift = tuple(mismatches(document.config, snapshot.scheduler))
+        return Observed(snapshot.taken_ms, document, finished_jobs(snapshot), snapshot, drift)
 
     def document(self) -> SchedulerDocument:
         """The scheduler configuration the RM runs, as its file (or API) says."""
@@ -171,12 +182,14 @@ class YarnBackend:
             return RefreshCommand(self.settings.scheduler.refresh_command)
         return WaitForReload()
 
-    def recover(self, entry: JournalEntry, journal: ApplyJournal) -> ApplyStep:
-        if entry.applier.startswith("file+"):
-            path = Path(entry.target)
-            applier = FileApplier(path, self.rm, self._activation(), self.apply_settings, journal)
-            return applier.recover(entry)
-        return MutationApplier(self.rm, self.apply_settings, journal).recover(entry)
+    def recover(self, history: ApplyHistory, journal: ApplyJournal) -> ApplyStep:
+        if history.applier.startswith("file+"):
+            activation = activation_named(history.applier, self.settings.scheduler.refresh_command)
+            applier = FileApplier(
+                Path(history.target), self.rm, activation, self.apply_settings, journal
+            )
+            return applier.recover(history)
+        return MutationApplier(self.rm, self.apply_settings, journal).recover(history)
 
     def close(self) -> None:
         self.rm.close()
@@ -206,6 +219,8 @@ def http_settings(settings: Settings) -> HttpSettings:
         verify_tls=yarn.verify_tls,
         auth="kerberos" if yarn.kerberos else "simple",
         user=yarn.user or _login_name(),
+        kerberos_principal=yarn.kerberos_principal or None,
+        kerberos_keytab=yarn.kerberos_keytab or None,
     )
 
 
@@ -219,6 +234,19 @@ def rm_addresses(settings: Settings) -> list[str]:
             "no ResourceManager address"
         )
     return rm_web_addresses(conf_dir)
+
+
+def refuse_unshared_file_with_ha(settings: Settings, addresses: list[str]) -> None:
+    """File mode writes one file; with several RMs each reads its own copy unless the
+    operator declares it shared, and a failover would silently revert a change."""
+    if settings.scheduler.via != "file" or len(addresses) < 2 or settings.scheduler.shared_file:
+        return
+    raise SettingsError(
+        f'{settings.source}: [scheduler] via = "file" with {len(addresses)} ResourceManagers '
+        f"({', '.join(addresses)}): each RM reads its own scheduler file, so a failover would "
+        "silently revert a change; set [scheduler] shared_file = true if every RM reads this "
+        'same file, or use via = "mutation" with a shared configuration store'
+    )
 
 
 def history_address(settings: Settings) -> str | None:

@@ -1,4 +1,5 @@
-"""The demo: the service in recommend mode with auto-approve, driving a simulated
+"""The demo: the service in recommend mode with auto-approve (or, with ``review``,
+waiting for an operator to approve each proposal on the page), driving a simulated
 cluster that replays the bundled FB-2009 trace at accelerated time (each round
 simulates ``step_s`` seconds). No Java, no Hadoop: everything runs in-process.
 
@@ -53,6 +54,8 @@ class DemoOptions:
     serve: bool = True
     seed: int = 0
     trace: Path | None = None
+    review: bool = False  # proposals wait for an operator on the page (no auto-approve)
+    token: str | None = None  # the page's write token (the demo makes a one-time one)
 
 
 def demo_scheduler_file(scheduler: str) -> Path:
@@ -62,7 +65,7 @@ def demo_scheduler_file(scheduler: str) -> Path:
 def demo_settings(options: DemoOptions) -> Settings:
     return Settings(
         service=ServiceSection(
-            mode=Mode.RECOMMEND, interval_s=options.interval_s, auto_approve=True
+            mode=Mode.RECOMMEND, interval_s=options.interval_s, auto_approve=not options.review
         ),
         # Cooldown in wall time: two rounds, whatever the acceleration.
         tuning=TuningSection(cooldown_s=2 * options.interval_s, seed=options.seed),
@@ -89,8 +92,8 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     backend = SimulatedBackend(cluster, path, apply_settings, options.step_s)
     if proposer is None:
         model = fit_task_time_model(history, seed=options.seed)
-        proposer = SimulationProposer(tuner_settings(settings, options.step_s), model)
-    return Service.build(settings, backend, proposer, token=None)
+        proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
+    return Service.build(settings, backend, proposer, token=options.token)
 
 
 def replay_cluster(

@@ -107,6 +107,8 @@ def _too_small(suggestion: Suggestion, settings: TuningSection) -> str:
 
 
 def _latency_change(suggestion: Suggestion) -> str:
+    if suggestion.objective is not None:
+        return suggestion.objective.describe()
     return (
         f"cluster latency {suggestion.cluster_before_s:.1f} s -> "
         f"{suggestion.cluster_after_s:.1f} s ({-suggestion.improvement:+.1%})"

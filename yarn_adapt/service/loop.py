@@ -2,10 +2,17 @@
 
 One round, each step timed::
 
-    observe -> reconcile (until it once succeeds; then observe again if it settled
-      an interrupted apply) -> measure realized latency
+    observe -> reconcile (at the first round, and whenever an apply is left open;
+      then observe again if it settled one) -> drift check -> measure realized
+      latency -> guard (the co-location guard's own observe -> decide -> act -> record)
       -> propose (triggered groups, minus those cooling down) -> decide (gates)
       -> act (the mode's actuator) -> record
+
+The drift check compares what the RM reports (``/scheduler``) with the scheduler
+file: when they differ (a failover to an RM reading another file, a hand edit that
+was never refreshed), the round records a ``drift`` decision naming the difference
+and takes no action, because every proposal assumes the file is what runs. After a
+round that reached the RM, the database is copied (:meth:`Store.keep_backup`).
 
 A round never overlaps another (a non-blocking lock; a round that finds it held is
 recorded as skipped). When the RM cannot be read -- down, every address a standby,
@@ -25,11 +32,12 @@ from dataclasses import dataclass, field
 from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
 from yarn_adapt.service.actuators import Actuator, Plan
 from yarn_adapt.service.backend import ClusterBackend, Observed
+from yarn_adapt.service.guard import GuardStep
 from yarn_adapt.service.hysteresis import Verdict, cooling_groups, judge
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.realized import latency_by_group
-from yarn_adapt.service.reconcile import reconcile
+from yarn_adapt.service.reconcile import needs_reconcile, reconcile
 from yarn_adapt.service.records import (
     Decision,
     DecisionKind,
@@ -40,8 +48,12 @@ from yarn_adapt.service.records import (
     RoundStatus,
     Suggestion,
 )
+from yarn_adapt.service.series import GroupLatencySample
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.store import Store
+from yarn_adapt.service.usage import usage_of
+from yarn_adapt.service.versions import note_running
+from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import diff_configs
 
 log = logging.getLogger(__name__)
@@ -101,6 +113,7 @@ class TuningLoop:
         metrics: ServiceMetrics,
         *,
         clock: Callable[[], float] = time.time,
+        in_flight: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -109,12 +122,15 @@ class TuningLoop:
         self.actuator = actuator
         self.metrics = metrics
         self.clock = clock
+        self.in_flight = in_flight
+        self.drift: tuple[str, ...] = ()
         self.backoff = Backoff(settings.backoff.initial_s, settings.backoff.max_s)
         self.reconciled = False
         self.last_round: RoundReport | None = None
         self.next_round_at: float | None = None
         self._busy = threading.Lock()
         self._last_taken_ms: int | None = None
+        self.guard: GuardStep | None = None  # the co-location guard's step, when built
 
     # ------------------------------------------------------------------ schedule
 
@@ -174,6 +190,8 @@ class TuningLoop:
                 self.metrics.decisions.labels(kind=str(decision.kind)).inc()
         reason = "; ".join(d.reason for d in decisions)
         self.store.finish_round(round_id, status, reason, timer.timings_s)
+        if status is not RoundStatus.FAILED and self.backoff.failures == 0:
+            self.store.keep_backup()
         self._count(status, time.perf_counter() - began, timer)
         return RoundReport(round_id, started, status, tuple(decisions), timer.timings_s, reason)
 
@@ -191,11 +209,15 @@ class TuningLoop:
         with timer.step("observe"):
             observed = self._observe()
         with timer.step("reconcile"):
-            if self._reconcile_once():
+            if self._reconcile_if_needed():
                 # an interrupted apply was finished or rolled back: read what runs now
                 observed = self._observe()
+        self._check_drift(observed)
         with timer.step("measure"):
             self._measure_realized(observed, started)
+            self.record_series(round_id, started, observed)
+        with timer.step("guard"):
+            self._run_guard(round_id, observed)
         cooling = cooling_groups(
             self.store.last_change_per_group(), started, self.settings.tuning.cooldown_s
         )
@@ -210,7 +232,22 @@ class TuningLoop:
             assert verdict.kind is not None
             return [Decision(verdict.kind, verdict.reason)]
         with timer.step("act"):
-            return [self.actuator.act(plan)]
+            acted = self.actuator.act(plan)
+        if acted.kind is DecisionKind.APPLIED:
+            self._note_version(round_id)
+        return [acted]
+
+    def _run_guard(self, round_id: int, observed: Observed) -> None:
+        """The co-location guard's step; its failure never stops the configurator's."""
+        if self.guard is None:
+            return
+        try:
+            decision = self.guard.run(round_id, observed.view)
+        except YarnAdaptError as exc:
+            log.error("guard step failed: %s", exc.one_line())
+            decision = Decision(DecisionKind.FAILED, f"guard: {exc.one_line()}")
+        self.store.record_decision(round_id, decision)
+        self.metrics.decisions.labels(kind=str(decision.kind)).inc()
 
     def _observe(self) -> Observed:
         try:
@@ -230,14 +267,32 @@ class TuningLoop:
         log.warning("round skipped: %s", reason)
         return RoundSkipped(Decision(DecisionKind.RM_UNAVAILABLE, reason), RoundStatus.SKIPPED)
 
-    def _reconcile_once(self) -> bool:
-        """Settle interrupted applies before anything new is proposed or applied;
-        whether there was one to settle."""
-        if self.reconciled:
+    def _reconcile_if_needed(self) -> bool:
+        """Settle interrupted applies (never one running in this process) before
+        anything new is proposed or applied; whether there was one to settle."""
+        busy = self.in_flight()
+        if self.reconciled and not needs_reconcile(self.store, busy):
             return False
-        settled = reconcile(self.store, self.backend)
+        settled = reconcile(self.store, self.backend, busy)
         self.reconciled = True
         return bool(settled)
+
+    def _check_drift(self, observed: Observed) -> None:
+        """The RM must run the scheduler file for a proposal to make sense; while an
+        apply runs in this process the two legitimately differ for a moment."""
+        if self.in_flight():
+            return
+        self.drift = observed.drift
+        if not observed.drift:
+            return
+        more = f" (and {len(observed.drift) - 1} more)" if len(observed.drift) > 1 else ""
+        reason = (
+            f"the RM does not run the scheduler file ({self.backend.target}): "
+            f"{observed.drift[0]}{more}; no action taken until they agree"
+        )
+        log.warning("round: %s", reason)
+        self.metrics.failure("drift")
+        raise RoundSkipped(Decision(DecisionKind.DRIFT, reason), RoundStatus.SKIPPED)
 
     def _decide(
         self, round_id: int, observed: Observed, suggestion: Suggestion, cooling: dict[str, float]
@@ -299,6 +354,33 @@ class TuningLoop:
         finished = applies[0].finished_at if applies else None
         return finished is not None and finished < started
 
+    # ------------------------------------------------------------------ console series
+
+    def record_series(self, round_id: int, started: float, observed: Observed) -> None:
+        """What the console draws: each queue's usage, each group's realized mean
+        job latency since the previous observation, and the configuration version
+        (recorded when it differs from the last one)."""
+        previous = getattr(self, "_series_taken_ms", None)
+        self._series_taken_ms = observed.taken_ms
+        self.store.record_usage(round_id, started, usage_of(observed.view, observed.config))
+        interval_ms = int(self.settings.service.interval_s * 1000)
+        window = (previous or observed.taken_ms - interval_ms, observed.taken_ms)
+        groups = [g.parent for g in groups_of(observed.config)] or ["root"]
+        by_group = latency_by_group(observed.finished, observed.config, window, groups)
+        self.store.record_group_latency(
+            [
+                GroupLatencySample(round_id, started, group, latency.jobs, latency.mean_s)
+                for group, latency in by_group.items()
+            ]
+        )
+        note_running(self.store, observed.document, at=started, round_id=round_id)
+
+    def _note_version(self, round_id: int) -> None:
+        try:
+            note_running(self.store, self.backend.document(), round_id=round_id)
+        except YarnAdaptError as exc:  # the next round records it
+            log.warning("cannot read the configuration just applied: %s", exc.one_line())
+
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, object]:
@@ -309,6 +391,7 @@ class TuningLoop:
             "rm_available": self.backoff.failures == 0,
             "rm_problem": self.backoff.reason,
             "consecutive_failures": self.backoff.failures,
+            "drift": list(self.drift),
             "next_round_at": self.next_round_at,
             "last_round": None
             if last is None

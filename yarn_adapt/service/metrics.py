@@ -1,19 +1,24 @@
 """Prometheus metrics of one service instance, in a registry of its own.
 
-Counters and the round-duration histogram are updated as things happen; the
-latency gauges (predicted before/after and realized, per group) are read from the
-store at scrape time by :class:`LatencyCollector`, so they survive restarts and
-never disagree with the page.
+Counters and the round-duration histogram are updated as things happen; every
+counter's known label values start at zero, so a rate() sees the first event.
+The gauges read from the store at scrape time (:class:`LatencyCollector`,
+:class:`ConsoleCollector`) survive restarts and never disagree with the page:
+predicted and realized latency per group, the last round's time, the pending
+proposals, and each queue's configured and used share of the cluster. Labels are
+bounded: a group, a queue, a kind -- never a proposal id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib import metadata
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from yarn_adapt.service.records import DecisionKind, ProposalState, RoundStatus
 from yarn_adapt.service.store import Store
 
 NAMESPACE = "yarn_adapt"
@@ -54,8 +59,23 @@ class ServiceMetrics:
             "rm_available", "1 when the last round could read the active RM.",
             namespace=NAMESPACE, registry=r,
         )  # fmt: skip
+        self.build_info = Gauge(
+            "build_info", "yarn-adapt's version (always 1).", ["version"],
+            namespace=NAMESPACE, registry=r,
+        )  # fmt: skip
+        self.build_info.labels(version=_version()).set(1)
+        self._start_at_zero()
         if store is not None:
             r.register(LatencyCollector(store))
+            r.register(ConsoleCollector(store))
+
+    def _start_at_zero(self) -> None:
+        for status in RoundStatus:
+            self.rounds.labels(status=str(status))
+        for kind in DecisionKind:
+            self.decisions.labels(kind=str(kind))
+        for failure in FAILURE_KINDS:
+            self.failures.labels(kind=failure)
 
     def applied(self, kind: str) -> None:
         (self.rollbacks if kind == "rollback" else self.applies).inc()
@@ -78,24 +98,23 @@ class LatencyCollector(Collector):
         predicted = GaugeMetricFamily(
             f"{NAMESPACE}_predicted_latency_seconds",
             "Predicted mean job latency of the latest proposal, per group.",
-            labels=["group", "config", "proposal"],
+            labels=["group", "config"],
         )
         realized = GaugeMetricFamily(
             f"{NAMESPACE}_realized_latency_seconds",
             "Measured mean job latency after the running proposal was applied, per group.",
-            labels=["group", "proposal"],
+            labels=["group"],
         )
         expected = GaugeMetricFamily(
             f"{NAMESPACE}_realized_predicted_latency_seconds",
             "What the running proposal predicted for the group realized_latency measures.",
-            labels=["group", "proposal"],
+            labels=["group"],
         )
         latest = self.store.proposals(limit=1)
         for proposal in latest:
             for group in proposal.groups:
-                pid = str(proposal.id)
-                predicted.add_metric([group.group, "running", pid], group.before_s)
-                predicted.add_metric([group.group, "proposed", pid], group.after_s)
+                predicted.add_metric([group.group, "running"], group.before_s)
+                predicted.add_metric([group.group, "proposed"], group.after_s)
         running = self.store.latest_applied()
         if running is not None:
             self._realized(running.id, realized, expected)
@@ -109,5 +128,75 @@ class LatencyCollector(Collector):
             if measured.mean_s is not None:
                 newest[measured.group] = (measured.mean_s, measured.predicted_s)
         for group, (mean_s, predicted_s) in newest.items():
-            realized.add_metric([group, str(proposal_id)], mean_s)
-            expected.add_metric([group, str(proposal_id)], predicted_s)
+            realized.add_metric([group], mean_s)
+            expected.add_metric([group], predicted_s)
+
+
+class ConsoleCollector(Collector):
+    """What a dashboard overlays: the last round's time, the proposals waiting, the
+    latest proposal's id, and per queue the configured guarantee and the used share
+    of the cluster (ratios 0-1) and the containers waiting, as the last round saw them."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[Metric]:
+        last = GaugeMetricFamily(
+            f"{NAMESPACE}_last_round_timestamp_seconds", "When the last round started (Unix time)."
+        )
+        started = self.store.last_round_at()
+        if started is not None:
+            last.add_metric([], started)
+        pending = GaugeMetricFamily(
+            f"{NAMESPACE}_pending_proposals", "Proposals waiting for an operator."
+        )
+        pending.add_metric([], self.store.count_proposals(ProposalState.PENDING))
+        newest = GaugeMetricFamily(
+            f"{NAMESPACE}_latest_proposal_id", "The id of the newest proposal (0: none)."
+        )
+        latest = self.store.proposals(limit=1)
+        newest.add_metric([], latest[0].id if latest else 0)
+        yield from (last, pending, newest, *self._queues())
+
+    def _queues(self) -> Iterator[Metric]:
+        configured = GaugeMetricFamily(
+            f"{NAMESPACE}_queue_configured_capacity_ratio",
+            "A queue's configured guarantee as a share of the cluster (0-1).",
+            labels=["queue"],
+        )
+        used = GaugeMetricFamily(
+            f"{NAMESPACE}_queue_used_capacity_ratio",
+            "The share of the cluster a queue used at the last round (0-1).",
+            labels=["queue"],
+        )
+        waiting = GaugeMetricFamily(
+            f"{NAMESPACE}_queue_pending_containers",
+            "Containers a queue's applications waited for at the last round.",
+            labels=["queue"],
+        )
+        latest = self.store.latest_usage()
+        for usage in latest[2] if latest else []:
+            if usage.guaranteed_percent is not None:
+                configured.add_metric([usage.queue], usage.guaranteed_percent / 100.0)
+            used.add_metric([usage.queue], usage.used_percent / 100.0)
+            waiting.add_metric([usage.queue], usage.pending_containers)
+        yield from (configured, used, waiting)
+
+
+FAILURE_KINDS = (
+    "round",
+    "rm-unavailable",
+    "apply-refused",
+    "apply-error",
+    "rollback-refused",
+    "rollback-error",
+    "rollback-failed",
+)
+"""The kinds ``failures_total`` counts (each starts at zero)."""
+
+
+def _version() -> str:
+    try:
+        return metadata.version("yarn-adapt")
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -24,7 +24,18 @@ class Proposer(Protocol):
 
 
 def snapshot_proposer(settings: Settings) -> Proposer:
-    """The tuner reading a real RM's snapshot (``yarn-adapt serve``)."""
+    """The proposer ``[tuning] proposer`` names, reading a real RM's snapshot
+    (``yarn-adapt serve``): the AdaptiveConfig tuner, or Cilantro's policies."""
+    if settings.tuning.proposer == "cilantro":
+        return cilantro_proposer(settings)
     from yarn_adapt.service.tuner_adapter import SnapshotProposer
 
     return SnapshotProposer(settings)
+
+
+def cilantro_proposer(settings: Settings) -> Proposer:
+    """Cilantro's learners and policy (:mod:`yarn_adapt.service.cilantro_adapter`);
+    reads a real RM's snapshot or a simulated cluster's view."""
+    from yarn_adapt.service.cilantro_adapter import CilantroProposer
+
+    return CilantroProposer(settings)

@@ -25,6 +25,18 @@ class GroupPrediction:
     before_s: float
     after_s: float
     jobs: int = 0
+    # The evidence behind the prediction (shown on the proposal's page): the jobs
+    # that triggered the group (at most EVIDENCE_JOBS ids), the band the proposed
+    # latency lies in when every task runs as much shorter / longer as the task-time
+    # model typically errs, and the estimator that made the task times.
+    job_ids: tuple[str, ...] = ()
+    after_low_s: float | None = None
+    after_high_s: float | None = None
+    estimator: str = ""
+
+    def __post_init__(self) -> None:
+        # stored as JSON, read back as a list
+        object.__setattr__(self, "job_ids", tuple(self.job_ids))
 
     @property
     def improvement(self) -> float:
@@ -45,9 +57,30 @@ def relative_improvement(before_s: float, after_s: float) -> float:
 
 
 @dataclass(frozen=True)
+class ObjectiveChange:
+    """A proposer's own objective (higher is better), e.g. Cilantro's predicted
+    social welfare, under the running and the proposed configuration."""
+
+    name: str
+    before: float
+    after: float
+
+    @property
+    def improvement(self) -> float:
+        if not (math.isfinite(self.before) and math.isfinite(self.after)):
+            return 0.0
+        return (self.after - self.before) / max(abs(self.before), 1e-9)
+
+    def describe(self) -> str:
+        return f"{self.name} {self.before:.3f} -> {self.after:.3f} ({self.improvement:+.1%})"
+
+
+@dataclass(frozen=True)
 class Suggestion:
     """A proposer's answer: the configuration it proposes, its predictions and the
-    reason for each change. ``triggered`` are the groups that were re-tuned."""
+    reason for each change. ``triggered`` are the groups that were re-tuned.
+    ``objective``: a proposer that optimises something other than mean job latency
+    states it here, and the gates judge the suggestion by it."""
 
     config: SchedulerConfig
     groups: tuple[GroupPrediction, ...]
@@ -55,9 +88,12 @@ class Suggestion:
     cluster_after_s: float
     reasons: tuple[str, ...] = ()
     triggered: tuple[str, ...] = ()
+    objective: ObjectiveChange | None = None
 
     @property
     def improvement(self) -> float:
+        if self.objective is not None:
+            return self.objective.improvement
         return relative_improvement(self.cluster_before_s, self.cluster_after_s)
 
 
@@ -113,7 +149,9 @@ class DecisionKind(StrEnum):
     NOTHING_TRIGGERED = "nothing-triggered"
     RM_UNAVAILABLE = "rm-unavailable"
     BUSY = "busy"  # the previous round was still running
+    DRIFT = "drift"  # the RM does not run the scheduler file; no action taken
     FAILED = "failed"
+    GUARD = "guard"  # what the co-location guard did this round
 
 
 @dataclass(frozen=True)

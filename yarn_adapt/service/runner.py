@@ -1,11 +1,18 @@
-"""Running a built service: reconcile, serve the page, loop until a signal."""
+"""Running a built service: reconcile, serve the page, loop until a signal.
+
+The page's reads need no token, so it is served off loopback only when the
+operator says so (``[http] public = true`` or ``serve --public``), and then with a
+warning: expose it through a TLS proxy that authenticates, never bare.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import secrets
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +21,7 @@ from types import FrameType
 
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.settings import Settings, write_token
+from yarn_adapt.service.settings import Settings, token_from_file, write_token
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer
 
@@ -29,9 +36,7 @@ def ensure_token(settings: Settings) -> tuple[str, Path | None]:
         return configured, None
     path = settings.state.state_dir / "token"
     if path.exists():
-        text = path.read_text(encoding="utf-8").strip()
-        if text:
-            return text, path
+        return token_from_file(path, f"the generated token file {path}"), path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         token = secrets.token_urlsafe(32)
@@ -43,12 +48,46 @@ def ensure_token(settings: Settings) -> tuple[str, Path | None]:
     return token, path
 
 
+def is_loopback(host: str) -> bool:
+    """True when every address ``host`` names is a loopback address."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    addresses = {str(info[4][0]) for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
+
+
+def check_exposure(settings: Settings) -> str | None:
+    """Refuse a bind off loopback unless public; the warning to show when public."""
+    host = settings.http.host
+    if is_loopback(host):
+        return None
+    if not settings.http.public:
+        raise SettingsError(
+            f"{settings.source}: [http] host {host!r} is not a loopback address and the page's "
+            "reads need no token; set [http] public = true (or serve --public) to expose it, "
+            "behind a TLS proxy"
+        )
+    return (
+        f"the page is served on {host}, off loopback: anyone who reaches it can read "
+        "proposals and history; put a TLS proxy that authenticates in front of it"
+    )
+
+
 @contextmanager
 def serving(service: Service) -> Iterator[WebServer | None]:
     """The operators' page, while the block runs (none when [http] enabled is false)."""
     if not service.settings.http.enabled:
         yield None
         return
+    warning = check_exposure(service.settings)
+    if warning:
+        log.warning("%s", warning)
     server = WebServer(create_app(service), service.settings.http.host, service.settings.http.port)
     server.start()
     try:

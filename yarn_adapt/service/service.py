@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from yarn_adapt.errors import YarnError
 from yarn_adapt.service.actuators import actuator_for
-from yarn_adapt.service.backend import ClusterBackend
+from yarn_adapt.service.backend import ClusterBackend, YarnBackend
 from yarn_adapt.service.desk import ProposalDesk
+from yarn_adapt.service.guard import GuardCollector, GuardStep, GuardStore, build_guard
 from yarn_adapt.service.loop import TuningLoop
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.proposer import Proposer
@@ -31,6 +32,7 @@ class Service:
     loop: TuningLoop
     metrics: ServiceMetrics
     token: str | None
+    guard: GuardStep | None = None
 
     @classmethod
     def build(
@@ -48,8 +50,11 @@ class Service:
         actuator = actuator_for(
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
-        loop = TuningLoop(settings, store, backend, proposer, actuator, metrics)
-        return cls(settings, store, backend, desk, loop, metrics, token)
+        loop = TuningLoop(
+            settings, store, backend, proposer, actuator, metrics, in_flight=desk.in_flight
+        )
+        loop.guard = _guard_step(settings, backend, store, metrics, proposer)
+        return cls(settings, store, backend, desk, loop, metrics, token, loop.guard)
 
     def start(self) -> list[str]:
         """Reconcile interrupted applies before anything else; when the RM cannot
@@ -65,6 +70,57 @@ class Service:
     def run_forever(self, stop: threading.Event) -> None:
         self.loop.run_forever(stop)
 
+    def drain(self) -> bool:
+        """Refuse new operator actions and wait for the applies in progress (at most
+        ``[service] shutdown_grace_s``), logging what it waits for; whether none is
+        left running. ``serve`` drains before it stops the page, so the operator who
+        approved still gets the answer."""
+        running = self.desk.in_flight()
+        grace = self.settings.service.shutdown_grace_s
+        if running:
+            log.warning(
+                "stopping: waiting up to %g s for the apply in progress (%s)",
+                grace,
+                ", ".join(sorted(running)),
+            )
+        if not self.desk.wait_idle(grace):
+            log.error(
+                "stopping: apply %s still running after %g s; exiting without closing the "
+                "database under it: the next start finishes or rolls it back from the journal",
+                ", ".join(sorted(self.desk.in_flight())),
+                grace,
+            )
+            return False
+        if running:
+            log.warning("stopping: the apply in progress has finished")
+        return True
+
     def close(self) -> None:
+        """Give back every node the guard changed, drain, then close the backend and
+        the database. An apply still running after the grace is left to its journal --
+        exactly as if the process had crashed -- and the next start finishes or rolls
+        it back; its connections are not closed under it."""
+        if self.guard is not None:
+            self.guard.stop()  # every node the guard changed gets its original total back
+            self.guard.store.close()
+        if not self.drain():
+            return
         self.backend.close()
         self.store.close()
+
+
+def _guard_step(
+    settings: Settings,
+    backend: ClusterBackend,
+    store: Store,
+    metrics: ServiceMetrics,
+    proposer: Proposer,
+) -> GuardStep | None:
+    """The co-location guard beside a real RM (off unless ``[colocation] enabled``; an
+    off guard still gives back nodes a previous run left changed)."""
+    if not isinstance(backend, YarnBackend):
+        return None
+    guard_store = GuardStore(settings.state.database_path)
+    guard = build_guard(settings, backend, store, guard_store, proposer)
+    metrics.registry.register(GuardCollector(guard))
+    return GuardStep(guard, guard_store)

@@ -9,7 +9,9 @@ nothing starts with half-read settings.
 
 The write token is never a plain setting that ends up in logs: it comes from the
 ``YARN_ADAPT_TOKEN`` environment variable, else ``[http] token_file``, else
-``[http] token``; the dataclass' ``repr`` masks it.
+``[http] token``; the dataclass' ``repr`` masks it. It must be at least
+:data:`MIN_TOKEN_LENGTH` characters, and a token file that group or others may
+access is refused (as ssh refuses such a key).
 """
 
 from __future__ import annotations
@@ -22,12 +24,17 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
+from urllib.parse import urlsplit
 
+from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
 from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
 TOKEN_ENV = "YARN_ADAPT_TOKEN"
+MIN_TOKEN_LENGTH = 16
+REDIS_PASSWORD_ENV = "YARN_ADAPT_REDIS_PASSWORD"
 
 
 class Mode(StrEnum):
@@ -53,6 +60,7 @@ class ServiceSection:
     mode: Mode = Mode.RECOMMEND
     interval_s: float = 120.0
     auto_approve: bool = False
+    shutdown_grace_s: float = 150.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +71,8 @@ class YarnSection:
     timeout_s: float = 30.0
     retries: int = 3
     kerberos: bool = False
+    kerberos_principal: str = ""
+    kerberos_keytab: str = ""
     ca_bundle: str = ""
     verify_tls: bool = True
     app_window_s: float = 900.0
@@ -74,6 +84,7 @@ class SchedulerSection:
     via: str = "file"
     refresh_command: tuple[str, ...] = DEFAULT_REFRESH_COMMAND
     verify_timeout_s: float = 60.0
+    shared_file: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +95,7 @@ class TuningSection:
     max_share_step: float = 30.0
     seed: int = 0
     executor: str = "process"
+    proposer: str = "adaptiveconfig"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +121,8 @@ class HttpSection:
     port: int = 8765
     token: str = field(default="", repr=False)
     token_file: str = ""
+    public: bool = False
+    public_url: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +137,61 @@ class RealizedSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TracingSection:
+    """The Redis trace store (TopoSch tracing) and the risk over its traces."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_password: str = field(default="", repr=False)
+    redis_password_file: str = ""
+    tls: bool = False
+    ca_bundle: str = ""
+    verify_tls: bool = True
+    timeout_s: float = 5.0
+    prefix: str = "yat"
+    quiet_s: float = 5.0
+    retention_s: float = 3600.0
+    memory_budget_mb: float = 256.0
+    window_s: float = 60.0
+    alpha: float = 0.5
+    critical_min_share: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColocationSection:
+    """The co-location guard (see yarn_adapt.colocation): batch visibility per node."""
+
+    enabled: bool = False
+    mode: GuardMode = GuardMode.RECOMMEND
+    actuator: str = "node-resource"
+    batch_queue: str = ""
+    nu: float = 1.0
+    zero_violation: bool = False
+    min_visible_fraction: float = 0.0
+    dead_band_fraction: float = 0.05
+    max_step_up_fraction: float = 0.25
+    cooldown_s: float = 300.0
+    stale_after_s: float = 300.0
+    demand: str = "observed"
+    applications: tuple[str, ...] = ()
+    demand_headroom: float = 0.25
+    vcores_per_core: float = 1.0
+    millicores_per_vcore: int = 1000
+    qos_percentile: float = 95.0
+    qos_targets: tuple[str, ...] = ()
+    node_hosts: tuple[str, ...] = ()
+    reclaim_ttl_s: float = 0.0
+    verify_timeout_s: float = 30.0
+    stated_demand: tuple[str, ...] = ()
+    warm_start: tuple[str, ...] = ()
+    reserve: str = "upper"
+    learn_round_s: float = 60.0
+    learn_range: float = 4.0
+    learn_slope: float = 200.0
+    learn_min_requests: int = 50
+    learn_confidence: float = 0.9
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """All of ``yarn-adapt.toml``; ``source`` is the file it came from."""
 
@@ -134,6 +203,9 @@ class Settings:
     http: HttpSection = field(default_factory=HttpSection)
     backoff: BackoffSection = field(default_factory=BackoffSection)
     realized: RealizedSection = field(default_factory=RealizedSection)
+    cilantro: CilantroSection = field(default_factory=CilantroSection)
+    tracing: TracingSection = field(default_factory=TracingSection)
+    colocation: ColocationSection = field(default_factory=ColocationSection)
     source: str = "<defaults>"
 
     def with_overrides(self, **sections: object) -> Settings:
@@ -149,6 +221,9 @@ SECTIONS: dict[str, type[Any]] = {
     "http": HttpSection,
     "backoff": BackoffSection,
     "realized": RealizedSection,
+    "cilantro": CilantroSection,
+    "tracing": TracingSection,
+    "colocation": ColocationSection,
 }
 
 # --------------------------------------------------------------------------- reading
@@ -230,6 +305,7 @@ def check_settings(settings: Settings) -> None:
     """Ranges and choices the types cannot say."""
     rules: list[tuple[str, bool, str]] = [
         ("[service] interval_s", settings.service.interval_s > 0, "must be positive"),
+        ("[service] shutdown_grace_s", settings.service.shutdown_grace_s >= 0, "must be 0 or more"),
         ("[yarn] timeout_s", settings.yarn.timeout_s > 0, "must be positive"),
         ("[yarn] retries", settings.yarn.retries >= 0, "must be 0 or more"),
         ("[yarn] app_window_s", settings.yarn.app_window_s > 0, "must be positive"),
@@ -242,18 +318,179 @@ def check_settings(settings: Settings) -> None:
         ("[tuning] max_share_step", 0 < settings.tuning.max_share_step <= 100, "in (0, 100]"),
         ("[http] port", 0 <= settings.http.port <= 65535, "in 0..65535"),
         ("[http] host", bool(settings.http.host), "is empty"),
+        ("[http] public_url", _is_origin(settings.http.public_url), "not http(s)://host[:port]"),
+        (
+            "[yarn] kerberos_keytab",
+            settings.yarn.kerberos or not settings.yarn.kerberos_keytab,
+            "needs kerberos = true",
+        ),
+        (
+            "[yarn] kerberos_principal",
+            bool(settings.yarn.kerberos_principal) or not settings.yarn.kerberos_keytab,
+            "must name the keytab's principal",
+        ),
         ("[backoff] initial_s", settings.backoff.initial_s > 0, "must be positive"),
         ("[backoff] max_s", settings.backoff.max_s >= settings.backoff.initial_s, ">= initial_s"),
         ("[realized] intervals", settings.realized.intervals >= 1, "at least 1"),
         ("[state] dir", bool(settings.state.dir), "is empty"),
+        ("[tuning] proposer", settings.tuning.proposer in PROPOSERS, " or ".join(PROPOSERS)),
+        ("[tracing] redis_url", _redis_url_ok(settings.tracing.redis_url), "redis://, rediss://"),
+        ("[tracing] timeout_s", settings.tracing.timeout_s > 0, "must be positive"),
+        ("[tracing] prefix", _is_word(settings.tracing.prefix), "must be one word"),
+        ("[tracing] quiet_s", settings.tracing.quiet_s >= 0, "must be 0 or more"),
+        ("[tracing] retention_s", settings.tracing.retention_s > 0, "must be positive"),
+        ("[tracing] memory_budget_mb", settings.tracing.memory_budget_mb > 0, "positive"),
+        ("[tracing] window_s", settings.tracing.window_s > 0, "must be positive"),
+        ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
+        ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),
     ]
+    rules += _colocation_rules(settings.colocation)
     for key, ok, expectation in rules:
         if not ok:
             raise SettingsError(f"{settings.source}: {key}: {_value(settings, key)} {expectation}")
+    check_cilantro(settings.cilantro, settings.source)
     try:
         parse_executor_spec(settings.tuning.executor)
     except SettingsError as exc:
         raise SettingsError(f"{settings.source}: [tuning] executor: {exc}") from exc
+
+
+def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
+    return [
+        ("[colocation] actuator", guard.actuator in ("node-resource", "queue-cap"),
+         "node-resource or queue-cap"),
+        ("[colocation] batch_queue", guard.actuator != "queue-cap" or bool(guard.batch_queue),
+         "must name the batch queue for actuator = queue-cap"),
+        ("[colocation] nu", 0 <= guard.nu < float("inf"), "must be a number >= 0"),
+        ("[colocation] min_visible_fraction", 0 <= guard.min_visible_fraction <= 1, "[0, 1]"),
+        ("[colocation] dead_band_fraction", 0 <= guard.dead_band_fraction < 1, "in [0, 1)"),
+        ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
+        ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
+        ("[colocation] stale_after_s", guard.stale_after_s > 0, "must be positive"),
+        ("[colocation] demand", guard.demand in ("observed", "learned", "stated", "none"),
+         "observed, learned, stated or none"),
+        ("[colocation] applications", _pairs_ok(guard.applications, numeric=False),
+         'entries "application=service,service"'),
+        ("[colocation] demand_headroom", guard.demand_headroom >= 0, "must be 0 or more"),
+        ("[colocation] vcores_per_core", guard.vcores_per_core > 0, "must be positive"),
+        ("[colocation] millicores_per_vcore", guard.millicores_per_vcore > 0, "positive"),
+        ("[colocation] qos_percentile", 0 < guard.qos_percentile <= 100, "in (0, 100]"),
+        ("[colocation] qos_targets", _pairs_ok(guard.qos_targets, numeric=True),
+         'entries "service=milliseconds"'),
+        ("[colocation] node_hosts", _pairs_ok(guard.node_hosts, numeric=False),
+         'entries "trace-host=node-id"'),
+        ("[colocation] reclaim_ttl_s", guard.reclaim_ttl_s >= 0, "must be 0 or more"),
+        ("[colocation] verify_timeout_s", guard.verify_timeout_s > 0, "must be positive"),
+        *_learning_rules(guard),
+    ]  # fmt: skip
+
+
+def _learning_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
+    """The latency-critical applications' demand learners (demand = learned / stated)."""
+    apps = {name: services.split(",") for name, services in _pairs(guard.applications).items()}
+    stated = _pairs(guard.stated_demand) if _pairs_ok(guard.stated_demand, numeric=True) else {}
+    targets = _pairs(guard.qos_targets)
+    learning = guard.demand in ("learned", "stated")
+    unknown = sorted((set(stated) | set(_pairs(guard.warm_start))) - set(apps))
+    blind = sorted(
+        app
+        for app, services in apps.items()
+        if app not in stated and not any(s.strip() in targets for s in services)
+    )
+    unstated = sorted(set(apps) - set(stated))
+    return [
+        ("[colocation] stated_demand", _pairs_ok(guard.stated_demand, numeric=True),
+         'entries "application=vcores per request/s" (a number > 0)'),
+        ("[colocation] warm_start", _pairs_ok(guard.warm_start, numeric=False),
+         'entries "application=curve.csv"'),
+        ("[colocation] reserve", guard.reserve in ("upper", "recommendation"),
+         "upper or recommendation"),
+        ("[colocation] learn_round_s", guard.learn_round_s > 0, "must be positive"),
+        ("[colocation] learn_range", 1 < guard.learn_range < float("inf"), "must be above 1"),
+        ("[colocation] learn_slope", 0 < guard.learn_slope < float("inf"), "must be positive"),
+        ("[colocation] learn_min_requests", guard.learn_min_requests >= 1, "must be 1 or more"),
+        ("[colocation] learn_confidence", 0 < guard.learn_confidence < 1, "in (0, 1)"),
+        ("[colocation] applications", not learning or bool(apps),
+         f'must name the latency-critical applications for demand = "{guard.demand}"'),
+        ("[colocation] stated_demand", not unknown,
+         f"names no application of [colocation] applications: {', '.join(unknown)}"),
+        ("[colocation] qos_targets", guard.demand != "learned" or not blind,
+         "must give a latency target for a service of (or state the demand of) each "
+         f"application: {', '.join(blind)}"),
+        ("[colocation] stated_demand", guard.demand != "stated" or not unstated,
+         f'must state the demand of each application for demand = "stated": '
+         f"{', '.join(unstated)}"),
+    ]  # fmt: skip
+
+
+def _pairs(entries: tuple[str, ...]) -> dict[str, str]:
+    return {
+        key.strip(): value.strip()
+        for key, sep, value in (entry.partition("=") for entry in entries)
+        if sep
+    }
+
+
+def pairs(entries: tuple[str, ...]) -> dict[str, str]:
+    """``("a=1", "b=2")`` -> ``{"a": "1", "b": "2"}`` (checked by :func:`check_settings`)."""
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def _pairs_ok(entries: tuple[str, ...], *, numeric: bool) -> bool:
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            return False
+        if numeric:
+            try:
+                if not float(value) > 0:
+                    return False
+            except ValueError:
+                return False
+    return True
+
+
+def _is_origin(url: str) -> bool:
+    """Empty, or a bare ``http(s)://host[:port]`` (what a browser sends as Origin)."""
+    if not url:
+        return True
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and parts.path in ("", "/")
+        and not (parts.query or parts.fragment or parts.username)
+    )
+
+
+def _is_word(text: str) -> bool:
+    return bool(text) and text == "".join(text.split())
+
+
+def _redis_url_ok(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://", "unix://"))
+
+
+def redis_password(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """The trace store's password: ``$YARN_ADAPT_REDIS_PASSWORD``, else the first line of
+    ``[tracing] redis_password_file``, else ``[tracing] redis_password`` (may be empty)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(REDIS_PASSWORD_ENV):
+        return environ[REDIS_PASSWORD_ENV].strip()
+    if settings.tracing.redis_password_file:
+        path = Path(settings.tracing.redis_password_file).expanduser()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise SettingsError(
+                f"{settings.source}: [tracing] redis_password_file {path}: {exc.strerror or exc}"
+            ) from exc
+        return lines[0].strip() if lines else ""
+    return settings.tracing.redis_password
 
 
 def _value(settings: Settings, key: str) -> str:
@@ -269,20 +506,40 @@ def write_token(settings: Settings, environ: Mapping[str, str] | None = None) ->
     ``[http] token_file``, else ``[http] token``; ``None`` when none is configured."""
     environ = os.environ if environ is None else environ
     if environ.get(TOKEN_ENV):
-        return environ[TOKEN_ENV].strip()
+        return checked_token(environ[TOKEN_ENV].strip(), f"${TOKEN_ENV}")
     if settings.http.token_file:
-        return _token_from_file(Path(settings.http.token_file).expanduser(), settings.source)
-    return settings.http.token or None
+        path = Path(settings.http.token_file).expanduser()
+        return token_from_file(path, f"{settings.source}: [http] token_file {path}")
+    if settings.http.token:
+        return checked_token(settings.http.token, f"{settings.source}: [http] token")
+    return None
 
 
-def _token_from_file(path: Path, source: str) -> str:
+def token_from_file(path: Path, where: str) -> str:
+    """The first line of ``path``, refused when group or others may access the file."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open(encoding="utf-8") as stream:
+            mode = os.fstat(stream.fileno()).st_mode & 0o777
+            lines = stream.read().splitlines()
     except OSError as exc:
-        raise SettingsError(f"{source}: [http] token_file {path}: {exc.strerror or exc}") from exc
+        raise SettingsError(f"{where}: {exc.strerror or exc}") from exc
+    if mode & 0o077:
+        raise SettingsError(
+            f"{where}: mode {mode:04o} lets group or others access it; chmod 600 {path}"
+        )
     token = lines[0].strip() if lines else ""
     if not token:
-        raise SettingsError(f"{source}: [http] token_file {path}: the file is empty")
+        raise SettingsError(f"{where}: the file is empty")
+    return checked_token(token, where)
+
+
+def checked_token(token: str, where: str) -> str:
+    """``token`` when it is long enough to resist guessing (never shown in errors)."""
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise SettingsError(
+            f"{where}: the token has {len(token)} characters; "
+            f"at least {MIN_TOKEN_LENGTH} are needed (e.g. openssl rand -base64 24)"
+        )
     return token
 
 

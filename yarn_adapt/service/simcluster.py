@@ -28,7 +28,6 @@ from yarn_adapt.errors import ApplyNotVerified
 from yarn_adapt.model import SchedulerConfig, TaskSpec, Workload
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import FinishedJob, Observed
-from yarn_adapt.service.xmltext import parse_scheduler_text
 from yarn_adapt.sim import (
     Allocation,
     ClusterSpec,
@@ -41,23 +40,28 @@ from yarn_adapt.sim import (
     simulate,
 )
 from yarn_adapt.yarn.apply import (
+    ApplyHistory,
+    ApplyLock,
     ApplyOutcome,
     ApplyPlan,
     ApplyResult,
     ApplySettings,
     ApplyStep,
-    JournalEntry,
+    ApplyTrail,
     new_apply_id,
 )
-from yarn_adapt.yarn.apply.backup import sha256_text
+from yarn_adapt.yarn.apply.backup import sha256_bytes
 from yarn_adapt.yarn.apply.journal import ApplyJournal
 from yarn_adapt.yarn.confxml import (
     SchedulerDocument,
     diff_configs,
+    encode_like,
     raise_if_invalid,
+    read_scheduler_bytes,
     read_scheduler_document,
+    render_diff,
 )
-from yarn_adapt.yarn.schedconf.xmlio import write_atomically
+from yarn_adapt.yarn.schedconf.xmlio import write_bytes_atomically
 
 FINISHED_MEMORY = 2000
 """How many finished jobs the cluster remembers for realized latency."""
@@ -208,13 +212,16 @@ class SimulatedBackend:
         self.cluster.advance(self.step_s)
         finished = tuple(_finished(job) for job in self.cluster.finished)
         taken_ms = int(self.cluster.clock_s * 1000)
-        return Observed(taken_ms, self.document(), finished, self.cluster.view())
+        document = self.document()
+        changes = diff_configs(document.config, self.cluster.config)
+        drift = tuple(render_diff(changes).splitlines()) if changes else ()
+        return Observed(taken_ms, document, finished, self.cluster.view(), drift)
 
     def applier(self, journal: ApplyJournal) -> SimulatedApplier:
         return SimulatedApplier(self.cluster, self.path, self.settings, journal)
 
-    def recover(self, entry: JournalEntry, journal: ApplyJournal) -> ApplyStep:
-        return self.applier(journal).recover(entry)
+    def recover(self, history: ApplyHistory, journal: ApplyJournal) -> ApplyStep:
+        return self.applier(journal).recover(history)
 
     def close(self) -> None:
         return None
@@ -226,7 +233,9 @@ def _finished(job: JobResult) -> FinishedJob:
 
 
 class SimulatedApplier:
-    """Apply to the simulated cluster's scheduler file and make it load it."""
+    """Apply to the simulated cluster's scheduler file and make it load it, with the
+    real appliers' discipline: the lock beside the file, the journal trail with both
+    hashes, a byte-exact backup, a durable atomic write, recovery from the file."""
 
     name = "file+simulated-refresh"
 
@@ -243,7 +252,9 @@ class SimulatedApplier:
         self.journal = journal
 
     def plan(self, desired: SchedulerConfig) -> ApplyPlan:
-        document = read_scheduler_document(self.path)
+        return self._plan(read_scheduler_document(self.path), desired)
+
+    def _plan(self, document: SchedulerDocument, desired: SchedulerConfig) -> ApplyPlan:
         changes = tuple(diff_configs(document.config, desired))
         payload = document.render(desired) if changes else ""  # type: ignore[arg-type]
         steps = (
@@ -255,58 +266,43 @@ class SimulatedApplier:
 
     def apply(self, desired: SchedulerConfig, *, apply_id: str | None = None) -> ApplyOutcome:
         apply_id = apply_id or new_apply_id()
-        with self.settings.lock:
-            document = read_scheduler_document(self.path)
-            plan = self.plan(desired)
+        with ApplyLock.beside(self.path):
+            old_bytes, document = read_scheduler_bytes(self.path)
+            plan = self._plan(document, desired)
+            trail = ApplyTrail(self.journal, apply_id, self.name, str(self.path))
             if plan.is_empty and not diff_configs(self.cluster.config, desired):
-                self._record(apply_id, ApplyStep.NOTHING_TO_DO)
+                trail.record(ApplyStep.NOTHING_TO_DO)
                 return ApplyOutcome(apply_id, ApplyResult.ALREADY_APPLIED, plan)
             raise_if_invalid(desired, document.config, source=str(self.path))
-            sha = sha256_text(plan.payload)
-            self._record(apply_id, ApplyStep.PLANNED, new_sha256=sha)
-            backup = self.settings.backups.save(self.path)
-            self._record(apply_id, ApplyStep.BACKED_UP, new_sha256=sha, backup=str(backup))
-            write_atomically(self.path, plan.payload)
-            self._record(apply_id, ApplyStep.WRITTEN, new_sha256=sha, backup=str(backup))
-            self._activate(apply_id, desired)
-            return ApplyOutcome(apply_id, ApplyResult.APPLIED, plan, backup)
+            new_bytes = encode_like(document, plan.payload) if plan.payload else old_bytes
+            trail.old_sha256, trail.new_sha256 = sha256_bytes(old_bytes), sha256_bytes(new_bytes)
+            trail.record(ApplyStep.PLANNED)
+            trail.backup = str(self.settings.backups.save(self.path, old_bytes))
+            trail.record(ApplyStep.BACKED_UP)
+            write_bytes_atomically(self.path, new_bytes)
+            trail.record(ApplyStep.WRITTEN)
+            self._activate(trail, desired)
+            return ApplyOutcome(apply_id, ApplyResult.APPLIED, plan, Path(trail.backup))
 
-    def _activate(self, apply_id: str, desired: SchedulerConfig) -> None:
-        self.cluster.load(parse_scheduler_text(self.path.read_text("utf-8"), str(self.path)))
-        self._record(apply_id, ApplyStep.ACTIVATED)
+    def _activate(self, trail: ApplyTrail, desired: SchedulerConfig) -> ApplyStep:
+        self.cluster.load(read_scheduler_document(self.path).config)
+        trail.record(ApplyStep.ACTIVATED)
         if diff_configs(self.cluster.config, desired):
-            self._record(apply_id, ApplyStep.FAILED, detail="the simulated RM runs another config")
+            trail.record(ApplyStep.FAILED, "the simulated RM runs another config")
             raise ApplyNotVerified(f"{self.path}: the simulated RM does not run the new config")
-        self._record(apply_id, ApplyStep.VERIFIED)
+        return trail.record(ApplyStep.VERIFIED)
 
-    def recover(self, interrupted: JournalEntry) -> ApplyStep:
-        """A crash after the write: the file says what the cluster should run, so
-        load it (finishing the apply); before the write: nothing changed."""
-        with self.settings.lock:
-            text = self.path.read_text("utf-8")
-            if sha256_text(text) != interrupted.new_sha256:
-                self._record(interrupted.apply_id, ApplyStep.ROLLED_BACK, detail="never written")
-                return ApplyStep.ROLLED_BACK
-            self._activate(interrupted.apply_id, parse_scheduler_text(text, str(self.path)))
-            return ApplyStep.VERIFIED
-
-    def _record(
-        self,
-        apply_id: str,
-        step: ApplyStep,
-        *,
-        new_sha256: str = "",
-        backup: str = "",
-        detail: str = "",
-    ) -> None:
-        self.journal.record(
-            JournalEntry(
-                apply_id=apply_id,
-                step=step,
-                applier=self.name,
-                target=str(self.path),
-                backup=backup,
-                new_sha256=new_sha256,
-                detail=detail,
-            )
-        )
+    def recover(self, history: ApplyHistory) -> ApplyStep:
+        """The file says what the cluster should run: the new file is loaded
+        (finishing the apply); the previous one is loaded again if it had been
+        written over, and nothing is done if it never was."""
+        with ApplyLock.beside(self.path):
+            trail = ApplyTrail.resume(self.journal, history)
+            data, document = read_scheduler_bytes(self.path)
+            sha = sha256_bytes(data)
+            if sha == trail.new_sha256:
+                return self._activate(trail, document.config)
+            if not history.reached(ApplyStep.WRITTEN):
+                return trail.record(ApplyStep.ABANDONED, "recovered: never written")
+            self.cluster.load(document.config)
+            return trail.record(ApplyStep.ROLLED_BACK, "recovered: the previous file is back")

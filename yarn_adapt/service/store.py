@@ -7,8 +7,15 @@ rollback: the configuration made to run, its result), ``audit`` (who did what),
 
 The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` moves
 an older database forward at open, in one transaction per step. Every write is a
-transaction of its own (``BEGIN IMMEDIATE``), so a crash leaves each record either
-whole or absent; WAL keeps readers (the web page) from blocking the loop.
+transaction of its own (``BEGIN IMMEDIATE``), committed durably (WAL with
+``synchronous=FULL``: the log is fsynced at each commit), so a crash leaves each
+record either whole or absent; WAL keeps readers (the web page) from blocking the loop.
+
+At open, ``PRAGMA quick_check`` must pass: a damaged file stops the service with one
+line naming it and the backup copy (:class:`~yarn_adapt.errors.StateDamaged`). The
+copy is taken with SQLite's online backup API (:meth:`Store.keep_backup`, after each
+round and each apply): ``<database>.backup`` and the one before it,
+``<database>.backup.1``, each checked before it replaces an older one.
 
 Each thread gets its own connection (sqlite3 connections are not shared across
 threads); the web server's worker threads and the loop thread all open the same file.
@@ -17,6 +24,8 @@ threads); the web server's worker threads and the loop thread all open the same 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -26,7 +35,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from yarn_adapt.errors import ProposalNotFound, ProposalStateError, SettingsError
+from yarn_adapt.errors import (
+    ProposalNotFound,
+    ProposalStateError,
+    SettingsError,
+    StateDamaged,
+    VersionNotFound,
+)
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
@@ -39,9 +54,19 @@ from yarn_adapt.service.records import (
     RoundReport,
     RoundStatus,
 )
+from yarn_adapt.service.series import (
+    ConfigVersion,
+    GroupLatencySample,
+    ProposalOrigin,
+    QueueUsage,
+    UsageSample,
+)
 from yarn_adapt.service.statemachine import Action, allowed_from, refusal, target_of
 from yarn_adapt.yarn.apply import ApplyStep, JournalEntry
 from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
+from yarn_adapt.yarn.schedconf.xmlio import fsync_directory
+
+log = logging.getLogger(__name__)
 
 SCHEMA_V1 = """
 CREATE TABLE rounds (
@@ -126,7 +151,55 @@ CREATE TABLE realized (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1,)
+# The operators' console: per-round queue usage and group latency, every
+# configuration that ran, and where an operator-made proposal came from.
+SCHEMA_CONSOLE = """
+CREATE TABLE queue_usage (
+    round_id INTEGER NOT NULL REFERENCES rounds(id),
+    at REAL NOT NULL,
+    queue TEXT NOT NULL,
+    used_percent REAL NOT NULL,
+    guaranteed_percent REAL,
+    pending_containers INTEGER NOT NULL,
+    running_apps INTEGER NOT NULL,
+    pending_apps INTEGER NOT NULL,
+    PRIMARY KEY (round_id, queue)
+);
+CREATE TABLE group_latency (
+    round_id INTEGER NOT NULL REFERENCES rounds(id),
+    at REAL NOT NULL,
+    grp TEXT NOT NULL,
+    jobs INTEGER NOT NULL,
+    mean_s REAL,
+    PRIMARY KEY (round_id, grp)
+);
+CREATE TABLE versions (
+    id INTEGER PRIMARY KEY,
+    seen_at REAL NOT NULL,
+    sha256 TEXT NOT NULL,
+    xml TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    why TEXT NOT NULL,
+    proposal_id INTEGER REFERENCES proposals(id),
+    apply_id TEXT NOT NULL DEFAULT '',
+    round_id INTEGER
+);
+CREATE TABLE proposal_origin (
+    proposal_id INTEGER PRIMARY KEY REFERENCES proposals(id),
+    kind TEXT NOT NULL,
+    version_id INTEGER REFERENCES versions(id),
+    detail TEXT NOT NULL DEFAULT ''
+);
+"""
+
+# Every journal entry carries what recovery needs: both hashes and both mutation bodies.
+SCHEMA_JOURNAL = """
+ALTER TABLE journal ADD COLUMN old_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE journal ADD COLUMN forward_body TEXT NOT NULL DEFAULT '';
+ALTER TABLE journal ADD COLUMN reverse_body TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE, SCHEMA_JOURNAL)
 """``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -141,7 +214,11 @@ class Store:
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._migrate()
+        try:
+            self._check_integrity()
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(str(exc)) from exc
 
     # ------------------------------------------------------------------ connections
 
@@ -160,11 +237,17 @@ class Store:
             connection = sqlite3.connect(
                 self.path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise SettingsError(f"{self.path}: cannot open the database: {exc}") from exc
+        try:
             connection.row_factory = sqlite3.Row
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
+            connection.close()
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
+                raise self._damaged(str(exc)) from exc  # a database, damaged
             raise SettingsError(f"{self.path}: not a usable SQLite database: {exc}") from exc
         return connection
 
@@ -185,6 +268,58 @@ class Store:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+
+    def _check_integrity(self) -> None:
+        rows = [str(row[0]) for row in self._db.execute("PRAGMA quick_check").fetchall()]
+        if rows != ["ok"]:
+            more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+            raise self._damaged(f"PRAGMA quick_check: {rows[0] if rows else 'no answer'}{more}")
+
+    def _damaged(self, problem: str) -> StateDamaged:
+        self.close()
+        return StateDamaged(f"{self.path}: the database is damaged ({problem}); {self._rescue()}")
+
+    def _rescue(self) -> str:
+        copy = backup_path(self.path)
+        if not copy.exists():
+            return f"no backup copy exists ({copy} is missing)"
+        taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(copy.stat().st_mtime))
+        return (
+            f"the last good copy is {copy} (taken {taken}): stop the service, move the "
+            f"damaged file away and copy the backup in its place"
+        )
+
+    # ------------------------------------------------------------------ backups
+
+    def keep_backup(self) -> Path | None:
+        """Copy the database with SQLite's backup API into ``<database>.backup``
+        (the previous copy becomes ``.backup.1``). A copy that fails its own
+        integrity check replaces nothing. Returns the copy, None when none was made."""
+        target = backup_path(self.path)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            partial.unlink(missing_ok=True)
+            copy = sqlite3.connect(partial)
+            try:
+                self._db.backup(copy)
+                healthy = copy.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            finally:
+                copy.close()
+            if not healthy:
+                log.error(
+                    "%s: the backup copy fails its integrity check; kept the older one", partial
+                )
+                partial.unlink(missing_ok=True)
+                return None
+            _fsync_file(partial)
+            if target.exists():
+                target.replace(target.with_name(target.name + ".1"))
+            partial.replace(target)
+            fsync_directory(target.parent)
+        except (sqlite3.Error, OSError) as exc:
+            log.error("%s: cannot keep a backup copy: %s", target, exc)
+            return None
+        return target
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -410,6 +545,12 @@ class Store:
             self._move(db, row["proposal_id"], action, actor, detail)
         return self.proposal(row["proposal_id"])
 
+    def proposal_of_apply(self, apply_id: str) -> ProposalRecord:
+        record = self.apply_record(apply_id)
+        if record is None:
+            raise ProposalNotFound(f"no apply {apply_id}")
+        return self.proposal(record.proposal_id)
+
     def apply_record(self, apply_id: str) -> ApplyRecord | None:
         row = self._db.execute("SELECT * FROM applies WHERE apply_id=?", (apply_id,)).fetchone()
         return _apply(row) if row is not None else None
@@ -459,7 +600,8 @@ class Store:
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO journal (apply_id, step, applier, target, backup, new_sha256,"
-                " detail, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " detail, at, old_sha256, forward_body, reverse_body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     entry.apply_id,
                     str(entry.step),
@@ -469,8 +611,19 @@ class Store:
                     entry.new_sha256,
                     entry.detail,
                     entry.at,
+                    entry.old_sha256,
+                    entry.forward_body,
+                    entry.reverse_body,
                 ),
             )
+
+    def unfinished_journal_applies(self) -> list[str]:
+        """The applies whose last journal step is not final (one query, no bodies)."""
+        rows = self._db.execute(
+            "SELECT apply_id, step FROM journal WHERE seq IN"
+            " (SELECT MAX(seq) FROM journal GROUP BY apply_id) ORDER BY seq"
+        ).fetchall()
+        return [row["apply_id"] for row in rows if not ApplyStep(row["step"]).is_final]
 
     def journal_entries(self, apply_id: str | None = None) -> list[JournalEntry]:
         if apply_id is None:
@@ -516,6 +669,170 @@ class Store:
         ).fetchone()
         return int(row[0])
 
+    # ------------------------------------------------------------------ console series
+    # (the operators' console: per-round usage and latency, versions, origins)
+
+    def record_usage(self, round_id: int, at: float, usage: Sequence[QueueUsage]) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO queue_usage (round_id, at, queue, used_percent,"
+                " guaranteed_percent, pending_containers, running_apps, pending_apps)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        round_id, at, u.queue, u.used_percent, u.guaranteed_percent,
+                        u.pending_containers, u.running_apps, u.pending_apps,
+                    )
+                    for u in usage
+                ],
+            )  # fmt: skip
+
+    def record_group_latency(self, samples: Sequence[GroupLatencySample]) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO group_latency (round_id, at, grp, jobs, mean_s)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(s.round_id, s.at, s.group, s.jobs, s.mean_s) for s in samples],
+            )
+
+    def usage_series(self, rounds: int = 60) -> list[UsageSample]:
+        """Every queue's usage in the last ``rounds`` rounds that recorded it, oldest first."""
+        rows = self._db.execute(
+            "SELECT * FROM queue_usage WHERE round_id IN (SELECT DISTINCT round_id FROM"
+            " queue_usage ORDER BY round_id DESC LIMIT ?) ORDER BY round_id, queue",
+            (rounds,),
+        ).fetchall()
+        return [
+            UsageSample(
+                r["round_id"],
+                r["at"],
+                QueueUsage(
+                    r["queue"],
+                    r["used_percent"],
+                    r["guaranteed_percent"],
+                    r["pending_containers"],
+                    r["running_apps"],
+                    r["pending_apps"],
+                ),
+            )
+            for r in rows
+        ]
+
+    def latest_usage(self) -> tuple[int, float, list[QueueUsage]] | None:
+        """The last recorded round's usage: its round id, time and queues."""
+        row = self._db.execute("SELECT MAX(round_id) FROM queue_usage").fetchone()
+        if row is None or row[0] is None:
+            return None
+        samples = list(self.usage_series(rounds=1))
+        return samples[0].round_id, samples[0].at, [s.usage for s in samples]
+
+    def latency_series(self, rounds: int = 60) -> list[GroupLatencySample]:
+        rows = self._db.execute(
+            "SELECT * FROM group_latency WHERE round_id IN (SELECT DISTINCT round_id FROM"
+            " group_latency ORDER BY round_id DESC LIMIT ?) ORDER BY round_id, grp",
+            (rounds,),
+        ).fetchall()
+        return [
+            GroupLatencySample(r["round_id"], r["at"], r["grp"], r["jobs"], r["mean_s"])
+            for r in rows
+        ]
+
+    def last_round_at(self) -> float | None:
+        row = self._db.execute("SELECT MAX(started_at) FROM rounds").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def count_proposals(self, state: ProposalState) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM proposals WHERE state=?", (str(state),)
+        ).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------ versions
+
+    def record_version(
+        self,
+        seen_at: float,
+        sha256: str,
+        xml: str,
+        actor: str,
+        why: str,
+        *,
+        proposal_id: int | None = None,
+        apply_id: str = "",
+        round_id: int | None = None,
+    ) -> ConfigVersion:
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO versions (seen_at, sha256, xml, actor, why, proposal_id,"
+                " apply_id, round_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (seen_at, sha256, xml, actor, why, proposal_id, apply_id, round_id),
+            )
+            version_id = int(cursor.lastrowid or 0)
+        return self.version(version_id)
+
+    def version(self, version_id: int) -> ConfigVersion:
+        row = self._db.execute("SELECT * FROM versions WHERE id=?", (version_id,)).fetchone()
+        if row is None:
+            raise VersionNotFound(f"no configuration version {version_id}")
+        return _version(row)
+
+    def versions(self, limit: int = 100) -> list[ConfigVersion]:
+        """Newest first; the first is the configuration running now."""
+        rows = self._db.execute("SELECT * FROM versions ORDER BY id DESC LIMIT ?", (limit,))
+        return [_version(row) for row in rows.fetchall()]
+
+    def latest_version(self) -> ConfigVersion | None:
+        found = self.versions(limit=1)
+        return found[0] if found else None
+
+    # ------------------------------------------------------------------ origins
+
+    def create_operator_proposal(
+        self,
+        draft: ProposalRecord,
+        changed_groups: Sequence[str],
+        origin: ProposalOrigin,
+        actor: str,
+    ) -> ProposalRecord:
+        """Store an operator's proposal (a revert) for the same review as the
+        tuner's, and remember where it came from."""
+        created = self.create_proposal(draft, changed_groups, actor=actor)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO proposal_origin (proposal_id, kind, version_id, detail)"
+                " VALUES (?, ?, ?, ?)",
+                (created.id, origin.kind, origin.version_id, origin.detail),
+            )
+        return created
+
+    def origins(self) -> dict[int, ProposalOrigin]:
+        rows = self._db.execute("SELECT * FROM proposal_origin").fetchall()
+        return {
+            r["proposal_id"]: ProposalOrigin(
+                r["proposal_id"], r["kind"], r["version_id"], r["detail"]
+            )
+            for r in rows
+        }
+
+    def all_applies(self) -> list[ApplyRecord]:
+        """Every apply and rollback, oldest first."""
+        rows = self._db.execute("SELECT * FROM applies ORDER BY id")
+        return [_apply(row) for row in rows.fetchall()]
+
+
+def _version(row: sqlite3.Row) -> ConfigVersion:
+    return ConfigVersion(
+        id=row["id"],
+        seen_at=row["seen_at"],
+        sha256=row["sha256"],
+        xml=row["xml"],
+        actor=row["actor"],
+        why=row["why"],
+        proposal_id=row["proposal_id"],
+        apply_id=row["apply_id"],
+        round_id=row["round_id"],
+    )
+
 
 class SqliteJournal:
     """The :class:`~yarn_adapt.yarn.apply.ApplyJournal` of the service: the appliers'
@@ -530,6 +847,22 @@ class SqliteJournal:
 
     def entries(self) -> list[JournalEntry]:
         return self.store.journal_entries()
+
+
+# --------------------------------------------------------------------------- files
+
+
+def backup_path(database: Path) -> Path:
+    """Where the service keeps the last good copy of ``database``."""
+    return database.with_name(database.name + ".backup")
+
+
+def _fsync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 # --------------------------------------------------------------------------- rows
@@ -617,6 +950,9 @@ def _journal_entry(row: sqlite3.Row) -> JournalEntry:
         new_sha256=row["new_sha256"],
         detail=row["detail"],
         at=row["at"],
+        old_sha256=row["old_sha256"],
+        forward_body=row["forward_body"],
+        reverse_body=row["reverse_body"],
     )
 
 

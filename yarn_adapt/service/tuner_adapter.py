@@ -12,12 +12,19 @@ JobHistory jobs it has seen so far, refitted when new ones arrive.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from yarn_adapt.errors import TraceError
 from yarn_adapt.model import ClusterSnapshot, TaskType, Workload
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import Observed
+from yarn_adapt.service.evidence import (
+    jobs_by_group,
+    simulated_jobs,
+    snapshot_jobs,
+    with_evidence,
+)
 from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
@@ -30,6 +37,7 @@ from yarn_adapt.tuning.tuner import (
 )
 from yarn_adapt.workload import fit_task_time_model, workload_from_history
 from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
+from yarn_adapt.workload.taskvalidation import measure_error
 
 DEFAULT_TASK_S = 60.0
 """Task time assumed before any job history exists: the tuner's own default shape for
@@ -79,11 +87,15 @@ def reason_lines(proposal: Proposal) -> tuple[str, ...]:
 
 
 class SimulationProposer:
-    """The tuner on a simulated cluster's view (the demo)."""
+    """The tuner on a simulated cluster's view (the demo). ``history``: the jobs the
+    model learned from, to measure its error for the prediction band."""
 
-    def __init__(self, settings: TunerSettings, model: TaskTimeModel) -> None:
+    def __init__(
+        self, settings: TunerSettings, model: TaskTimeModel, history: Workload | None = None
+    ) -> None:
         self.settings = settings
         self.model = model
+        self.sigma = _spread(model, history.jobs if history else ())
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         view = observed.view
@@ -92,7 +104,12 @@ class SimulationProposer:
             view.time_s, view.start, view.cluster, observed.config, self.model, self.settings,
             frozen=frozen,
         )  # fmt: skip
-        return suggestion_of(proposal, self.model)
+        suggestion = suggestion_of(proposal, self.model)
+        if suggestion is None:
+            return None
+        since = view.time_s - self.settings.interval_s
+        jobs = jobs_by_group(simulated_jobs(view.start.jobs), observed.config, since)
+        return _with_evidence(suggestion, jobs, self.sigma, self.model)
 
 
 @dataclass
@@ -145,4 +162,27 @@ class SnapshotProposer:
                 snapshot, observed.config, self.history.model, self.settings,
                 history=history, frozen=frozen, executor=handle,
             )  # fmt: skip
-        return suggestion_of(proposal, self.history.model)
+        suggestion = suggestion_of(proposal, self.history.model)
+        if suggestion is None:
+            return None
+        since = snapshot.taken_ms / 1000.0 - self.settings.interval_s
+        jobs = jobs_by_group(snapshot_jobs(snapshot), observed.config, since)
+        sigma = _spread(self.history.model, history[-SPREAD_JOBS:])
+        return _with_evidence(suggestion, jobs, sigma, self.history.model)
+
+
+SPREAD_JOBS = 200
+"""The model's error is measured on at most this many of the latest jobs."""
+
+
+def _spread(model: TaskTimeModel, jobs: Sequence[JobSpec]) -> float:
+    scored = [job for job in jobs[-SPREAD_JOBS:] if job.tasks]
+    # the spread of the stage-mean error, net of the stages' own sampling noise
+    return measure_error(model, scored).sigma if scored else math.nan
+
+
+def _with_evidence(
+    suggestion: Suggestion, jobs: dict[str, tuple[str, ...]], sigma: float, model: TaskTimeModel
+) -> Suggestion:
+    groups = with_evidence(suggestion.groups, jobs, sigma, model.estimator)
+    return replace(suggestion, groups=groups)

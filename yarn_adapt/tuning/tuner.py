@@ -694,6 +694,14 @@ def _with_ratios(
 # --------------------------------------------------------------------------- validation
 
 
+def finish_proposal(
+    current: SchedulerConfig, proposed: SchedulerConfig, decisions: Sequence[GroupDecision]
+) -> Proposal:
+    """The common end of every proposer: groups whose change YARN would refuse are
+    left unchanged, then the diff against ``current`` with a reason per change."""
+    return _finish(current, proposed, list(decisions))
+
+
 def _finish(
     current: SchedulerConfig, proposed: SchedulerConfig, decisions: list[GroupDecision]
 ) -> Proposal:
@@ -752,6 +760,8 @@ def _reason_for(change: ConfigChange, decisions: Sequence[GroupDecision]) -> str
     )
     if owner is None or owner.setting is None:
         return owner.reason if owner else "cluster-level split (Algorithm 3)"
+    if math.isnan(owner.before_s):  # a proposer that predicts no latency
+        return f"{owner.group}: {owner.reason}; {owner.setting.describe()}"
     return (
         f"{owner.group}: {owner.reason}; predicted mean latency of its {owner.jobs} jobs "
         f"{_seconds(owner.before_s)} -> {_seconds(owner.after_s)} with {owner.setting.describe()}"

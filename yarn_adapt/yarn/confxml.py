@@ -62,6 +62,7 @@ __all__ = [
     "SchedulerConfig",
     "SchedulerDocument",
     "diff_configs",
+    "encode_like",
     "enforcement_of",
     "load_scheduler_config",
     "mutation_body",
@@ -69,9 +70,11 @@ __all__ = [
     "mutation_steps",
     "parse_capacity_xml",
     "parse_fair_xml",
+    "parse_scheduler_document",
     "raise_if_invalid",
     "read_capacity",
     "read_fair",
+    "read_scheduler_bytes",
     "read_scheduler_document",
     "render_capacity",
     "render_diff",
@@ -144,7 +147,22 @@ def read_fair(path: str | os.PathLike[str]) -> FairDocument:
 def read_scheduler_document(path: str | os.PathLike[str]) -> SchedulerDocument:
     """Read a scheduler file, telling capacity from fair by its root element
     (``<configuration>`` with yarn.scheduler.capacity.* properties, or ``<allocations>``)."""
-    raw = xmlio.read_document(path)
+    return _scheduler_document(xmlio.read_document(path))
+
+
+def read_scheduler_bytes(path: str | os.PathLike[str]) -> tuple[bytes, SchedulerDocument]:
+    """A scheduler file's exact bytes and the document they hold, from one read (an
+    applier hashes and backs up the very bytes it parsed)."""
+    data = xmlio.read_document_bytes(path)
+    return data, parse_scheduler_document(data, os.fspath(path))
+
+
+def parse_scheduler_document(data: str | bytes, source: str = "<string>") -> SchedulerDocument:
+    """A scheduler file's content (either kind, told apart by its root element)."""
+    return _scheduler_document(xmlio.parse_document(data, source))
+
+
+def _scheduler_document(raw: RawDocument) -> SchedulerDocument:
     if raw.root_name == "allocations":
         return FairDocument(raw, fair_xml.parse_fair_document(raw))
     if raw.root_name == "configuration":
@@ -158,6 +176,12 @@ def read_scheduler_document(path: str | os.PathLike[str]) -> SchedulerDocument:
         "(capacity-scheduler.xml) nor <allocations> (fair-scheduler.xml)",
         raw.root,
     )
+
+
+def encode_like(document: SchedulerDocument, text: str) -> bytes:
+    """``text`` (a rendering of ``document``) as the bytes its file holds: in the
+    encoding its XML declaration names."""
+    return text.encode(xmlio.declared_encoding(document.raw), "xmlcharrefreplace")
 
 
 def load_scheduler_config(path: str | os.PathLike[str]) -> SchedulerConfig:

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlencode, urlsplit
 
 import requests
@@ -55,6 +55,7 @@ from yarn_adapt.errors import (
 )
 from yarn_adapt.model import HAState
 from yarn_adapt.yarn.parse import parse_cluster_info
+from yarn_adapt.yarn.spnego import failure_of, spnego_auth
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,9 @@ class HttpSettings:
     ``retries`` counts extra attempts after the first. With ``auth="simple"`` the
     ``user`` is sent as the ``user.name`` query parameter (Hadoop's pseudo
     authentication); ``auth="kerberos"`` negotiates SPNEGO through the optional
-    ``requests-kerberos`` package (``pip install 'yarn-adapt[kerberos]'``) using the
-    ticket cache of ``kinit``. ``ca_bundle`` overrides ``verify_tls``.
+    ``kerberos`` extra (requests-gssapi; see :mod:`yarn_adapt.yarn.spnego`), logging
+    in from ``kerberos_keytab`` as ``kerberos_principal`` when a keytab is given, else
+    from the ticket cache of ``kinit``. ``ca_bundle`` overrides ``verify_tls``.
     """
 
     connect_timeout_s: float = 5.0
@@ -93,6 +95,7 @@ class HttpSettings:
     auth: AuthMode = "simple"
     user: str | None = None
     kerberos_principal: str | None = None
+    kerberos_keytab: str | None = None
 
     def __post_init__(self) -> None:
         for problem in self._problems():
@@ -109,6 +112,10 @@ class HttpSettings:
             yield f"auth must be 'simple' or 'kerberos', got {self.auth!r}"
         if self.client_key and not self.client_cert:
             yield "client_key given without client_cert"
+        if self.kerberos_keytab and self.auth != "kerberos":
+            yield "kerberos_keytab given without auth = 'kerberos'"
+        if self.kerberos_keytab and not self.kerberos_principal:
+            yield "kerberos_keytab given without kerberos_principal"
 
     @property
     def timeout(self) -> tuple[float, float]:
@@ -231,6 +238,15 @@ def _reason(exc: BaseException) -> str:
     return _excerpt(text, 160) or exc.__class__.__name__
 
 
+TLS_HINT = "trust the server's CA with --ca-bundle or [yarn] ca_bundle"
+
+
+def _tls_failure(exc: BaseException) -> str:
+    reason = _reason(exc)
+    hint = f"; {TLS_HINT}" if "CERTIFICATE_VERIFY_FAILED" in reason else ""
+    return f"TLS failed: {reason}{hint}"
+
+
 def _attempt_note(attempt: int) -> str:
     return f" (attempt {attempt})" if attempt > 1 else ""
 
@@ -243,7 +259,7 @@ def _mapped_errors(method: str, url: str, attempt: int) -> Iterator[None]:
     try:
         yield
     except requests.exceptions.SSLError as exc:
-        raise YarnUnavailable(f"{where}: TLS failed: {_reason(exc)}{note}") from exc
+        raise YarnUnavailable(f"{where}: {_tls_failure(exc)}{note}") from exc
     except requests.exceptions.ConnectTimeout as exc:
         raise YarnUnavailable(f"{where}: connect timed out{note}") from exc
     except requests.exceptions.ReadTimeout as exc:
@@ -367,9 +383,22 @@ class Transport:
             )
             reply = _reply_of(method, shown, response)
         if reply.status >= 400:
-            message = server_message(reply.text) + _attempt_note(attempt)
+            explained = self._auth_failure(reply) + server_message(reply.text)
+            message = explained + _attempt_note(attempt)
             raise YarnHTTPError(method, shown, reply.status, message)
         return reply
+
+    def _auth_failure(self, reply: HttpReply) -> str:
+        """Why a 401 happened, as a prefix of the error message: SPNEGO failed, or
+        the server wants Kerberos and we did not offer it."""
+        if reply.status != 401:
+            return ""
+        if self.settings.auth == "kerberos":
+            failure = failure_of(self._session.auth)
+            return f"Kerberos negotiation failed ({failure}): " if failure else ""
+        if reply.headers.get("www-authenticate", "").lower().startswith("negotiate"):
+            return "the server asks for Kerberos (--kerberos, [yarn] kerberos = true): "
+        return ""
 
     def _with_auth(self, params: Params | None) -> dict[str, str | int]:
         merged = dict(params or {})
@@ -387,20 +416,8 @@ def _build_session(settings: HttpSettings) -> requests.Session:
     session = requests.Session()
     session.headers["Accept"] = "application/json"
     if settings.auth == "kerberos":
-        session.auth = _kerberos_auth(settings.kerberos_principal)
+        session.auth = spnego_auth(settings.kerberos_principal, settings.kerberos_keytab)
     return session
-
-
-def _kerberos_auth(principal: str | None) -> Any:
-    """SPNEGO via requests-kerberos, imported only when asked for."""
-    try:
-        from requests_kerberos import OPTIONAL, HTTPKerberosAuth  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise SettingsError(
-            "auth = 'kerberos' needs the requests-kerberos package: "
-            "pip install 'yarn-adapt[kerberos]'"
-        ) from exc
-    return HTTPKerberosAuth(mutual_authentication=OPTIONAL, principal=principal)
 
 
 # --------------------------------------------------------------------------- RM HA
@@ -426,7 +443,10 @@ def _standby_text(reply: HttpReply) -> bool:
 
 
 def _parse_base_url(url: str) -> str:
-    parts = urlsplit(url.strip())
+    text = url.strip()
+    if text and "://" not in text:
+        text = "http://" + text  # host:port, as yarn-site.xml writes webapp.address
+    parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SettingsError(f"ResourceManager address {url!r}: expected http(s)://host:port")
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
@@ -549,6 +569,8 @@ class ResourceManagerEndpoints:
             state = parse_cluster_info(reply.json(), reply.url).ha_state
             return _ProbeFinding(base, state, state.value)
         except (YarnUnavailable, YarnTimeout) as error:
+            if isinstance(error.__cause__, requests.exceptions.SSLError):
+                return _ProbeFinding(base, None, _tls_failure(error.__cause__))
             return _ProbeFinding(base, None, f"unreachable ({_short_cause(error)})")
         except YarnError as error:
             return _ProbeFinding(base, None, f"answered badly ({error.one_line()})")

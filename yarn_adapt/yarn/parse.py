@@ -55,6 +55,7 @@ from yarn_adapt.model import (
     MapReduceTask,
     Node,
     NodeState,
+    NodeUtilization,
     QueueStatus,
     Resources,
     SchedulerKind,
@@ -287,6 +288,22 @@ def _node(node: Fields) -> Node:
         http_address=node.opt_text("nodeHTTPAddress"),
         health_report=node.opt_text("healthReport"),
         last_health_update_ms=node.time_ms("lastHealthUpdate") or 0,
+        utilization=_utilization(node.opt_obj("resourceUtilization")),
+    )
+
+
+def _utilization(fields: Fields | None) -> NodeUtilization | None:
+    """``resourceUtilization`` (absent before the NM's first report, or on old RMs)."""
+    if fields is None:
+        return None
+    node_cpu = fields.opt_number("nodeCPUUsage")
+    if node_cpu is None:
+        return None
+    return NodeUtilization(
+        node_cpu=max(0.0, node_cpu),
+        node_memory_mb=max(0, fields.count("nodePhysicalMemoryMB")),
+        containers_cpu=max(0.0, fields.opt_number("containersCPUUsage") or 0.0),
+        containers_memory_mb=max(0, fields.count("aggregatedContainersPhysicalMemoryMB")),
     )
 
 
@@ -405,6 +422,7 @@ def _capacity_queue(queue: Fields, parent: str | None) -> QueueStatus:
         num_active_applications=queue.count("numActiveApplications"),
         num_pending_applications=queue.count("numPendingApplications"),
         num_containers=queue.count("numContainers"),
+        pending_containers=queue.count("pendingContainers"),
         children=children,
     )
 
@@ -461,6 +479,7 @@ def _fair_queue(queue: Fields) -> QueueStatus:
         num_active_applications=active,
         num_pending_applications=pending,
         num_containers=queue.count("allocatedContainers"),
+        pending_containers=queue.count("pendingContainers"),
         children=tuple(_fair_queue(c) for c in queue.items("childQueues", "queue")),
     )
 

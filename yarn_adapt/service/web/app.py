@@ -1,16 +1,20 @@
 """The Flask app: JSON API under ``/api``, server-rendered pages, ``/metrics``.
 
 Reads need no token (bind to 127.0.0.1, the default, or put a proxy in front);
-every write needs the token (see :mod:`yarn_adapt.service.web.auth`). Errors from
+every write needs the token (see :mod:`yarn_adapt.service.web.auth`), and failed
+tokens are throttled per client address (429 with ``Retry-After``). Errors from
 the project's tree become JSON ``{"error": "<one line>"}`` with a fitting status
 (404 unknown proposal, 409 the state does not allow it, 400 bad input, 502 the RM).
+An id in a path is a SQLite row id: anything outside ``1..2**63-1`` never matches a
+route, so it is a 404 like any unknown proposal. Every response carries the
+security headers of :data:`SECURITY_HEADERS` (the templates have no inline script
+or style, so the policy allows none).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +22,7 @@ from flask import (
     Blueprint,
     Flask,
     Response,
+    current_app,
     flash,
     jsonify,
     redirect,
@@ -26,6 +31,7 @@ from flask import (
     session,
     url_for,
 )
+from werkzeug.routing import BaseConverter, ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from yarn_adapt.errors import (
@@ -35,9 +41,14 @@ from yarn_adapt.errors import (
     YarnAdaptError,
     YarnError,
 )
-from yarn_adapt.service.records import ProposalRecord
+from yarn_adapt.service.records import ProposalRecord, ProposalState
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.web import auth
+from yarn_adapt.service.versions import note_running, standings
+from yarn_adapt.service.web import auth, words
+from yarn_adapt.service.web.console import evidence_rows, job_links
+from yarn_adapt.service.web.console_routes import console_blueprint, overview
+from yarn_adapt.service.web.guard_routes import guard_blueprint
+from yarn_adapt.service.web.throttle import LoginThrottle
 from yarn_adapt.service.web.views import (
     apply_view,
     audit_view,
@@ -50,26 +61,104 @@ from yarn_adapt.service.web.views import (
 log = logging.getLogger(__name__)
 
 ACTIONS = ("approve", "reject", "apply", "rollback")
+SQLITE_MAX_ROWID = 2**63 - 1
+
+SECURITY_HEADERS = {
+    # Only our own stylesheet; no script at all; forms post only to us; never framed.
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    # same-origin keeps the Origin header on our own form posts (no-referrer would
+    # make the browser send "Origin: null") and sends nothing to other sites.
+    "Referrer-Policy": "same-origin",
+}
 
 
-def create_app(service: Service) -> Flask:
+class RowIdConverter(BaseConverter):
+    """``<rowid:name>``: a decimal id SQLite can hold; anything else is no match (404)."""
+
+    regex = r"\d{1,19}"
+
+    def to_python(self, value: str) -> int:
+        number = int(value)
+        if not 1 <= number <= SQLITE_MAX_ROWID:
+            raise ValidationError()
+        return number
+
+    def to_url(self, value: object) -> str:
+        return str(int(value))  # type: ignore[call-overload]
+
+
+def create_app(service: Service, throttle: LoginThrottle | None = None) -> Flask:
     app = Flask(__name__)
     app.secret_key = secrets.token_bytes(32)  # sessions end when the service restarts
+    public_url = service.settings.http.public_url
     app.config.update(
         SESSION_COOKIE_NAME="yarn_adapt_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
+        SESSION_COOKIE_SECURE=public_url.startswith("https://"),
         MAX_CONTENT_LENGTH=64 * 1024,
+        PUBLIC_ORIGIN=auth.origin_of(public_url) if public_url else None,
     )
+    app.url_map.converters["rowid"] = RowIdConverter
     app.extensions["yarn_adapt"] = service
+    app.extensions["yarn_adapt_throttle"] = throttle or LoginThrottle()
+    app.after_request(_add_security_headers)
     app.register_blueprint(api_blueprint(service))
     app.register_blueprint(pages_blueprint(service))
+    app.register_blueprint(console_blueprint(service))
+    app.register_blueprint(guard_blueprint(service))
     app.add_url_rule("/metrics", "metrics", lambda: _metrics(service))
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(ok=True))
     app.register_error_handler(YarnAdaptError, _api_error)
     app.jinja_env.globals.update(csrf_token=auth.csrf_token, is_operator=auth.is_operator)
-    app.jinja_env.filters["when"] = _when
+    app.jinja_env.filters.update(
+        when=words.when,
+        clock=words.clock,
+        duration=words.duration,
+        percent=words.percent,
+        change=words.change_percent,
+        short=lambda note: words.short_note(note or "")[0],
+        long=lambda note: words.short_note(note or "")[1],
+        file_name=words.file_name,
+    )
     return app
+
+
+def _add_security_headers(response: BaseResponse) -> BaseResponse:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+def _throttle() -> LoginThrottle:
+    throttle: LoginThrottle = current_app.extensions["yarn_adapt_throttle"]
+    return throttle
+
+
+def _client() -> str:
+    return request.remote_addr or "unknown"
+
+
+def _locked_out() -> int | None:
+    """Seconds the client must wait before another token is checked, if any."""
+    wait_s = _throttle().retry_after_s(_client())
+    if wait_s is not None:
+        log.warning("throttled a token check from %s for %d s", _client(), wait_s)
+    return wait_s
+
+
+def _token_checked(given: str | None, expected: str | None) -> bool:
+    """Compare, and count the outcome against the client's address."""
+    if auth.token_matches(given, expected):
+        _throttle().succeeded(_client())
+        return True
+    _throttle().failed(_client())
+    return False
 
 
 def _metrics(service: Service) -> Response:
@@ -88,7 +177,18 @@ def act(service: Service, proposal_id: int, action: str, actor: str) -> Proposal
     if action not in handlers:
         raise InputError(f"unknown action {action!r}: expected one of {', '.join(ACTIONS)}")
     log.info("%s asks to %s proposal %d", actor, action, proposal_id)
-    return handlers[action]()
+    record = handlers[action]()
+    if record.state in (ProposalState.APPLIED, ProposalState.ROLLED_BACK):
+        _note_version(service)
+    return record
+
+
+def _note_version(service: Service) -> None:
+    """Record the configuration an operator's apply or rollback made run."""
+    try:
+        note_running(service.store, service.backend.document())
+    except YarnAdaptError as exc:  # the next round records it
+        log.warning("cannot read the configuration just applied: %s", exc.one_line())
 
 
 def status_code(error: YarnAdaptError) -> int:
@@ -105,10 +205,27 @@ def _api_error(error: YarnAdaptError) -> tuple[Response, int]:
     return jsonify(error=error.one_line()), status_code(error)
 
 
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+def write_refusal(service: Service) -> tuple[Response, int] | Response | None:
+    """Why an API write is refused (no token, throttled, wrong token); None: allowed."""
+    given = auth.bearer_token(request)
+    if given is None:
+        return jsonify(error="write actions need 'Authorization: Bearer <token>'"), 401
+    wait_s = _locked_out()
+    if wait_s is not None:
+        return _too_many(jsonify(error=f"too many invalid tokens: retry in {wait_s} s"), wait_s)
+    if not _token_checked(given, service.token):
+        log.warning("refused a write with an invalid token from %s", request.remote_addr)
+        return jsonify(error="invalid token"), 403
+    return None
+
+
+def status_view(service: Service) -> dict[str, Any]:
+    """The loop's status with units in the names (times in epoch seconds)."""
+    status = dict(service.loop.status())
+    status["next_round_at_epoch_s"] = status.pop("next_round_at", None)
+    status["last_round_at_epoch_s"] = service.store.last_round_at()
+    status["pending_proposals"] = service.store.count_proposals(ProposalState.PENDING)
+    return status
 
 
 # --------------------------------------------------------------------------- API
@@ -118,28 +235,29 @@ def api_blueprint(service: Service) -> Blueprint:
     api = Blueprint("api", __name__, url_prefix="/api")
     store = service.store
 
-    def write_allowed() -> tuple[Response, int] | None:
-        given = auth.bearer_token(request)
-        if given is None:
-            return jsonify(error="write actions need 'Authorization: Bearer <token>'"), 401
-        if not auth.token_matches(given, service.token):
-            log.warning("refused a write with an invalid token from %s", request.remote_addr)
-            return jsonify(error="invalid token"), 403
-        return None
+    def write_allowed() -> tuple[Response, int] | Response | None:
+        return write_refusal(service)
 
     @api.get("/status")
     def status() -> Response:
-        return jsonify(service.loop.status())
+        return jsonify(status_view(service))
 
     @api.get("/proposals")
     def proposals() -> Response:
-        return jsonify([proposal_summary(p) for p in store.proposals(limit=_limit())])
+        places = standings(store.all_applies())
+        origins = store.origins()
+        return jsonify(
+            [
+                proposal_summary(p, places.get(p.id), origins.get(p.id))
+                for p in store.proposals(limit=_limit())
+            ]
+        )
 
-    @api.get("/proposals/<int:proposal_id>")
+    @api.get("/proposals/<rowid:proposal_id>")
     def proposal(proposal_id: int) -> Response:
         return jsonify(_detail(service, proposal_id))
 
-    @api.post("/proposals/<int:proposal_id>/<action>")
+    @api.post("/proposals/<rowid:proposal_id>/<action>")
     def proposal_action(proposal_id: int, action: str) -> Any:
         refused = write_allowed()
         if refused is not None:
@@ -165,7 +283,7 @@ def api_blueprint(service: Service) -> Blueprint:
     @api.get("/decisions")
     def decisions() -> Response:
         recent = store.decisions(limit=_limit())
-        return jsonify([{"at": at, **decision_view(d)} for at, d in recent])
+        return jsonify([{"at_epoch_s": at, **decision_view(d)} for at, d in recent])
 
     @api.get("/audit")
     def audit() -> Response:
@@ -174,11 +292,30 @@ def api_blueprint(service: Service) -> Blueprint:
     return api
 
 
+def _too_many(response: Response, wait_s: int) -> Response:
+    response.status_code = 429
+    response.headers["Retry-After"] = str(wait_s)
+    return response
+
+
 def _local_path(target: str | None) -> str | None:
     """Only a path on this site: never redirect a sign-in elsewhere."""
     if target and target.startswith("/") and not target.startswith("//"):
         return target
     return None
+
+
+REFRESH_MIN_S = 5
+REFRESH_MAX_S = 60
+
+
+def _refresh_s(service: Service) -> int | None:
+    """Seconds between automatic reloads of the overview (a ``<meta refresh>``, no
+    script): about one round, 5 s at least, a minute at most; ``?refresh=off`` stops it."""
+    if request.args.get("refresh") == "off":
+        return None
+    interval = service.settings.service.interval_s
+    return int(max(REFRESH_MIN_S, min(REFRESH_MAX_S, interval)))
 
 
 def _limit() -> int:
@@ -196,6 +333,9 @@ def _detail(service: Service, proposal_id: int) -> dict[str, Any]:
         store.realized(proposal_id),
         store.applies(proposal_id=proposal_id),
         store.audit_log(proposal_id=proposal_id),
+        standings(store.all_applies()).get(proposal_id),
+        store.origins().get(proposal_id),
+        store.realized(),
     )
 
 
@@ -210,30 +350,36 @@ def pages_blueprint(service: Service) -> Blueprint:
     def index() -> str:
         return render_template(
             "index.html",
-            status=service.loop.status(),
-            proposals=[proposal_summary(p) for p in store.proposals(limit=30)],
-            applies=[apply_view(a) for a in store.applies(limit=20)],
-            rounds=[round_view(r) for r in store.rounds(limit=10)],
+            status=status_view(service),
+            sections=overview(service),
+            refresh_s=_refresh_s(service),
             token_configured=bool(service.token),
         )
 
-    @pages.get("/proposals/<int:proposal_id>")
+    @pages.get("/proposals/<rowid:proposal_id>")
     def proposal(proposal_id: int) -> str | tuple[str, int]:
         try:
             detail = _detail(service, proposal_id)
         except ProposalNotFound as exc:
             return render_template("error.html", message=exc.one_line()), 404
-        return render_template("proposal.html", p=detail)
+        proposal_record = store.proposal(proposal_id)
+        return render_template(
+            "proposal.html",
+            p=detail,
+            evidence=evidence_rows(proposal_record, store.realized(), job_links(service)),
+        )
 
-    @pages.post("/proposals/<int:proposal_id>/<action>")
+    @pages.post("/proposals/<rowid:proposal_id>/<action>")
     def proposal_action(proposal_id: int, action: str) -> BaseResponse | tuple[str, int]:
         if not auth.is_operator():
             return render_template("error.html", message="sign in with the token first"), 403
-        if not auth.form_is_genuine(request):
+        if not auth.form_is_genuine(request, current_app.config["PUBLIC_ORIGIN"]):
             return render_template("error.html", message="the form is stale or foreign"), 403
         try:
             record = act(service, proposal_id, action, actor="operator (web)")
             flash(f"{action}: proposal {record.id} is now {record.state}. {record.note}")
+        except ProposalNotFound as exc:
+            return render_template("error.html", message=exc.one_line()), 404
         except YarnAdaptError as exc:
             flash(f"{action} refused: {exc.one_line()}")
         return redirect(url_for("pages.proposal", proposal_id=proposal_id))
@@ -242,7 +388,14 @@ def pages_blueprint(service: Service) -> Blueprint:
     def login() -> BaseResponse | str | tuple[str, int]:
         if request.method == "GET":
             return render_template("login.html", token_configured=bool(service.token))
-        if not auth.token_matches(request.form.get("token"), service.token):
+        wait_s = _locked_out()
+        if wait_s is not None:
+            page = render_template(
+                "login.html", error=f"too many invalid tokens: retry in {wait_s} s",
+                token_configured=True,
+            )  # fmt: skip
+            return _too_many(Response(page), wait_s)
+        if not _token_checked(request.form.get("token"), service.token):
             log.warning("refused a sign-in with an invalid token from %s", request.remote_addr)
             return render_template("login.html", error="invalid token", token_configured=True), 403
         auth.sign_in()
@@ -250,7 +403,7 @@ def pages_blueprint(service: Service) -> Blueprint:
 
     @pages.post("/logout")
     def logout() -> BaseResponse:
-        if auth.form_is_genuine(request):
+        if auth.form_is_genuine(request, current_app.config["PUBLIC_ORIGIN"]):
             session.clear()
         return redirect(url_for("pages.index"))
 

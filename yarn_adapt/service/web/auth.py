@@ -51,17 +51,32 @@ def csrf_token() -> str:
     return str(session[SESSION_CSRF])
 
 
-def form_is_genuine(request: Request) -> bool:
+def form_is_genuine(request: Request, public_origin: str | None = None) -> bool:
     """A form post from our own page: the session's CSRF token and, when the
-    browser sends one, our own Origin."""
+    browser sends one, our own Origin: the address the request came to, or the
+    configured public origin (``[http] public_url``) behind a TLS proxy, where the
+    browser's ``https://`` origin differs from the proxied ``http://`` request."""
     expected = session.get(SESSION_CSRF)
     given = request.form.get("csrf", "")
     if not expected or not hmac.compare_digest(given.encode(), str(expected).encode()):
         return False
     origin = request.headers.get("Origin")
-    return origin is None or _same_origin(origin, request)
+    if origin is None:
+        return True
+    allowed = {origin_of(request.host_url)} | ({public_origin} if public_origin else set())
+    return origin_of(origin) in allowed
 
 
-def _same_origin(origin: str, request: Request) -> bool:
-    parts = urlsplit(origin)
-    return f"{parts.scheme}://{parts.netloc}" == request.host_url.rstrip("/")
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, lower-cased, default ports dropped."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = parts.port
+    except ValueError:
+        return "invalid"
+    default = {"http": 80, "https": 443}.get(scheme)
+    shown_port = "" if port is None or port == default else f":{port}"
+    return f"{scheme}://{host}{shown_port}"

@@ -7,16 +7,29 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
+from yarn_adapt.service.evidence import warnings_for
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
     Decision,
     ProposalRecord,
+    ProposalState,
     RealizedLatency,
     RoundReport,
 )
-from yarn_adapt.service.statemachine import operator_actions
+from yarn_adapt.service.series import ProposalOrigin
+from yarn_adapt.service.statemachine import Action, operator_actions
+from yarn_adapt.service.versions import Standing
+from yarn_adapt.service.web.console import change_words, standing_words
 from yarn_adapt.service.xmltext import unified_xml_diff
+
+# The endpoint (``POST /api/proposals/N/<endpoint>``) of each operator action.
+ENDPOINT_OF = {
+    Action.APPROVE: "approve",
+    Action.REJECT: "reject",
+    Action.BEGIN_APPLY: "apply",
+    Action.BEGIN_ROLLBACK: "rollback",
+}
 
 
 def _number(value: float | None) -> float | None:
@@ -25,18 +38,38 @@ def _number(value: float | None) -> float | None:
     return round(value, 3)
 
 
-def proposal_summary(proposal: ProposalRecord) -> dict[str, Any]:
+def _unbounded(value: float | None) -> bool:
+    return value is not None and math.isinf(value) and value > 0
+
+
+def proposal_summary(
+    proposal: ProposalRecord,
+    standing: Standing | None = None,
+    origin: ProposalOrigin | None = None,
+) -> dict[str, Any]:
+    """A proposal in a list. Times are epoch seconds (``_epoch_s``), latencies
+    seconds (``_s``); ``improvement_ratio`` 0.2 = 20 % lower predicted latency;
+    ``standing`` says, for an applied proposal, whether it runs now or what replaced it."""
     return {
         "id": proposal.id,
         "state": str(proposal.state),
-        "created_at": proposal.created_at,
-        "updated_at": proposal.updated_at,
+        "standing": standing_words(proposal, standing, origin),
+        "running": bool(standing and standing.running and proposal.state is ProposalState.APPLIED),
+        "origin": None
+        if origin is None
+        else {"kind": origin.kind, "version_id": origin.version_id, "detail": origin.detail},
+        "created_at_epoch_s": proposal.created_at,
+        "updated_at_epoch_s": proposal.updated_at,
         "target": proposal.target,
         "changes": len(proposal.changes),
         "groups": [g.group for g in proposal.groups],
         "predicted_latency_before_s": _number(proposal.cluster_before_s),
         "predicted_latency_after_s": _number(proposal.cluster_after_s),
-        "improvement": round(proposal.improvement, 4),
+        # JSON has no infinity: a prediction that some jobs never finish (a starved
+        # queue) is null above and true here, unlike an unknown one (null, false).
+        "predicted_latency_before_unbounded": _unbounded(proposal.cluster_before_s),
+        "predicted_latency_after_unbounded": _unbounded(proposal.cluster_after_s),
+        "improvement_ratio": round(proposal.improvement, 4),
         "gate": proposal.gate,
         "note": proposal.note,
     }
@@ -47,10 +80,13 @@ def proposal_detail(
     realized: Sequence[RealizedLatency],
     applies: Sequence[ApplyRecord],
     audit: Sequence[AuditEntry],
+    standing: Standing | None = None,
+    origin: ProposalOrigin | None = None,
+    realized_all: Sequence[RealizedLatency] = (),
 ) -> dict[str, Any]:
     name = PurePath(proposal.target).name or proposal.target
     return {
-        **proposal_summary(proposal),
+        **proposal_summary(proposal, standing, origin),
         "xml_diff": unified_xml_diff(proposal.base_xml, proposal.proposed_xml, name),
         "property_changes": [
             {
@@ -59,6 +95,7 @@ def proposal_detail(
                 "property": c.prop,
                 "old": c.old,
                 "new": c.new,
+                "words": change_words(c),
             }
             for c in proposal.changes
         ],
@@ -68,7 +105,12 @@ def proposal_detail(
                 "jobs": g.jobs,
                 "before_s": _number(g.before_s),
                 "after_s": _number(g.after_s),
-                "improvement": round(g.improvement, 4),
+                "after_low_s": _number(g.after_low_s),
+                "after_high_s": _number(g.after_high_s),
+                "improvement_ratio": round(g.improvement, 4),
+                "estimator": g.estimator,
+                "job_ids": list(g.job_ids),
+                "warnings": warnings_for(g, realized_all, proposal.id),
                 "realized": [
                     {
                         "interval": r.interval,
@@ -83,7 +125,7 @@ def proposal_detail(
             for g in proposal.groups
         ],
         "reasons": list(proposal.reasons),
-        "actions": [str(a) for a in operator_actions(proposal.state)],
+        "actions": [ENDPOINT_OF[a] for a in operator_actions(proposal.state)],
         "applies": [apply_view(a) for a in applies],
         "audit": [audit_view(a) for a in audit],
     }
@@ -95,8 +137,8 @@ def apply_view(record: ApplyRecord) -> dict[str, Any]:
         "apply_id": record.apply_id,
         "kind": record.kind,
         "actor": record.actor,
-        "started_at": record.started_at,
-        "finished_at": record.finished_at,
+        "started_at_epoch_s": record.started_at,
+        "finished_at_epoch_s": record.finished_at,
         "result": record.result,
         "detail": record.detail,
     }
@@ -104,7 +146,7 @@ def apply_view(record: ApplyRecord) -> dict[str, Any]:
 
 def audit_view(entry: AuditEntry) -> dict[str, Any]:
     return {
-        "at": entry.at,
+        "at_epoch_s": entry.at,
         "actor": entry.actor,
         "action": entry.action,
         "proposal_id": entry.proposal_id,
@@ -115,7 +157,7 @@ def audit_view(entry: AuditEntry) -> dict[str, Any]:
 def round_view(report: RoundReport) -> dict[str, Any]:
     return {
         "id": report.id,
-        "started_at": report.started_at,
+        "started_at_epoch_s": report.started_at,
         "status": str(report.status),
         "reason": report.reason,
         "timings_s": report.timings_s,

@@ -17,6 +17,7 @@ from yarn_adapt.yarn.apply.activation import (
     ActivationFailed,
     RefreshCommand,
     WaitForReload,
+    activation_named,
 )
 from yarn_adapt.yarn.apply.base import (
     Applier,
@@ -31,11 +32,15 @@ from yarn_adapt.yarn.apply.base import (
 from yarn_adapt.yarn.apply.expectations import mismatches
 from yarn_adapt.yarn.apply.file_applier import FileApplier
 from yarn_adapt.yarn.apply.journal import (
+    ApplyHistory,
     ApplyJournal,
     ApplyStep,
+    ApplyTrail,
     JournalEntry,
     JsonlJournal,
     MemoryJournal,
+    histories,
+    interrupted,
     unfinished,
 )
 from yarn_adapt.yarn.apply.lock import ApplyLock
@@ -52,6 +57,7 @@ __all__ = [
     "Activation",
     "ActivationFailed",
     "Applier",
+    "ApplyHistory",
     "ApplyJournal",
     "ApplyLock",
     "ApplyOutcome",
@@ -59,6 +65,7 @@ __all__ = [
     "ApplyResult",
     "ApplySettings",
     "ApplyStep",
+    "ApplyTrail",
     "DryRun",
     "FileApplier",
     "JournalEntry",
@@ -71,7 +78,10 @@ __all__ = [
     "RefreshCommand",
     "SchedulerReader",
     "WaitForReload",
+    "activation_named",
     "config_from_properties",
+    "histories",
+    "interrupted",
     "mismatches",
     "new_apply_id",
     "running_document",

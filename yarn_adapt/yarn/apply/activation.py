@@ -68,3 +68,10 @@ class WaitForReload:
 
     def activate(self) -> None:
         return None
+
+
+def activation_named(applier: str, refresh_command: Sequence[str]) -> Activation:
+    """The activation a journaled file applier (``file+<Activation>``) used."""
+    if applier.endswith(WaitForReload.__name__):
+        return WaitForReload()
+    return RefreshCommand(tuple(refresh_command))

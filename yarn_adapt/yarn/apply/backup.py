@@ -1,18 +1,26 @@
-"""Timestamped backups of scheduler files, taken before every write."""
+"""Timestamped backups of scheduler files, taken before every write.
+
+Everything here is bytes: a backup is the exact content the apply replaced (whatever
+its encoding), identified by its SHA-256, and a restore writes those bytes back.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import time
 from pathlib import Path
 
 from yarn_adapt.errors import ConfigFileError
+from yarn_adapt.yarn.schedconf.xmlio import fsync_directory
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_bytes(text.encode("utf-8"))
 
 
 class BackupStore:
@@ -23,15 +31,21 @@ class BackupStore:
         self.directory = directory
         self.keep = keep
 
-    def save(self, source: Path) -> Path:
+    def save(self, source: Path, content: bytes) -> Path:
+        """Keep ``content`` (the bytes just read from ``source``, so the backup is
+        exactly what the apply replaces) durably, with ``source``'s permission bits."""
         self.directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         sequence = 1 + max((_sequence(p) for p in self.backups_of(source.name)), default=0)
         target = self.directory / f"{source.name}.{stamp}.{sequence:06d}"
         try:
-            shutil.copy2(source, target)
-            with target.open("rb") as stream:
+            mode = source.stat().st_mode & 0o777
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(content)
+                stream.flush()
                 os.fsync(stream.fileno())
+            fsync_directory(self.directory)
         except OSError as exc:
             raise ConfigFileError(str(source), f"cannot back up to {target}: {exc}") from exc
         self._prune(source.name)

@@ -2,6 +2,12 @@
 
 The lock is held by an open file descriptor, so a crashed process releases it; the
 file records the holder's pid for the error message.
+
+An apply to a scheduler file locks a file *beside that file* (:meth:`ApplyLock.beside`,
+``.<name>.yarn-adapt.lock`` in the same directory, found through the file's real path),
+so the CLI and the service exclude each other on the same target whatever their state
+directories. Appliers without a file (the mutation API, node resources) lock a file
+in their state directory.
 """
 
 from __future__ import annotations
@@ -13,11 +19,20 @@ from types import TracebackType
 
 from yarn_adapt.errors import ApplyInProgress
 
+LOCK_SUFFIX = ".yarn-adapt.lock"
+
 
 class ApplyLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+
+    @classmethod
+    def beside(cls, target: Path) -> ApplyLock:
+        """The lock of one target file: ``.<name>.yarn-adapt.lock`` next to the file
+        the path resolves to (a symlinked path and the real one share it)."""
+        real = Path(os.path.realpath(target))
+        return cls(real.parent / f".{real.name}{LOCK_SUFFIX}")
 
     def __enter__(self) -> ApplyLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)

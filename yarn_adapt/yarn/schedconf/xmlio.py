@@ -5,6 +5,16 @@ This is the one place where ``OSError`` and ``lxml.etree.XMLSyntaxError`` become
 helpers that let a patched document keep the indentation of the file it came from:
 new elements copy the layout of their neighbours, removed elements take their
 surrounding whitespace with them.
+
+Hostile input: a document with a DOCTYPE is refused before and after parsing (no
+entity is ever expanded, nor read as empty), and a document larger than
+:func:`max_document_bytes` (4 MiB unless ``$YARN_ADAPT_MAX_XML_BYTES`` says otherwise)
+is refused before it is read whole or parsed.
+
+Writes are atomic and durable (:func:`write_bytes_atomically`): a temporary file in
+the target's directory is written and fsynced, renamed over the target, and the
+directory is fsynced, so after a crash the file is either the old one or the new one,
+and a step journaled after the write never describes a write the disk lost.
 """
 
 from __future__ import annotations
@@ -27,13 +37,19 @@ Element = etree._Element
 # able to read other files or the network through the parser.
 _PARSER = etree.XMLParser(
     resolve_entities=False,
+    load_dtd=False,
     no_network=True,
+    huge_tree=False,
     remove_blank_text=False,
     remove_comments=False,
     remove_pis=False,
     strip_cdata=False,
 )
 _DECLARATION = re.compile(rb"^\s*(<\?xml[^>]*\?>)")
+_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+_ELEMENT_START = re.compile(rb"<[A-Za-z_:]")
+MAX_BYTES_ENV = "YARN_ADAPT_MAX_XML_BYTES"
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 FRESH_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
 DEFAULT_INDENT_UNIT = "  "
@@ -65,19 +81,57 @@ class RawDocument:
         return ConfigFileError(self.source, f"line {line}: {problem}" if line else problem)
 
 
+def max_document_bytes() -> int:
+    """The largest scheduler document read or parsed: ``$YARN_ADAPT_MAX_XML_BYTES``,
+    else 4 MiB (a real capacity-scheduler.xml is a few KB)."""
+    configured = os.environ.get(MAX_BYTES_ENV, "").strip()
+    if not configured:
+        return DEFAULT_MAX_BYTES
+    try:
+        limit = int(configured)
+    except ValueError:
+        raise ConfigFileError(
+            f"${MAX_BYTES_ENV}", f"expected a number of bytes, got {configured!r}"
+        ) from None
+    if limit <= 0:
+        raise ConfigFileError(f"${MAX_BYTES_ENV}", f"must be positive, got {limit}")
+    return limit
+
+
+def read_document_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The raw bytes of an XML file, refusing one larger than the size cap before
+    reading it whole."""
+    source = os.fspath(path)
+    limit = max_document_bytes()
+    try:
+        with Path(source).open("rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        raise ConfigFileError(source, f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise ConfigFileError(source, _too_large(limit))
+    return data
+
+
+def _too_large(limit: int) -> str:
+    return (
+        f"larger than {limit} bytes, the limit for a scheduler file "
+        f"(raise ${MAX_BYTES_ENV} if it is really that large)"
+    )
+
+
 def read_document(path: str | os.PathLike[str]) -> RawDocument:
     """Read and parse an XML file; every failure is a one-line ConfigFileError."""
     source = os.fspath(path)
-    try:
-        data = Path(source).read_bytes()
-    except OSError as exc:
-        raise ConfigFileError(source, f"cannot read: {exc.strerror or exc}") from exc
-    return parse_document(data, source)
+    return parse_document(read_document_bytes(source), source)
 
 
 def parse_document(data: str | bytes, source: str = "<string>") -> RawDocument:
     """Parse XML text (``str`` or the raw bytes of a file)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    limit = max_document_bytes()
+    if len(raw) > limit:
+        raise ConfigFileError(source, _too_large(limit))
     declaration = _DECLARATION.match(raw)
     declaration_text = declaration.group(1).decode("ascii", "replace") if declaration else None
     if isinstance(data, str) and declaration:
@@ -86,12 +140,30 @@ def parse_document(data: str | bytes, source: str = "<string>") -> RawDocument:
         raw = raw[declaration.end() :]
     if not raw.strip():
         raise ConfigFileError(source, "empty file, expected XML")
+    _refuse_doctype(raw, source)
     try:
         tree = etree.ElementTree(etree.fromstring(raw, _PARSER))
     except etree.XMLSyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         raise ConfigFileError(source, f"{where}not well-formed XML: {exc.msg}") from exc
+    if getattr(tree.docinfo, "doctype", ""):  # an encoding the byte check cannot read
+        raise ConfigFileError(source, _DOCTYPE_REFUSED)
     return RawDocument(source, tree, declaration_text)
+
+
+_DOCTYPE_REFUSED = (
+    "a DOCTYPE declaration is not accepted in a scheduler file "
+    "(its entities would be expanded, or read as empty); remove it"
+)
+
+
+def _refuse_doctype(raw: bytes, source: str) -> None:
+    """A DOCTYPE can only stand before the root element (the prolog)."""
+    root = _ELEMENT_START.search(raw)
+    found = _DOCTYPE.search(raw, 0, root.start() if root else len(raw))
+    if found is not None:
+        line = raw.count(b"\n", 0, found.start()) + 1
+        raise ConfigFileError(source, f"line {line}: {_DOCTYPE_REFUSED}")
 
 
 def empty_document(root_tag: str, source: str = "<new>") -> RawDocument:
@@ -119,23 +191,61 @@ def declared_encoding(document: RawDocument) -> str:
 
 
 def write_atomically(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
-    """Replace ``path`` with ``text`` in one rename, so a reader (the RM's allocation
-    reload thread) never sees a half-written file."""
-    target = Path(path)
+    """Replace ``path`` with ``text`` encoded as ``encoding`` (see
+    :func:`write_bytes_atomically`)."""
     try:
         data = text.encode(encoding, "xmlcharrefreplace")
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except LookupError as exc:
+        raise ConfigFileError(os.fspath(path), f"cannot write: {exc}") from exc
+    write_bytes_atomically(path, data)
+
+
+def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename, durably: a reader (the RM's
+    allocation reload thread) never sees half a file, and once this returns the new
+    content survives a power cut (temporary file fsynced before the rename, the
+    directory fsynced after it). The file keeps its permission bits."""
+    target = Path(path)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), dir=target.parent)
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
-            if target.exists():
-                Path(temporary).chmod(target.stat().st_mode & 0o7777)
+                stream.flush()
+                if target.exists():
+                    os.fchmod(stream.fileno(), target.stat().st_mode & 0o7777)
+                os.fsync(stream.fileno())
             Path(temporary).replace(target)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except (OSError, LookupError) as exc:
+        fsync_directory(target.parent)
+    except OSError as exc:
         raise ConfigFileError(os.fspath(path), f"cannot write: {exc}") from exc
+
+
+def temporary_prefix(target: Path) -> str:
+    """How the temporary files of :func:`write_bytes_atomically` start: a crash
+    between their creation and the rename leaves one, which recovery removes."""
+    return f".{target.name}.yarn-adapt-tmp-"
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Delete what a crashed atomic write of ``target`` left behind (call it only
+    while holding the target's apply lock)."""
+    stale = sorted(target.parent.glob(temporary_prefix(target) + "*"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """Make a rename or a new file in ``directory`` durable."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _copy_tree(tree: etree._ElementTree) -> etree._ElementTree:

@@ -1,0 +1,485 @@
+"""The node agent: one per NodeManager host, beside the NodeManager.
+
+Every ``interval_s``:
+
+1. **observe**: find the YARN containers (:mod:`preemption.discovery`), classify
+   each through the RM (:mod:`preemption.classify`; an RM outage keeps the last
+   known kind), give batch containers their own cgroup when YARN did not
+   (:mod:`preemption.adopt`), read allocations from the NodeManager and MapReduce
+   progress from the AM for squeezed tasks, read the target
+   (:mod:`preemption.targets`) and, with a QoS model, infer the reclaim it needs
+   (:mod:`preemption.qos`);
+2. **decide and act**: one interval of Algorithm 2 through
+   :class:`~preemption.node.NodeReclaimer` (the same code the simulator runs);
+3. **record**: log and count every event (:mod:`preemption.metrics`), append a QoS
+   sample, remove the cgroups of containers that ended.
+
+On start it restores whatever a previous run left in the state file (a crash); on
+stop (SIGTERM) it restores every limit it changed and moves adopted processes back.
+An unexpected exception restores everything before it propagates, so no limit is
+left behind by a bug either.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from preemption.adopt import Adopter
+from preemption.cgroups.base import MIB, Cgroup, CgroupBackend
+from preemption.cgroups.dryrun import DryRunBackend
+from preemption.cgroups.files import CgroupFiles
+from preemption.cgroups.v1 import V1Backend, v1_mounts
+from preemption.cgroups.v2 import V2Backend
+from preemption.classify import AppFacts, classify
+from preemption.discovery import (
+    FoundContainer,
+    containers_in_hierarchy,
+    containers_in_tree,
+    nodemanager_pids,
+)
+from preemption.errors import CgroupError, CgroupUnsupported, KillFailed, RestoreIncomplete
+from preemption.metrics import AgentMetrics
+from preemption.model import Amount, ContainerRef, Locality, TaskKind
+from preemption.node import (
+    Event,
+    Killer,
+    ManagedContainer,
+    NodeReclaimer,
+    NodeSettings,
+    TickReport,
+)
+from preemption.procfs import ProcFs
+from preemption.settings import AgentSettings
+from preemption.statefile import RestoreReport, StateJournal, restore
+from preemption.targets import Fetched, ServiceTarget, StandaloneTarget
+from preemption.yarnedge import NmContainer, YarnEdge
+from yarn_adapt.errors import YarnError
+
+if TYPE_CHECKING:
+    from preemption.qos import QosSample
+
+log = logging.getLogger("preemption.agent")
+
+
+class TargetSource(Protocol):
+    def current(self) -> Fetched: ...
+
+
+class YarnView(Protocol):
+    """What the agent needs from YARN (:class:`~preemption.yarnedge.YarnEdge`)."""
+
+    def app_facts(self, application_id: str) -> AppFacts | None: ...
+
+    def allocations(self, nodemanager_url: str) -> dict[str, NmContainer]: ...
+
+    def task_progress(self, application_id: str, container_id: str) -> float | None: ...
+
+    def locality(self, container_id: str) -> Locality: ...
+
+    def kill(self, container_id: str, application_id: str, reason: str) -> None: ...
+
+
+class LoggingKiller:
+    """Used without an RM, and in dry runs: the kill is logged, nothing happens."""
+
+    def kill(self, container_id: str, application_id: str, reason: str) -> None:
+        raise KillFailed(f"{container_id}: no ResourceManager to kill through ({reason})")
+
+
+class DryRunKiller:
+    def __init__(self) -> None:
+        self.would_kill: list[str] = []
+
+    def kill(self, container_id: str, application_id: str, reason: str) -> None:
+        self.would_kill.append(container_id)
+        log.warning("dry run: would kill %s through the RM: %s", container_id, reason)
+
+
+@dataclass
+class AgentParts:
+    """The agent's edges, each replaceable in tests."""
+
+    backend: CgroupBackend
+    journal: StateJournal
+    target: TargetSource
+    procfs: ProcFs = field(default_factory=ProcFs)
+    yarn: YarnView | None = None
+    killer: Killer | None = None
+    metrics: AgentMetrics = field(default_factory=AgentMetrics)
+    clock: Callable[[], float] = time.time
+
+
+class Agent:
+    def __init__(self, settings: AgentSettings, parts: AgentParts) -> None:
+        self.settings = settings
+        self.parts = parts
+        self.backend = parts.backend
+        self.journal = parts.journal
+        self.metrics = parts.metrics
+        self.adopter = Adopter(self.backend, self.journal, settings.discovery.agent_hierarchy)
+        killer: Killer = parts.killer or parts.yarn or LoggingKiller()
+        self.reclaimer = NodeReclaimer(
+            self.backend,
+            self.journal,
+            killer,
+            settings.reclaim_settings(),
+            NodeSettings(
+                node_cpu_millicores=node_cpu_millicores(settings),
+                retry_after_s=settings.reclaim.retry_after_s,
+            ),
+        )
+        self._kinds: dict[str, TaskKind] = {}
+        self._nm_pids: set[int] = set()
+        self._allocations: dict[str, tuple[float, dict[str, Amount]]] = {}
+        self._progress: dict[str, tuple[float, float | None]] = {}
+        self._qos = QosTraining(settings) if settings.qos.model != "off" else None
+        self.last_report: TickReport | None = None
+
+    # ----------------------------------------------------------------- life cycle
+
+    @classmethod
+    def build(cls, settings: AgentSettings, *, dry_run: bool | None = None) -> Agent:
+        """The agent for this host, as the settings describe it."""
+        dry = settings.agent.dry_run if dry_run is None else dry_run
+        backend: CgroupBackend = host_backend(settings)
+        procfs = ProcFs()
+        yarn = None
+        if settings.yarn.rm:
+            from yarn_adapt.yarn.http import HttpSettings
+
+            http = HttpSettings(
+                read_timeout_s=settings.yarn.timeout_s,
+                retries=settings.yarn.retries,
+                auth="kerberos" if settings.yarn.kerberos else "simple",
+                user=settings.yarn.user or None,
+            )
+            yarn = YarnEdge(settings.yarn.rm, http, kill_mode=settings.yarn.kill)
+        state_file = None if dry else Path(settings.agent.state_file)
+        killer: Killer | None = None
+        if dry:
+            backend = DryRunBackend(backend, procfs)
+            killer = DryRunKiller()
+        journal = StateJournal.open(state_file, backend.describe())
+        parts = AgentParts(
+            backend=backend,
+            journal=journal,
+            target=target_source(settings),
+            procfs=procfs,
+            yarn=yarn,
+            killer=killer,
+        )
+        return cls(settings, parts)
+
+    def recover(self) -> RestoreReport:
+        """Restore what a previous run left behind (it crashed or was SIGKILLed)."""
+        if self.journal.empty:
+            return RestoreReport()
+        report = restore(self.journal, self.backend)
+        self._count_restore(report, "leftovers of a previous run")
+        return report
+
+    def shutdown(self) -> RestoreReport:
+        """Every limit back to its original, adopted processes back (SIGTERM, stop)."""
+        for event in self.reclaimer.restore_all():
+            self._record(event)
+        report = restore(self.journal, self.backend)
+        self._count_restore(report, "on stop")
+        return report
+
+    def _count_restore(self, report: RestoreReport, when: str) -> None:
+        outcome = "complete" if report.complete else "incomplete"
+        self.metrics.restores.labels(outcome).inc()
+        log.warning("restore %s: %s", when, report.summary())
+        if not report.complete:
+            raise RestoreIncomplete(f"restore {when} incomplete: {report.summary()}")
+
+    def run(self, stop: threading.Event, *, ticks: int | None = None) -> None:
+        """Tick every interval until ``stop`` is set (or ``ticks`` intervals ran)."""
+        done = 0
+        while not stop.is_set() and (ticks is None or done < ticks):
+            started = time.monotonic()
+            self.tick()
+            done += 1
+            if ticks is not None and done >= ticks:
+                break
+            stop.wait(max(0.0, self.settings.agent.interval_s - (time.monotonic() - started)))
+
+    # ----------------------------------------------------------------- one interval
+
+    def tick(self) -> TickReport:
+        started = time.monotonic()
+        try:
+            report = self._tick()
+        except BaseException:
+            log.exception("unexpected failure: restoring every limit before stopping")
+            self.shutdown()
+            raise
+        self.metrics.tick_seconds.observe(time.monotonic() - started)
+        return report
+
+    def _tick(self) -> TickReport:
+        now = self.parts.clock()
+        found = self.discover()
+        managed = self._managed(now, found)
+        fetched = self.parts.target.current()
+        if fetched.problem is not None:
+            self.metrics.request_errors.labels(fetched.problem_kind or "malformed").inc()
+            log.warning("reclaim target: %s (keeping the last valid one)", fetched.problem)
+        inferred = self._infer(fetched, managed)
+        report = self.reclaimer.tick(now, managed, fetched.target, inferred)
+        self.metrics.record_tick(report)
+        for event in report.events:
+            self._log(event)
+        self._release_finished({container.container_id for container in found})
+        self._sample_qos(fetched, report)
+        self.last_report = report
+        return report
+
+    def discover(self) -> list[FoundContainer]:
+        d = self.settings.discovery
+        procfs = self.parts.procfs
+        if d.source in ("auto", "cgroup"):
+            found = containers_in_hierarchy(self.backend, d.yarn_hierarchy, procfs)
+            if found or d.source == "cgroup":
+                return found
+        table = procfs.processes()
+        if not self._nm_pids or not self._nm_pids <= set(table):
+            if d.nodemanager_pid:
+                self._nm_pids = {d.nodemanager_pid} & set(table)
+            else:
+                self._nm_pids = nodemanager_pids(table, procfs, d.nodemanager_match)
+        return containers_in_tree(self._nm_pids, procfs, table)
+
+    def _managed(self, now: float, found: list[FoundContainer]) -> list[ManagedContainer]:
+        managed = []
+        for container in found:
+            try:
+                ref = ContainerRef.parse(container.container_id)
+            except ValueError:
+                continue
+            if self.kind_of(ref) is not TaskKind.BATCH:
+                continue
+            group = container.cgroup or self._adopt(container)
+            if group is None:
+                continue
+            managed.append(
+                ManagedContainer(
+                    container_id=container.container_id,
+                    application_id=ref.application_id,
+                    group=group,
+                    started_at_s=container.started_at_s,
+                    allocation=self._allocation(now, container),
+                    locality=self._locality(container.container_id),
+                    alive=container.running,
+                    progress=self._task_progress(now, ref),
+                )
+            )
+        return managed
+
+    def kind_of(self, ref: ContainerRef) -> TaskKind:
+        """The container's kind; an RM outage keeps the last kind known for its app."""
+        facts = None
+        if self.parts.yarn is not None:
+            try:
+                facts = self.parts.yarn.app_facts(ref.application_id)
+            except YarnError as error:
+                self.metrics.yarn_errors.inc()
+                log.warning("RM: %s (keeping the last known kind)", error.one_line())
+                if ref.application_id in self._kinds:
+                    return classify_am(ref, self._kinds[ref.application_id], self.settings)
+        kind = classify(ref, facts, self.settings.classify_settings())
+        if facts is not None and not ref.is_application_master:
+            self._kinds[ref.application_id] = kind
+        return kind
+
+    def _adopt(self, container: FoundContainer) -> Cgroup | None:
+        try:
+            return self.adopter.adopt(container.container_id, container.pids)
+        except CgroupError as error:
+            self._record(Event("error", container.container_id, error.one_line()))
+            log.warning("cannot give %s its own cgroup: %s", container.container_id, error)
+            return None
+
+    def _allocation(self, now: float, container: FoundContainer) -> Amount | None:
+        url = self.settings.yarn.nodemanager_url or container.nodemanager_url
+        if self.parts.yarn is None or not url:
+            return None
+        fetched_at, allocations = self._allocations.get(url, (-1e18, {}))
+        if now - fetched_at > 30.0 or container.container_id not in allocations:
+            try:
+                listed = self.parts.yarn.allocations(url)
+                allocations = {cid: nm.allocation for cid, nm in listed.items()}
+            except YarnError as error:
+                self.metrics.yarn_errors.inc()
+                log.warning("NodeManager: %s", error.one_line())
+            self._allocations[url] = (now, allocations)
+        return allocations.get(container.container_id)
+
+    def _squeezed(self, container_id: str) -> bool:
+        tracked = self.reclaimer.tracked.get(container_id)
+        return (
+            tracked is not None
+            and tracked.baseline is not None
+            and (tracked.limit != tracked.baseline)
+        )
+
+    def _task_progress(self, now: float, ref: ContainerRef) -> float | None:
+        if self.parts.yarn is None or not self.settings.yarn.task_progress:
+            return None
+        if not self._squeezed(ref.container_id):
+            return None
+        polled_at, value = self._progress.get(ref.container_id, (-1e18, None))
+        if now - polled_at >= 5.0:
+            value = self.parts.yarn.task_progress(ref.application_id, ref.container_id)
+            self._progress[ref.container_id] = (now, value)
+        return value
+
+    def _locality(self, container_id: str) -> Locality:
+        if self.parts.yarn is None:
+            return Locality.UNKNOWN
+        return self.parts.yarn.locality(container_id)
+
+    def _release_finished(self, active: set[str]) -> None:
+        for problem in self.adopter.release_finished(active):
+            self._record(Event("error", "", problem))
+            log.warning("agent cgroup not removed: %s", problem)
+        for container_id in [c for c in self._progress if c not in active]:
+            del self._progress[container_id]
+
+    # ----------------------------------------------------------------- QoS model
+
+    def _infer(self, fetched: Fetched, managed: list[ManagedContainer]) -> Amount | None:
+        if self._qos is None or self.last_report is None:
+            return None
+        qos = fetched.target.qos
+        if qos.load is None or qos.target_ms is None or not self._qos.model.fitted:
+            return None
+        from preemption.qos import infer_preempted_resource
+
+        now_sample = self._qos_features(qos.load, 0.0)
+        step = self.settings.reclaim.step_cpu_millicores
+        inference = infer_preempted_resource(
+            self._qos.model, now_sample, qos.target_ms, step_millicores=step,
+            epsilon=self.settings.qos.epsilon,
+        )  # fmt: skip
+        already = self.last_report.reclaimed
+        return Amount(already.cpu_millicores + inference.reclaim.cpu_millicores, 0)
+
+    def _qos_features(self, load: float, latency_ms: float) -> QosSample:
+        from preemption.qos import QosSample
+
+        batch_cpu = 0.0
+        batch_limits = 0
+        batch_memory = 0.0
+        for tracked in self.reclaimer.tracked.values():
+            batch_cpu += tracked.rate_millicores
+            batch_memory += tracked.usage.memory_bytes / MIB
+            batch_limits += tracked.limit.cpu_millicores
+        node = node_cpu_millicores(self.settings)
+        return QosSample(load, max(0, node - batch_limits), batch_cpu, batch_memory, latency_ms)
+
+    def _sample_qos(self, fetched: Fetched, report: TickReport) -> None:
+        qos = fetched.target.qos
+        if self._qos is None or qos.load is None or qos.latency_ms is None:
+            return
+        self._qos.add(self._qos_features(qos.load, qos.latency_ms))
+
+    # ----------------------------------------------------------------- records
+
+    def _record(self, event: Event) -> None:
+        self.metrics.record_event(event)
+        self._log(event)
+
+    def _log(self, event: Event) -> None:
+        quiet = event.kind in ("step", "released", "vanished")
+        log.log(
+            logging.INFO if quiet else logging.WARNING,
+            "%s %s: %s",
+            event.kind,
+            event.container_id,
+            event.detail,
+        )
+
+
+def classify_am(ref: ContainerRef, app_kind: TaskKind, settings: AgentSettings) -> TaskKind:
+    if ref.is_application_master and not settings.classify.squeeze_application_masters:
+        return TaskKind.APPLICATION_MASTER
+    return app_kind
+
+
+class QosTraining:
+    """The QoS model and its sample log (JSON lines), retrained as samples arrive."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        # numpy and scikit-learn are loaded only when a model is configured.
+        from preemption.qos import QosModel, load_samples
+
+        self.settings = settings.qos
+        self.path = Path(settings.qos.samples_file)
+        self.model = QosModel(settings.qos.model, seed=settings.reclaim.seed)
+        self.samples = load_samples(self.path) if self.path.exists() else []
+        self._since_fit = 0
+        self._fit_if_ready()
+
+    def add(self, sample: QosSample) -> None:
+        from preemption.qos import sample_line
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as stream:
+            stream.write(sample_line(sample) + "\n")
+        self.samples.append(sample)
+        self._since_fit += 1
+        if self._since_fit >= self.settings.retrain_every or not self.model.fitted:
+            self._fit_if_ready()
+
+    def _fit_if_ready(self) -> None:
+        if len(self.samples) >= self.settings.min_samples:
+            self.model.fit(self.samples)
+            self._since_fit = 0
+
+
+# ----------------------------------------------------------------- construction
+
+
+def node_cpu_millicores(settings: AgentSettings) -> int:
+    configured = settings.discovery.node_cpu_millicores
+    return configured if configured > 0 else (os.cpu_count() or 1) * 1000
+
+
+def host_backend(settings: AgentSettings) -> CgroupBackend:
+    """The v1 or v2 backend the settings ask for, or the one this host has."""
+    d = settings.discovery
+    root = Path(d.cgroup_root)
+    files = CgroupFiles()
+    if d.cgroup_version == "v2":
+        return V2Backend(root, files=files)
+    mounts = v1_mounts(Path("/proc/mounts").read_text())
+    if root != Path("/sys/fs/cgroup"):
+        mounts = {c: root / c for c in ("cpu", "cpuacct", "memory") if (root / c).is_dir()}
+    if d.cgroup_version == "v1" or {"cpu", "cpuacct", "memory"} <= set(mounts):
+        return V1Backend(mounts, files=files, memory=settings.memory_policy())
+    controllers = root / "cgroup.controllers"
+    if controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split()):
+        return V2Backend(root, files=files)
+    raise CgroupUnsupported(
+        str(root), "neither cgroup v1 (cpu, cpuacct, memory) nor v2 with cpu and memory"
+    )
+
+
+def target_source(settings: AgentSettings) -> TargetSource:
+    if settings.agent.mode == "service":
+        s = settings.service
+        return ServiceTarget(
+            s.url, settings.node_id, settings.token(),
+            poll_interval_s=s.poll_interval_s, ttl_s=s.ttl_s, timeout_s=s.timeout_s,
+        )  # fmt: skip
+    standalone = settings.standalone
+    reclaim = Amount(standalone.reclaim_cpu_millicores, standalone.reclaim_memory_mb)
+    return StandaloneTarget(reclaim, standalone.qos_probe_url or None)

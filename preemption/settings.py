@@ -1,0 +1,311 @@
+"""The agent's settings: ``yarn-adapt-agent.toml`` into frozen dataclasses, one per table.
+
+Every key has a default (``conf/yarn-adapt-agent.toml`` lists them all, commented), so
+an empty file is a valid standalone configuration that reclaims nothing. An unknown
+table or key, a value of the wrong type or out of range, or a file that is not TOML
+raises :class:`~yarn_adapt.errors.SettingsError` naming the file and the key, on one
+line; the agent never starts on half-read settings.
+
+The service token is read from ``YARN_ADAPT_AGENT_TOKEN``, else ``[service]
+token_file``; it is never a plain setting and never logged.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+import types
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
+
+from preemption.aliveness import AlivenessSettings
+from preemption.cgroups.base import MemoryPolicy
+from preemption.classify import ClassifySettings
+from preemption.model import Amount, TaskKind
+from preemption.reclaim import ReclaimSettings
+from preemption.strategies import Strategy
+from yarn_adapt.errors import SettingsError
+
+TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"
+MODEL_KINDS = ("gbrt", "linear", "elasticnet")  # preemption.qos.MODEL_KINDS, without numpy
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSection:
+    node_id: str = ""  # as the RM and the service name the node; default: host name
+    mode: str = "standalone"  # "service" or "standalone"
+    dry_run: bool = False
+    state_file: str = "/var/lib/yarn-adapt-agent/state.json"
+    interval_s: float = 1.0
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int = 0  # 0: no metrics endpoint
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceSection:
+    url: str = ""
+    token_file: str = ""
+    poll_interval_s: float = 5.0
+    ttl_s: float = 60.0
+    timeout_s: float = 5.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandaloneSection:
+    reclaim_cpu_millicores: int = 0
+    reclaim_memory_mb: int = 0
+    qos_probe_url: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class YarnSection:
+    rm: tuple[str, ...] = ()
+    user: str = ""
+    kerberos: bool = False
+    timeout_s: float = 10.0
+    retries: int = 2
+    kill: str = "container"  # "container", "application" or "never"
+    task_progress: bool = True
+    nodemanager_url: str = ""  # default: from the containers' environment
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiscoverySection:
+    source: str = "auto"  # "auto", "cgroup" or "process-tree"
+    cgroup_version: str = "auto"  # "auto", "v1" or "v2"
+    cgroup_root: str = "/sys/fs/cgroup"
+    yarn_hierarchy: str = "hadoop-yarn"
+    agent_hierarchy: str = "yarn-adapt"
+    nodemanager_pid: int = 0
+    nodemanager_match: str = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+    node_cpu_millicores: int = 0  # 0: this host's CPUs
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassifySection:
+    batch_queues: tuple[str, ...] = ()
+    latency_critical_queues: tuple[str, ...] = ()
+    batch_tags: tuple[str, ...] = ()
+    latency_critical_tags: tuple[str, ...] = ()
+    batch_types: tuple[str, ...] = ("MAPREDUCE", "SPARK", "TEZ")
+    latency_critical_types: tuple[str, ...] = ()
+    unknown: str = "latency-critical"  # or "batch"
+    squeeze_application_masters: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReclaimSection:
+    strategy: str = "NTF"
+    per_task_cpu_millicores: int = 1000
+    per_task_memory_mb: int = 512
+    step_cpu_millicores: int = 250
+    step_memory_mb: int = 128
+    floor_cpu_millicores: int = 100
+    floor_memory_mb: int = 256
+    grace_period_s: float = 60.0
+    kill_cooldown_s: float = 30.0
+    settle_s: float = 5.0
+    seed: int = 0
+    cpu_progress_ratio: float = 0.2
+    min_busy_millicores: int = 50
+    progress_stall_s: float = 120.0
+    memory_hard_limit: bool = True
+    memory_hard_headroom_mb: int = 128
+    retry_after_s: float = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class QosSection:
+    model: str = "off"  # "off", "gbrt", "linear" or "elasticnet"
+    samples_file: str = ""
+    min_samples: int = 200
+    retrain_every: int = 300
+    epsilon: float = 0.05
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSettings:
+    agent: AgentSection = field(default_factory=AgentSection)
+    service: ServiceSection = field(default_factory=ServiceSection)
+    standalone: StandaloneSection = field(default_factory=StandaloneSection)
+    yarn: YarnSection = field(default_factory=YarnSection)
+    discovery: DiscoverySection = field(default_factory=DiscoverySection)
+    classify: ClassifySection = field(default_factory=ClassifySection)
+    reclaim: ReclaimSection = field(default_factory=ReclaimSection)
+    qos: QosSection = field(default_factory=QosSection)
+    source: str = "<defaults>"
+
+    @property
+    def node_id(self) -> str:
+        return self.agent.node_id or socket.getfqdn()
+
+    def reclaim_settings(self) -> ReclaimSettings:
+        r = self.reclaim
+        return ReclaimSettings(
+            strategy=Strategy.parse(r.strategy),
+            per_task=Amount(r.per_task_cpu_millicores, r.per_task_memory_mb),
+            mini_step=Amount(r.step_cpu_millicores, r.step_memory_mb),
+            floor=Amount(r.floor_cpu_millicores, r.floor_memory_mb),
+            grace_period_s=r.grace_period_s,
+            kill_cooldown_s=r.kill_cooldown_s,
+            kill_enabled=self.yarn.kill != "never",
+            settle_s=r.settle_s,
+            seed=r.seed,
+            aliveness=AlivenessSettings(
+                cpu_progress_ratio=r.cpu_progress_ratio,
+                min_busy_millicores=r.min_busy_millicores,
+                progress_stall_s=r.progress_stall_s,
+            ),
+        )
+
+    def classify_settings(self) -> ClassifySettings:
+        c = self.classify
+        return ClassifySettings(
+            batch_queues=frozenset(c.batch_queues),
+            latency_critical_queues=frozenset(c.latency_critical_queues),
+            batch_tags=frozenset(t.lower() for t in c.batch_tags),
+            latency_critical_tags=frozenset(t.lower() for t in c.latency_critical_tags),
+            batch_types=frozenset(t.lower() for t in c.batch_types),
+            latency_critical_types=frozenset(t.lower() for t in c.latency_critical_types),
+            unknown=TaskKind(c.unknown),
+            squeeze_application_masters=c.squeeze_application_masters,
+        )
+
+    def memory_policy(self) -> MemoryPolicy:
+        return MemoryPolicy(
+            hard_limit=self.reclaim.memory_hard_limit,
+            hard_headroom_mb=self.reclaim.memory_hard_headroom_mb,
+        )
+
+    def token(self) -> str:
+        """The service token: ``$YARN_ADAPT_AGENT_TOKEN``, else ``[service] token_file``."""
+        token = os.environ.get(TOKEN_ENV, "")
+        if not token and self.service.token_file:
+            try:
+                token = Path(self.service.token_file).read_text().strip()
+            except OSError as exc:
+                raise SettingsError(
+                    f"{self.source}: [service] token_file {self.service.token_file}: "
+                    f"{exc.strerror or exc}"
+                ) from exc
+        if not token:
+            where = f"{TOKEN_ENV} or [service] token_file"
+            raise SettingsError(f"{self.source}: mode = 'service' needs a token ({where})")
+        return token
+
+
+SECTIONS: dict[str, type] = {
+    "agent": AgentSection,
+    "service": ServiceSection,
+    "standalone": StandaloneSection,
+    "yarn": YarnSection,
+    "discovery": DiscoverySection,
+    "classify": ClassifySection,
+    "reclaim": ReclaimSection,
+    "qos": QosSection,
+}
+
+
+def load_agent_settings(path: str | os.PathLike[str]) -> AgentSettings:
+    source = os.fspath(path)
+    try:
+        with Path(source).open("rb") as stream:
+            raw = tomllib.load(stream)
+    except FileNotFoundError as exc:
+        raise SettingsError(f"{source}: no such settings file") from exc
+    except OSError as exc:
+        raise SettingsError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
+    return agent_settings_from_mapping(raw, source)
+
+
+def agent_settings_from_mapping(
+    raw: Mapping[str, Any], source: str = "<settings>"
+) -> AgentSettings:
+    sections: dict[str, object] = {}
+    for name, table in raw.items():
+        section_type = SECTIONS.get(name)
+        if section_type is None:
+            raise SettingsError(f"{source}: unknown table [{name}] (known: {', '.join(SECTIONS)})")
+        if not isinstance(table, Mapping):
+            raise SettingsError(f"{source}: {name} must be a table ([{name}])")
+        sections[name] = _section(section_type, name, table, source)
+    settings = AgentSettings(**sections, source=source)  # type: ignore[arg-type]
+    problems = list(_problems(settings))
+    if problems:
+        raise SettingsError(f"{source}: {problems[0]}")
+    return settings
+
+
+S = TypeVar("S")
+
+
+def _section(section_type: type[S], name: str, table: Mapping[str, Any], source: str) -> S:
+    hints = get_type_hints(section_type)
+    known = {f.name for f in fields(section_type)}  # type: ignore[arg-type]
+    values: dict[str, object] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise SettingsError(
+                f"{source}: unknown setting [{name}] {key} (known: {', '.join(sorted(known))})"
+            )
+        values[key] = _typed(value, hints[key], f"{source}: [{name}] {key}")
+    return section_type(**values)
+
+
+def _typed(value: object, hint: Any, where: str) -> object:
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif isinstance(hint, types.GenericAlias) and hint.__origin__ is tuple:
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return tuple(value)
+        raise SettingsError(f"{where}: expected a list of strings, got {value!r}")
+    name = getattr(hint, "__name__", str(hint))
+    raise SettingsError(f"{where}: expected {name}, got {value!r}")
+
+
+def _problems(settings: AgentSettings) -> Iterator[str]:
+    a, d, r = settings.agent, settings.discovery, settings.reclaim
+    y, q, c = settings.yarn, settings.qos, settings.classify
+    if a.mode not in ("service", "standalone"):
+        yield f"[agent] mode must be 'service' or 'standalone', got {a.mode!r}"
+    if a.mode == "service" and not settings.service.url:
+        yield "[service] url is required with mode = 'service'"
+    if a.interval_s <= 0 or not 0 <= a.metrics_port <= 65535:
+        yield "[agent] interval_s must be > 0 and metrics_port in 0..65535"
+    if d.source not in ("auto", "cgroup", "process-tree"):
+        yield f"[discovery] source must be auto, cgroup or process-tree, got {d.source!r}"
+    if d.cgroup_version not in ("auto", "v1", "v2"):
+        yield f"[discovery] cgroup_version must be auto, v1 or v2, got {d.cgroup_version!r}"
+    if not d.agent_hierarchy.strip("/") or d.agent_hierarchy.strip("/") == d.yarn_hierarchy.strip(
+        "/"
+    ):
+        yield "[discovery] agent_hierarchy must be set and differ from yarn_hierarchy"
+    if y.kill not in ("container", "application", "never"):
+        yield f"[yarn] kill must be container, application or never, got {y.kill!r}"
+    if c.unknown not in ("batch", "latency-critical"):
+        yield f"[classify] unknown must be 'batch' or 'latency-critical', got {c.unknown!r}"
+    if q.model != "off" and q.model not in MODEL_KINDS:
+        yield f"[qos] model must be off or one of {', '.join(MODEL_KINDS)}, got {q.model!r}"
+    if q.model != "off" and not q.samples_file:
+        yield "[qos] samples_file is required when a model is configured"
+    if r.step_cpu_millicores > r.per_task_cpu_millicores or r.step_memory_mb > r.per_task_memory_mb:
+        yield "[reclaim] a mini-step must not exceed the per-task amount"
+    try:
+        settings.reclaim_settings()
+    except ValueError as error:
+        yield f"[reclaim] {error}"

@@ -1,0 +1,285 @@
+"""The agent's state file: every original value, written BEFORE the change it allows.
+
+Before the agent writes a cgroup file for the first time it records the file's
+original value here, and before it creates a cgroup or moves a process it records
+that too; only after the record is on disk (temp file, fsync, rename, fsync of the
+directory) does it touch the cgroup. So at any instant the file lists everything
+that differs from how the agent found the node, and :func:`restore` can put it
+back: on SIGTERM, on ``yarn-adapt agent restore`` and on the next start after a
+crash (SIGKILL, power loss).
+
+Format (JSON, one object)::
+
+    {"format": 1,
+     "backend": {"version": "v1", "cpu": "/sys/fs/cgroup/cpu", ...},
+     "originals": [{"group": "hadoop-yarn/container_..", "key": "cpu.cfs_quota_us",
+                    "value": "-1"}, ...],
+     "created": ["yarn-adapt/container_..", ...],
+     "moved": [{"pid": 4242, "group": "yarn-adapt/container_..",
+                "from": {"cpu": "", "cpuacct": "", "memory": "system.slice/nm"}}]}
+
+A journal without a path (the simulator's) keeps the same records in memory only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from preemption.cgroups.base import Cgroup, CgroupBackend
+from preemption.errors import CgroupError, CgroupVanished, StateFileCorrupt
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Moved:
+    pid: int
+    group: str
+    origin: Mapping[str, str]
+
+
+@dataclass
+class JournalContent:
+    backend: dict[str, str] = field(default_factory=dict)
+    originals: dict[tuple[str, str], str] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    moved: dict[int, Moved] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.originals or self.created or self.moved)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "backend": self.backend,
+            "originals": [
+                {"group": group, "key": key, "value": value}
+                for (group, key), value in sorted(self.originals.items())
+            ],
+            "created": sorted(self.created),
+            "moved": [
+                {"pid": m.pid, "group": m.group, "from": dict(m.origin)}
+                for m in sorted(self.moved.values(), key=lambda m: m.pid)
+            ],
+        }
+
+
+def parse_content(text: str, where: str) -> JournalContent:
+    """The state file's text -> records; ``StateFileCorrupt`` naming what is wrong."""
+    try:
+        raw = json.loads(text)
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+            raise ValueError(f"not a format-{FORMAT} state file")
+        content = JournalContent(backend={str(k): str(v) for k, v in raw["backend"].items()})
+        for entry in raw["originals"]:
+            content.originals[(str(entry["group"]), str(entry["key"]))] = str(entry["value"])
+        content.created = [str(group) for group in raw["created"]]
+        for entry in raw["moved"]:
+            origin = {str(k): str(v) for k, v in entry["from"].items()}
+            content.moved[int(entry["pid"])] = Moved(int(entry["pid"]), str(entry["group"]), origin)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StateFileCorrupt(where, f"{exc.__class__.__name__}: {exc}") from exc
+    return content
+
+
+class StateJournal:
+    """Records originals before changes; persists atomically when ``path`` is set."""
+
+    def __init__(self, path: Path | None, backend: Mapping[str, str]) -> None:
+        self.path = path
+        self.content = JournalContent(backend=dict(backend))
+
+    @classmethod
+    def open(cls, path: Path | None, backend: Mapping[str, str]) -> StateJournal:
+        """A journal holding whatever a previous run left in ``path``."""
+        journal = cls(path, backend)
+        if path is not None and path.exists():
+            journal.content = parse_content(path.read_text(), str(path))
+        return journal
+
+    @property
+    def empty(self) -> bool:
+        return self.content.empty
+
+    def original(self, group: Cgroup, key: str) -> str | None:
+        return self.content.originals.get((group.relpath, key))
+
+    def originals_of(self, group: Cgroup) -> dict[str, str]:
+        return {k: v for (g, k), v in self.content.originals.items() if g == group.relpath}
+
+    def remember_original(self, group: Cgroup, key: str, value: str) -> None:
+        if (group.relpath, key) not in self.content.originals:
+            self.content.originals[(group.relpath, key)] = value
+            self.save()
+
+    def remember_created(self, group: Cgroup) -> None:
+        if group.relpath not in self.content.created:
+            self.content.created.append(group.relpath)
+            self.save()
+
+    def remember_moved(self, pid: int, group: Cgroup, origin: Mapping[str, str]) -> None:
+        if pid not in self.content.moved:
+            self.content.moved[pid] = Moved(pid, group.relpath, dict(origin))
+            self.save()
+
+    def owns(self, group: Cgroup) -> bool:
+        return group.relpath in self.content.created
+
+    def forget_values(self, group: Cgroup) -> None:
+        """The group's files hold their originals again (or the group is gone)."""
+        before = len(self.content.originals)
+        self.content.originals = {
+            k: v for k, v in self.content.originals.items() if k[0] != group.relpath
+        }
+        if len(self.content.originals) != before:
+            self.save()
+
+    def forget_group(self, group: Cgroup) -> None:
+        """Nothing of the group needs restoring any more (removed, or vanished)."""
+        self.content.originals = {
+            k: v for k, v in self.content.originals.items() if k[0] != group.relpath
+        }
+        self.content.created = [g for g in self.content.created if g != group.relpath]
+        self.content.moved = {
+            pid: moved for pid, moved in self.content.moved.items() if moved.group != group.relpath
+        }
+        self.save()
+
+    def forget_pid(self, pid: int) -> None:
+        if self.content.moved.pop(pid, None) is not None:
+            self.save()
+
+    def origin_of(self, group: Cgroup) -> Mapping[str, str] | None:
+        """Where the group's processes came from (any one moved pid's origin)."""
+        for moved in self.content.moved.values():
+            if moved.group == group.relpath:
+                return moved.origin
+        return None
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        if self.content.empty:
+            self.path.unlink(missing_ok=True)
+            _fsync_directory(self.path.parent)
+            return
+        write_atomically(self.path, json.dumps(self.content.to_json(), indent=1) + "\n")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Temp file in the same directory, fsync, rename over, fsync the directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        Path(temp).replace(path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ----------------------------------------------------------------- restore
+
+
+@dataclass
+class RestoreReport:
+    restored_values: int = 0
+    moved_back: int = 0
+    removed_groups: int = 0
+    vanished: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures
+
+    def summary(self) -> str:
+        text = (
+            f"restored {self.restored_values} values, moved back {self.moved_back} processes, "
+            f"removed {self.removed_groups} agent cgroups ({self.vanished} already gone)"
+        )
+        if self.failures:
+            text += f"; {len(self.failures)} failed: {self.failures[0]}"
+        return text
+
+
+def restore(journal: StateJournal, backend: CgroupBackend) -> RestoreReport:
+    """Put back every recorded original; keep in the journal what could not be."""
+    report = RestoreReport()
+    _restore_values(journal, backend, report)
+    for relpath in list(journal.content.created):
+        dissolve(journal, backend, Cgroup(relpath), report)
+    journal.save()
+    return report
+
+
+def put_back(backend: CgroupBackend, group: Cgroup, key: str, original: str) -> None:
+    """Write ``original`` unless the file already holds it (a refused write never
+    changed it: nothing to undo, and writing could be refused again)."""
+    if backend.read(group, key) != original:
+        backend.write(group, key, original)
+
+
+def _restore_values(journal: StateJournal, backend: CgroupBackend, report: RestoreReport) -> None:
+    for (relpath, key), value in sorted(journal.content.originals.items()):
+        try:
+            put_back(backend, Cgroup(relpath), key, value)
+        except CgroupVanished:
+            report.vanished += 1
+        except CgroupError as error:
+            report.failures.append(error.one_line())
+            continue
+        else:
+            report.restored_values += 1
+        del journal.content.originals[(relpath, key)]
+
+
+def dissolve(
+    journal: StateJournal, backend: CgroupBackend, group: Cgroup, report: RestoreReport
+) -> None:
+    """Move the processes of an agent-owned cgroup back, then remove it."""
+    origin = journal.origin_of(group) or {}
+    try:
+        pids = backend.pids(group)
+    except CgroupVanished:
+        pids = ()
+    for pid in pids:
+        moved = journal.content.moved.get(pid)
+        try:
+            backend.move_back(pid, moved.origin if moved else origin)
+            report.moved_back += 1
+        except CgroupVanished:
+            continue  # the process exited meanwhile
+        except CgroupError as error:
+            report.failures.append(error.one_line())
+    try:
+        backend.remove(group)
+    except CgroupError as error:
+        report.failures.append(error.one_line())
+        return
+    report.removed_groups += 1
+    journal.content.created.remove(group.relpath)
+    journal.content.moved = {
+        p: m for p, m in journal.content.moved.items() if m.group != group.relpath
+    }

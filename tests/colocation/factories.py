@@ -1,0 +1,83 @@
+"""Small factories for the guard's inputs (table-driven decision tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tracing.model import NodeRisk, RiskSnapshot
+from yarn_adapt.colocation.model import GuardInputs, NodeDemand, NodeView, QosReading
+from yarn_adapt.model import Resources
+
+NOW_S = 1_800_000_000.0
+FULL = Resources(8192, 8)
+NOTHING = Resources(0, 0)
+
+
+def node(
+    node_id: str = "n1:8041",
+    *,
+    total: Resources = FULL,
+    capacity: Resources = FULL,
+    used: Resources = NOTHING,
+    state: str = "RUNNING",
+    host: str | None = None,
+) -> NodeView:
+    return NodeView(
+        node_id=node_id,
+        host=host if host is not None else node_id.split(":")[0],
+        running=state == "RUNNING",
+        state=state,
+        capacity=capacity,
+        total=total,
+        used=used,
+    )
+
+
+def risk(values: dict[str, float], *, age_s: float = 5.0, traces: int = 100) -> RiskSnapshot:
+    end_us = int((NOW_S - age_s) * 1e6)
+    return RiskSnapshot(
+        window_start_us=end_us - 60_000_000,
+        window_end_us=end_us,
+        alpha=0.5,
+        traces=traces,
+        spans=traces * 3,
+        services=(),
+        nodes=tuple(NodeRisk(name, ("svc",), value, value) for name, value in values.items()),
+    )
+
+
+def inputs(
+    nodes: Sequence[NodeView],
+    snapshot: RiskSnapshot | None,
+    *,
+    demands: Sequence[NodeDemand] = (),
+    qos: Sequence[QosReading] = (),
+    problem: str = "",
+    node_hosts: dict[str, str] | None = None,
+) -> GuardInputs:
+    return GuardInputs(
+        now_s=NOW_S,
+        nodes=tuple(nodes),
+        risk=snapshot,
+        risk_problem=problem,
+        demands=tuple(demands),
+        qos=tuple(qos),
+        node_hosts=node_hosts or {},
+    )
+
+
+def demand(node_id: str, vcores: float, memory_mb: float = 0.0) -> NodeDemand:
+    return NodeDemand(node_id, vcores, memory_mb, "learned upper bound")
+
+
+def qos(latency_ms: float, target_ms: float, nodes: Sequence[str]) -> QosReading:
+    return QosReading(
+        application="frontend",
+        latency_ms=latency_ms,
+        percentile=95.0,
+        requests=500,
+        load_rps=50.0,
+        nodes=tuple(nodes),
+        measured_at_s=NOW_S,
+        target_ms=target_ms,
+    )

@@ -1,0 +1,211 @@
+"""The visibility decision on table cases: risk and nu, demand, floors, zero-violation,
+the dead-band, step limits and cool-down, and bad or stale risk data."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.colocation.factories import NOW_S, demand, inputs, node, qos, risk
+from yarn_adapt.colocation.decide import decide, decide_node
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardInputs,
+    GuardSettings,
+    NodeMemory,
+    NodeView,
+)
+from yarn_adapt.model import Resources
+
+R = Resources
+FULL = R(8192, 8)
+NOTHING = R(0, 0)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    risk: float | None  # None: the snapshot has no entry for the node
+    expected: Resources
+    action: Action
+    reason: str  # a fragment the reason must contain
+    settings: GuardSettings = field(default_factory=GuardSettings)
+    total: Resources = FULL
+    used: Resources = NOTHING
+    demand_vcores: float | None = None
+    demand_mb: float = 0.0
+    lowered_ago_s: float | None = None
+    qos_latency_ms: float | None = None
+
+
+CASES = [
+    Case("no risk: whole node", 0.0, FULL, Action.HOLD, "reserve 0%"),
+    Case("full risk, nu 1: nothing visible", 1.0, R(0, 0), Action.LOWER, "reserve 100%"),
+    Case("half risk", 0.5, R(4096, 4), Action.LOWER, "risk 0.50 x nu 1"),
+    Case("nu*R clipped to 1", 0.5, R(0, 0), Action.LOWER, "reserve 100%",
+         GuardSettings(nu=3.0)),
+    Case("nu 0 switches the guard off", 0.9, FULL, Action.HOLD, "reserve 0%",
+         GuardSettings(nu=0.0)),
+    Case("small nu", 0.5, R(6144, 6), Action.LOWER, "reserve 25%", GuardSettings(nu=0.5)),
+    Case("demand caps visibility", 0.0, R(6144, 5), Action.LOWER, "demand 3.00 vcores",
+         demand_vcores=3.0, demand_mb=2048.0),
+    Case("the lower of risk and demand", 0.25, R(6144, 5), Action.LOWER, "demand",
+         demand_vcores=3.0, demand_mb=1024.0),
+    Case("demand above capacity: nothing visible", 0.0, R(0, 0), Action.LOWER, "demand",
+         demand_vcores=12.0, demand_mb=9000.0),
+    Case("non-finite demand is ignored", 0.0, FULL, Action.HOLD, "demand ignored",
+         demand_vcores=math.nan),
+    Case("floor keeps some for batch", 1.0, R(2048, 2), Action.LOWER, "floor 25%",
+         GuardSettings(min_visible_fraction=0.25)),
+    Case("floor rounds up", 1.0, R(820, 1), Action.LOWER, "floor",
+         GuardSettings(min_visible_fraction=0.1)),
+    Case("zero-violation: nothing new while QoS is missed", 0.0, R(1024, 1), Action.LOWER,
+         "zero-violation", GuardSettings(zero_violation=True), used=R(1024, 1),
+         qos_latency_ms=250.0),
+    Case("zero-violation beats the floor", 0.0, R(0, 0), Action.LOWER, "zero-violation",
+         GuardSettings(zero_violation=True, min_visible_fraction=0.5), qos_latency_ms=250.0),
+    Case("zero-violation: QoS met, no effect", 0.0, FULL, Action.HOLD, "reserve 0%",
+         GuardSettings(zero_violation=True), qos_latency_ms=80.0),
+    Case("zero-violation off: a miss changes nothing", 0.0, FULL, Action.HOLD, "reserve 0%",
+         qos_latency_ms=250.0),
+    Case("dead-band skips a small change", 0.1, FULL, Action.HOLD, "dead-band",
+         GuardSettings(dead_band_fraction=0.2)),
+    Case("dead-band never blocks giving the node back", 0.0, FULL, Action.RESTORE,
+         "reserve 0%", GuardSettings(dead_band_fraction=0.2), total=R(8000, 8)),
+    Case("growth limited per round", 0.0, R(2048, 2), Action.RAISE, "step limit",
+         total=R(0, 0)),
+    Case("growth waits for the cool-down", 0.0, R(0, 0), Action.HOLD, "cool-down",
+         total=R(0, 0), lowered_ago_s=10.0),
+    Case("after the cool-down it grows", 0.0, R(2048, 2), Action.RAISE, "step limit",
+         total=R(0, 0), lowered_ago_s=100.0),
+    Case("decreases never wait", 1.0, R(0, 0), Action.LOWER, "reserve 100%",
+         total=R(4096, 4), lowered_ago_s=5.0),
+    Case("last step reaches the whole node", 0.0, FULL, Action.RESTORE, "reserve 0%",
+         total=R(7000, 7)),
+    Case("no traces from the node: whole again", None, FULL, Action.RESTORE,
+         "no traces from this node", total=R(0, 0), lowered_ago_s=1.0),
+    Case("no traces from a whole node: left whole", None, FULL, Action.HOLD, "left whole"),
+    Case("NaN risk", math.nan, FULL, Action.RESTORE, "not a number", total=R(2048, 2)),
+    Case("risk above 1", 1.5, FULL, Action.RESTORE, "not a number", total=R(2048, 2)),
+    Case("negative risk", -0.2, FULL, Action.RESTORE, "not a number", total=R(2048, 2)),
+]  # fmt: skip
+
+
+def _inputs_for(case: Case, view: NodeView) -> GuardInputs:
+    values = {} if case.risk is None else {view.node_id: case.risk}
+    demands = (
+        [demand(view.node_id, case.demand_vcores, case.demand_mb)]
+        if case.demand_vcores is not None
+        else []
+    )
+    readings = (
+        [qos(case.qos_latency_ms, 100.0, [view.node_id])] if case.qos_latency_ms is not None else []
+    )
+    return inputs([view], risk(values), demands=demands, qos=readings)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_visibility_decision(case: Case) -> None:
+    view = node(total=case.total, used=case.used)
+    memory = (
+        NodeMemory(last_lowered_at_s=NOW_S - case.lowered_ago_s)
+        if case.lowered_ago_s is not None
+        else NodeMemory()
+    )
+    decision = decide_node(view, _inputs_for(case, view), memory, case.settings)
+    assert (decision.target, decision.action) == (case.expected, case.action), decision.reason
+    assert case.reason in decision.reason
+    assert decision.target.fits_in(view.capacity)
+
+
+@pytest.mark.parametrize(
+    ("snapshot_age_s", "traces", "problem", "reason"),
+    [
+        (300.0, 100, "", "risk stale: newest traces 300 s old"),
+        (5.0, 0, "", "no traces in the window"),
+        (None, 0, "Redis at redis://127.0.0.1:1 unreachable", "risk unavailable (Redis at"),
+    ],
+)
+def test_stale_or_missing_risk_gives_the_node_back_at_once(
+    snapshot_age_s: float | None, traces: int, problem: str, reason: str
+) -> None:
+    view = node(total=R(0, 0))
+    snapshot = None if snapshot_age_s is None else risk({view.node_id: 1.0}, age_s=snapshot_age_s,
+                                                        traces=traces)  # fmt: skip
+    memory = NodeMemory(last_lowered_at_s=NOW_S - 1.0)  # cool-down and step limits ignored
+    decision = decide_node(view, inputs([view], snapshot, problem=problem), memory, GuardSettings())
+    assert decision.action is Action.RESTORE
+    assert decision.target == FULL
+    assert reason in decision.reason
+
+
+def test_a_node_not_running_is_skipped_and_left_as_it_is() -> None:
+    view = node(total=R(2048, 2), state="LOST")
+    decision = decide_node(view, inputs([view], risk({view.node_id: 1.0})), NodeMemory(),
+                           GuardSettings())  # fmt: skip
+    assert decision.action is Action.SKIP
+    assert not decision.changes
+    assert "LOST" in decision.reason
+
+
+def test_reclaim_is_what_batch_uses_above_what_it_may_see() -> None:
+    view = node(used=R(6144, 6))
+    decision = decide_node(view, inputs([view], risk({view.node_id: 0.5})), NodeMemory(),
+                           GuardSettings(millicores_per_vcore=1000))  # fmt: skip
+    assert decision.target == R(4096, 4)
+    assert decision.reclaim == R(2048, 2)
+    assert decision.reclaim_millicores(1000) == 2000
+
+
+def test_no_reclaim_while_the_node_is_given_back() -> None:
+    view = node(total=R(0, 0), used=R(4096, 4))
+    decision = decide_node(view, inputs([view], None, problem="down"), NodeMemory(),
+                           GuardSettings())  # fmt: skip
+    assert decision.reclaim == R(0, 0)
+
+
+def test_risk_found_by_host_name_only_when_the_host_is_one_node() -> None:
+    alone = node("worker-7:8041", total=FULL)
+    by_host = risk({"worker-7": 1.0})
+    decision = decide_node(alone, inputs([alone], by_host), NodeMemory(), GuardSettings())
+    assert decision.target == R(0, 0)
+    first, second = node("localhost:1", host="localhost"), node("localhost:2", host="localhost")
+    shared = risk({"localhost": 1.0})
+    plan = decide(inputs([first, second], shared), {}, GuardSettings())
+    assert [d.action for d in plan.decisions] == [Action.HOLD, Action.HOLD]
+    assert all("no traces from this node" in d.reason for d in plan.decisions)
+
+
+def test_risk_found_through_a_configured_trace_host() -> None:
+    view = node("localhost:45454", host="localhost")
+    snapshot = risk({"node-a": 1.0})
+    mapped = inputs([view], snapshot, node_hosts={"node-a": "localhost:45454"})
+    assert decide_node(view, mapped, NodeMemory(), GuardSettings()).target == R(0, 0)
+
+
+def test_zero_violation_only_on_nodes_the_application_runs_on() -> None:
+    hosting, other = node("a:1"), node("b:1")
+    missed = qos(300.0, 100.0, ["a:1"])
+    plan = decide(
+        inputs([hosting, other], risk({"a:1": 0.0, "b:1": 0.0}), qos=[missed]),
+        {},
+        GuardSettings(zero_violation=True),
+    )
+    assert plan.decision("a:1").target == R(0, 0)  # type: ignore[union-attr]
+    assert plan.decision("b:1").target == FULL  # type: ignore[union-attr]
+
+
+def test_every_decision_says_why() -> None:
+    views = [node("a:1"), node("b:1", total=R(0, 0)), node("c:1", state="UNHEALTHY")]
+    plan = decide(inputs(views, risk({"a:1": 0.7})), {}, GuardSettings())
+    assert all(d.reason for d in plan.decisions)
+    assert "a:1: lower" in plan.summary()
+
+
+def test_settings_refuse_impossible_values() -> None:
+    for bad in ({"nu": -1.0}, {"min_visible_fraction": 1.5}, {"max_step_up_fraction": 0.0},
+                {"stale_after_s": 0.0}, {"nu": math.inf}):  # fmt: skip
+        with pytest.raises(ValueError):
+            GuardSettings(**bad)  # type: ignore[arg-type]

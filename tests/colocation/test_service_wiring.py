@@ -1,0 +1,127 @@
+"""How the service builds the guard from ``[colocation]``: which demand, which
+actuator, which mode; bad settings stop it at start with one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.service.factories import TOKEN, settings_for
+from yarn_adapt.colocation.actuate import RmNodeTotals
+from yarn_adapt.colocation.demand import NoDemand, ObservedUsageDemand
+from yarn_adapt.colocation.lra import LearnedLraDemand
+from yarn_adapt.colocation.model import GuardMode
+from yarn_adapt.colocation.queuecap import QueueCap
+from yarn_adapt.demand.model import Demand, DemandSnapshot
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.service.backend import Observed, YarnBackend
+from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.service import Service
+from yarn_adapt.service.settings import settings_from_mapping
+
+
+class WithSnapshot:
+    """A proposer as the service sees it, carrying the learners' snapshot."""
+
+    snapshot = DemandSnapshot(0, "vcores", (Demand("root.shop", 10.0, 1.0, 0.5, 2.0),))
+
+    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
+        return None
+
+
+def _service(tmp_path: Path, **colocation: object) -> Service:
+    tables: dict[str, dict[str, object]] = {
+        "yarn": {"rm": ["http://127.0.0.1:1"]},
+        "scheduler": {"via": "mutation"},
+        "colocation": dict(colocation),
+    }
+    settings = settings_for(tmp_path, **tables)
+    return Service.build(settings, YarnBackend(settings), WithSnapshot(), token=TOKEN)
+
+
+def test_an_enabled_guard_in_auto_acts_on_node_totals_with_observed_demand(
+    tmp_path: Path,
+) -> None:
+    service = _service(tmp_path, enabled=True, mode="auto")
+    try:
+        assert service.guard is not None
+        guard = service.guard.guard
+        assert guard.mode is GuardMode.AUTO
+        assert isinstance(guard.actuator, RmNodeTotals)
+        assert isinstance(guard.observer.demand, ObservedUsageDemand)
+    finally:
+        service.close()
+
+
+def test_a_disabled_guard_is_off_but_still_gives_nodes_back(tmp_path: Path) -> None:
+    service = _service(tmp_path, mode="auto", demand="none")
+    try:
+        assert service.guard is not None and service.guard.guard.mode is GuardMode.OFF
+        assert isinstance(service.guard.guard.observer.demand, NoDemand)
+    finally:
+        service.close()
+
+
+def test_learned_demand_is_each_applications_own_learner(tmp_path: Path) -> None:
+    service = _service(tmp_path, enabled=True, demand="learned",
+                       applications=["shop=frontend,pricing", "ads=banner"],
+                       qos_targets=["frontend=250"], stated_demand=["ads=0.02"],
+                       reserve="recommendation", actuator="queue-cap",
+                       batch_queue="root.default")  # fmt: skip
+    try:
+        assert service.guard is not None
+        guard = service.guard.guard
+        demand = guard.observer.demand
+        assert isinstance(demand, LearnedLraDemand)
+        specs = {spec.name: spec for spec in demand.learner.specs}
+        assert specs["shop"].services == ("frontend", "pricing")
+        assert specs["shop"].target_ms == 250.0 and specs["shop"].stated is None
+        assert specs["ads"].target_ms is None and specs["ads"].stated == 0.02
+        assert demand.reserve == "recommendation"
+        assert isinstance(guard.actuator, QueueCap)
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"actuator": "queue-cap"}, "must name the batch queue"),
+        ({"nu": -0.5}, "[colocation] nu: -0.5 must be a number >= 0"),
+        ({"applications": ["shop"]}, "[colocation] applications"),
+        ({"mode": "enforce"}, "expected one of off, recommend, auto"),
+    ],
+)
+def test_impossible_settings_are_refused_in_one_line(
+    tmp_path: Path, table: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        settings_from_mapping({"colocation": table}, "x.toml")
+    assert message in raised.value.one_line()
+    assert "\n" not in raised.value.one_line()
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"demand": "learned"}, "[colocation] applications: () must name the latency-critical"),
+        ({"demand": "learned", "applications": ["shop=frontend"]},
+         "must give a latency target for a service of (or state the demand of) each "
+         "application: shop"),
+        ({"demand": "stated", "applications": ["shop=frontend"], "qos_targets": ["frontend=9"]},
+         'must state the demand of each application for demand = "stated": shop'),
+        ({"stated_demand": ["shop=-1"]}, "[colocation] stated_demand"),
+        ({"applications": ["shop=frontend"], "stated_demand": ["cart=0.1"]},
+         "names no application of [colocation] applications: cart"),
+        ({"reserve": "lower"}, "[colocation] reserve: 'lower' upper or recommendation"),
+        ({"learn_confidence": 1.0}, "[colocation] learn_confidence"),
+    ],
+)  # fmt: skip
+def test_impossible_learning_settings_are_refused_in_one_line(
+    table: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        settings_from_mapping({"colocation": table}, "x.toml")
+    assert message in raised.value.one_line()
+    assert "\n" not in raised.value.one_line()

@@ -1,0 +1,90 @@
+"""The agent's TOML settings: defaults, and one-line errors naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from preemption.model import Amount, TaskKind
+from preemption.settings import (
+    TOKEN_ENV,
+    AgentSettings,
+    agent_settings_from_mapping,
+    load_agent_settings,
+)
+from preemption.strategies import Strategy
+from yarn_adapt.errors import SettingsError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_agent_config_is_valid_and_matches_the_defaults() -> None:
+    shipped = load_agent_settings(ROOT / "conf" / "yarn-adapt-agent.toml")
+    defaults = AgentSettings()
+    for section in ("agent", "standalone", "yarn", "discovery", "classify", "reclaim", "qos"):
+        assert getattr(shipped, section) == getattr(defaults, section), section
+
+
+def test_an_empty_file_reclaims_nothing_and_squeezes_only_known_batch(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text("")
+    settings = load_agent_settings(tmp_path / "a.toml")
+    assert settings.agent.mode == "standalone"
+    assert settings.standalone.reclaim_cpu_millicores == 0
+    assert settings.classify_settings().unknown is TaskKind.LATENCY_CRITICAL
+    reclaim = settings.reclaim_settings()
+    assert reclaim.strategy is Strategy.NTF
+    assert (reclaim.per_task, reclaim.mini_step) == (Amount(1000, 512), Amount(250, 128))
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ({"agnet": {}}, "unknown table [agnet]"),
+        ({"agent": {"intervall_s": 1}}, "unknown setting [agent] intervall_s"),
+        ({"agent": {"interval_s": "fast"}}, "[agent] interval_s: expected float, got 'fast'"),
+        ({"agent": {"dry_run": 1}}, "[agent] dry_run: expected bool"),
+        ({"yarn": {"rm": "http://rm:8088"}}, "[yarn] rm: expected a list of strings"),
+        ({"agent": {"mode": "service"}}, "[service] url is required"),
+        ({"agent": {"mode": "cloud"}}, "[agent] mode must be 'service' or 'standalone'"),
+        ({"reclaim": {"strategy": "FIFO"}}, "unknown strategy 'FIFO'"),
+        ({"reclaim": {"step_cpu_millicores": 2000}}, "a mini-step must not exceed"),
+        ({"reclaim": {"grace_period_s": -1.0}}, "grace period"),
+        ({"yarn": {"kill": "sometimes"}}, "[yarn] kill must be container, application or never"),
+        ({"classify": {"unknown": "maybe"}}, "[classify] unknown must be"),
+        ({"qos": {"model": "gbrt"}}, "[qos] samples_file is required"),
+        ({"discovery": {"agent_hierarchy": "hadoop-yarn"}}, "agent_hierarchy must be set"),
+    ],
+)
+def test_bad_settings_are_one_line_errors_naming_the_key(
+    raw: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        agent_settings_from_mapping(raw, "agent.toml")
+    assert problem in str(caught.value)
+    assert str(caught.value).startswith("agent.toml: ")
+    assert "\n" not in caught.value.one_line()
+
+
+def test_a_file_that_is_not_toml_or_missing_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("[agent\n")
+    with pytest.raises(SettingsError, match=r"bad\.toml: not valid TOML"):
+        load_agent_settings(tmp_path / "bad.toml")
+    with pytest.raises(SettingsError, match="no such settings file"):
+        load_agent_settings(tmp_path / "missing.toml")
+
+
+def test_the_token_comes_from_the_environment_or_the_token_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service: dict[str, str] = {"url": "http://svc:8765"}
+    raw = {"agent": {"mode": "service"}, "service": service}
+    settings = agent_settings_from_mapping(raw, "agent.toml")
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with pytest.raises(SettingsError, match="needs a token"):
+        settings.token()
+    (tmp_path / "token").write_text("from-file-token\n")
+    service["token_file"] = str(tmp_path / "token")
+    assert agent_settings_from_mapping(raw, "agent.toml").token() == "from-file-token"
+    monkeypatch.setenv(TOKEN_ENV, "from-env-token")
+    assert agent_settings_from_mapping(raw, "agent.toml").token() == "from-env-token"

@@ -1,0 +1,39 @@
+"""``yarn-adapt bench testbed``: the live co-location testbed, full form (~5 min).
+
+A latency-critical application (three instrumented services, two frontends) beside
+CPU-burning distributed-shell batch work on a real two-node YARN on this host, each
+NodeManager and its containers pinned to one CPU; the co-location guard (the class
+the service runs) switched off and on in counterbalanced phases; then a fixed batch
+job with the guard off and on. See :mod:`yarn_adapt.testbed.run`.
+
+Figures: ``p95_alone_ms``, ``p95_off_ms``, ``p95_on_ms`` (means over the repeats,
+with ``*_spread_ms`` = max - min, ``*_median_ms``, ``*_worst_ms`` and the runs),
+``p95_on_vs_alone`` (target <= 1.2), ``batch_makespan_off_s``, ``batch_makespan_on_s``
+(the fixed job; ``batch_jobs`` says it finished), ``preempted_containers`` (0: the
+guard never kills). ``--quick`` is the short form; ``--set KEY=VALUE`` sets any
+:class:`~yarn_adapt.testbed.run.TestbedOptions` field; ``--seed`` the load's.
+The host is shared: absolute latencies move with its load; compare within a run.
+"""
+
+from __future__ import annotations
+
+from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.errors import SettingsError
+
+
+@benchmark("testbed", "live testbed: app P95 alone / guard off / guard on, batch makespans")
+def run(options: BenchOptions) -> BenchResult:
+    from yarn_adapt.testbed.run import options_from, run_on_new_cluster
+
+    if options.trace is not None:
+        raise SettingsError("bench testbed: --trace does not apply (the load is generated)")
+    chosen = options_from(options.quick, options.seed, options.extra)
+    result = run_on_new_cluster(chosen)
+    rows = [
+        {"window": w.name, "requests": f.requests, "failed": f.failed, "p50_ms": f.p50_ms,
+         "p95_ms": f.p95_ms, "p99_ms": f.p99_ms,
+         "batch_vcores_risky_node": w.risky_node_batch_vcores,
+         "batch_vcores_other_node": w.other_node_batch_vcores}
+        for w, f in result.windows
+    ]  # fmt: skip
+    return BenchResult(figures=result.summary(), rows=rows)

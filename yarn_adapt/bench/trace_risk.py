@@ -1,0 +1,287 @@
+"""``yarn-adapt bench trace-risk``: TopoSch's tracing overhead (§6.4), measured.
+
+30,000 traces of a 12-service PiggyMetrics-like application (``piggymetrics.py``:
+fan-out, parallel calls, 1% errors, skewed node clocks) are written through the real
+exporter (one per service, as each service process would have) into a real
+redis-server, ingested by the real worker, then the critical paths of every trace and
+the risk over the window are computed by the code ``yarn-adapt trace risk`` runs.
+
+Figures (last line): ``traces``, ``spans``, ``ingest_spans_per_s`` (stream drained,
+assembled, stored, acknowledged), ``analyse_s`` (critical paths + risk for all traces:
+the median of ``repeats`` runs, with ``analyse_s_worst`` and the CPU time, which a
+loaded machine inflates less), ``load_s`` (reading the window back from Redis), and
+``redis_mb`` (Redis's used memory after ingest, with the bench's connections closed,
+minus before: the stored traces, the interned names and what is left of the stream;
+``redis_peak_mb`` is the same with every span still in the stream).
+
+On a shared machine wall times measure the neighbours too, so CPU seconds are reported
+beside them: ``analyse_cpu_s``, and for the ingest the worker's and redis-server's
+(``ingest_cpu_s``, ``ingest_redis_cpu_s``; ``ingest_spans_per_cpu_s`` = spans over
+their sum, which is about the wall rate of the worker and Redis taking turns on an idle
+machine). Anchor: TopoSch needs about 1.6 s and
+126 MB for 30k traces. Targets: analyse_s <= 0.2, redis_mb <= 32, ingest >= 200,000/s.
+
+Options: ``--quick`` (3,000 traces), ``--seed``, ``--trace FILE`` (any format
+``trace import`` reads, instead of the generated application), ``--set traces=N[,N...]``
+(one row per size; the JSON describes the last), ``--set repeats=5``,
+``--set redis_url=URL`` (an existing Redis; a key prefix of its own is used) and
+``--set skew_us=3000``, ``--set error_rate=0.01``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import redis
+
+from tracing.analysis import analyse
+from tracing.exporter import ExporterConfig, RedisStreamExporter
+from tracing.importers import load_spans
+from tracing.ingest import IngestConfig, IngestWorker
+from tracing.model import Span
+from tracing.redisconn import Keys, RedisConfig, make_client
+from tracing.risk import RiskSettings
+from tracing.store import StoreLimits, TraceStore
+from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.bench.piggymetrics import AppSettings, PiggyMetrics
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.minicluster.redis_server import RedisServer
+
+FULL_TRACES = 30_000
+QUICK_TRACES = 3_000
+TARGETS = {"analyse_s": 0.2, "redis_mb": 32.0, "ingest_spans_per_s": 200_000.0}
+ANCHOR = {"analyse_s": 1.6, "redis_mb": 126.0}
+KNOWN = {"traces", "repeats", "redis_url", "skew_us", "error_rate"}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    sizes: tuple[int, ...]
+    repeats: int
+    redis_url: str | None
+    app: AppSettings
+
+
+@benchmark("trace-risk", "TopoSch tracing: 30k traces through Redis, critical paths and risk")
+def trace_risk(options: BenchOptions) -> BenchResult:
+    settings = _settings(options)
+    with _RedisFor(settings) as (url, used_memory):
+        rows = [_measure(url, used_memory, size, settings, options) for size in settings.sizes]
+    figures = dict(rows[-1])
+    figures["gap_to_target"] = {
+        "analyse_s": round(figures["analyse_s"] - TARGETS["analyse_s"], 4),
+        "redis_mb": round(figures["redis_mb"] - TARGETS["redis_mb"], 2),
+        "ingest_spans_per_s": round(figures["ingest_spans_per_s"] - TARGETS["ingest_spans_per_s"]),
+    }
+    figures["targets"] = TARGETS
+    figures["anchor_toposch"] = ANCHOR
+    return BenchResult(figures, [_table_row(r) for r in rows])
+
+
+def _settings(options: BenchOptions) -> _Settings:
+    extra = options.extra
+    unknown = set(extra) - KNOWN
+    if unknown:
+        raise SettingsError(f"trace-risk: unknown --set {', '.join(sorted(unknown))}")
+    try:
+        default = QUICK_TRACES if options.quick else FULL_TRACES
+        sizes = tuple(int(x) for x in extra.get("traces", str(default)).split(","))
+        repeats = int(extra.get("repeats", "5"))
+        app = AppSettings(
+            skew_us=int(extra.get("skew_us", "3000")),
+            error_rate=float(extra.get("error_rate", "0.01")),
+        )
+    except ValueError as exc:
+        raise SettingsError(f"trace-risk: {exc}") from exc
+    if not sizes or min(sizes) < 1 or repeats < 1:
+        raise SettingsError("trace-risk: traces and repeats must be positive")
+    return _Settings(sizes, repeats, extra.get("redis_url"), app)
+
+
+class _RedisFor:
+    """Our own redis-server in a temporary directory, or the one --set redis_url names."""
+
+    def __init__(self, settings: _Settings) -> None:
+        self.settings = settings
+        self.server: RedisServer | None = None
+        self.tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> tuple[str, Any]:
+        if self.settings.redis_url:
+            url = self.settings.redis_url
+            client = redis.Redis.from_url(url)
+            return url, lambda: int(client.info("memory")["used_memory"])
+        self.tmp = tempfile.TemporaryDirectory(prefix="yarn-adapt-trace-risk-")
+        self.server = RedisServer(Path(self.tmp.name)).start()
+        return self.server.url, self.server.used_memory
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.kill()
+        if self.tmp is not None:
+            self.tmp.cleanup()
+
+
+def _measure(
+    url: str, used_memory: Any, size: int, settings: _Settings, options: BenchOptions
+) -> dict[str, Any]:
+    config = RedisConfig(url=url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
+    client = make_client(config)
+    keys = Keys(config.prefix)
+    before = used_memory()
+    traces = _traces(size, settings, options)
+    exported, export_s, dropped, (start_us, end_us) = _export(client, keys.stream, traces)
+    peak = used_memory()
+    store = TraceStore(client, config, StoreLimits(retention_s=3600, memory_budget_bytes=1 << 30))
+    worker = IngestWorker(store, IngestConfig(quiet_s=0.0, claim_idle_s=60.0))
+    redis_cpu = _redis_cpu_s(client)
+    began, cpu = time.perf_counter(), time.process_time()
+    counters = worker.drain()
+    ingest_s = time.perf_counter() - began
+    ingest_cpu_s = time.process_time() - cpu
+    ingest_redis_cpu_s = _redis_cpu_s(client) - redis_cpu
+    client.connection_pool.disconnect()  # a client's buffers are not stored traces
+    after = used_memory()
+    started = time.perf_counter()
+    window = (start_us, end_us + 1)  # every trace written
+    loaded = store.load(*window)
+    load_s = time.perf_counter() - started
+    walls, cpus, result = _analyse_repeatedly(loaded, window, settings.repeats)
+    _check(result, loaded.columns.n_traces)
+    client.close()
+    return {
+        "traces": loaded.columns.n_traces,
+        "spans": loaded.columns.n_spans,
+        "spans_exported": exported,
+        "exporter_dropped": dropped,
+        "export_spans_per_s": round(exported / export_s),
+        "ingest_spans_per_s": round(counters.spans / ingest_s),
+        "ingest_s": round(ingest_s, 3),
+        "ingest_cpu_s": round(ingest_cpu_s, 3),
+        "ingest_redis_cpu_s": round(ingest_redis_cpu_s, 3),
+        "ingest_spans_per_cpu_s": round(counters.spans / (ingest_cpu_s + ingest_redis_cpu_s)),
+        "ingest_duplicates": counters.duplicates,
+        "analyse_s": round(statistics.median(walls), 4),
+        "analyse_s_worst": round(max(walls), 4),
+        "analyse_cpu_s": round(statistics.median(cpus), 4),
+        "analyse_steps_s": {k: round(v, 4) for k, v in result.seconds.items()},
+        "load_s": round(load_s, 3),
+        "redis_mb": round((after - before) / 2**20, 2),
+        "redis_peak_mb": round((peak - before) / 2**20, 2),
+        "stored_bytes_per_span": round(store.usage().bytes / max(loaded.columns.n_spans, 1), 1),
+        "repeats": settings.repeats,
+        "critical_path_notes": result.paths.notes(),
+        "top_services": [
+            {"service": s.service, "risk": round(s.risk, 4)} for s in result.risk.services[:3]
+        ],
+        "top_nodes": [
+            {"node": n.node, "risk": round(n.normalized, 3)} for n in result.risk.nodes[:3]
+        ],
+    }
+
+
+def _redis_cpu_s(client: redis.Redis) -> float:
+    """CPU seconds the redis-server process has used (INFO cpu)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _traces(size: int, settings: _Settings, options: BenchOptions) -> Iterator[list[Span]]:
+    if options.trace is None:
+        app = PiggyMetrics(options.seed, settings.app)
+        return app.traces(size, time.time_ns() // 1000)
+    return _file_traces(options.trace, size)
+
+
+def _file_traces(path: Path, size: int) -> Iterator[list[Span]]:
+    by_trace: dict[str, list[Span]] = defaultdict(list)
+    for span in load_spans(path, lenient=True).spans:
+        by_trace[span.trace_id].append(span)
+    for index, spans in enumerate(by_trace.values()):
+        if index >= size:
+            return
+        yield spans
+
+
+def _export(
+    client: redis.Redis, stream: str, traces: Iterator[list[Span]]
+) -> tuple[int, float, int, tuple[int, int]]:
+    """Every span through the exporter of its service; (spans, seconds, dropped,
+    (oldest start, newest end) in µs)."""
+    config = ExporterConfig(max_buffered_spans=200_000, batch_spans=512)
+    exporters: dict[str, RedisStreamExporter] = {}
+    count, oldest, newest = 0, 2**62, -(2**62)
+    began = time.perf_counter()
+    for number, spans in enumerate(traces, start=1):
+        for span in spans:
+            exporter = exporters.get(span.service)
+            if exporter is None:
+                exporter = exporters[span.service] = RedisStreamExporter(client, stream, config)
+            exporter.export(span)
+            oldest, newest = min(oldest, span.start_us), max(newest, span.end_us)
+        count += len(spans)
+        if number % 2000 == 0:  # keep the buffers from filling (a real service would pace)
+            _wait_below(exporters.values(), config.max_buffered_spans // 4)
+    for exporter in exporters.values():
+        exporter.flush(120.0)
+    elapsed = time.perf_counter() - began
+    dropped = 0
+    for exporter in exporters.values():
+        exporter.close()
+        dropped += sum(exporter.stats().dropped.values())
+    return count, elapsed, dropped, (oldest, newest)
+
+
+def _wait_below(exporters: Iterable[RedisStreamExporter], limit: int) -> None:
+    for exporter in exporters:
+        while exporter.stats().buffered > limit:
+            time.sleep(0.005)
+
+
+def _analyse_repeatedly(
+    loaded: Any, window: tuple[int, int], repeats: int
+) -> tuple[list[float], list[float], Any]:
+    walls, cpus = [], []
+    result = None
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = analyse(loaded, RiskSettings(), *window)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return walls, cpus, result
+
+
+def _check(result: Any, traces: int) -> None:
+    """The path of every trace covers its latency (a wrong bench must not report)."""
+    paths = result.paths
+    per_trace = np.bincount(paths.forest.trace, weights=paths.self_us, minlength=traces).astype(
+        np.int64
+    )
+    if not np.array_equal(per_trace, paths.latency_us):
+        raise AssertionError("critical path lengths do not add up to the latencies")
+
+
+def _table_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    keys: Sequence[str] = (
+        "traces",
+        "spans",
+        "export_spans_per_s",
+        "ingest_spans_per_s",
+        "load_s",
+        "analyse_s",
+        "analyse_s_worst",
+        "analyse_cpu_s",
+        "redis_mb",
+        "redis_peak_mb",
+        "exporter_dropped",
+    )
+    return {k: row[k] for k in keys}

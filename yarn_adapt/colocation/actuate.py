@@ -1,0 +1,213 @@
+"""Acting on the RM: each node's total as the scheduler sees it, and putting it back.
+
+:class:`RmNodeTotals` sets a node's total with ``POST /ws/v1/cluster/nodes/{id}/resource``
+through :class:`~yarn_adapt.yarn.apply.node_resource.NodeResourceApplier`, with an
+overcommit timeout of -1 so the RM never preempts a running container because the
+total went below what runs there (the node simply gets nothing new until it drains).
+For every change, in this order: validate the target, journal the node's original
+total and the intention (:mod:`~yarn_adapt.colocation.originals`), POST, poll
+``/nodes/{id}`` until the total is confirmed (or put the previous one back), record
+the confirmed total. Each call returns an :class:`ActOutcome` -- a refusal, a node
+that vanished, a lock held elsewhere are outcomes with a clear status, never a crash
+of the round.
+
+:meth:`RmNodeTotals.restore_all` gives every journalled node its original total
+back: at stop, when the guard is disabled, and from ``yarn-adapt recover``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from yarn_adapt.colocation.model import Action, GuardPlan, NodeDecision
+from yarn_adapt.colocation.originals import NodeOriginal, OriginalTotals
+from yarn_adapt.errors import (
+    ApplyError,
+    ApplyInProgress,
+    RollbackFailed,
+    YarnError,
+    YarnHTTPError,
+)
+from yarn_adapt.model import Resources
+from yarn_adapt.yarn.apply import ApplySettings, MemoryJournal, PollSettings
+from yarn_adapt.yarn.apply.node_resource import NodeResourceApplier, NodeResourceTarget
+from yarn_adapt.yarn.rm import ResourceManagerClient
+
+log = logging.getLogger(__name__)
+
+NEVER_PREEMPT = -1
+
+
+class Result(StrEnum):
+    DONE = "done"  # the RM confirms the new total
+    UNCHANGED = "unchanged"  # nothing to do
+    REFUSED = "refused"  # the RM refused; the node keeps its previous total
+    NOT_CONFIRMED = "not-confirmed"  # never confirmed; the previous total was put back
+    GONE = "gone"  # the RM no longer knows the node
+    BUSY = "busy"  # another apply holds the lock; next round
+    LEFT_ALONE = "left-alone"  # someone else changed the total since
+    FAILED = "failed"  # could not even put the previous total back
+
+
+@dataclass(frozen=True)
+class ActOutcome:
+    node_id: str
+    result: Result
+    status: str
+    total: Resources | None = None  # what the node has now, when known
+
+    @property
+    def ok(self) -> bool:
+        return self.result in (Result.DONE, Result.UNCHANGED)
+
+
+class Actuator(Protocol):
+    """What the guard acts through: the RM's node totals, or a batch queue's cap."""
+
+    def journalled(self) -> dict[str, NodeOriginal]:
+        """Nodes whose original total is journalled (their real capacity)."""
+        ...
+
+    def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
+        """Carry out the plan's changes; an outcome per node acted on."""
+        ...
+
+    def restore_all(self) -> list[ActOutcome]:
+        """Everything the guard changed back as it was."""
+        ...
+
+    def pending_nodes(self) -> list[str]:
+        """What is not (known to be) back as it was."""
+        ...
+
+
+class RmNodeTotals:
+    def __init__(
+        self,
+        rm: ResourceManagerClient,
+        state_dir: Path,
+        *,
+        verify: PollSettings | None = None,
+    ) -> None:
+        self.rm = rm
+        self.originals = OriginalTotals(state_dir / "guard")
+        self.apply_settings = ApplySettings(
+            state_dir=state_dir / "guard",
+            verify=verify or PollSettings(timeout_s=20.0, interval_s=0.2),
+        )
+
+    def journalled(self) -> dict[str, NodeOriginal]:
+        return self.originals.load()
+
+    def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
+        journalled = self.originals.load()
+        outcomes: dict[str, ActOutcome] = {}
+        for decision in plan.decisions:
+            if decision.changes:
+                outcomes[decision.node_id] = self.apply(decision)
+            elif decision.node_id in journalled and decision.action is not Action.SKIP:
+                # re-registered whole, or given back by someone: the journal forgets it
+                self.originals.confirmed(decision.node_id, decision.current)
+        return outcomes
+
+    # ------------------------------------------------------------------ one node
+
+    def apply(self, decision: NodeDecision) -> ActOutcome:
+        node_id, target = decision.node_id, decision.target
+        if not decision.changes:
+            return ActOutcome(node_id, Result.UNCHANGED, "unchanged", decision.current)
+        problem = _invalid(target, decision.capacity)
+        if problem:
+            return ActOutcome(node_id, Result.REFUSED, f"not sent: {problem}", decision.current)
+        self.originals.intend(node_id, decision.current, target)
+        return self._set(node_id, target, decision.current)
+
+    def _set(self, node_id: str, target: Resources, previous: Resources) -> ActOutcome:
+        applier = NodeResourceApplier(self.rm, self.apply_settings, MemoryJournal())
+        try:
+            applier.apply(NodeResourceTarget(node_id, target, NEVER_PREEMPT))
+        except ApplyInProgress as exc:
+            self.originals.abandoned(node_id)
+            return ActOutcome(node_id, Result.BUSY, exc.one_line(), previous)
+        except YarnHTTPError as exc:
+            return self._refused(node_id, exc, previous)
+        except YarnError as exc:
+            self.originals.abandoned(node_id)
+            return ActOutcome(node_id, Result.REFUSED, f"RM unreachable: {exc.one_line()}")
+        except RollbackFailed as exc:  # the journal keeps the intention: restore retries
+            return ActOutcome(node_id, Result.FAILED, exc.one_line())
+        except ApplyError as exc:  # not confirmed: the applier put the previous one back
+            self.originals.abandoned(node_id)
+            return ActOutcome(node_id, Result.NOT_CONFIRMED, exc.one_line(), previous)
+        self.originals.confirmed(node_id, target)
+        return ActOutcome(node_id, Result.DONE, f"set to {_words(target)}", target)
+
+    def _refused(self, node_id: str, exc: YarnHTTPError, previous: Resources) -> ActOutcome:
+        if exc.status == 404:
+            return ActOutcome(
+                node_id, Result.GONE, f"the RM no longer knows the node ({exc.status})"
+            )
+        self.originals.abandoned(node_id)
+        return ActOutcome(node_id, Result.REFUSED, f"the RM refused: {exc.one_line()}", previous)
+
+    # ------------------------------------------------------------------ restore
+
+    def pending_nodes(self) -> list[str]:
+        return sorted(self.originals.load())
+
+    def restore_all(self) -> list[ActOutcome]:
+        """Every journalled node back to its original total (those still at a total
+        the guard set); the journal keeps a node it could not restore."""
+        return [self.restore(entry) for entry in self.originals.load().values()]
+
+    def restore(self, entry: NodeOriginal) -> ActOutcome:
+        node_id = entry.node_id
+        try:
+            current = self.rm.node(node_id).total
+        except YarnHTTPError as exc:
+            if exc.status == 404:
+                return ActOutcome(node_id, Result.GONE, "not known to the RM now; kept in the "
+                                  "journal until it re-registers")  # fmt: skip
+            return ActOutcome(node_id, Result.FAILED, f"cannot read the node: {exc.one_line()}")
+        except YarnError as exc:
+            return ActOutcome(node_id, Result.FAILED, f"cannot read the node: {exc.one_line()}")
+        if current == entry.original:
+            self.originals.forget(node_id)
+            return ActOutcome(node_id, Result.UNCHANGED, "already at its original total", current)
+        if not entry.set_by_guard(current):
+            self.originals.forget(node_id)
+            why = (f"its total {_words(current)} was changed outside the guard (it set "
+                   f"{_words(entry.last_set or entry.intended or current)}); left alone, "
+                   f"original was {_words(entry.original)}")  # fmt: skip
+            log.warning("node %s: %s", node_id, why)
+            return ActOutcome(node_id, Result.LEFT_ALONE, why, current)
+        self.originals.intend(node_id, current, entry.original)
+        outcome = self._set(node_id, entry.original, current)
+        if outcome.result is Result.DONE:
+            return ActOutcome(node_id, Result.DONE, f"restored {_words(entry.original)}",
+                              entry.original)  # fmt: skip
+        return outcome
+
+
+def _invalid(target: Resources, capacity: Resources) -> str:
+    if target.memory_mb < 0 or target.vcores < 0:
+        return f"negative total {_words(target)}"
+    if not target.fits_in(capacity):
+        return f"{_words(target)} exceeds the node's capacity {_words(capacity)}"
+    return ""
+
+
+def _words(resources: Resources) -> str:
+    return f"{resources.memory_mb} MB / {resources.vcores} vcores"
+
+
+def restore_journalled(rm: ResourceManagerClient, state_dir: Path) -> list[ActOutcome]:
+    """``yarn-adapt recover``: every journalled node back to its original total."""
+    actuator = RmNodeTotals(rm, state_dir)
+    if not actuator.pending_nodes():
+        return []
+    return actuator.restore_all()

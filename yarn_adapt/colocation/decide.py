@@ -1,0 +1,285 @@
+"""The visibility decision (pure): how much of each node batch work may see.
+
+Per node, in this order (each step adds to the decision's reason):
+
+1. **Usable input.** A node that is not RUNNING is skipped. Risk that cannot be
+   trusted -- the trace store unreadable, no traces in the window, the newest trace
+   older than ``stale_after_s``, no traces from this node, a risk that is not a
+   number in [0, 1] -- gives the node back whole at once (``restore``; ``hold`` if
+   it is whole already): bad data never leaves a node throttled.
+2. **Risk** (TopoSch eq. in §4.2.2): ``wanted = capacity * (1 - clip(nu * R, 0, 1))``.
+3. **Demand**: never above ``capacity - demand`` where demand is the latency-critical
+   applications' pessimistic demand on the node (a learner's upper bound, or
+   observed usage plus headroom).
+4. **Floor**: never below ``capacity * min_visible_fraction``.
+5. **Zero-violation** (optional): while an application with a service on the node
+   misses its QoS target, nothing new becomes visible (``wanted <= used``).
+6. **Safety** against what the scheduler sees now: decreases happen at once;
+   increases wait ``cooldown_s`` after the last decrease and then grow by at most
+   ``max_step_up_fraction`` of capacity per round; a change within the dead-band
+   (``dead_band_fraction`` of capacity in every dimension) is skipped, unless it
+   gives the node back whole.
+
+The node agent's reclaim request comes from the same decision: what batch uses now
+above what it may see (``used - target``, never negative).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from tracing.model import NodeRisk
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardInputs,
+    GuardPlan,
+    GuardSettings,
+    NodeDecision,
+    NodeDemand,
+    NodeMemory,
+    NodeView,
+    QosReading,
+)
+from yarn_adapt.model import Resources
+
+NO_MEMORY = NodeMemory()
+
+
+def decide(
+    inputs: GuardInputs, memory: Mapping[str, NodeMemory], settings: GuardSettings
+) -> GuardPlan:
+    """One decision per observed node."""
+    decisions = tuple(
+        decide_node(node, inputs, memory.get(node.node_id, NO_MEMORY), settings)
+        for node in inputs.nodes
+    )
+    return GuardPlan(inputs.now_s, decisions)
+
+
+def decide_node(
+    node: NodeView, inputs: GuardInputs, memory: NodeMemory, settings: GuardSettings
+) -> NodeDecision:
+    if not node.running:
+        return _unchanged(node, Action.SKIP, f"node is {node.state}: no action")
+    risk, problem = node_risk(node, inputs, settings)
+    if risk is None:
+        return _released(node, problem)
+    reserved = min(1.0, max(0.0, settings.nu * risk.normalized))
+    demand = inputs.demand_of(node.node_id)
+    readings = qos_on_node(node, inputs)
+    violated = next((r for r in readings if r.violated), None)
+    wanted, why = wanted_visible(
+        node, reserved, demand, violated if settings.zero_violation else None, settings
+    )
+    why.insert(0, f"risk {risk.normalized:.2f} x nu {settings.nu:g}: reserve {reserved:.0%}")
+    target, safety = safe_target(node, wanted, memory, inputs.now_s, settings)
+    if safety:
+        why.append(safety)
+    worst = violated or (readings[0] if readings else None)
+    return _decision(node, target, wanted, "; ".join(why), risk.normalized, reserved, demand, worst)
+
+
+# --------------------------------------------------------------------------- input
+
+
+def node_risk(
+    node: NodeView, inputs: GuardInputs, settings: GuardSettings
+) -> tuple[NodeRisk | None, str]:
+    """The node's risk, or None and why it cannot be used."""
+    snapshot = inputs.risk
+    if snapshot is None:
+        return None, f"risk unavailable ({inputs.risk_problem or 'no trace store'})"
+    if snapshot.traces == 0:
+        return None, "risk stale: no traces in the window"
+    age_s = inputs.now_s - snapshot.window_end_us / 1e6
+    if age_s > settings.stale_after_s:
+        return None, f"risk stale: newest traces {age_s:.0f} s old (> {settings.stale_after_s:g} s)"
+    risk = _risk_entry(node, inputs)
+    if risk is None:
+        return None, "no traces from this node in the window"
+    if not (math.isfinite(risk.normalized) and 0.0 <= risk.normalized <= 1.0):
+        return None, f"risk {risk.normalized!r} is not a number in [0, 1]"
+    return risk, ""
+
+
+def _risk_entry(node: NodeView, inputs: GuardInputs) -> NodeRisk | None:
+    """The snapshot's entry for the node: by a configured trace host, by node id, or
+    by host name when no other node shares that host."""
+    assert inputs.risk is not None
+    for host, node_id in inputs.node_hosts.items():
+        if node_id == node.node_id and inputs.risk.node(host) is not None:
+            return inputs.risk.node(host)
+    found = inputs.risk.node(node.node_id)
+    if found is not None:
+        return found
+    sharing = [n for n in inputs.nodes if n.host == node.host]
+    return inputs.risk.node(node.host) if len(sharing) == 1 and node.host else None
+
+
+def qos_on_node(node: NodeView, inputs: GuardInputs) -> list[QosReading]:
+    """The QoS readings of the applications with a service on the node, the one
+    farthest over (or nearest to) its target first."""
+    mapped = {host for host, node_id in inputs.node_hosts.items() if node_id == node.node_id}
+    hosts = {node.node_id, node.host} | mapped
+    readings = [r for r in inputs.qos if hosts & set(r.nodes)]
+    return sorted(readings, key=_pressure, reverse=True)
+
+
+def _pressure(reading: QosReading) -> float:
+    if reading.target_ms and math.isfinite(reading.latency_ms):
+        return reading.latency_ms / reading.target_ms
+    return 0.0
+
+
+# --------------------------------------------------------------------------- wanted
+
+
+def wanted_visible(
+    node: NodeView,
+    reserved: float,
+    demand: NodeDemand | None,
+    qos: QosReading | None,
+    settings: GuardSettings,
+) -> tuple[Resources, list[str]]:
+    """What batch should see, before the safety steps, and why."""
+    capacity = node.capacity
+    memory, vcores = capacity.memory_mb * (1 - reserved), capacity.vcores * (1 - reserved)
+    why: list[str] = []
+    if demand is not None and demand.usable:
+        memory = min(memory, capacity.memory_mb - demand.memory_mb)
+        vcores = min(vcores, capacity.vcores - demand.vcores)
+        why.append(
+            f"demand {demand.vcores:.2f} vcores / {demand.memory_mb:.0f} MB ({demand.source})"
+        )
+    elif demand is not None:
+        why.append(f"demand ignored: not finite ({demand.source})")
+    wanted = Resources(math.floor(max(0.0, memory)), math.floor(max(0.0, vcores)))
+    floor = Resources(
+        math.ceil(capacity.memory_mb * settings.min_visible_fraction),
+        math.ceil(capacity.vcores * settings.min_visible_fraction),
+    )
+    if not floor.fits_in(wanted):
+        why.append(f"floor {settings.min_visible_fraction:.0%} of the node")
+        wanted = wanted.component_max(floor)
+    if qos is not None:
+        wanted = wanted.component_min(node.used.clamped())
+        why.append(
+            f"zero-violation: {qos.application} p{qos.percentile:g} {qos.latency_ms:.0f} ms "
+            f"> {qos.target_ms:g} ms, nothing new visible"
+        )
+    return wanted.component_min(capacity), why
+
+
+# --------------------------------------------------------------------------- safety
+
+
+def safe_target(
+    node: NodeView, wanted: Resources, memory: NodeMemory, now_s: float, settings: GuardSettings
+) -> tuple[Resources, str]:
+    """The total to set this round, and the safety step that shaped it (if any)."""
+    current, capacity = node.total, node.capacity
+    cooling = _cooling_for_s(memory, now_s, settings)
+    step = Resources(
+        max(1, math.ceil(capacity.memory_mb * settings.max_step_up_fraction)),
+        max(1, math.ceil(capacity.vcores * settings.max_step_up_fraction)),
+    )
+    target = Resources(
+        _toward(current.memory_mb, wanted.memory_mb, step.memory_mb, cooling is not None),
+        _toward(current.vcores, wanted.vcores, step.vcores, cooling is not None),
+    )
+    notes = []
+    if cooling is not None and _grows(current, wanted):
+        notes.append(f"cool-down: lowered {cooling:.0f} s ago, growth waits")
+    elif target != wanted and _grows(current, wanted):
+        notes.append(f"step limit: grows at most {settings.max_step_up_fraction:.0%} a round")
+    if target != current and target != capacity and _within_band(current, target, node, settings):
+        return current, f"within the dead-band ({settings.dead_band_fraction:.0%}): unchanged"
+    return target, "; ".join(notes)
+
+
+def _cooling_for_s(memory: NodeMemory, now_s: float, settings: GuardSettings) -> float | None:
+    """Seconds since the last decrease while the cool-down lasts, else None."""
+    if memory.last_lowered_at_s is None:
+        return None
+    since = now_s - memory.last_lowered_at_s
+    return since if since < settings.cooldown_s else None
+
+
+def _toward(current: int, wanted: int, step: int, cooling: bool) -> int:
+    if wanted <= current:
+        return wanted
+    return current if cooling else min(wanted, current + step)
+
+
+def _grows(current: Resources, wanted: Resources) -> bool:
+    return wanted.memory_mb > current.memory_mb or wanted.vcores > current.vcores
+
+
+def _within_band(
+    current: Resources, target: Resources, node: NodeView, settings: GuardSettings
+) -> bool:
+    band = settings.dead_band_fraction
+    return (
+        abs(target.memory_mb - current.memory_mb) <= band * node.capacity.memory_mb
+        and abs(target.vcores - current.vcores) <= band * node.capacity.vcores
+    )
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def _decision(
+    node: NodeView,
+    target: Resources,
+    wanted: Resources,
+    reason: str,
+    risk: float | None = None,
+    reserved: float | None = None,
+    demand: NodeDemand | None = None,
+    qos: QosReading | None = None,
+) -> NodeDecision:
+    return NodeDecision(
+        node_id=node.node_id,
+        capacity=node.capacity,
+        current=node.total,
+        target=target,
+        wanted=wanted,
+        used=node.used,
+        reclaim=(node.used - target).clamped(),
+        action=_action(node, target),
+        reason=reason,
+        risk=risk,
+        reserved_fraction=reserved,
+        demand=demand,
+        qos=qos,
+    )
+
+
+def _action(node: NodeView, target: Resources) -> Action:
+    if target == node.total:
+        return Action.HOLD
+    if target == node.capacity:
+        return Action.RESTORE
+    lower = target.memory_mb < node.total.memory_mb or target.vcores < node.total.vcores
+    return Action.LOWER if lower else Action.RAISE
+
+
+def _released(node: NodeView, problem: str) -> NodeDecision:
+    """Bad or stale input: the node whole again (no reclaim), whatever it was."""
+    reason = f"{problem}: full capacity" if node.throttled else f"{problem}: left whole"
+    return _decision(node, node.capacity, node.capacity, reason)
+
+
+def _unchanged(node: NodeView, action: Action, reason: str) -> NodeDecision:
+    return NodeDecision(
+        node_id=node.node_id,
+        capacity=node.capacity,
+        current=node.total,
+        target=node.total,
+        wanted=node.total,
+        used=node.used,
+        reclaim=Resources(0, 0),
+        action=action,
+        reason=reason,
+    )

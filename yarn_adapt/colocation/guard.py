@@ -1,0 +1,285 @@
+"""One round of the co-location guard, and what it keeps between rounds.
+
+A round: observe (the nodes the loop read from the RM, risk and QoS from the trace
+store, the demand bound) -> decide (pure) -> act (``auto`` only: each changed node
+through the actuator) -> record. The service runs it inside its own round (the same
+loop as the configurator); the testbed and its benchmark run exactly this class.
+
+By mode: ``off`` decides nothing and gives back every node the guard changed;
+``recommend`` decides and records, changes nothing (the page shows what it would do);
+``auto`` acts, and serves each node agent its reclaim request. Leaving ``auto`` (to
+``off`` or ``recommend``) and :meth:`ColocationGuard.stop` give every node back.
+
+Reclaim requests (``GET /api/agent/nodes/{node}/reclaim``) come from the same
+decision: what batch uses on the node above the total it now has. A new decision
+for a node gets a new ``generation`` (milliseconds since the epoch, so it keeps
+growing across restarts); an agent that stops hearing from the service lets the
+request expire after ``ttl_s`` and gives the resources back gradually.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from yarn_adapt.colocation.actuate import ActOutcome, Actuator, Result
+from yarn_adapt.colocation.decide import decide
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardMode,
+    GuardPlan,
+    GuardSettings,
+    NodeDecision,
+    NodeMemory,
+    QosReading,
+)
+from yarn_adapt.colocation.observe import GuardObserver
+from yarn_adapt.model import Node, Resources
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReclaimRequest:
+    """What one node's agent is asked to hold back from batch now."""
+
+    node_id: str
+    generation: int
+    cpu_millicores: int
+    memory_mb: int
+    ttl_s: float
+    decided_at_s: float
+    qos: QosReading | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The agent's contract (``preemption/targets.py``)."""
+        body: dict[str, object] = {
+            "node": self.node_id,
+            "generation": self.generation,
+            "reclaim": {"cpu_millicores": self.cpu_millicores, "memory_mb": self.memory_mb},
+            "ttl_s": self.ttl_s,
+        }
+        if self.qos is not None:
+            body["qos"] = _qos_json(self.qos)
+        return body
+
+
+def _qos_json(reading: QosReading) -> dict[str, object]:
+    body: dict[str, object] = {
+        "service": reading.application,
+        "latency_ms": round(reading.latency_ms, 3),
+        "load": round(reading.load_rps, 3),
+        "measured_at": reading.measured_at_s,
+    }
+    if reading.target_ms is not None:
+        body["target_ms"] = reading.target_ms
+        body["satisfied"] = not reading.violated
+    return body
+
+
+@dataclass(frozen=True)
+class GuardRoundReport:
+    at_s: float
+    mode: GuardMode
+    plan: GuardPlan | None
+    outcomes: Mapping[str, ActOutcome] = field(default_factory=dict)
+    restored: tuple[ActOutcome, ...] = ()
+    problem: str = ""  # why the risk could not be used, if it could not
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        if self.plan is None:
+            back = f"; {len(self.restored)} node(s) given back" if self.restored else ""
+            return f"guard {self.mode}{back}"
+        changed = [
+            f"{d.node_id} {d.action} to {d.target.memory_mb} MB/{d.target.vcores} vcores"
+            f" ({self.outcomes[d.node_id].result if d.node_id in self.outcomes else 'not acted'})"
+            for d in self.plan.changes
+        ]
+        acted = "; ".join(changed) if changed else "no node changes"
+        return f"guard {self.mode}: {acted}" + (f" (risk: {self.problem})" if self.problem else "")
+
+
+class GuardRecorder(Protocol):
+    def record(self, round_id: int | None, report: GuardRoundReport) -> None: ...
+
+    def audit(self, action: str, detail: str) -> None: ...
+
+
+class MemoryRecorder:
+    """Keeps the reports in a list (the testbed; tests)."""
+
+    def __init__(self) -> None:
+        self.reports: list[GuardRoundReport] = []
+        self.audit_log: list[tuple[str, str]] = []
+
+    def record(self, round_id: int | None, report: GuardRoundReport) -> None:
+        self.reports.append(report)
+
+    def audit(self, action: str, detail: str) -> None:
+        self.audit_log.append((action, detail))
+
+
+class ColocationGuard:
+    def __init__(
+        self,
+        settings: GuardSettings,
+        observer: GuardObserver,
+        actuator: Actuator,
+        recorder: GuardRecorder,
+        *,
+        mode: GuardMode = GuardMode.RECOMMEND,
+        reclaim_ttl_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.observer = observer
+        self.actuator = actuator
+        self.recorder = recorder
+        self.reclaim_ttl_s = reclaim_ttl_s
+        self.clock = clock
+        self._mode = mode
+        self._memory: dict[str, NodeMemory] = {}
+        self._reclaims: dict[str, ReclaimRequest] = {}
+        self._lock = threading.RLock()  # rounds, mode switches and stop never interleave
+        self.last_report: GuardRoundReport | None = None
+        self.counts: dict[tuple[str, str], int] = {}
+
+    @property
+    def mode(self) -> GuardMode:
+        return self._mode
+
+    # ------------------------------------------------------------------ rounds
+
+    def run_round(self, nodes: Sequence[Node], round_id: int | None = None) -> GuardRoundReport:
+        with self._lock:
+            began = time.perf_counter()
+            if self._mode is GuardMode.OFF:
+                report = GuardRoundReport(
+                    self.clock(), self._mode, None, restored=self._give_back()
+                )
+            else:
+                report = self._decide_and_act(nodes)
+            report = replace(report, seconds=round(time.perf_counter() - began, 4))
+            self.last_report = report
+            self.recorder.record(round_id, report)
+            return report
+
+    def _decide_and_act(self, nodes: Sequence[Node]) -> GuardRoundReport:
+        inputs = self.observer.inputs(nodes, self.actuator.journalled())
+        plan = decide(inputs, self._memory, self.settings)
+        restored: tuple[ActOutcome, ...] = ()
+        outcomes: dict[str, ActOutcome] = {}
+        if self._mode is GuardMode.AUTO:
+            outcomes = self._act(plan)
+            self._reclaims = self._reclaim_requests(plan, outcomes)
+        else:
+            restored = self._give_back()
+        return GuardRoundReport(plan.decided_at_s, self._mode, plan, outcomes, restored,
+                                inputs.risk_problem)  # fmt: skip
+
+    def _act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
+        outcomes = self.actuator.act(plan)
+        for decision in plan.decisions:
+            outcome = outcomes.get(decision.node_id)
+            if outcome is None:
+                continue
+            self._count(str(decision.action), str(outcome.result))
+            self._remember(decision, outcome, plan.decided_at_s)
+            self._audit(decision, outcome)
+        return outcomes
+
+    def _remember(self, decision: NodeDecision, outcome: ActOutcome, at_s: float) -> None:
+        if outcome.result is not Result.DONE:
+            return
+        before = self._memory.get(decision.node_id, NodeMemory())
+        lowered = decision.action is Action.LOWER or not decision.current.fits_in(decision.target)
+        self._memory[decision.node_id] = NodeMemory(
+            last_lowered_at_s=at_s if lowered else before.last_lowered_at_s,
+            last_changed_at_s=at_s,
+        )
+
+    def _audit(self, decision: NodeDecision, outcome: ActOutcome) -> None:
+        detail = (
+            f"{decision.node_id}: {_amount(decision.current)} -> {_amount(decision.target)}: "
+            f"{outcome.result}: {outcome.status} (why: {decision.reason})"
+        )
+        self.recorder.audit(f"guard {decision.action} node", detail)
+        log.info("guard: %s", detail)
+
+    def _reclaim_requests(
+        self, plan: GuardPlan, outcomes: Mapping[str, ActOutcome]
+    ) -> dict[str, ReclaimRequest]:
+        requests: dict[str, ReclaimRequest] = {}
+        generation = int(plan.decided_at_s * 1000)
+        for decision in plan.decisions:
+            if decision.action is Action.SKIP:
+                continue
+            outcome = outcomes.get(decision.node_id)
+            total = decision.target if outcome is None or outcome.ok else decision.current
+            reclaim = (decision.used - total).clamped()
+            previous = self._reclaims.get(decision.node_id)
+            millicores = reclaim.vcores * self.settings.millicores_per_vcore
+            same = previous is not None and (previous.cpu_millicores, previous.memory_mb) == (
+                millicores,
+                reclaim.memory_mb,
+            )
+            requests[decision.node_id] = ReclaimRequest(
+                node_id=decision.node_id,
+                generation=previous.generation if same and previous else generation,
+                cpu_millicores=millicores,
+                memory_mb=reclaim.memory_mb,
+                ttl_s=self.reclaim_ttl_s,
+                decided_at_s=plan.decided_at_s,
+                qos=decision.qos,
+            )
+        return requests
+
+    # ------------------------------------------------------------------ mode, stop
+
+    def set_mode(self, mode: GuardMode, actor: str) -> list[ActOutcome]:
+        """Switch modes; leaving ``auto`` gives every node back at once."""
+        with self._lock:
+            previous, self._mode = self._mode, mode
+            self.recorder.audit("guard mode", f"{actor}: {previous} -> {mode}")
+            return list(self._give_back()) if mode is not GuardMode.AUTO else []
+
+    def stop(self) -> list[ActOutcome]:
+        """Every node the guard changed back to its original total."""
+        with self._lock:
+            return list(self._give_back())
+
+    def close(self) -> None:
+        """Release the trace store connection (the RM client belongs to the caller)."""
+        self.observer.close()
+
+    def _give_back(self) -> tuple[ActOutcome, ...]:
+        self._reclaims = {}
+        self._memory = {}
+        if not self.actuator.pending_nodes():
+            return ()
+        outcomes = tuple(self.actuator.restore_all())
+        for outcome in outcomes:
+            self._count("restore", str(outcome.result))
+            self.recorder.audit("guard restore node", f"{outcome.node_id}: {outcome.status}")
+            log.info("guard: gave back %s: %s", outcome.node_id, outcome.status)
+        return outcomes
+
+    def _count(self, action: str, result: str) -> None:
+        self.counts[(action, result)] = self.counts.get((action, result), 0) + 1
+
+    # ------------------------------------------------------------------ reading
+
+    def reclaim_for(self, node_id: str) -> ReclaimRequest | None:
+        """The node's current request (``auto`` only); None: nothing asked."""
+        if self._mode is not GuardMode.AUTO:
+            return None
+        return self._reclaims.get(node_id)
+
+
+def _amount(resources: Resources) -> str:
+    return f"{resources.memory_mb} MB/{resources.vcores} vcores"

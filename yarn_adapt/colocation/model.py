@@ -1,0 +1,234 @@
+"""The co-location guard's frozen data: what one observation saw per node, what the
+guard remembers between rounds, and the plan it decides (one decision per node, each
+with its reason).
+
+Resources are YARN's two dimensions (:class:`~yarn_adapt.model.Resources`, memory in
+MiB and vcores). A node's *capacity* is its real total -- the one journalled before
+the guard first changed it, else what the RM reports -- and its *total* is what the
+scheduler sees now. Everything here is plain data: :mod:`yarn_adapt.colocation.decide`
+reads it without touching the RM, Redis or the file system.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from tracing.model import RiskSnapshot
+from yarn_adapt.model import Resources
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardSettings:
+    """How the visibility decision behaves (``[colocation]`` in the settings file).
+
+    ``nu`` is TopoSch's reservation coefficient: batch sees ``capacity * (1 - nu*R)``
+    of a node of normalised risk ``R`` (``nu*R`` clipped to [0, 1]). The rest are
+    Koordinator's safety margins: a floor batch always keeps, a dead-band under which
+    changes are skipped, a per-round limit on how fast visibility grows back, a
+    cool-down after a decrease before it may grow, and how old risk data may be
+    before the node is given back whole.
+    """
+
+    nu: float = 1.0
+    zero_violation: bool = False
+    min_visible_fraction: float = 0.0
+    dead_band_fraction: float = 0.05
+    max_step_up_fraction: float = 0.25
+    cooldown_s: float = 60.0
+    stale_after_s: float = 180.0
+    millicores_per_vcore: int = 1000
+
+    def __post_init__(self) -> None:
+        problems = [
+            ("nu", self.nu >= 0 and math.isfinite(self.nu), "must be a number >= 0"),
+            ("min_visible_fraction", 0 <= self.min_visible_fraction <= 1, "in [0, 1]"),
+            ("dead_band_fraction", 0 <= self.dead_band_fraction < 1, "in [0, 1)"),
+            ("max_step_up_fraction", 0 < self.max_step_up_fraction <= 1, "in (0, 1]"),
+            ("cooldown_s", self.cooldown_s >= 0, "must be 0 or more"),
+            ("stale_after_s", self.stale_after_s > 0, "must be positive"),
+            ("millicores_per_vcore", self.millicores_per_vcore > 0, "must be positive"),
+        ]
+        for name, ok, expectation in problems:
+            if not ok:
+                raise ValueError(f"{name}: {getattr(self, name)!r} {expectation}")
+
+
+class GuardMode(StrEnum):
+    """What a round does with its decisions."""
+
+    OFF = "off"  # nothing decided; every node the guard changed is given back
+    RECOMMEND = "recommend"  # decide and record (the page shows it); change nothing
+    AUTO = "auto"  # decide, set the node totals, serve reclaim requests to the agents
+
+
+# --------------------------------------------------------------------------- observed
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One NodeManager as the guard sees it this round."""
+
+    node_id: str
+    host: str
+    running: bool
+    state: str
+    capacity: Resources  # the node's real total (journalled original, else the RM's)
+    total: Resources  # what the scheduler sees now
+    used: Resources  # allocated to YARN containers (batch) now
+
+    @property
+    def throttled(self) -> bool:
+        return self.total != self.capacity
+
+
+@dataclass(frozen=True)
+class NodeDemand:
+    """The latency-critical applications' demand on one node: ``vcores`` and
+    ``memory_mb`` are the pessimistic bound (a learner's upper confidence bound, or
+    observed usage plus headroom); ``source`` says which."""
+
+    node_id: str
+    vcores: float
+    memory_mb: float
+    source: str
+    estimate_vcores: float | None = None
+
+    @property
+    def usable(self) -> bool:
+        values = (self.vcores, self.memory_mb)
+        return all(math.isfinite(v) and v >= 0 for v in values)
+
+
+@dataclass(frozen=True)
+class QosReading:
+    """One latency-critical application's tail latency over the risk window (its
+    entry service's request spans), against its target when one is set."""
+
+    application: str
+    latency_ms: float
+    percentile: float
+    requests: int
+    load_rps: float
+    nodes: tuple[str, ...]  # where its services ran (trace hosts)
+    measured_at_s: float
+    target_ms: float | None = None
+
+    @property
+    def violated(self) -> bool | None:
+        if self.target_ms is None or not math.isfinite(self.latency_ms):
+            return None
+        return self.latency_ms > self.target_ms
+
+
+@dataclass(frozen=True)
+class RequestTally:
+    """One entry service's requests (its root spans) that ended in
+    ``(since_us, until_us]``: how many, and how many took at most its latency
+    target (``within_target`` is 0 when it has no target). Successive reads tally
+    disjoint intervals, so each request is counted once."""
+
+    service: str
+    requests: int
+    within_target: int
+    target_ms: float | None
+    since_us: int
+    until_us: int
+    hosts: tuple[str, ...] = ()  # where its traces ran
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.until_us - self.since_us) / 1e6)
+
+
+@dataclass(frozen=True)
+class GuardInputs:
+    """Everything one round of the guard decides from.
+
+    ``risk`` is ``None`` when the trace store could not be read (``risk_problem``
+    says why). ``node_hosts`` maps a trace host to the node id it stands for, for
+    hosts that are not a node id themselves (see :func:`risk_key`).
+    """
+
+    now_s: float
+    nodes: tuple[NodeView, ...]
+    risk: RiskSnapshot | None
+    risk_problem: str = ""
+    demands: tuple[NodeDemand, ...] = ()
+    qos: tuple[QosReading, ...] = ()
+    node_hosts: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "node_hosts", MappingProxyType(dict(self.node_hosts)))
+
+    def demand_of(self, node_id: str) -> NodeDemand | None:
+        return next((d for d in self.demands if d.node_id == node_id), None)
+
+
+@dataclass(frozen=True)
+class NodeMemory:
+    """What the guard remembers of a node between rounds."""
+
+    last_lowered_at_s: float | None = None
+    last_changed_at_s: float | None = None
+
+
+# --------------------------------------------------------------------------- decided
+
+
+class Action(StrEnum):
+    LOWER = "lower"  # less visible to batch than now
+    RAISE = "raise"  # more visible, not yet the whole node
+    RESTORE = "restore"  # back to the node's full capacity
+    HOLD = "hold"  # keep what the scheduler sees now
+    SKIP = "skip"  # the node cannot be acted on (not RUNNING)
+
+
+@dataclass(frozen=True)
+class NodeDecision:
+    """The guard's decision for one node: the total the scheduler should see
+    (``target``), what batch would ideally see before the safety steps
+    (``wanted``), how much of batch's current use the node agent should reclaim,
+    and why."""
+
+    node_id: str
+    capacity: Resources
+    current: Resources
+    target: Resources
+    wanted: Resources
+    used: Resources
+    reclaim: Resources
+    action: Action
+    reason: str
+    risk: float | None = None
+    reserved_fraction: float | None = None  # nu*R clipped to [0, 1]
+    demand: NodeDemand | None = None
+    qos: QosReading | None = None
+
+    @property
+    def changes(self) -> bool:
+        return self.target != self.current
+
+    def reclaim_millicores(self, millicores_per_vcore: int) -> int:
+        return self.reclaim.vcores * millicores_per_vcore
+
+
+@dataclass(frozen=True)
+class GuardPlan:
+    decided_at_s: float
+    decisions: tuple[NodeDecision, ...]
+
+    def decision(self, node_id: str) -> NodeDecision | None:
+        return next((d for d in self.decisions if d.node_id == node_id), None)
+
+    @property
+    def changes(self) -> tuple[NodeDecision, ...]:
+        return tuple(d for d in self.decisions if d.changes)
+
+    def summary(self) -> str:
+        if not self.decisions:
+            return "no nodes"
+        return "; ".join(f"{d.node_id}: {d.action} ({d.reason})" for d in self.decisions)

@@ -1,0 +1,169 @@
+"""One placement experiment: a cluster, a workload and a policy, run in the RU cluster
+model. ``yarn-adapt bench placement`` runs it per policy and scale; tests run small
+ones.
+
+Every policy sees the same jobs (same seed) and the same resident population. The
+scheduler is built per policy from the same pieces the YARN simulator's hook uses
+(:func:`~yarn_adapt.placement.policies.make_placer`): Tarcil runs as ``agents``
+scheduling agents with admission control; the others as one direct scheduler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from yarn_adapt.errors import InputError
+from yarn_adapt.placement.admission import AdmissionControl, AdmissionSettings
+from yarn_adapt.placement.agents import AgentPool, AgentSettings, DirectScheduler, SharedState
+from yarn_adapt.placement.cluster_model import ClusterModel, ModelResult, ModelSettings
+from yarn_adapt.placement.policies import POLICY_NAMES, PlacementJob, TarcilSettings, make_placer
+from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook
+from yarn_adapt.placement.state import RUState, Topology
+from yarn_adapt.placement.workloads import (
+    JobArrival,
+    profile_error,
+    profiled_book,
+    synthetic_classes,
+    synthetic_jobs,
+    trace_jobs,
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    servers: int
+    horizon_s: float
+    rus_per_server: int = 8
+    servers_per_rack: int = 40
+    load: float = 0.72
+    measure_share: float = 0.9
+    classes: int = 20
+    new_class_share: float = 0.4
+    probes: int = 3
+    profile_noise: float = 0.03
+    slope: float = 1.0
+    agents: int = 10
+    sync_interval_s: float = 0.1
+    miss_probability: float = 1e-3
+    cap: int = 32
+    max_wait_s: float = 30.0
+    patience: float = 0.25
+    max_trace_rus: int = 32
+    protect: bool = True
+    seed: int = 1
+    trace: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.load < 1:
+            raise InputError(f"load {self.load} must be in (0, 1)")
+        if self.horizon_s <= 0 or not 0 < self.measure_share <= 1:
+            raise InputError("horizon_s must be positive and measure_share in (0, 1]")
+
+    @property
+    def ru_count(self) -> int:
+        return self.servers * self.rus_per_server
+
+
+@dataclass(frozen=True)
+class Workbench:
+    """Everything a policy run shares: topology, truth, the scheduler's profiles,
+    the jobs and the resident population."""
+
+    scenario: Scenario
+    topology: Topology
+    truth: dict[str, InterferenceProfile]
+    book: ProfileBook
+    jobs: tuple[JobArrival, ...]
+    residents: tuple[JobArrival, ...]
+
+    @property
+    def profile_error(self) -> float:
+        return profile_error(self.book, self.truth)
+
+
+def prepare(scenario: Scenario) -> Workbench:
+    topology = Topology.uniform(
+        scenario.servers, scenario.rus_per_server, scenario.servers_per_rack
+    )
+    truth = synthetic_classes(scenario.classes, scenario.seed)
+    book = profiled_book(
+        truth, new_share=scenario.new_class_share, probes=scenario.probes,
+        noise=scenario.profile_noise, seed=scenario.seed,
+    )  # fmt: skip
+    jobs = _jobs(scenario, topology, sorted(truth))
+    rng = np.random.default_rng(scenario.seed + 7)
+    residents = _residents(jobs, int(scenario.load * topology.ru_count), rng)
+    return Workbench(scenario, topology, truth, book, tuple(jobs), tuple(residents))
+
+
+def _jobs(scenario: Scenario, topology: Topology, classes: list[str]) -> list[JobArrival]:
+    if scenario.trace is not None:
+        return trace_jobs(
+            scenario.trace, classes=classes, rus=topology.ru_count, load=scenario.load,
+            horizon_s=scenario.horizon_s, max_rus=scenario.max_trace_rus, seed=scenario.seed,
+        )  # fmt: skip
+    return synthetic_jobs(
+        classes=classes, rus=topology.ru_count, servers=topology.servers,
+        racks=topology.racks, load=scenario.load, horizon_s=scenario.horizon_s,
+        seed=scenario.seed,
+    )  # fmt: skip
+
+
+def _residents(jobs: list[JobArrival], busy: int, rng: np.random.Generator) -> list[JobArrival]:
+    """A steady-state population: jobs picked length-biased (by RU-seconds) from the
+    workload, each with a uniform share of its work left, until ``busy`` RUs."""
+    if not jobs or busy <= 0:
+        return []
+    weights = np.array([a.job.ru_count * a.duration_s for a in jobs])
+    weights /= weights.sum()
+    residents: list[JobArrival] = []
+    held = 0
+    while held < busy:
+        source = jobs[int(rng.choice(len(jobs), p=weights))]
+        left = max(float(rng.random()) * source.duration_s, 0.01)
+        job = replace(source.job, id=f"resident-{len(residents)}", expected_duration_s=left)
+        residents.append(JobArrival(job, 0.0, left))
+        held += job.ru_count
+    return residents
+
+
+def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> ModelResult:
+    """Replay the workbench's jobs under ``policy`` (one of ``POLICY_NAMES``)."""
+    scenario = bench.scenario
+    state = RUState(bench.topology, deferred=True)
+    shared = SharedState(state)
+    rng = np.random.default_rng(scenario.seed if seed is None else seed)
+    admission = None
+    if policy == "tarcil":
+        admission = AdmissionControl(
+            state,
+            AdmissionSettings(
+                miss_probability=scenario.miss_probability, cap=scenario.cap,
+                max_wait_s=scenario.max_wait_s, patience=scenario.patience, seed=scenario.seed,
+            ),
+        )  # fmt: skip
+    tarcil = TarcilSettings(scenario.miss_probability, scenario.cap, protect=scenario.protect)
+    placer = make_placer(policy, bench.book, tarcil, admission)
+    scheduler = (
+        AgentPool(shared, placer, AgentSettings(scenario.agents, scenario.sync_interval_s), rng)
+        if policy == "tarcil" and scenario.agents > 1
+        else DirectScheduler(shared, placer, rng)
+    )
+    settings = ModelSettings(
+        scenario.slope, scenario.horizon_s, scenario.horizon_s * scenario.measure_share
+    )
+    warm = DirectScheduler(shared, placer, np.random.default_rng(scenario.seed + 11))
+    model = ClusterModel(state, scheduler, bench.truth, bench.book, settings, admission, warm)
+    return model.run(bench.jobs, bench.residents)
+
+
+def check_policy(name: str) -> str:
+    if name not in POLICY_NAMES:
+        raise InputError(f"unknown placement policy {name!r} (known: {', '.join(POLICY_NAMES)})")
+    return name
+
+
+__all__ = ["PlacementJob", "Scenario", "Workbench", "prepare", "run_policy"]
