@@ -111,7 +111,7 @@ def test_a_round_is_what_the_service_tunes_and_propose_answers_it(scheduler: Sch
     minutes, so 5-minute windows): one configuration of the scheduler, every group
     triggered, its jobs in its own leaves; the fast pass and the full one both give
     proposals YARN accepts, and the loss between them is measured alike."""
-    options = BenchOptions(trace=FB_SAMPLE, seed=2, extra={"window_s": "300", "levels": "3"})
+    options = BenchOptions(trace=FB_SAMPLE, seed=2, extra={"window_s": "300", "levels": "2"})
     settings = bench._settings(options)
     loaded = bench._TraceCache(FB_SAMPLE, seed=2, scale_jobs=True).for_size(400, 4)
     built = bench.build_round((100, 4), scheduler, settings, loaded)
