@@ -147,3 +147,12 @@ def test_other_formats_are_replayed_as_they_are() -> None:
     cache = bench._TraceCache(sls, seed=1, scale_jobs=True)
     assert not cache.swim
     assert cache.for_size(300, 10) is cache.for_size(12_000, 500)
+
+
+def test_a_loss_figure_is_json_whatever_the_predictions() -> None:
+    """A group both passes leave starving is left out of the loss; a fast pass that
+    starves a group the full search does not is 'unbounded'; JSON has no NaN."""
+    assert bench._loss_figure(math.nan) is None
+    assert bench._loss_figure(None) is None
+    assert bench._loss_figure(math.inf) == "unbounded"
+    assert bench._loss_figure(-9.64612) == -9.646

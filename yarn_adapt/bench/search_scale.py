@@ -582,23 +582,41 @@ def predicted_latency(built: Round, config: SchedulerConfig) -> float:
     """The comparator's mean job latency over every group, each under ``config``'s
     setting and share of the cluster (point estimates, scored alike for any
     configuration)."""
-    total = latencies = 0.0
+    found = _group_latencies(built, config)
+    total = sum(jobs for _, jobs in found.values())
+    return sum(latency * jobs for latency, jobs in found.values()) / total if total else math.nan
+
+
+def _group_latencies(built: Round, config: SchedulerConfig) -> dict[str, tuple[float, int]]:
+    """Each group with jobs: its predicted mean job latency and its job count."""
+    found = {}
     for group in groups_of(config):
         mix = state_mix(built.state, built.model, group.leaf_names, built.settings)
         if not mix.jobs:
             continue
         resources = group_resources(built.state, group_share(config, group), whole=False)
         latency = Comparator(mix, resources).latency(group_config(config, group))
-        latencies += latency * len(mix.jobs)
-        total += len(mix.jobs)
-    return latencies / total if total else math.nan
+        found[group.parent] = (latency, len(mix.jobs))
+    return found
 
 
 def latency_loss(built: Round, fast: Proposal, full: Proposal) -> float:
-    """The fast proposal's predicted latency over the full search's, in percent."""
-    return 100.0 * (
-        predicted_latency(built, fast.config) / predicted_latency(built, full.config) - 1
-    )
+    """The fast proposal's predicted latency over the full search's, in percent, over
+    the groups both leave with a bounded prediction (a group the comparator predicts
+    starves under both would make every mean infinite); infinite when the fast pass
+    starves a group the full search does not, NaN when no group is bounded under both."""
+    ours, theirs = _group_latencies(built, fast.config), _group_latencies(built, full.config)
+    if any(
+        not math.isfinite(ours[g][0]) and math.isfinite(theirs[g][0]) for g in ours if g in theirs
+    ):
+        return math.inf
+    both = [g for g in ours if g in theirs and math.isfinite(ours[g][0] + theirs[g][0])]
+    jobs = sum(ours[g][1] for g in both)
+    if not jobs:
+        return math.nan
+    mean_ours = sum(ours[g][0] * ours[g][1] for g in both) / jobs
+    mean_theirs = sum(theirs[g][0] * theirs[g][1] for g in both) / jobs
+    return 100.0 * (mean_ours / mean_theirs - 1)
 
 
 def _row(result: RoundResult) -> dict[str, Any]:
@@ -616,10 +634,21 @@ def _row(result: RoundResult) -> dict[str, Any]:
         else 0.0,
         "changed_groups": sum(d.changed for d in decisions),
         "full_wall_s": None if result.full_wall_s is None else round(result.full_wall_s, 3),
-        "latency_loss_vs_full": None
-        if result.loss_vs_full is None
-        else round(result.loss_vs_full, 3),
+        "latency_loss_vs_full": _loss_figure(result.loss_vs_full),
     }
+
+
+def _known(loss: float | None) -> bool:
+    return loss is not None and not math.isnan(loss)
+
+
+def _loss_figure(loss: float | None) -> float | str | None:
+    """JSON has no NaN or infinity: ``None`` when unknown, ``"unbounded"`` when the
+    fast pass starves a group the full search does not."""
+    if not _known(loss):
+        return None
+    assert loss is not None
+    return round(loss, 3) if math.isfinite(loss) else "unbounded"
 
 
 def _figures(
@@ -628,6 +657,7 @@ def _figures(
     largest = [r for r in results if (r.nodes, r.groups) == settings.sizes[-1]]
     pool = [r.wall_pool_s for r in largest if r.wall_pool_s is not None]
     losses = [r.loss_vs_full for r in largest if r.loss_vs_full is not None]
+    losses = [loss for loss in losses if not math.isnan(loss)]
     return {
         "path": PATH,
         "max_wall_s": round(max(r.wall_s for r in largest), 3),
@@ -635,9 +665,9 @@ def _figures(
         "pool": settings.executor if settings.executor != "none" else None,
         "largest": {"nodes": largest[0].nodes, "groups": largest[0].groups},
         "wall_s_by_scheduler": {str(r.scheduler): round(r.wall_s, 3) for r in largest},
-        "latency_loss_vs_full": round(max(losses), 3) if losses else None,
+        "latency_loss_vs_full": _loss_figure(max(losses)) if losses else None,
         "latency_loss_vs_full_by_scheduler": {
-            str(r.scheduler): round(r.loss_vs_full, 3)
+            str(r.scheduler): _loss_figure(r.loss_vs_full)
             for r in largest
             if r.loss_vs_full is not None
         },
