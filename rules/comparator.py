@@ -5,8 +5,12 @@ group (AdaptiveConfig §3.3.1-3.3.2).
 the resources, the constraints, the rule book -- and answers
 :meth:`Comparator.latency` for each :class:`~rules.inputs.GroupConfig`. The rules
 compile a mechanism per categorical signature (cached); the numeric engine runs
-Algorithm 1 with it -- once on the estimated mix, or on a few perturbed copies of it
-when the comparison accounts for the task-time model's error (:class:`Uncertainty`).
+Algorithm 1 with it on each sample of what the comparator cannot know -- task
+durations as the task-time model predicts them with its measured error, heartbeat
+phases (:class:`~rules.uncertainty.Uncertainty`); one sample is the point estimate.
+Every candidate runs on the same samples (common random numbers), so
+:meth:`Comparator.choose` can pick the one most likely to be best
+(:mod:`rules.decision`).
 
 A search asks about many configurations that take the same path through Algorithm
 1 -- the same decision at every point where the configuration matters. The
@@ -21,12 +25,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rules.compiler import MechanismCompiler, signature
+from rules.decision import Choice, DecisionRule, choose
 from rules.engine import Algorithm1, Estimate
 from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
+from rules.judging import PathJudge
 from rules.mechanism import Mechanism
 from rules.paths import Decisions, Path
 from rules.rulebook import DEFAULT_BOOK, RuleBook
-from rules.uncertainty import perturbed_mixes
+from rules.uncertainty import POINT_ESTIMATE, Uncertainty, heartbeat_phases, sample_mixes
+
+__all__ = ["POINT_ESTIMATE", "Comparator", "Ranked", "Uncertainty", "expected"]
 
 
 @dataclass(frozen=True)
@@ -38,30 +46,19 @@ class Ranked:
     estimate: Estimate
 
 
-@dataclass(frozen=True)
-class Uncertainty:
-    """Compare on the expected latency over ``samples`` mixes whose stage durations
-    are off by log-normal(0, ``sigma``) factors (:mod:`rules.uncertainty`); one
-    sample of sigma 0 is the plain point estimate."""
-
-    sigma: float = 0.0
-    samples: int = 1
-    seed: int = 0
-
-
-POINT_ESTIMATE = Uncertainty()
 # Paths kept per mechanism, queues and resources: the most recently followed first.
 PATHS_KEPT = 32
 
 
 def expected(estimates: Sequence[Estimate]) -> Estimate:
-    """The mean of several estimates of the same mix, job by job."""
+    """The mean of several estimates of the same mix, job by job; ``samples`` keeps
+    each one's mean latency."""
     count = len(estimates)
     latencies = tuple(
         sum(lat) / count for lat in zip(*(e.latencies for e in estimates), strict=True)
     )
-    mean = sum(e.mean_latency_s for e in estimates) / count
-    return Estimate(mean, latencies, max(e.unfinished for e in estimates))
+    means = tuple(e.mean_latency_s for e in estimates)
+    return Estimate(sum(means) / count, latencies, max(e.unfinished for e in estimates), means)
 
 
 class Comparator:
@@ -81,14 +78,12 @@ class Comparator:
         self.resources = resources
         self.constraints = constraints
         self.compiler = compiler or MechanismCompiler(book)
+        self.uncertainty = uncertainty
         self.evaluations = 0
         self.paths_followed = 0
         self._paths: dict[tuple[int, Mechanism, tuple[str, ...], GroupResources], list[Path]] = {}
-        self._mixes = (
-            perturbed_mixes(mix, uncertainty.sigma, uncertainty.samples, uncertainty.seed)
-            if uncertainty.samples > 1 and uncertainty.sigma > 0
-            else [mix]
-        )
+        self._mixes = sample_mixes(mix, uncertainty)
+        self._phases: dict[tuple[int, int, float], tuple[float, ...] | None] = {}
 
     def mechanism(self, config: GroupConfig, resources: GroupResources | None = None) -> Mechanism:
         """What the rules decide for ``config`` on this mix."""
@@ -114,11 +109,8 @@ class Comparator:
         mix = self._mixes[index]
         key = (index, mechanism, tuple(q.name for q in config.queues), resources)
         paths = self._paths.setdefault(key, [])
-        judge = (
-            Algorithm1(mechanism, config, mix, resources, self.constraints, judging=True)
-            if paths
-            else None
-        )
+        phases = self._phases_of(index, resources)
+        judge = PathJudge(mechanism, config, resources, self.constraints) if paths else None
         for position, path in enumerate(paths):
             if judge is not None and judge.follows(path):
                 paths.insert(0, paths.pop(position))
@@ -126,12 +118,21 @@ class Comparator:
                 return path.estimate
         decisions = Decisions()
         engine = Algorithm1(
-            mechanism, config, mix, resources, self.constraints, decisions=decisions
+            mechanism, config, mix, resources, self.constraints, decisions=decisions, phases=phases
         )
         estimate = engine.run()
         paths.insert(0, Path(decisions, estimate, engine.jobs))
         del paths[PATHS_KEPT:]
         return estimate
+
+    def _phases_of(self, index: int, resources: GroupResources) -> tuple[float, ...] | None:
+        """Sample ``index``'s heartbeat phases of the nodes of ``resources``."""
+        key = (index, len(resources.nodes), resources.heartbeat_s)
+        if key not in self._phases:
+            self._phases[key] = heartbeat_phases(
+                len(resources.nodes), resources.heartbeat_s, self.uncertainty, index
+            )
+        return self._phases[key]
 
     def latency(self, config: GroupConfig, resources: GroupResources | None = None) -> float:
         """Mean job latency (s) under ``config``: the value the searches minimise."""
@@ -144,3 +145,19 @@ class Comparator:
 
     def best(self, configs: Sequence[GroupConfig]) -> Ranked:
         return self.rank(configs)[0]
+
+    def choose(
+        self,
+        configs: Sequence[GroupConfig],
+        rule: DecisionRule = DecisionRule.MOST_LIKELY_BEST,
+        resources: GroupResources | None = None,
+    ) -> Choice:
+        """The candidate ``rule`` picks, every candidate on the same samples."""
+        return choose([self.sample_latencies(c, resources) for c in configs], rule)
+
+    def sample_latencies(
+        self, config: GroupConfig, resources: GroupResources | None = None
+    ) -> tuple[float, ...]:
+        """``config``'s mean latency in each sample."""
+        found = self.estimate(config, resources)
+        return found.samples or (found.mean_latency_s,)

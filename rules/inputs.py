@@ -49,7 +49,9 @@ class MixJob:
     holds its container (the job is active); ``running``: containers already busy.
     ``deadline_s`` feeds EDF; ``allowed_share``: the share of the group's containers
     on machines the job may use (a placement constraint, §3.2 S^Job), ``None`` for
-    anywhere."""
+    anywhere. ``spreads``: per stage, the standard deviation of its tasks' log
+    seconds around the stage's durations (a model's estimate; empty: none), which
+    :mod:`rules.uncertainty` expands into per-task durations."""
 
     id: str
     queue: str
@@ -63,6 +65,7 @@ class MixJob:
     am_running: bool = False
     running: tuple[RunningTasks, ...] = ()
     user: str = "user"
+    spreads: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         for stage in self.stages:

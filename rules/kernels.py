@@ -13,12 +13,15 @@ activation group:
 A binding names where a number comes from (``capacity``, ``maximum``, ``weight``,
 ``min_resources``, ``max_resources``): :data:`VALUE_SOURCES` reads it from a
 :class:`~rules.inputs.QueueConfig`.
+
+What YARN computes -- queue order, fair shares, user and AM limits, active users --
+comes from :mod:`yarn_adapt.semantics`, the module the simulator is to share: the
+kernels only feed it the queue's numbers.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -29,7 +32,8 @@ from rules.state import INFINITY, JobState, QueueState
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.fair import FairResources
 from yarn_adapt.model.resources import Resources
-from yarn_adapt.sim.shares import fair_shares
+from yarn_adapt.semantics import capacity as cs
+from yarn_adapt.semantics import fair as fs
 
 
 @dataclass(frozen=True)
@@ -94,9 +98,9 @@ class Allocation(Protocol):
 
 
 class GuaranteedShare:
-    """Capacity Scheduler: queues below their floor first, then the least
-    used/guaranteed (queues without a guarantee last), ties to the larger guarantee,
-    then configuration order (PriorityUtilizationQueueOrderingPolicy)."""
+    """Capacity Scheduler: queues below their floor (S^Queue's minimum, when the
+    constraints give one) first, then YARN's order
+    (:func:`yarn_adapt.semantics.capacity.queue_order_key`)."""
 
     def __init__(self, choice: KernelChoice, totals: Totals) -> None:
         self.choice = choice
@@ -114,18 +118,23 @@ class GuaranteedShare:
             if queue.used_mem < min(queue.floor_mem, queue.used_mem + queue.pending_mem)
             else 1.0
         )
-        if queue.share_mem > 0:
-            return (needy, 0.0, queue.used_mem / queue.share_mem, -queue.share_mem, queue.position)
-        return (needy, 1.0, queue.used_mem / self.totals.memory, 0.0, queue.position)
+        return (
+            needy,
+            *cs.queue_order_key(
+                queue.used_mem, queue.share_mem, queue.position, cluster=self.totals.memory
+            ),
+        )
 
     def share_out(self, active: Sequence[QueueState]) -> None:
         """No instantaneous fair share in the Capacity Scheduler."""
 
 
 class WeightedFair:
-    """Fair Scheduler (FairSharePolicy / DominantResourceFairnessPolicy between
-    queues): queues below ``min(floor, demand)`` first by usage/floor, then by usage
-    per weight (memory, or the dominant share), then name."""
+    """Fair Scheduler between queues: FairSharePolicy on memory
+    (:func:`yarn_adapt.semantics.fair.fair_share_key`) or, under a ``drf`` parent,
+    DominantResourceFairnessPolicy (:func:`yarn_adapt.semantics.fair.drf_key`: the
+    min-share check on the dominant resource). Fair shares:
+    :func:`yarn_adapt.semantics.fair.fair_shares`."""
 
     def __init__(self, choice: KernelChoice, totals: Totals) -> None:
         self.choice = choice
@@ -138,13 +147,21 @@ class WeightedFair:
         queue.ceiling_mem, queue.ceiling_vc = value(self.choice, "ceiling", config, self.totals)
 
     def key(self, queue: QueueState) -> tuple[float, ...]:
-        demand = min(queue.used_mem + queue.pending_mem, queue.ceiling_mem)
-        minimum = min(queue.floor_mem, demand)
-        if queue.used_mem < minimum:
-            return (0.0, queue.used_mem / max(minimum, 1.0), queue.position)
-        used = self._measure(queue) if self.dominant else float(queue.used_mem)
-        ratio = used / queue.weight if queue.weight > 0 else INFINITY
-        return (1.0, ratio, queue.position)
+        if self.dominant:
+            return fs.drf_key(
+                used=(queue.used_mem, queue.used_vc),
+                min_share=(queue.floor_mem, queue.floor_vc),
+                cluster=(self.totals.memory, self.totals.vcores),
+                weight=queue.weight,
+                position=queue.position,
+            )
+        return fs.fair_share_key(
+            used=queue.used_mem,
+            demand=min(queue.used_mem + queue.pending_mem, queue.ceiling_mem),
+            min_share=queue.floor_mem,
+            weight=queue.weight,
+            position=queue.position,
+        )
 
     def share_out(self, active: Sequence[QueueState]) -> None:
         """ComputeFairShares among the active queues by weight within floor/ceiling;
@@ -169,9 +186,6 @@ class WeightedFair:
         for queue, share_mem, share_vc in zip(active, memory, vcores, strict=True):
             queue.fair_mem, queue.fair_vc = share_mem, share_vc
 
-    def _measure(self, queue: QueueState) -> float:
-        return max(queue.used_mem / self.totals.memory, queue.used_vc / max(self.totals.vcores, 1))
-
 
 @functools.lru_cache(maxsize=4096)
 def _shares(
@@ -182,7 +196,7 @@ def _shares(
 ) -> tuple[float, ...]:
     # The same few active-queue sets recur within and across evaluations; the
     # bisection costs ~100 us, a cache hit well under 1 us.
-    return tuple(fair_shares(weights, minimums, maximums, total))
+    return tuple(fs.fair_shares(weights, minimums, maximums, total))
 
 
 ALLOCATION: Mapping[str, Callable[[KernelChoice, Totals], Allocation]] = {
@@ -200,8 +214,10 @@ def _fifo(choice: KernelChoice, totals: Totals) -> JobKey:
 
 def _least_used(choice: KernelChoice, totals: Totals) -> JobKey:
     if choice.binding("measure") == "dominant":
-        memory, vcores = float(totals.memory), float(max(totals.vcores, 1))
-        return lambda j: (max(j.used_mem / memory, j.used_vc / vcores), j.submit, j.index)
+        cluster = (float(totals.memory), float(max(totals.vcores, 1)))
+        return lambda j: fs.drf_app_key(
+            used=(j.used_mem, j.used_vc), cluster=cluster, start=j.submit, index=j.index
+        )
     return lambda j: (j.used_mem, j.submit, j.index)
 
 
@@ -268,13 +284,11 @@ class NoAm:
 
 
 class AmLimit:
-    """AM containers within a share of a base amount. ``queue_limit`` (Capacity,
-    LeafQueue.activateApplications): checked when a job is activated, against
-    max(guarantee, current limit) x maximum-am-resource-percent rounded up to the
-    unit, a queue with no active job always activating one. ``fair_share`` (Fair,
-    FSLeafQueue.canRunAppAM): checked when the AM is granted, against the queue's
-    instantaneous fair share x maxAMShare (-1 disables; no share: the free
-    resources)."""
+    """AM containers within a share of a base amount. ``queue_limit`` (Capacity):
+    checked when a job is activated, against the queue's and the user's AM limits
+    (:func:`yarn_adapt.semantics.capacity.may_activate`). ``fair_share`` (Fair):
+    checked when the AM is granted, against the queue's instantaneous fair share x
+    maxAMShare (:func:`yarn_adapt.semantics.fair.max_am_share_allows`)."""
 
     needs_am = True
 
@@ -290,43 +304,42 @@ class AmLimit:
         return self._grant_allows(queue, job, used)
 
     def _activation_allows(self, queue: QueueState, job: JobState, used_mem: int) -> bool:
-        if self.at_least_one and queue.am_used_mem <= 0:
-            return True
         step = self.totals.unit_mem
         current = min(queue.ceiling_mem, self.totals.memory - used_mem + queue.used_mem)
-        guarantee = _round_up(queue.share_mem, step)
-        limit = _round_up(max(guarantee, current) * queue.am_fraction, step)
-        if queue.am_used_mem + job.am_mem > limit:
-            return False
-        return self._user_am(queue, job) + job.am_mem <= self._user_am_limit(queue, limit)
-
-    @staticmethod
-    def _user_am(queue: QueueState, job: JobState) -> int:
+        limit = cs.am_limit(queue.share_mem, current, queue.am_fraction, step)
         user = queue.users.get(job.user)
-        return user[2] if user else 0
-
-    def _user_am_limit(self, queue: QueueState, queue_limit: float) -> float:
-        """LeafQueue.getUserAMResourceLimit: the guarantee x am percent x the larger of
-        minimum-user-limit-percent and 1/active users x user-limit-factor (-1 counts 0)."""
-        active = max(1, sum(1 for u in queue.users.values() if u[1] > 0))
-        share = max(queue.user_minimum / 100.0, 1.0 / active)
-        factor = queue.am_fraction * share * max(queue.user_factor, 0.0)
-        guarantee = _round_up(queue.share_mem, self.totals.unit_mem)
-        return min(_round_up(guarantee * factor, self.totals.unit_mem), queue_limit)
+        user_limit = cs.user_am_limit(
+            guaranteed=queue.share_mem,
+            am_percent=queue.am_fraction,
+            minimum_user_limit_percent=queue.user_minimum,
+            active_users=_active_users(queue),
+            user_limit_factor=queue.user_factor,
+            queue_am_limit=limit,
+            step=step,
+        )
+        return cs.may_activate(
+            am_request=job.am_mem,
+            queue_am_used=queue.am_used_mem,
+            queue_am_limit=limit,
+            user_am_used=user[2] if user else 0,
+            user_am_limit=user_limit,
+            at_least_one=self.at_least_one,
+        )
 
     def _grant_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
-        share = queue.am_fraction
-        if abs(share + 1.0) < 1e-4:
-            return True
-        base_mem = queue.fair_mem or min(self.totals.memory - used[0], queue.ceiling_mem)
-        base_vc = queue.fair_vc or min(self.totals.vcores - used[1], queue.ceiling_vc)
-        return queue.am_used_mem + job.am_mem <= math.ceil(
-            base_mem * share
-        ) and queue.am_used_vc + job.am_vc <= math.ceil(base_vc * share)
+        return fs.max_am_share_allows(
+            am_used=(queue.am_used_mem, queue.am_used_vc),
+            am_request=(job.am_mem, job.am_vc),
+            fair_share=(queue.fair_mem, queue.fair_vc),
+            max_share=(queue.ceiling_mem, queue.ceiling_vc),
+            available=(self.totals.memory - used[0], self.totals.vcores - used[1]),
+            max_am_share=queue.am_fraction,
+        )
 
 
-def _round_up(amount: float, step: int) -> float:
-    return math.ceil(amount / step - 1e-9) * step
+def _active_users(queue: QueueState) -> int:
+    """UsersManager's active users: those with an app that asks for containers."""
+    return sum(1 for held in queue.users.values() if cs.is_active_user(held[3]))
 
 
 class UserCheck(Protocol):
@@ -342,32 +355,30 @@ class NoUserLimit:
 
 
 class UserLimit:
-    """UsersManager.computeUserLimit on memory (user weights 1): a user may be granted
-    while not over ``min(max(even split of active users' use, current capacity x
-    minimum-user-limit-percent), capacity x user-limit-factor)``, rounded up to the
-    unit; a factor of -1 lets the queue's ceiling cap it."""
+    """The Capacity Scheduler's user limit (user weights 1):
+    :func:`yarn_adapt.semantics.capacity.user_limit` over the queue's active users
+    (:func:`yarn_adapt.semantics.capacity.is_active_user`), checked as
+    :func:`yarn_adapt.semantics.capacity.can_assign_to_user` does."""
 
     def __init__(self, choice: KernelChoice, totals: Totals) -> None:
         self.step = totals.unit_mem
 
     def allows(self, queue: QueueState, job: JobState) -> bool:
         used = queue.users.get(job.user)
-        return used is None or used[0] <= self._limit(queue)
+        return used is None or cs.can_assign_to_user(used[0], self._limit(queue))
 
     def _limit(self, queue: QueueState) -> float:
-        step = self.step
-        capacity = max(_round_up(queue.share_mem, step), step)
-        current = capacity if queue.used_mem < capacity else queue.used_mem + step
-        held = active = 0
-        for memory, jobs, _ in queue.users.values():
-            if jobs > 0:
-                held += memory
-                active += 1
-        even = math.ceil((held + step) / max(1, active))
-        minimum = math.ceil(current * queue.user_minimum / 100.0)
-        factor = queue.user_factor
-        cap = queue.ceiling_mem if factor < 0 else math.floor(capacity * factor)
-        return _round_up(min(max(even, minimum), cap), step)
+        held, active = cs.active_usage((user[0], user[3]) for user in queue.users.values())
+        return cs.user_limit(
+            guaranteed=queue.share_mem,
+            queue_used=queue.used_mem,
+            active_used=held,
+            active_users=active,
+            minimum_user_limit_percent=queue.user_minimum,
+            user_limit_factor=queue.user_factor,
+            queue_maximum=queue.ceiling_mem,
+            step=self.step,
+        )
 
 
 def _placement_cap(choice: KernelChoice, totals: Totals) -> Callable[[JobState], float]:

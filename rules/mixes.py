@@ -55,9 +55,11 @@ def usual_container(job: JobSpec) -> Resources:
 
 
 def mix_job(job: JobSpec, model: TaskTimeModel | None = None) -> MixJob:
-    """The comparator's view of ``job``: real durations, or ``model``'s estimates."""
+    """The comparator's view of ``job``: real durations, or ``model``'s estimates (a
+    stage's typical task, and the spread of its tasks)."""
     seconds = [t.duration_s for t in job.tasks] if model is None else list(model.estimate_job(job))
     usual = usual_container(job)
+    spreads = () if model is None else _spreads(job, model)
     return MixJob(
         id=job.id,
         queue=job.queue.rsplit(".", 1)[-1],
@@ -67,7 +69,13 @@ def mix_job(job: JobSpec, model: TaskTimeModel | None = None) -> MixJob:
         am=job.am_resources,
         priority=job.features.priority,
         user=job.user,
+        spreads=spreads,
     )
+
+
+def _spreads(job: JobSpec, model: TaskTimeModel) -> tuple[float, ...]:
+    kinds = {task.kind for task in job.tasks}
+    return tuple(model.spread(job.features, kind) if kind in kinds else 0.0 for kind in STAGE_ORDER)
 
 
 def mix_from_workload(

@@ -9,35 +9,92 @@ decisions and from the mix. So if another configuration (with the same mechanism
 and queues) decides every decision of a recorded path the same way, given the same
 state, it takes the same path and every job finishes at the same moment: its
 estimate *is* the recorded one. :class:`Path` holds the decisions (each distinct
-one once) and the estimate; ``Algorithm1.follows`` checks a configuration
+one once) and the estimate; :class:`rules.judging.PathJudge` checks a configuration
 against it, which is much cheaper than running the mix again.
+
+The decisions are named tuples: hashable (a path keeps each distinct one once) and
+as cheap to build as the state they copy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from rules.engine import Estimate
-    from rules.state import JobState
+    from rules.state import JobState, QueueState
 
-# a queue's state as the decisions read it:
-# (position, used MiB, used vcores, pending MiB, pending vcores)
-QueueLoad = tuple[int, int, int, int, int]
-# user -> (memory held, active jobs, AM memory of active jobs)
-Users = tuple[tuple[str, int, int, int], ...]
-# the ranking: the asking queues' loads -> their positions in rank order
-Order = tuple[tuple[QueueLoad, ...], tuple[int, ...]]
-# (position, used MiB + ask, used vcores + ask, over the ceiling)
-Ceiling = tuple[int, int, int, bool]
-# (position, used MiB, users, job index, allowed)
-UserDecision = tuple[int, int, Users, int, bool]
-# (load, AM MiB, AM vcores held, users (when the AM kernel reads them), active queues
-#  of the fair shares or None,
-#  job index, group's used MiB and vcores, allowed)
-AmDecision = tuple[QueueLoad, int, int, Users, tuple[int, ...] | None, int, tuple[int, int], bool]
+T = TypeVar("T")
+# named tuples built without their keyword-checking __new__ (recording is hot)
+_new = tuple.__new__
+HOT_KEPT = 8
+
+
+class QueueLoad(NamedTuple):
+    """A queue's state as the decisions read it."""
+
+    position: int
+    used_mem: int
+    used_vc: int
+    pending_mem: int
+    pending_vc: int
+
+
+class UserHolding(NamedTuple):
+    """One user of a queue: memory held, active jobs, AM memory of its active jobs,
+    and its jobs that ask for containers (which make it an active user)."""
+
+    user: str
+    memory: int
+    active: int
+    am: int
+    asking: int
+
+
+Users = tuple[UserHolding, ...]
+
+
+class Order(NamedTuple):
+    """The asking queues' loads, and their positions in rank order."""
+
+    loads: tuple[QueueLoad, ...]
+    order: tuple[int, ...]
+
+
+class Ceiling(NamedTuple):
+    """Whether a queue asking for more went over its ceiling."""
+
+    position: int
+    asked_mem: int
+    asked_vc: int
+    over: bool
+
+
+class UserDecision(NamedTuple):
+    """Whether a job's user was within its user limit."""
+
+    position: int
+    used_mem: int
+    users: Users
+    job: int
+    allowed: bool
+
+
+class AmDecision(NamedTuple):
+    """Whether a job's AM was within the AM limit: the queue's load and AM use, its
+    users (when the AM kernel reads them), the active queues of the fair shares
+    (``None``: no fair shares), the group's used memory and vcores."""
+
+    load: QueueLoad
+    am_mem: int
+    am_vc: int
+    users: Users
+    shares_of: tuple[int, ...] | None
+    job: int
+    used: tuple[int, int]
+    allowed: bool
 
 
 @dataclass
@@ -71,3 +128,35 @@ class Path:
     decisions: Decisions
     estimate: Estimate
     jobs: Sequence[JobState]
+
+
+# --------------------------------------------------------------------------- state
+
+
+def load_of(queue: QueueState) -> QueueLoad:
+    return _new(
+        QueueLoad,
+        (queue.position, queue.used_mem, queue.used_vc, queue.pending_mem, queue.pending_vc),
+    )
+
+
+def loaded(queue: QueueState, load: QueueLoad) -> QueueState:
+    """``queue`` with the state ``load`` recorded."""
+    _, queue.used_mem, queue.used_vc, queue.pending_mem, queue.pending_vc = load
+    return queue
+
+
+def users_of(queue: QueueState) -> Users:
+    return tuple(_new(UserHolding, (user, *held)) for user, held in queue.users.items())
+
+
+def users_dict(users: Users) -> dict[str, list[int]]:
+    return {u.user: [u.memory, u.active, u.am, u.asking] for u in users}
+
+
+def remember(hot: list[T], decision: T) -> bool:
+    """Keep a decision that told a configuration apart; False (it did not follow)."""
+    if decision not in hot:
+        hot.insert(0, decision)
+        del hot[HOT_KEPT:]
+    return False

@@ -73,7 +73,7 @@ class QueueState:
         self.user_minimum = 100.0
         self.active: list[JobState] = []
         self.waiting: deque[JobState] = deque()
-        # user -> [memory held, active jobs, AM memory of active jobs]
+        # user -> [memory held, active jobs, AM memory of active jobs, asking jobs]
         self.users: dict[str, list[int]] = {}
 
     @property
@@ -142,6 +142,7 @@ class JobState:
         "am_mem",
         "am_node",
         "am_vc",
+        "asking",
         "awaiting_am",
         "cap_mem",
         "deadline",
@@ -188,6 +189,7 @@ class JobState:
         self.used_mem = 0
         self.used_vc = 0
         self.awaiting_am = False
+        self.asking = False
         self.holds_am = False
         self.finish = INFINITY
         self.last_end = -1.0

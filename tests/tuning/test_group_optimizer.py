@@ -22,7 +22,9 @@ from yarn_adapt.tuning.group_optimizer import (
     ComparatorObjective,
     GroupProblem,
     GroupSearchSettings,
+    LevelSearch,
     ResourceBounds,
+    _search,
     candidate_config,
     candidate_levels,
     optimize_group,
@@ -112,7 +114,8 @@ def test_bounds_and_levels_refuse_nonsense() -> None:
 @pytest.mark.parametrize("strategy", ["auto", "rrs", "exhaustive"])
 def test_each_level_gets_its_best_configuration(strategy: str) -> None:
     problem = bowl_problem("g", work=600.0, lower=4, upper=60)
-    outcome = optimize_group(problem, GroupSearchSettings(strategy=strategy))  # type: ignore[arg-type]
+    settings = GroupSearchSettings(strategy=strategy, level_search=LevelSearch.FULL)  # type: ignore[arg-type]
+    outcome = optimize_group(problem, settings)
     assert [level.containers for level in outcome.levels] == list(candidate_levels(problem.bounds))
     for level in outcome.levels:
         assert level.point == (level.containers % 40, level.containers % 3)
@@ -136,7 +139,8 @@ def test_a_round_gives_the_big_group_more_and_reports_its_parts() -> None:
         bowl_problem("small", work=20.0, lower=2, upper=20),
         bowl_problem("big", work=2000.0, lower=3, upper=40),
     ]
-    round_ = tune_round(problems, 30, GroupSearchSettings(rrs=RRSSettings()))
+    settings = GroupSearchSettings(rrs=RRSSettings(), level_search=LevelSearch.FULL)
+    round_ = tune_round(problems, 30, settings)
     small, big = round_.allocation.containers
     assert small + big <= 30
     assert big > small
@@ -144,6 +148,41 @@ def test_a_round_gives_the_big_group_more_and_reports_its_parts() -> None:
     assert round_.best_point(1) == (big % 40, big % 3)
     predicted = 20.0 / small + 2000.0 / big
     assert round_.allocation.predicted_total_latency == pytest.approx(predicted)
+
+
+@dataclass(frozen=True)
+class FixedBowl:
+    """Latency ``work / r`` plus a quadratic around a point that does not move with
+    ``r`` (a group's best configuration is the same at every level), until ``r``
+    reaches ``saturation``: more containers change nothing."""
+
+    work: float
+    saturation: int
+
+    def __call__(self, containers: int, points: Sequence[Point]) -> Sequence[float]:
+        distance = ((np.asarray(points, dtype=float) - np.array([7.0, 1.0])) ** 2).sum(axis=1)
+        return [float(v) for v in self.work / min(containers, self.saturation) + distance]
+
+
+def test_reference_search_rescored_at_the_other_levels_finds_what_full_search_finds() -> None:
+    problem = GroupProblem("g", SPACE, FixedBowl(600.0, 15), ResourceBounds(4, 60), reference=11)
+    full = optimize_group(problem, GroupSearchSettings(level_search=LevelSearch.FULL))
+    fast = optimize_group(problem, GroupSearchSettings(level_search=LevelSearch.REFERENCE))
+    assert fast.curve() == full.curve()
+    assert [level.point for level in fast.levels] == [(7, 1)] * len(fast.levels)
+    # one search at the reference level, a few candidates re-scored elsewhere, and
+    # nothing scored past saturation (two equal levels in a row)
+    assert fast.evaluations < full.evaluations / 4
+    saturated = [level for level in fast.levels if level.containers > 33]
+    assert saturated and all(level.evaluations == 0 for level in saturated)
+
+
+def test_a_reference_search_done_already_is_reused() -> None:
+    problem = GroupProblem("g", SPACE, FixedBowl(600.0, 15), ResourceBounds(4, 60), reference=11)
+    settings = GroupSearchSettings()
+    done = _search(problem, settings, 11)
+    outcome = optimize_group(problem, settings, reference=done)
+    assert outcome.at(11).evaluations == done.evaluations
 
 
 # --------------------------------------------------------------------------- the real comparator

@@ -11,33 +11,54 @@ Protocol.
 * Traces: SWIM FB-2009 (replayed for a 6-machine target, so jobs fit the small
   clusters) and Google 2011 part 0 (best-effort jobs, at most 16 tasks each), both
   bundled; ``--trace`` swaps in another SWIM tsv or Google directory. Jobs are split
-  in time: the task-time model learns from the first half of the trace's jobs;
-  mixes are drawn from the second half, so the model never saw a mix's jobs.
+  in time: the task-time model learns from the first half of the trace's jobs
+  (fitted on all of it, its error measured by a model fitted on the first 80 % on
+  the last 20 %: :func:`~yarn_adapt.workload.taskvalidation.fit_with_measured_error`);
+  mixes are drawn from the second half, so the model never saw a mix's jobs. What it
+  may know at a mix's start, as a running service would: the runs of the same
+  logical jobs that had ended by then (``TaskTimeModel.with_history``).
 * Mixes: 25 consecutive jobs (20 for Google) from a seeded random offset, each run on
   6 and on 8 containers; offered load cycles through 0.7, 1.0 and 1.3 of the cluster
   (:func:`yarn_adapt.tuning.paper.make_mix`). 8 mixes per trace: 32 mix cases; each is
-  tested under the four scheduler settings.
+  tested under the four scheduler settings. ``--quick``: 2 mixes per trace on 6
+  containers, 8 samples, 3 truth seeds.
 * Ground truth: the simulator (heartbeat mode, AM containers, YARN defaults) runs
-  every candidate with the *real* task durations (jobs a configuration starves until
-  the horizon count as waiting until then). The comparator sees the mix with the
-  task-time model's *estimates* only, and the cluster's nodes, and picks the
-  candidate with the lowest expected mean latency over 8 copies of the mix whose
-  stage durations are off by log-normal factors of the model's error spread (its
-  log-error standard deviation on held-out jobs of the training half: the model is
-  fitted on the first 80 % of that half, the spread measured on the rest).
-* A pick counts as the best when its true mean latency is within 0.5 % of the true
-  best's (the tolerance stops candidates that the simulator cannot tell apart --
-  e.g. every split when one queue is idle -- from being scored as misses; cases
-  where all candidates tie are reported as ``all_tied``).
+  every candidate with the *real* task durations, on ``truth_seeds`` (5) seeds
+  (each its own draw of the nodes' heartbeat phases); a candidate's truth is its mean
+  over the seeds (jobs a configuration starves until the horizon count as waiting
+  until then).
+* The comparator sees the mix with the task-time model's *predictions* only (each
+  stage's typical task and spread), and the cluster's nodes. It evaluates every
+  candidate on the same ``samples`` (16) draws of what it cannot know -- the stage
+  errors of its measured size and bias, the tasks' spread, heartbeat phases from a
+  stream of its own (:mod:`rules.uncertainty`) -- and picks by ``rule``
+  (``most-likely-best``: the candidate best in the most draws; ``expected``: the
+  lowest mean; :mod:`rules.decision`).
+* Ties, alike on both sides (0.5 %): a pick counts as the best when its truth is
+  within 0.5 % of the true best's; when the comparator cannot tell candidates apart
+  (equal win shares and expected latencies within 0.5 %) the case scores the share
+  of them that count as the best -- what a random choice among them would score.
+  ``best_share_untied`` is the share over the cases whose true best is alone (every
+  other candidate more than 0.5 % worse); cases where all candidates tie are
+  ``all_tied``.
 
 Figures (percentages as numbers: 95.0 means 95 %): ``best_share`` over all cases,
-``best_share_capacity``, ``best_share_fair``; ``mean_excess_nonbest``: mean excess
-latency of the pick over the true best in the cases it was not the best;
-``mixes``: mix cases (mix x cluster size); ``cases``: mix cases x settings. For
-insight also ``best_share_real_durations`` (the same comparator fed the true
-durations: what the mechanism model alone achieves) and the comparator's cost per
-candidate (all uncertainty samples; ``--set samples=1`` compares point estimates,
-``--set mixes=N`` changes the number of mixes per trace). Paper: 87.26 % (Capacity
+``best_share_capacity``, ``best_share_fair``, ``best_share_untied``,
+``best_share_<source>``; ``mean_excess_nonbest``: mean excess latency of the pick
+over the true best in the cases it was not the best; ``mixes``: mix cases (mix x
+cluster size); ``cases``: mix cases x settings; ``truth_seeds``. For insight:
+``best_share_real_durations`` (the same comparator fed the true durations: what the
+mechanism model alone achieves), the model's measured error per source
+(``model_error``), the task-time model's held-out figures per trace in time order
+(``task_model_held_out``: fitted on the first 75 % of the trace's jobs, measured on
+the last 25 %), and the comparator's cost per candidate (all samples).
+``real_rm_agree`` (the comparator's pick against the simulator's best on the real
+mini YARN) is not measured by this bench: ``null``, with ``real_rm_note``.
+
+``--set`` switches (for ablations): ``mixes=N``, ``samples=N``,
+``rule=most-likely-best|expected``, ``truth_seeds=N``, ``phases=drawn|even``,
+``spread=yes|no`` (the tasks' predicted spread), ``history=yes|no`` (the logical-job
+history), ``error=yes|no`` (the measured stage error). Paper: 87.26 % (Capacity
 93.33, Fair 81.19), 3.37 %.
 """
 
@@ -46,17 +67,18 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rules.comparator import Comparator, Uncertainty
+from rules.comparator import Comparator
+from rules.decision import Choice, DecisionRule
 from rules.inputs import JobMix
 from rules.mixes import mix_from_workload
-from rules.uncertainty import log_error_spread
+from rules.uncertainty import Phases, Uncertainty
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
@@ -75,11 +97,17 @@ from yarn_adapt.workload import (
     QueueMapping,
     SwimReplaySettings,
     TaskTimeModel,
-    fit_task_time_model,
     load_google,
     load_swim,
 )
 from yarn_adapt.workload.bundled import FB_2009, GOOGLE_2011, bundled_trace
+from yarn_adapt.workload.taskhistory import LogicalHistory
+from yarn_adapt.workload.taskmodel import ModelError
+from yarn_adapt.workload.taskvalidation import (
+    TimeOrderedReport,
+    fit_with_measured_error,
+    time_ordered_report,
+)
 
 log = logging.getLogger("yarn_adapt.bench")
 
@@ -89,7 +117,74 @@ CLUSTER_SIZES = (6, 8)
 SWIM_TARGET_MACHINES = 6
 GOOGLE_MAX_TASKS = 16
 GOOGLE_UNIT = Resources(1024, 1)
-UNCERTAINTY_SAMPLES = 8
+SAMPLES = 16
+TRUTH_SEEDS = 5
+QUICK_SAMPLES = 8  # --quick: fewer samples and truth seeds, the same protocol otherwise
+QUICK_TRUTH_SEEDS = 3
+VALIDATION_FRACTION = 0.2
+REAL_RM_NOTE = (
+    "not measured here: the real-RM check (the comparator's pick against the "
+    "simulator's best on the mini YARN) belongs to a later change"
+)
+
+
+@dataclass(frozen=True)
+class AccuracySettings:
+    """The protocol's knobs (``--set``); the defaults are the protocol."""
+
+    mixes: int
+    samples: int = SAMPLES
+    rule: DecisionRule = DecisionRule.MOST_LIKELY_BEST
+    truth_seeds: int = TRUTH_SEEDS
+    phases: Phases = Phases.DRAWN
+    spread: bool = True
+    history: bool = True
+    error: bool = True
+
+
+_KNOWN = {"mixes", "samples", "rule", "truth_seeds", "phases", "spread", "history", "error"}
+
+
+def accuracy_settings(options: BenchOptions) -> AccuracySettings:
+    extra = options.extra
+    unknown = set(extra) - _KNOWN
+    if unknown:
+        raise SettingsError(f"comparator-accuracy: unknown --set {', '.join(sorted(unknown))}")
+    return AccuracySettings(
+        mixes=_whole(extra, "mixes", 2 if options.quick else 8),
+        samples=_whole(extra, "samples", QUICK_SAMPLES if options.quick else SAMPLES),
+        rule=_choice(extra, "rule", DecisionRule, DecisionRule.MOST_LIKELY_BEST),
+        truth_seeds=_whole(
+            extra, "truth_seeds", QUICK_TRUTH_SEEDS if options.quick else TRUTH_SEEDS
+        ),
+        phases=_choice(extra, "phases", Phases, Phases.DRAWN),
+        spread=_yes(extra, "spread"),
+        history=_yes(extra, "history"),
+        error=_yes(extra, "error"),
+    )
+
+
+def _whole(extra: Mapping[str, str], key: str, default: int) -> int:
+    text = extra.get(key, str(default))
+    if not text.isdigit() or int(text) < 1:
+        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want a whole number >= 1")
+    return int(text)
+
+
+def _choice(extra: Mapping[str, str], key: str, kind: Any, default: Any) -> Any:
+    text = extra.get(key, str(default))
+    try:
+        return kind(text)
+    except ValueError:
+        wanted = "|".join(str(v) for v in kind)
+        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want {wanted}") from None
+
+
+def _yes(extra: Mapping[str, str], key: str) -> bool:
+    text = extra.get(key, "yes").lower()
+    if text not in {"yes", "no"}:
+        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want yes|no")
+    return text == "yes"
 
 
 @dataclass(frozen=True)
@@ -176,48 +271,84 @@ class MixCase:
     truth_view: JobMix
     cluster: PaperCluster
     uncertainty: Uncertainty
+    model_error: ModelError | None
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """A case's truth (``truth[seed][candidate]``) and the comparator's choices, on
+    the estimated and on the real durations."""
+
     case: MixCase
-    truth: tuple[float, ...]
-    estimate: tuple[float, ...]
-    estimate_real: tuple[float, ...]
+    truth_by_seed: tuple[tuple[float, ...], ...]
+    choice: Choice
+    choice_real: Choice
+    rule: DecisionRule
     evaluations: int
     comparator_s: float
+
+    @property
+    def truth(self) -> tuple[float, ...]:
+        return tuple(float(v) for v in np.mean(self.truth_by_seed, axis=0))
 
     @property
     def best(self) -> float:
         return min(self.truth)
 
-    def pick_ok(self, estimates: Sequence[float]) -> bool:
-        return self.truth[int(np.argmin(estimates))] <= self.best * (1 + TIE_TOLERANCE)
+    def truly_best(self, candidate: int) -> bool:
+        return self.truth[candidate] <= self.best * (1 + TIE_TOLERANCE)
 
-    @property
-    def excess(self) -> float:
-        return self.truth[int(np.argmin(self.estimate))] / self.best - 1.0
+    def tied_picks(self, choice: Choice) -> list[int]:
+        """The candidates the comparator cannot tell from its pick."""
+        pick = choice.index
+        expected = choice.expected
+        return [
+            c
+            for c in range(len(expected))
+            if choice.win_share[c] == choice.win_share[pick] or self.rule is DecisionRule.EXPECTED
+            if _within(expected[c], expected[pick])
+        ]
+
+    def hit(self, choice: Choice) -> float:
+        """1 when the pick is truly best; among tied picks, the share truly best."""
+        tied = self.tied_picks(choice)
+        return sum(self.truly_best(c) for c in tied) / len(tied)
+
+    def excess(self, choice: Choice) -> float:
+        """Mean excess latency of the (tied) picks over the true best."""
+        tied = self.tied_picks(choice)
+        return statistics.fmean(self.truth[c] / self.best - 1.0 for c in tied)
 
     @property
     def all_tied(self) -> bool:
         return max(self.truth) <= self.best * (1 + TIE_TOLERANCE)
 
+    @property
+    def untied(self) -> bool:
+        """The true best is alone: every other candidate is more than 0.5 % worse."""
+        return sum(self.truly_best(c) for c in range(len(self.truth))) == 1
+
+
+def _within(value: float, reference: float) -> bool:
+    if value == reference:
+        return True
+    return abs(value - reference) <= TIE_TOLERANCE * abs(reference)
+
 
 def mix_cases(
-    source: TraceSource,
-    mixes: int,
-    sizes: Sequence[int],
-    seed: int,
-    samples: int = UNCERTAINTY_SAMPLES,
+    source: TraceSource, settings: AccuracySettings, sizes: Sequence[int], seed: int
 ) -> Iterator[MixCase]:
     """Every (mix, cluster size, setting) of ``source``; the model is fitted on the
     trace's first half, mixes come from the second."""
     by_count = {n: source.load(SchedulerSetting(Scheduler.CAPACITY, n).mapping) for n in (2, 4)}
-    half = len(by_count[2].jobs) // 2
-    model, uncertainty = _model(by_count[2], half, seed, samples)
-    offsets = _offsets(half, len(by_count[2].jobs) - source.mix_size, mixes, seed)
+    trace = by_count[2]
+    half = len(trace.jobs) // 2
+    model = _model(trace, half, seed, settings)
+    uncertainty = _uncertainty(model.error, settings, seed)
+    offsets = _offsets(half, len(trace.jobs) - source.mix_size, settings.mixes, seed)
     for index, offset in enumerate(offsets):
         load = LOADS[index % len(LOADS)]
+        known = _known_at(model, trace, offset, settings)
         for containers in sizes:
             cluster = PaperCluster(containers, unit=source.unit)
             for setting in SETTINGS:
@@ -230,22 +361,47 @@ def mix_cases(
                     load,
                     setting,
                     real,
-                    mix_from_workload(real, model),
+                    _estimated(real, known, settings),
                     mix_from_workload(real),
                     cluster,
                     uncertainty,
+                    model.error,
                 )
 
 
-def _model(
-    workload: Workload, half: int, seed: int, samples: int
-) -> tuple[TaskTimeModel, Uncertainty]:
-    """The task-time model fitted on the first 80 % of the first half of the jobs,
-    and its error spread measured on the rest of that half."""
-    cut = half * 4 // 5
-    model = fit_task_time_model(replace(workload, jobs=workload.jobs[:cut]), seed=seed)
-    spread = log_error_spread(model, workload.jobs[cut:half])
-    return model, Uncertainty(spread, samples, seed)
+def _model(workload: Workload, half: int, seed: int, settings: AccuracySettings) -> TaskTimeModel:
+    """The task-time model fitted on the first half of the jobs, with its error
+    measured in time order (without the logical-job history when switched off)."""
+    first = replace(workload, jobs=workload.jobs[:half])
+    model = fit_with_measured_error(first, later_fraction=VALIDATION_FRACTION, seed=seed)
+    if not settings.history:
+        model = replace(model, history=LogicalHistory(window=0))
+    return model
+
+
+def _uncertainty(error: ModelError | None, settings: AccuracySettings, seed: int) -> Uncertainty:
+    """Samples of the model's measured error (switched off, or not measured: none)."""
+    if error is None or not settings.error:
+        return Uncertainty(samples=settings.samples, seed=seed, phases=settings.phases)
+    return Uncertainty(error.sigma, settings.samples, seed, error.bias, phases=settings.phases)
+
+
+def _known_at(
+    model: TaskTimeModel, trace: Workload, offset: int, settings: AccuracySettings
+) -> TaskTimeModel:
+    """The model as a service would hold it at the mix's start: also knowing the
+    runs that had ended by then."""
+    if not settings.history:
+        return model
+    start = trace.jobs[offset].submit_s
+    return model.with_history(trace.jobs[:offset], as_of=start)
+
+
+def _estimated(real: Workload, model: TaskTimeModel, settings: AccuracySettings) -> JobMix:
+    mix = mix_from_workload(real, model)
+    if settings.spread:
+        return mix
+    return replace(mix, jobs=tuple(replace(job, spreads=()) for job in mix.jobs))
 
 
 def _offsets(low: int, high: int, count: int, seed: int) -> list[int]:
@@ -256,26 +412,36 @@ def _offsets(low: int, high: int, count: int, seed: int) -> list[int]:
     return sorted(int(p) for p in picks)
 
 
-def run_case(case: MixCase) -> Outcome:
-    """Simulate every candidate (truth) and let the comparator estimate each."""
+def run_case(case: MixCase, settings: AccuracySettings) -> Outcome:
+    """Simulate every candidate on every truth seed, and let the comparator choose
+    (on the estimated durations, and for insight on the real ones)."""
     queues = case.setting.mapping.queues
     found = candidates(
         paper_space(case.setting.scheduler, "root", leaf_paths(queues)),
         base_config(case.setting.scheduler, queues),
     )
-    spec = case.cluster.spec()
-    horizon = _horizon(case.real, case.containers)
-    options = SimulationOptions(horizon_s=horizon)
-    truth = tuple(
-        censored_mean_latency(simulate(case.real, c.config, spec, options), horizon) for c in found
-    )
+    truth = tuple(_truth(case, found, seed) for seed in range(settings.truth_seeds))
     resources = case.cluster.resources()
+    groups = [c.group for c in found]
     began = time.perf_counter()
     comparator = Comparator(case.estimated, resources, uncertainty=case.uncertainty)
-    estimate = _estimates(comparator, found)
+    choice = comparator.choose(groups, settings.rule)
     spent = time.perf_counter() - began
-    estimate_real = _estimates(Comparator(case.truth_view, resources), found)
-    return Outcome(case, truth, estimate, estimate_real, len(found), spent)
+    real_view = Uncertainty(samples=settings.samples, seed=case.uncertainty.seed)
+    real_view = replace(real_view, phases=settings.phases)
+    choice_real = Comparator(case.truth_view, resources, uncertainty=real_view).choose(
+        groups, settings.rule
+    )
+    return Outcome(case, truth, choice, choice_real, settings.rule, len(found), spent)
+
+
+def _truth(case: MixCase, found: Sequence[Candidate], seed: int) -> tuple[float, ...]:
+    spec = case.cluster.spec()
+    horizon = _horizon(case.real, case.containers)
+    options = SimulationOptions(horizon_s=horizon, seed=seed)
+    return tuple(
+        censored_mean_latency(simulate(case.real, c.config, spec, options), horizon) for c in found
+    )
 
 
 def _horizon(workload: Workload, containers: int) -> float:
@@ -295,24 +461,20 @@ def censored_mean_latency(result: SimulationResult, horizon: float) -> float:
     return statistics.fmean(latencies) if latencies else 0.0
 
 
-def _estimates(comparator: Comparator, found: Sequence[Candidate]) -> tuple[float, ...]:
-    return tuple(comparator.latency(c.group) for c in found)
-
-
 # --------------------------------------------------------------------------- report
 
 
 def _share(outcomes: Sequence[Outcome], real: bool = False) -> float:
     if not outcomes:
         return float("nan")
-    hits = sum(o.pick_ok(o.estimate_real if real else o.estimate) for o in outcomes)
+    hits = sum(o.hit(o.choice_real if real else o.choice) for o in outcomes)
     return round(100.0 * hits / len(outcomes), 2)
 
 
-def figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+def figures(outcomes: Sequence[Outcome], settings: AccuracySettings) -> dict[str, Any]:
     capacity = [o for o in outcomes if o.case.setting.scheduler is Scheduler.CAPACITY]
     fair = [o for o in outcomes if o.case.setting.scheduler is Scheduler.FAIR]
-    misses = [o.excess for o in outcomes if not o.pick_ok(o.estimate)]
+    misses = [o.excess(o.choice) for o in outcomes if o.hit(o.choice) < 1.0]
     evaluations = sum(o.evaluations for o in outcomes)
     spent = sum(o.comparator_s for o in outcomes)
     mixes = {(o.case.source, o.case.index, o.case.containers) for o in outcomes}
@@ -320,18 +482,38 @@ def figures(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "best_share": _share(outcomes),
         "best_share_capacity": _share(capacity),
         "best_share_fair": _share(fair),
+        "best_share_untied": _share([o for o in outcomes if o.untied]),
         "mean_excess_nonbest": round(100.0 * statistics.fmean(misses), 2) if misses else 0.0,
         "mixes": len(mixes),
         "cases": len(outcomes),
+        "untied_cases": sum(o.untied for o in outcomes),
         "all_tied": sum(o.all_tied for o in outcomes),
+        "truth_seeds": settings.truth_seeds,
+        "real_rm_agree": None,
+        "real_rm_note": REAL_RM_NOTE,
         "best_share_real_durations": _share(outcomes, real=True),
         **{f"best_share_{name}": _share(group) for name, group in _by_source(outcomes)},
+        "decision_rule": str(settings.rule),
+        "samples": settings.samples,
+        "model_error": _model_errors(outcomes),
         "comparator_evaluations": evaluations,
-        "uncertainty_sigma": sorted({round(o.case.uncertainty.sigma, 3) for o in outcomes}),
         "comparator_ms_per_candidate": round(1000.0 * spent / evaluations, 3)
         if evaluations
         else 0.0,
     }
+
+
+def _model_errors(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float] | None]:
+    found: dict[str, dict[str, float] | None] = {}
+    for outcome in outcomes:
+        error = outcome.case.model_error
+        name = outcome.case.source.split(":")[0]
+        found[name] = (
+            None
+            if error is None
+            else {"bias": round(error.bias, 3), "sigma": round(error.sigma, 3)}
+        )
+    return found
 
 
 def _by_source(outcomes: Sequence[Outcome]) -> list[tuple[str, list[Outcome]]]:
@@ -348,23 +530,43 @@ def rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
             "load": o.case.load,
             "setting": o.case.setting.label,
             "best_s": round(o.best, 1),
-            "pick_s": round(o.truth[int(np.argmin(o.estimate))], 1),
-            "ok": o.pick_ok(o.estimate),
-            "tied": o.all_tied,
+            "pick_s": round(o.truth[o.choice.index], 1),
+            "hit": round(o.hit(o.choice), 2),
+            "untied": o.untied,
         }
         for o in outcomes
     ]
 
 
+def task_model_figures(source: TraceSource, seed: int) -> dict[str, float | int]:
+    """The task-time model on the trace in time order: fitted on the first 75 % of
+    its jobs, measured on the last 25 % (log errors are natural logs)."""
+    report: TimeOrderedReport = time_ordered_report(
+        source.load(SchedulerSetting(Scheduler.CAPACITY, 2).mapping), seed=seed
+    )
+    model, baseline = report.model, report.baseline
+    return {
+        "test_jobs": report.test_jobs,
+        "stage_log_mae": round(model.stage_log_mae, 3),
+        "baseline_stage_log_mae": round(baseline.stage_log_mae, 3),
+        "task_log_mae": round(model.task_log_mae, 3),
+        "coverage_80": round(model.coverage_80, 3),
+        "bias": round(model.error.bias, 3),
+        "sigma": round(model.error.sigma, 3),
+    }
+
+
 @benchmark("comparator-accuracy", "§4.3: share of mixes where the comparator picks the best config")
 def comparator_accuracy(options: BenchOptions) -> BenchResult:
-    mixes = int(options.extra.get("mixes", 2 if options.quick else 8))
+    settings = accuracy_settings(options)
     sizes = (6,) if options.quick else CLUSTER_SIZES
-    samples = int(options.extra.get("samples", UNCERTAINTY_SAMPLES))
     outcomes = []
+    held_out: dict[str, dict[str, float | int]] = {}
     for source in sources(options):
-        for case in mix_cases(source, mixes, sizes, options.seed, samples):
-            outcomes.append(run_case(case))
+        held_out[source.name.split(":")[0]] = task_model_figures(source, options.seed)
+        for case in mix_cases(source, settings, sizes, options.seed):
+            outcomes.append(run_case(case, settings))
             log.info("%s", rows(outcomes[-1:])[0])
             report("comparator-accuracy mix", len(outcomes))
-    return BenchResult(figures(outcomes), rows(outcomes))
+    found = {**figures(outcomes, settings), "task_model_held_out": held_out}
+    return BenchResult(found, rows(outcomes))

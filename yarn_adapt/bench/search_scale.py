@@ -1,74 +1,107 @@
-"""``yarn-adapt bench search-scale``: the AdaptiveConfig §4.5.1 protocol.
+"""``yarn-adapt bench search-scale``: the AdaptiveConfig §4.5.1 protocol, timing the
+service's own tuning pass (:func:`yarn_adapt.tuning.tuner.propose`).
 
 Ten cluster sizes from 300 to 12,000 nodes of 4 containers, with 10 to 500 groups
-scaled together. Each group is a parent queue with 2 or 4 leaf queues under the
-Capacity or the Fair scheduler (``--set scheduler=capacity|fair|mix``, ``--set
-queues=2|4|mix``; ``mix`` cycles through the kinds). Its job mix is what the trace
-(default: the bundled FB-2009 SWIM day; ``--trace`` swaps it) submits in a random
-tuning interval of ``--set window_s=120`` seconds (the paper's 2-minute interval;
-§3.1: a group is tuned when it has new submissions, so empty windows are redrawn).
-Jobs go to queues by priority as in §4.3. A SWIM trace is replayed for the group's
-share of the cluster (nodes / groups machines) the way SWIM replays a trace on a
-smaller cluster: bytes, hence task counts, scale with the cluster
-(``--set scale_jobs=no`` keeps the original sizes).
+scaled together. The cluster's configuration is one Capacity or one Fair tree
+(``--set scheduler=capacity|fair|both``, default both, each timed on its own): root
+holds the groups, each a parent queue with 2 or 4 leaf queues (``--set
+queues=2|4|mix``), all with equal shares. A group's jobs are what the trace (default:
+the bundled FB-2009 SWIM day; ``--trace`` swaps it) submits in a random tuning
+interval of ``--set window_s=120`` seconds, drawn from the trace's second half and
+submitted in the interval before the tuning moment, so every group is triggered
+(§3.1). Jobs go to queues by priority as in §4.3. A SWIM trace is replayed for the
+group's share of the cluster (nodes / groups machines) the way SWIM replays a trace
+on a smaller cluster (``--set scale_jobs=no`` keeps the original sizes).
 
-Every group searches the §4.3 candidate set refined ten-fold (Capacity 2/4 queues:
-50/100 splits; Fair: the same splits x FIFO/Fair/DRF, 150/300) with RRS: p = 0.99,
-initial granularity one point of the §4.3 set (1/5, 1/9, 1/15, 1/27), required
-granularity ten times finer, scaling factor 0.5 -- once per candidate resource level
-(``--set levels=N``, default 8). The searches run in a process pool (``--set
-executor=...``, any ``--executor`` value), then Algorithm 3 splits the cluster.
+Durations are estimates: the task-time model is fitted on the trace's first half,
+the tuner sees only its predictions. Each group's space is the §4.3 candidate set
+refined ten-fold (Capacity 2/4 queues: 50/100 splits; Fair: the same splits x
+FIFO/Fair/DRF, 150/300). Everything else is the service's default
+(:class:`~yarn_adapt.tuning.tuner.TunerSettings`): RRS (p = 0.99, g0 = 1/27, gt =
+1/270, gamma = 0.5, stopping after an iteration without improvement; a space no larger
+than its samples is enumerated), 16 resource levels per group between its
+Algorithm 3 bounds, each group searched once at its current resources and its 8 best
+candidates re-scored at the other levels, candidates scored once per whole-container
+key, then Algorithm 3.
 
-Timed: all group searches plus the DP, per size (``wall_s``). Not timed: loading the
-trace, building the groups, and starting the pool (reported as ``pool_start_s``; a
-running service keeps its pool). Every latency comes from the rules comparator.
+Timed: exactly ``propose`` -- in this process (``wall_s``), and on a process pool
+(``wall_pool_s``, ``--set executor=...``, any ``--executor`` value; ``none`` skips
+it). Not timed: loading the trace, fitting the model, building the state, starting
+the pool (``pool_start_s``; a running service keeps its pool).
+
+``latency_loss_vs_full`` (largest size; ``--set full=all|largest|no``): the same
+pass with every level searched in full, no whole-container keys and RRS without
+early stopping (Algorithm 3 as written), against the fast pass: the comparator's
+predicted mean job latency of each proposal (every group under its proposed setting
+and share, scored alike), the fast one's excess in percent.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rules.comparator import Comparator
 from rules.inputs import GroupConfig, JobMix, QueueConfig
 from rules.mixes import mix_job
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.model import (
+    CapacityQueue,
+    CapacitySchedulerConfig,
+    FairQueue,
+    FairSchedulerConfig,
+    Percentage,
+    SchedulerConfig,
+)
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, Workload
+from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.sim.bench import typical_container
+from yarn_adapt.tuning.apply import groups_of
+from yarn_adapt.tuning.bridge import group_config
 from yarn_adapt.tuning.executors import ExecutorHandle, open_executor
 from yarn_adapt.tuning.group_optimizer import (
     ComparatorObjective,
-    GroupOutcome,
     GroupProblem,
-    GroupSearchSettings,
-    TuningRound,
-    candidate_levels,
+    LevelSearch,
     resource_bounds,
-    tune_round,
 )
 from yarn_adapt.tuning.search import RRSSettings
 from yarn_adapt.tuning.space import (
     FAIR_POLICIES,
+    ConfigSpace,
     GridSpace,
     Parameter,
     ParameterKind,
     Scheduler,
     paper_splits,
 )
+from yarn_adapt.tuning.tuner import (
+    Proposal,
+    TunerSettings,
+    TuningState,
+    group_resources,
+    group_share,
+    propose,
+    state_mix,
+)
 from yarn_adapt.workload import (
     BEST_EFFORT_PRIORITIES,
     QueueMapping,
     SwimReplaySettings,
+    TaskTimeModel,
     assign_queues,
     detect_format,
+    fit_task_time_model,
     load_trace,
     random_priorities,
 )
@@ -86,6 +119,7 @@ QUICK_SIZES = FULL_SIZES[:1]
 AM_SHARE = {Scheduler.CAPACITY: 0.1, Scheduler.FAIR: 0.5}
 # §4.5.1: RRS needs 83 / 175 iterations (Capacity 2 / 4 queues), 267 / 488 (Fair).
 PAPER_SAMPLES = {"capacity-2": 83, "capacity-4": 175, "fair-2": 267, "fair-4": 488}
+PATH = "tuner.propose"
 
 
 @dataclass(frozen=True)
@@ -103,43 +137,62 @@ class ScaleSettings:
     sizes: tuple[tuple[int, int], ...]
     kinds: tuple[GroupKind, ...]
     window_s: float
-    max_levels: int
+    levels: int
     executor: str | None
     seed: int
     scale_jobs: bool = True
+    full: str = "largest"
+
+    @property
+    def schedulers(self) -> tuple[Scheduler, ...]:
+        return tuple(dict.fromkeys(kind.scheduler for kind in self.kinds))
+
+    def queue_counts(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(kind.queues for kind in self.kinds))
 
 
 def run(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
     traces = _TraceCache(options.trace or bundled_trace(), options.seed, settings.scale_jobs)
-    began = time.perf_counter()
-    with open_executor(settings.executor) as handle:
-        _warm_up(handle)
-        pool_start_s = time.perf_counter() - began
-        rows = [_measure(size, settings, traces.for_size(*size), handle) for size in settings.sizes]
-    return BenchResult(_figures(rows, pool_start_s, settings), [_table_row(r) for r in rows])
+    results = []
+    pool_start_s = 0.0
+    with _pool(settings.executor) as handle:
+        if handle is not None:
+            began = time.perf_counter()
+            _warm_up(handle)
+            pool_start_s = time.perf_counter() - began
+        for index, size in enumerate(settings.sizes):
+            loaded = traces.for_size(*size)
+            last = index == len(settings.sizes) - 1
+            for scheduler in settings.schedulers:
+                results.append(_measure(size, scheduler, settings, loaded, handle, last))
+    return BenchResult(_figures(results, pool_start_s, settings), [_row(r) for r in results])
 
 
-benchmark("search-scale", "§4.5.1: RRS group searches + DP, 300-12,000 nodes")(run)
+benchmark("search-scale", "§4.5.1: tuner.propose (group searches + DP), 300-12,000 nodes")(run)
 
 
 def _settings(options: BenchOptions) -> ScaleSettings:
     extra = options.extra
-    known = {"scheduler", "queues", "window_s", "levels", "executor", "sizes", "scale_jobs"}
+    known = {"scheduler", "queues", "window_s", "levels", "executor", "sizes", "scale_jobs", "full"}
     unknown = set(extra) - known
     if unknown:
         raise SettingsError(f"search-scale: unknown --set {', '.join(sorted(unknown))}")
     sizes = QUICK_SIZES if options.quick else FULL_SIZES
     if "sizes" in extra:
         sizes = _size_range(extra["sizes"])
+    full = extra.get("full", "largest")
+    if full not in {"all", "largest", "no"}:
+        raise SettingsError(f"search-scale: --set full={full}: want all|largest|no")
     return ScaleSettings(
         sizes=sizes,
-        kinds=_kinds(extra.get("scheduler", "mix"), extra.get("queues", "mix")),
+        kinds=_kinds(extra.get("scheduler", "both"), extra.get("queues", "mix")),
         window_s=float(_int_setting(extra, "window_s", 1, 86_400, default=120)),
-        max_levels=_int_setting(extra, "levels", 2, 1000, default=8),
-        executor=extra.get("executor"),
+        levels=_int_setting(extra, "levels", 2, 1000, default=TunerSettings().levels),
+        executor=extra.get("executor", "process"),
         seed=options.seed,
         scale_jobs=_yes_no(extra, "scale_jobs", default=True),
+        full=full,
     )
 
 
@@ -173,18 +226,29 @@ def _int_setting(
 
 def _kinds(scheduler: str, queues: str) -> tuple[GroupKind, ...]:
     schedulers = {"capacity": [Scheduler.CAPACITY], "fair": [Scheduler.FAIR]}.get(
-        scheduler, [Scheduler.CAPACITY, Scheduler.FAIR] if scheduler == "mix" else []
+        scheduler,
+        [Scheduler.CAPACITY, Scheduler.FAIR] if scheduler in {"both", "mix"} else [],
     )
     counts = {"2": [2], "4": [4], "mix": [2, 4]}.get(queues, [])
     if not schedulers:
-        raise SettingsError(f"search-scale: --set scheduler={scheduler}: want capacity|fair|mix")
+        raise SettingsError(f"search-scale: --set scheduler={scheduler}: want capacity|fair|both")
     if not counts:
         raise SettingsError(f"search-scale: --set queues={queues}: want 2|4|mix")
     return tuple(GroupKind(s, n) for s in schedulers for n in counts)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """A trace replayed for one group size: the second half of its jobs by queue
+    count (windows are drawn from it), and the task-time model fitted on its first
+    half."""
+
+    later: Mapping[int, Workload]
+    model: TaskTimeModel
+
+
 class _TraceCache:
-    """The trace, loaded once per replay size.
+    """The trace, loaded (and its model fitted) once per replay size.
 
     A SWIM trace is replayed for each group's own cluster share, as SWIM's replay
     generator does for a smaller cluster: bytes -- hence task counts -- scale by
@@ -198,13 +262,22 @@ class _TraceCache:
         self.trace = trace
         self.seed = seed
         self.swim = scale_jobs and detect_format(trace) == "swim"
-        self._loaded: dict[int | None, dict[int, Workload]] = {}
+        self._loaded: dict[int | None, Loaded] = {}
 
-    def for_size(self, nodes: int, groups: int) -> dict[int, Workload]:
+    def for_size(self, nodes: int, groups: int) -> Loaded:
         target = max(1, round(nodes / groups)) if self.swim else None
         if target not in self._loaded:
-            self._loaded[target] = _workloads(self.trace, self.seed, target)
+            self._loaded[target] = _split_halves(
+                _workloads(self.trace, self.seed, target), self.seed
+            )
         return self._loaded[target]
+
+
+def _split_halves(workloads: Mapping[int, Workload], seed: int) -> Loaded:
+    half = len(workloads[2].jobs) // 2
+    model = fit_task_time_model(replace(workloads[2], jobs=workloads[2].jobs[:half]), seed=seed)
+    later = {n: replace(w, jobs=w.jobs[half:]) for n, w in workloads.items()}
+    return Loaded(later, model)
 
 
 def _workloads(trace: Path, seed: int, target_machines: int | None = None) -> dict[int, Workload]:
@@ -235,6 +308,16 @@ def _best_effort(workload: Workload, seed: int) -> Workload:
     return replace(workload, jobs=jobs)
 
 
+@contextmanager
+def _pool(spec: str | None) -> Iterator[ExecutorHandle | None]:
+    """The executor to time the pass on as well (``none``: only in process)."""
+    if spec is None or spec == "none":
+        yield None
+        return
+    with open_executor(spec) as handle:
+        yield handle
+
+
 def _warm_up(handle: ExecutorHandle) -> None:
     """Start every worker (fork, imports) before the clock runs."""
     futures = [handle.executor.submit(_ready) for _ in range(handle.workers * 2)]
@@ -249,10 +332,16 @@ def _ready() -> bool:
 # --------------------------------------------------------------------------- groups
 
 
-def refined_paper_space(kind: GroupKind, parent: str, refinement: int = REFINEMENT) -> GridSpace:
+def refined_paper_space(
+    kind: GroupKind,
+    parent: str,
+    refinement: int = REFINEMENT,
+    queues: Sequence[str] | None = None,
+) -> GridSpace:
     """The §4.3 candidate set with ``refinement`` times as many splits: the fractions
-    x of :func:`paper_splits` spread evenly over the same range [1/6, 5/6]."""
-    queues = tuple(f"{parent}.q{i}" for i in range(1, kind.queues + 1))
+    x of :func:`paper_splits` spread evenly over the same range [1/6, 5/6]. Leaves:
+    ``queues``, default ``{parent}.q1`` ..."""
+    queues = tuple(queues or (f"{parent}.q{i}" for i in range(1, kind.queues + 1)))
     coarse = len(paper_splits(2))
     fractions = np.linspace(1 / 6, 5 / 6, coarse * refinement)
     scale = 100.0 if kind.scheduler is Scheduler.CAPACITY else 12.0
@@ -287,7 +376,9 @@ def rrs_settings(kind: GroupKind) -> RRSSettings:
 def build_problems(
     groups: int, total: int, settings: ScaleSettings, workloads: Mapping[int, Workload]
 ) -> list[tuple[GroupKind, GroupProblem, int]]:
-    """``groups`` groups: kind, problem, and how many jobs its mix has."""
+    """``groups`` groups as standalone problems on the real durations (kind, problem,
+    how many jobs its mix has): the comparator scenarios pinned in
+    ``tests/rules/test_pinned_latencies.py`` are cut this way."""
     rng = np.random.default_rng([settings.seed, groups])
     container = typical_container(workloads[2])  # a node's 4 containers are of this size
     built = []
@@ -329,112 +420,262 @@ def _problem(
     )
 
 
+# --------------------------------------------------------------------------- a round
+
+
+@dataclass(frozen=True)
+class Round:
+    """One tuning moment: the configuration, the cluster's state and the tuner's
+    settings (spaces per group), and the model of the trace."""
+
+    config: SchedulerConfig
+    state: TuningState
+    settings: TunerSettings
+    model: TaskTimeModel
+    kinds: tuple[GroupKind, ...]
+    jobs: int
+
+
+def build_round(
+    size: tuple[int, int],
+    scheduler: Scheduler,
+    settings: ScaleSettings,
+    loaded: Loaded,
+) -> Round:
+    """``groups`` groups of ``scheduler`` on ``nodes`` nodes, every one triggered."""
+    nodes, groups = size
+    rng = np.random.default_rng(
+        [settings.seed, groups, 0 if scheduler is Scheduler.CAPACITY else 1]
+    )
+    counts = settings.queue_counts()
+    kinds = tuple(GroupKind(scheduler, counts[i % len(counts)]) for i in range(groups))
+    now = settings.window_s
+    jobs: list[JobInProgress] = []
+    spaces: dict[str, ConfigSpace] = {}
+    for index, kind in enumerate(kinds):
+        parent = f"root.g{index}"
+        leaves = _leaves(parent, kind.queues)
+        window = _window(loaded.later[kind.queues], settings.window_s, rng)
+        jobs.extend(_in_progress(window, parent, leaves, now, settings.window_s))
+        spaces[parent] = refined_paper_space(kind, parent, queues=leaves)
+    container = typical_container(loaded.later[2])
+    cluster = ClusterSpec.of_containers(nodes, CONTAINERS_PER_NODE, container)
+    state = TuningState(now, SimulationStart(now, tuple(jobs)), cluster)
+    tuner = TunerSettings(interval_s=settings.window_s, spaces=spaces, levels=settings.levels)
+    config = _configuration(scheduler, kinds)
+    return Round(config, state, tuner, loaded.model, kinds, len(jobs))
+
+
+def _leaves(parent: str, count: int) -> tuple[str, ...]:
+    """Leaf paths with names unique in the tree (the tuner finds a job's group by its
+    leaf queue's name)."""
+    short = parent.rsplit(".", 1)[-1]
+    return tuple(f"{parent}.{short}q{i}" for i in range(1, count + 1))
+
+
+def _in_progress(
+    window: Sequence[JobSpec], parent: str, leaves: Sequence[str], now: float, span: float
+) -> list[JobInProgress]:
+    """The window's jobs, submitted in the interval before ``now`` to the group's
+    leaves (a job of the trace's queue ``qK`` goes to the group's K-th leaf)."""
+    first = window[0].submit_s
+    moved = []
+    for job in window:
+        leaf = leaves[int(job.queue.rsplit("q", 1)[-1]) - 1]
+        # inside the interval: a submission exactly at its start is not "in the last
+        # interval" (tuner.triggered_groups)
+        submit = now - span + (job.submit_s - first) * (1 - 1e-6) + 1e-3
+        moved.append(
+            JobInProgress(replace(job, id=f"{parent}/{job.id}", queue=leaf, submit_s=submit))
+        )
+    return moved
+
+
+def _configuration(scheduler: Scheduler, kinds: Sequence[GroupKind]) -> SchedulerConfig:
+    """Equal shares everywhere: each group 1/G of root, each leaf 1/n of its group
+    (Capacity: maximum-capacity 90 % per leaf, §4.2)."""
+    if scheduler is Scheduler.CAPACITY:
+        groups = tuple(
+            CapacityQueue(
+                f"root.g{i}",
+                capacity=Percentage(share),
+                children=tuple(
+                    CapacityQueue(leaf, capacity=Percentage(s), maximum_capacity=Percentage(90.0))
+                    for leaf, s in zip(
+                        _leaves(f"root.g{i}", kind.queues), _shares(kind.queues), strict=True
+                    )
+                ),
+            )
+            for i, (kind, share) in enumerate(zip(kinds, _shares(len(kinds)), strict=True))
+        )
+        return CapacitySchedulerConfig(CapacityQueue("root", children=groups))
+    fair_groups = tuple(
+        FairQueue(
+            f"root.g{i}",
+            weight=1.0,
+            children=tuple(
+                FairQueue(leaf, weight=1.0) for leaf in _leaves(f"root.g{i}", kind.queues)
+            ),
+        )
+        for i, kind in enumerate(kinds)
+    )
+    return FairSchedulerConfig(FairQueue("root", children=fair_groups))
+
+
+def _shares(count: int) -> list[float]:
+    """``count`` percentages of two decimals adding up to 100."""
+    share = math.floor(10_000 / count) / 100
+    return [share] * (count - 1) + [round(100.0 - share * (count - 1), 2)]
+
+
 # --------------------------------------------------------------------------- measuring
 
 
 @dataclass(frozen=True)
-class SizeResult:
+class RoundResult:
     nodes: int
     groups: int
-    kinds: tuple[GroupKind, ...]
-    round: TuningRound
+    scheduler: Scheduler
     jobs: int
-    levels: int
+    wall_s: float
+    wall_pool_s: float | None
+    proposal: Proposal
+    loss_vs_full: float | None
+    full_wall_s: float | None
 
 
 def _measure(
     size: tuple[int, int],
+    scheduler: Scheduler,
     settings: ScaleSettings,
-    workloads: Mapping[int, Workload],
-    handle: ExecutorHandle,
-) -> SizeResult:
-    nodes, groups = size
-    total = nodes * CONTAINERS_PER_NODE
-    built = build_problems(groups, total, settings, workloads)
-    problems = [problem for _, problem, _ in built]
-    search = GroupSearchSettings(strategy="rrs", max_levels=settings.max_levels, seed=settings.seed)
-    costs = [_cost_estimate(problem, settings) for problem in problems]
-    result = tune_round(problems, total, search, handle, costs)
-    return SizeResult(
-        nodes,
-        groups,
-        tuple(kind for kind, _, _ in built),
-        result,
-        jobs=sum(jobs for _, _, jobs in built),
-        levels=sum(len(o.levels) for o in result.outcomes),
+    loaded: Loaded,
+    handle: ExecutorHandle | None,
+    last: bool,
+) -> RoundResult:
+    built = build_round(size, scheduler, settings, loaded)
+    wall, proposal = _timed(built, built.settings)
+    wall_pool = _timed(built, built.settings, handle)[0] if handle is not None else None
+    loss = full_wall = None
+    if settings.full == "all" or (settings.full == "largest" and last):
+        full_wall, full = _timed(built, full_search(built.settings))
+        loss = latency_loss(built, proposal, full)
+    return RoundResult(
+        size[0], size[1], scheduler, built.jobs, wall, wall_pool, proposal, loss, full_wall
     )
 
 
-def _cost_estimate(problem: GroupProblem, settings: ScaleSettings) -> float:
-    """Comparator work of a group's search, roughly: tasks x levels x evaluations."""
-    assert isinstance(problem.objective, ComparatorObjective)
-    tasks = sum(job.task_count for job in problem.objective.mix.jobs)
-    levels = len(candidate_levels(problem.bounds, settings.max_levels))
-    space = math.prod(d.size for d in problem.space.dimensions)
-    planned = problem.rrs.planned_samples if problem.rrs else space
-    return float((1 + tasks) * levels * min(space, planned))
+def full_search(settings: TunerSettings) -> TunerSettings:
+    """Algorithm 3 as written: every level searched in full, every point scored, RRS
+    without early stopping."""
+    return replace(settings, level_search=LevelSearch.FULL, canonical=False, rrs=RRSSettings())
 
 
-def _evaluations_by_kind(result: SizeResult) -> dict[str, float]:
-    """Mean distinct comparator calls per group and resource level, per kind."""
-    per_kind: dict[str, list[float]] = defaultdict(list)
-    for kind, outcome in zip(result.kinds, result.round.outcomes, strict=True):
-        per_kind[kind.label].append(_per_level(outcome))
-    return {label: round(float(np.mean(v)), 1) for label, v in sorted(per_kind.items())}
+def _timed(
+    built: Round, settings: TunerSettings, handle: ExecutorHandle | None = None
+) -> tuple[float, Proposal]:
+    began = time.perf_counter()
+    proposal = propose(built.state, built.config, built.model, settings, executor=handle)
+    return time.perf_counter() - began, proposal
 
 
-def _per_level(outcome: GroupOutcome) -> float:
-    return outcome.evaluations / len(outcome.levels)
+def predicted_latency(built: Round, config: SchedulerConfig) -> float:
+    """The comparator's mean job latency over every group, each under ``config``'s
+    setting and share of the cluster (point estimates, scored alike for any
+    configuration)."""
+    found = _group_latencies(built, config)
+    total = sum(jobs for _, jobs in found.values())
+    return sum(latency * jobs for latency, jobs in found.values()) / total if total else math.nan
 
 
-def _row(result: SizeResult) -> dict[str, Any]:
-    """One size. ``group_s_*``: each group's own search time (inside its worker); the
-    paper ran one group per VM, where the wall time is about ``group_s_max + dp_s``."""
-    timing = result.round
-    elapsed = [outcome.elapsed_s for outcome in timing.outcomes]
+def _group_latencies(built: Round, config: SchedulerConfig) -> dict[str, tuple[float, int]]:
+    """Each group with jobs: its predicted mean job latency and its job count."""
+    found = {}
+    for group in groups_of(config):
+        mix = state_mix(built.state, built.model, group.leaf_names, built.settings)
+        if not mix.jobs:
+            continue
+        resources = group_resources(built.state, group_share(config, group), whole=False)
+        latency = Comparator(mix, resources).latency(group_config(config, group))
+        found[group.parent] = (latency, len(mix.jobs))
+    return found
+
+
+def latency_loss(built: Round, fast: Proposal, full: Proposal) -> float:
+    """The fast proposal's predicted latency over the full search's, in percent, over
+    the groups both leave with a bounded prediction (a group the comparator predicts
+    starves under both would make every mean infinite); infinite when the fast pass
+    starves a group the full search does not, NaN when no group is bounded under both."""
+    ours, theirs = _group_latencies(built, fast.config), _group_latencies(built, full.config)
+    if any(
+        not math.isfinite(ours[g][0]) and math.isfinite(theirs[g][0]) for g in ours if g in theirs
+    ):
+        return math.inf
+    both = [g for g in ours if g in theirs and math.isfinite(ours[g][0] + theirs[g][0])]
+    jobs = sum(ours[g][1] for g in both)
+    if not jobs:
+        return math.nan
+    mean_ours = sum(ours[g][0] * ours[g][1] for g in both) / jobs
+    mean_theirs = sum(theirs[g][0] * theirs[g][1] for g in both) / jobs
+    return 100.0 * (mean_ours / mean_theirs - 1)
+
+
+def _row(result: RoundResult) -> dict[str, Any]:
+    decisions = [d for d in result.proposal.groups if d.triggered]
     return {
         "nodes": result.nodes,
         "groups": result.groups,
+        "scheduler": str(result.scheduler),
         "containers": result.nodes * CONTAINERS_PER_NODE,
-        "wall_s": round(timing.wall_s, 3),
-        "group_search_s": round(timing.group_search_s, 3),
-        "dp_s": round(timing.dp_s, 4),
-        "group_s_sum": round(float(sum(elapsed)), 2),
-        "group_s_median": round(float(np.median(elapsed)), 3),
-        "group_s_max": round(float(max(elapsed)), 3),
         "jobs_per_group": round(result.jobs / result.groups, 2),
-        "levels_per_group": round(result.levels / result.groups, 2),
-        "evals_per_group": _evaluations_per_group(result),
-        "evals_per_level": _evaluations_by_kind(result),
+        "wall_s": round(result.wall_s, 3),
+        "wall_pool_s": None if result.wall_pool_s is None else round(result.wall_pool_s, 3),
+        "evals_per_group": round(statistics.fmean(d.evaluations for d in decisions), 1)
+        if decisions
+        else 0.0,
+        "changed_groups": sum(d.changed for d in decisions),
+        "full_wall_s": None if result.full_wall_s is None else round(result.full_wall_s, 3),
+        "latency_loss_vs_full": _loss_figure(result.loss_vs_full),
     }
 
 
-def _evaluations_per_group(result: SizeResult) -> dict[str, float]:
-    per_kind: dict[str, list[int]] = defaultdict(list)
-    for kind, outcome in zip(result.kinds, result.round.outcomes, strict=True):
-        per_kind[kind.label].append(outcome.evaluations)
-    return {label: round(float(np.mean(v)), 1) for label, v in sorted(per_kind.items())}
+def _known(loss: float | None) -> bool:
+    return loss is not None and not math.isnan(loss)
 
 
-def _table_row(result: SizeResult) -> dict[str, Any]:
-    row = _row(result)
-    flat = {k: v for k, v in row.items() if not isinstance(v, dict)}
-    flat.update({f"evals/level {k}": v for k, v in row["evals_per_level"].items()})
-    return flat
+def _loss_figure(loss: float | None) -> float | str | None:
+    """JSON has no NaN or infinity: ``None`` when unknown, ``"unbounded"`` when the
+    fast pass starves a group the full search does not."""
+    if not _known(loss):
+        return None
+    assert loss is not None
+    return round(loss, 3) if math.isfinite(loss) else "unbounded"
 
 
 def _figures(
-    results: Sequence[SizeResult], pool_start_s: float, settings: ScaleSettings
+    results: Sequence[RoundResult], pool_start_s: float, settings: ScaleSettings
 ) -> dict[str, Any]:
-    planned = {k.label: rrs_settings(k) for k in settings.kinds}
+    largest = [r for r in results if (r.nodes, r.groups) == settings.sizes[-1]]
+    pool = [r.wall_pool_s for r in largest if r.wall_pool_s is not None]
+    losses = [r.loss_vs_full for r in largest if r.loss_vs_full is not None]
+    losses = [loss for loss in losses if not math.isnan(loss)]
     return {
-        "max_wall_s": round(results[-1].round.wall_s, 3),
-        "largest": {"nodes": results[-1].nodes, "groups": results[-1].groups},
-        "pool_start_s": round(pool_start_s, 3),
-        "rrs_samples_per_level": {k: s.planned_samples for k, s in planned.items()},
-        "proposition_samples": {
-            k: math.floor(s.proposition_samples + 0.5) for k, s in planned.items()
+        "path": PATH,
+        "max_wall_s": round(max(r.wall_s for r in largest), 3),
+        "max_wall_pool_s": round(max(pool), 3) if pool else None,
+        "pool": settings.executor if settings.executor != "none" else None,
+        "largest": {"nodes": largest[0].nodes, "groups": largest[0].groups},
+        "wall_s_by_scheduler": {str(r.scheduler): round(r.wall_s, 3) for r in largest},
+        "latency_loss_vs_full": _loss_figure(max(losses)) if losses else None,
+        "latency_loss_vs_full_by_scheduler": {
+            str(r.scheduler): _loss_figure(r.loss_vs_full)
+            for r in largest
+            if r.loss_vs_full is not None
         },
-        "paper_samples": {k: PAPER_SAMPLES[k] for k in planned},
+        "full_wall_s": {
+            str(r.scheduler): round(r.full_wall_s, 3) for r in largest if r.full_wall_s is not None
+        },
+        "pool_start_s": round(pool_start_s, 3),
+        "space_points": {k.label: refined_paper_space(k, "root.g").size for k in settings.kinds},
+        "paper_samples": {k.label: PAPER_SAMPLES[k.label] for k in settings.kinds},
         "rows": [_row(r) for r in results],
     }

@@ -8,7 +8,7 @@ the prediction is, and when to warn that it rests on little or on a record of mi
 * **Band.** Job latency scales with task durations, and the task times are a
   model's estimates. The band is the proposed latency when every task runs
   ``exp(±1.645 σ)`` times its estimate, σ being the model's measured log-error
-  spread of stage means (:func:`rules.uncertainty.log_error_spread`): about a 90 %
+  spread of stage means (:func:`yarn_adapt.workload.taskvalidation.measure_error`): about a 90 %
   band if the errors were one shared log-normal factor. Measured on the jobs the
   model learned from, so optimistic for a learned model; for the median fallback
   it is the spread of the history itself.

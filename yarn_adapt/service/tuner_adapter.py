@@ -15,7 +15,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from rules.uncertainty import log_error_spread
 from yarn_adapt.errors import TraceError
 from yarn_adapt.model import ClusterSnapshot, TaskType, Workload
 from yarn_adapt.model.workload import JobSpec
@@ -38,6 +37,7 @@ from yarn_adapt.tuning.tuner import (
 )
 from yarn_adapt.workload import fit_task_time_model, workload_from_history
 from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
+from yarn_adapt.workload.taskvalidation import measure_error
 
 DEFAULT_TASK_S = 60.0
 """Task time assumed before any job history exists: the tuner's own default shape for
@@ -177,7 +177,8 @@ SPREAD_JOBS = 200
 
 def _spread(model: TaskTimeModel, jobs: Sequence[JobSpec]) -> float:
     scored = [job for job in jobs[-SPREAD_JOBS:] if job.tasks]
-    return log_error_spread(model, scored) if scored else math.nan
+    # the spread of the stage-mean error, net of the stages' own sampling noise
+    return measure_error(model, scored).sigma if scored else math.nan
 
 
 def _with_evidence(

@@ -5,13 +5,22 @@ queues -- from a Capacity or Fair configuration, applying YARN's defaults for un
 values (the model's ``effective_*`` accessors). Capacity percents are turned into
 percents *of the group* (the parent's share is the cluster-level ratio, handled by
 the DP), so a group's candidates compare on the group's own resources.
+
+A search asks about thousands of candidate settings of one group: :class:`GroupBase`
+turns a setting into its C_i directly (what writing the setting into the whole
+configuration and reading the group back gives, without touching the other
+queues), and :func:`canonical_key` says which candidates the engine cannot tell
+apart at a resource level -- the same kernels and the same numbers in whole
+containers.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, replace
 
 from rules.inputs import GroupConfig, QueueConfig
+from rules.mechanism import Mechanism
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import (
     CapacityQueue,
@@ -22,6 +31,7 @@ from yarn_adapt.model import (
     SchedulerConfig,
 )
 from yarn_adapt.tuning.apply import Group
+from yarn_adapt.tuning.space import GroupSetting, QueueSetting, Scheduler
 
 DOMINANT_CALCULATOR = "DominantResourceCalculator"
 MULTIPLE_ASSIGNMENTS = "per-node-heartbeat.multiple-assignments-enabled"
@@ -98,3 +108,78 @@ def _fair_group(config: FairSchedulerConfig, parent: FairQueue, group: Group) ->
         if isinstance(child, FairQueue)
     )
     return GroupConfig("fair", queues, parent_policy=config.effective_policy(parent))
+
+
+@dataclass(frozen=True)
+class GroupBase:
+    """A group's C_i as configured, and each Capacity queue's configured maximum
+    (``None``: unset), from which candidate settings are made."""
+
+    config: GroupConfig
+    maximums: Mapping[str, float | None]
+
+    @classmethod
+    def of(
+        cls, config: SchedulerConfig, group: Group, *, fair_assign_multiple: bool | None = None
+    ) -> GroupBase:
+        base = group_config(config, group, fair_assign_multiple=fair_assign_multiple)
+        maximums: dict[str, float | None] = {}
+        for path in group.queues:
+            queue = config.find(path)
+            if isinstance(queue, CapacityQueue):
+                maximum = queue.maximum_capacity
+                maximums[queue.name] = maximum.percent if isinstance(maximum, Percentage) else None
+        return cls(base, maximums)
+
+    def with_setting(self, setting: GroupSetting) -> GroupConfig:
+        """C_i under ``setting``: what ``group_config(apply_setting(config, setting))``
+        gives (``tests/tuning/test_bridge.py`` holds them equal)."""
+        wanted = {q.name: q for q in setting.queues}
+        queues = tuple(
+            self._queue(q, wanted.get(q.name), setting.scheduler) for q in self.config.queues
+        )
+        parent_policy = self.config.parent_policy
+        if setting.scheduler is Scheduler.FAIR and any(q.policy == "drf" for q in setting.queues):
+            parent_policy = "drf"  # apply_setting makes the parent drf (YARN requires it)
+        return replace(self.config, queues=queues, parent_policy=parent_policy)
+
+    def _queue(
+        self, queue: QueueConfig, wanted: QueueSetting | None, scheduler: Scheduler
+    ) -> QueueConfig:
+        if wanted is None:
+            return queue
+        if scheduler is Scheduler.FAIR:
+            return replace(queue, weight=wanted.share, policy=wanted.policy)
+        configured = wanted.maximum if wanted.maximum is not None else self.maximums.get(queue.name)
+        maximum = max(wanted.share, 100.0 if configured is None else configured)
+        return replace(queue, capacity=wanted.share, maximum=maximum, policy=wanted.policy)
+
+
+def canonical_key(config: GroupConfig, mechanism: Mechanism, units: int) -> Hashable:
+    """What the engine reads of ``config`` at ``units`` minimum allocations, in whole
+    containers: the kernels the rules chose, each queue's guarantee and ceiling
+    (Capacity) or its share of the weights (Fair) rounded to whole units, and the
+    settings the tuner does not change. Candidates with equal keys are scored once:
+    they differ by less than half a container in what any queue is given."""
+    choices = (
+        mechanism.allocation,
+        *mechanism.ordering,
+        *mechanism.constraints,
+        mechanism.estimation,
+    )
+    kernels = tuple((c.kernel, c.bindings) for c in choices)
+    weights = sum(q.weight for q in config.queues) or 1.0
+    queues = tuple(
+        (
+            round(q.capacity * units / 100.0),
+            round(q.maximum * units / 100.0),
+            round(q.weight / weights * units),
+            q.min_resources,
+            q.max_resources,
+            q.am_share,
+            q.user_limit_factor,
+            q.minimum_user_limit_percent,
+        )
+        for q in config.queues
+    )
+    return kernels, queues, config.calculator, config.multiple_assignments

@@ -1,9 +1,21 @@
 """Group-level optimizer: ``L*(o_i, r)`` at a group's candidate resource levels, and the
-whole tuning round (every group's search in parallel, then Algorithm 3).
+whole tuning round (every group's search in parallel, then Algorithm 3). The tuner
+(:func:`yarn_adapt.tuning.tuner.propose`) computes its cluster-level curves with
+:func:`optimize_group`; :func:`tune_round` is the same code over ready-made problems.
 
 For one group the optimizer searches the group's configuration space (RRS or
-exhaustive, :mod:`yarn_adapt.tuning.search`) once per candidate resource level ``r``
-and keeps the best latency and point. The levels lie between two bounds (§3.4):
+exhaustive, :mod:`yarn_adapt.tuning.search`) and keeps the best latency and point at
+each candidate resource level ``r``, in one of two ways (``level_search``):
+
+* ``reference`` (the default): search once, at a reference level (the group's
+  current resources in the tuner), and re-score the ``rescored`` best distinct
+  points it found at every other level. Levels are visited from the lowest up; once
+  two levels in a row give the same best latency and point, the group's demand is
+  saturated and the higher levels get that result without being scored.
+* ``full``: search the whole space again at every level (Algorithm 3 as written;
+  the tuner's ``latency_loss_vs_full`` compares the two).
+
+The levels lie between two bounds (§3.4):
 
 * ``lower`` -- an AM container for every job plus one task container for every queue
   that has jobs (the least with which every job can start and every queue can make
@@ -26,6 +38,7 @@ import time
 import zlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from functools import partial
 from typing import Protocol
 
@@ -56,6 +69,13 @@ from yarn_adapt.tuning.search import (
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, Scheduler
 
 DEFAULT_MAX_LEVELS = 8
+RESCORED = 8
+
+
+class LevelSearch(StrEnum):
+    REFERENCE = "reference"
+    FULL = "full"
+
 
 LevelKey = Callable[[int, Point], Hashable]
 """``key(containers, point)``: points with equal keys score alike at that level."""
@@ -213,9 +233,10 @@ class ComparatorObjective:
 @dataclass(frozen=True)
 class GroupProblem:
     """One group to tune: its space, its comparator, its bounds, optionally RRS
-    settings of its own (granularities depend on the space) and a key under which
-    points score alike (``ComparatorObjective.evaluation_key``). Must pickle: it
-    travels to pool and Dask workers."""
+    settings of its own (granularities depend on the space), a key under which
+    points score alike (``ComparatorObjective.evaluation_key``) and the reference
+    level (default: the middle candidate level). Must pickle: it travels to pool and
+    Dask workers."""
 
     name: str
     space: SearchSpace
@@ -223,6 +244,7 @@ class GroupProblem:
     bounds: ResourceBounds
     rrs: RRSSettings | None = None
     key: LevelKey | None = None
+    reference: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +254,8 @@ class GroupSearchSettings:
     max_levels: int = DEFAULT_MAX_LEVELS
     seed: int = 0
     chunks_per_worker: int = 4
+    level_search: LevelSearch = LevelSearch.REFERENCE
+    rescored: int = RESCORED
 
 
 @dataclass(frozen=True)
@@ -273,25 +297,81 @@ class GroupOutcome:
         return next(level for level in self.levels if level.containers == containers)
 
 
-def optimize_group(problem: GroupProblem, settings: GroupSearchSettings) -> GroupOutcome:
-    """``L*(o_i, r)`` for each candidate level ``r`` of ``problem``."""
+def optimize_group(
+    problem: GroupProblem,
+    settings: GroupSearchSettings,
+    reference: SearchResult | None = None,
+) -> GroupOutcome:
+    """``L*(o_i, r)`` for each candidate level ``r`` of ``problem``. ``reference``: a
+    search already done at ``problem.reference`` (the tuner's at the group's current
+    resources), reused instead of searching again."""
     began = time.perf_counter()
-    levels = tuple(
-        _best_at(problem, settings, containers)
-        for containers in candidate_levels(problem.bounds, settings.max_levels)
+    levels = candidate_levels(problem.bounds, settings.max_levels)
+    if settings.level_search is LevelSearch.FULL:
+        found = tuple(_best_at(problem, settings, containers) for containers in levels)
+    else:
+        found = _rescored_levels(problem, settings, levels, reference)
+    return GroupOutcome(problem.name, found, time.perf_counter() - began)
+
+
+def reference_level(problem: GroupProblem, levels: Sequence[int]) -> int:
+    return problem.reference if problem.reference is not None else levels[len(levels) // 2]
+
+
+def _rescored_levels(
+    problem: GroupProblem,
+    settings: GroupSearchSettings,
+    levels: Sequence[int],
+    reference: SearchResult | None,
+) -> tuple[LevelResult, ...]:
+    at = reference_level(problem, levels)
+    searched = reference or _search(problem, settings, at)
+    candidates = [point for point, _ in searched.ranked[: settings.rescored]] or [searched.point]
+    results: list[LevelResult] = []
+    for containers in levels:
+        if containers == at:
+            results.append(_level_result(containers, searched))
+        elif _saturated(results):
+            last = results[-1]
+            results.append(replace(last, containers=containers, evaluations=0, samples=0))
+        else:
+            results.append(_rescore(problem, containers, candidates))
+    return tuple(results)
+
+
+def _saturated(results: Sequence[LevelResult]) -> bool:
+    """Two levels in a row with the same best point and latency: more containers
+    change nothing (the demand is met)."""
+    if len(results) < 2:
+        return False
+    last, before = results[-1], results[-2]
+    return last.point == before.point and last.latency == before.latency
+
+
+def _rescore(problem: GroupProblem, containers: int, candidates: Sequence[Point]) -> LevelResult:
+    values = list(problem.objective(containers, candidates))
+    best = min(range(len(values)), key=values.__getitem__)
+    return LevelResult(
+        containers, candidates[best], float(values[best]), len(values), len(values), "rescored"
     )
-    return GroupOutcome(problem.name, levels, time.perf_counter() - began)
 
 
-def _best_at(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> LevelResult:
+def _search(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> SearchResult:
     rng = np.random.default_rng([settings.seed, zlib.crc32(problem.name.encode()), containers])
     objective = partial(problem.objective, containers)
     rrs = problem.rrs or settings.rrs
     key = partial(problem.key, containers) if problem.key is not None else None
-    found: SearchResult = search(problem.space, objective, rrs, rng, settings.strategy, key)
+    return search(problem.space, objective, rrs, rng, settings.strategy, key)
+
+
+def _level_result(containers: int, found: SearchResult) -> LevelResult:
     return LevelResult(
         containers, found.point, found.value, found.evaluations, found.samples, found.strategy
     )
+
+
+def _best_at(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> LevelResult:
+    return _level_result(containers, _search(problem, settings, containers))
 
 
 def optimize_groups(

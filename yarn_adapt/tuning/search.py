@@ -32,6 +32,14 @@ mechanism) passes a ``key``; points sharing a key are evaluated once.
 
 When the whole grid is no larger than the samples RRS would draw, enumerating it is
 cheaper and exact: ``strategy="auto"`` then searches exhaustively.
+
+Early stopping (``RRSSettings.patience``): RRS stops after that many iterations in
+a row that found nothing better -- each iteration only narrows the region around
+the incumbent, so one that cannot improve on it rarely precedes one that does.
+``None`` (the default) runs every iteration, as Proposition 3.1 counts them.
+
+Every search also returns the best distinct points it evaluated, best first
+(``SearchResult.ranked``): the tuner re-scores them at other resource levels.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -51,6 +59,7 @@ PointKey = Callable[[Point], Hashable]
 Strategy = Literal["auto", "rrs", "exhaustive"]
 
 _LOG_SLACK = 1e-9  # log_gamma(0.1) is 3.3219..., but log_0.5(1/8) must count as 3
+RANKED_KEPT = 32
 
 
 class SearchSpace(Protocol):
@@ -82,8 +91,11 @@ class RRSSettings:
     initial_granularity: float = 1 / 27
     final_granularity: float = 1 / 270
     scale: float = 0.5
+    patience: int | None = None
 
     def __post_init__(self) -> None:
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"patience must be at least 1, got {self.patience}")
         if not 0.0 < self.confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
         if not 0.0 < self.final_granularity <= self.initial_granularity < 1.0:
@@ -95,9 +107,7 @@ class RRSSettings:
             raise ValueError(f"scale must be in (0, 1), got {self.scale}")
 
     @classmethod
-    def for_levels(
-        cls, coarse_levels: int, *, refinement: float = 10.0, **kw: float
-    ) -> RRSSettings:
+    def for_levels(cls, coarse_levels: int, *, refinement: float = 10.0, **kw: Any) -> RRSSettings:
         """Settings whose initial granularity is one point of a ``coarse_levels`` grid
         and whose required granularity is ``refinement`` times finer (§4.5.1: 10)."""
         initial = 1.0 / coarse_levels
@@ -139,6 +149,7 @@ class SearchResult:
     samples: int
     iterations: int
     strategy: Literal["rrs", "exhaustive"]
+    ranked: tuple[tuple[Point, float], ...] = ()
 
 
 def search(
@@ -174,7 +185,9 @@ def exhaustive_search(
     memo = _Memo(objective, key)
     points = [tuple(int(i) for i in p) for p in np.ndindex(*_shape(space))]
     best = memo.best_of(points, incumbent=None)
-    return SearchResult(best, memo.value(best), memo.evaluations, len(points), 1, "exhaustive")
+    return SearchResult(
+        best, memo.value(best), memo.evaluations, len(points), 1, "exhaustive", memo.ranked()
+    )
 
 
 def recursive_random_search(
@@ -189,15 +202,20 @@ def recursive_random_search(
     shape = np.asarray(_shape(space), dtype=np.int64)
     ordered = np.asarray([d.ordered for d in space.dimensions], dtype=bool)
     best: Point | None = None
-    samples = 0
+    samples = iterations = idle = 0
     for iteration in range(settings.iterations):
         low, widths = _region(shape, ordered, best, settings.scale**iteration)
         points = _sample_region(low, widths, settings.samples_per_iteration, rng)
         samples += len(points)
+        iterations += 1
+        before = memo.value(best) if best is not None else math.inf
         best = memo.best_of(points, incumbent=best)
+        idle = idle + 1 if memo.value(best) >= before else 0
+        if settings.patience is not None and idle >= settings.patience:
+            break
     assert best is not None  # at least one iteration always runs
     return SearchResult(
-        best, memo.value(best), memo.evaluations, samples, settings.iterations, "rrs"
+        best, memo.value(best), memo.evaluations, samples, iterations, "rrs", memo.ranked()
     )
 
 
@@ -242,6 +260,14 @@ class _Memo:
 
     def value(self, point: Point) -> float:
         return self._values[self._keys[point]]
+
+    def ranked(self, most: int = RANKED_KEPT) -> tuple[tuple[Point, float], ...]:
+        """The best evaluated keys, one point each (the first seen), best first."""
+        first: dict[Hashable, Point] = {}
+        for point, key in self._keys.items():
+            first.setdefault(key, point)
+        order = sorted(first.items(), key=lambda item: self._values[item[0]])
+        return tuple((point, self._values[key]) for key, point in order[:most])
 
     def best_of(self, points: Iterable[Point], incumbent: Point | None) -> Point:
         """The best of ``points`` and ``incumbent`` (the earlier point wins ties)."""

@@ -17,8 +17,9 @@ One pass (:func:`propose`, pure: no I/O):
    (:mod:`.cluster_dp`) re-divides the resources those groups hold now among them
    from each one's best latency at several resource levels.
 4. The proposal is validated against the running configuration with YARN's own
-   rules (:mod:`yarn_adapt.yarn.confxml`); a group whose change YARN would refuse is
-   left unchanged, so a proposal is never one the validator rejects.
+   rules (the pure validators of :mod:`yarn_adapt.yarn.schedconf`); a group whose
+   change YARN would refuse is left unchanged, so a proposal is never one the
+   validator rejects.
 
 The state comes from a simulator (:func:`state_from_simulation`) or from a real
 cluster's snapshot (:func:`state_from_snapshot`); both become a
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -42,8 +43,10 @@ from rules.mixes import mix_job
 from yarn_adapt.errors import ValidationIssue
 from yarn_adapt.model import (
     CapacityQueue,
+    CapacitySchedulerConfig,
     ClusterSnapshot,
     FairQueue,
+    FairSchedulerConfig,
     Percentage,
     Resources,
     SchedulerConfig,
@@ -53,15 +56,25 @@ from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.tuning.apply import Group, apply_ratios, apply_setting, groups_of, scheduler_of
-from yarn_adapt.tuning.bridge import group_config
+from yarn_adapt.tuning.bridge import GroupBase, canonical_key
 from yarn_adapt.tuning.cluster_dp import GroupCurve, best_cluster_allocation
 from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
-from yarn_adapt.tuning.group_optimizer import ResourceBounds, candidate_levels
-from yarn_adapt.tuning.search import Point, RRSSettings, search
+from yarn_adapt.tuning.group_optimizer import (
+    RESCORED,
+    GroupProblem,
+    GroupSearchSettings,
+    LevelSearch,
+    ResourceBounds,
+    optimize_group,
+)
+from yarn_adapt.tuning.search import Point, RRSSettings, SearchResult, search
 from yarn_adapt.tuning.snapshot_state import start_from_snapshot
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, SpaceSettings, quantized_space
 from yarn_adapt.workload.taskmodel import TaskTimeModel
-from yarn_adapt.yarn.confxml import ConfigChange, diff_configs, validate, yarn_refuses
+from yarn_adapt.yarn.schedconf.diff import ConfigChange, diff_configs
+from yarn_adapt.yarn.schedconf.issues import yarn_refuses
+from yarn_adapt.yarn.schedconf.validate_capacity import validate_capacity
+from yarn_adapt.yarn.schedconf.validate_fair import validate_fair
 
 OVERDUE_FRACTION = 0.1
 """A running task already past its estimate is expected to need this fraction of
@@ -94,15 +107,24 @@ class TunerSettings:
     ``forecast``: also count on the next interval bringing what the last one did
     (the recent submissions again, one interval later) -- a configuration that
     starves a queue that is idle this instant but busy every interval is then not
-    chosen."""
+    chosen. The cluster-level curves: ``level_search`` ``reference`` searches each
+    group once, at its current resources, and re-scores its ``rescored`` best
+    candidates at the other levels; ``full`` searches every level
+    (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
+    cannot tell apart in whole containers are scored once
+    (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
+    that found nothing better (``rrs.patience``)."""
 
     interval_s: float = 120.0
     space: SpaceSettings = field(default_factory=SpaceSettings)
     spaces: Mapping[str, ConfigSpace] = field(default_factory=dict)
-    rrs: RRSSettings = field(default_factory=RRSSettings)
+    rrs: RRSSettings = field(default_factory=lambda: RRSSettings(patience=1))
     min_improvement: float = 0.02
     uncertainty: Uncertainty = POINT_ESTIMATE
     levels: int = 16
+    level_search: LevelSearch = LevelSearch.REFERENCE
+    rescored: int = RESCORED
+    canonical: bool = True
     am_containers: bool = True
     fair_assign_multiple: bool | None = None
     forecast: bool = False
@@ -311,43 +333,80 @@ def group_resources(state: TuningState, share: float, *, whole: bool) -> GroupRe
 
 @dataclass
 class _GroupTuning:
-    """One triggered group's search."""
+    """One triggered group's search: its space, its C_i as configured, its mix, and
+    the search done at its current resources (``reference``, ``units`` of them)."""
 
     group: Group
     space: ConfigSpace
-    current: SchedulerConfig
+    base: GroupBase
     mix: JobMix
     settings: TunerSettings
     compiler: MechanismCompiler
+    unit: Resources = field(default_factory=lambda: Resources(1024, 1))
+    units: int = 0
+    reference: SearchResult | None = None
+    _comparators: dict[GroupResources, Comparator] = field(default_factory=dict, repr=False)
+    _configs: dict[Point, GroupConfig] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_comparators": {}, "_configs": {}}
 
     def comparator(self, resources: GroupResources) -> Comparator:
-        return Comparator(
-            self.mix, resources, compiler=self.compiler, uncertainty=self.settings.uncertainty
-        )
+        found = self._comparators.get(resources)
+        if found is None:
+            if len(self._comparators) >= _COMPARATORS_KEPT:
+                self._comparators.clear()
+            found = self._comparators[resources] = Comparator(
+                self.mix, resources, compiler=self.compiler, uncertainty=self.settings.uncertainty
+            )
+        return found
 
     def config_at(self, point: Point) -> GroupConfig:
-        setting = self.space.decode(point)
-        return self._group_config(apply_setting(self.current, setting))
-
-    def _group_config(self, config: SchedulerConfig) -> GroupConfig:
-        return group_config(
-            config, self.group, fair_assign_multiple=self.settings.fair_assign_multiple
-        )
+        found = self._configs.get(point)
+        if found is None:
+            found = self._configs[point] = self.base.with_setting(self.space.decode(point))
+        return found
 
     def current_latency(self, resources: GroupResources) -> float:
-        return self.comparator(resources).latency(self._group_config(self.current))
+        return self.comparator(resources).latency(self.base.config)
 
-    def best(self, resources: GroupResources) -> tuple[Point, float, int]:
+    def latencies(self, resources: GroupResources, points: Sequence[Point]) -> list[float]:
         comparator = self.comparator(resources)
+        return [comparator.latency(self.config_at(p)) for p in points]
 
-        def objective(points: Sequence[Point]) -> list[float]:
-            return [comparator.latency(self.config_at(p)) for p in points]
+    def key(self, resources: GroupResources, point: Point) -> Hashable:
+        """Points the engine cannot tell apart at these resources share a key."""
+        if not self.settings.canonical:
+            return point
+        config = self.config_at(point)
+        return canonical_key(config, self.comparator(resources).mechanism(config), resources.units)
 
+    def best(self, resources: GroupResources) -> SearchResult:
         rng = np.random.default_rng(
             [self.settings.seed, zlib.crc32(self.group.parent.encode()), resources.units]
         )
-        found = search(self.space, objective, self.settings.rrs, rng)
-        return found.point, found.value, found.evaluations
+        return search(
+            self.space,
+            partial(self.latencies, resources),
+            self.settings.rrs,
+            rng,
+            key=partial(self.key, resources),
+        )
+
+    # the cluster-level curve: the objective and key of a GroupProblem, by level
+
+    def at_level(self, containers: int, points: Sequence[Point]) -> Sequence[float]:
+        return self.latencies(self.unit_resources(containers), points)
+
+    def key_at_level(self, containers: int, point: Point) -> Hashable:
+        return self.key(self.unit_resources(containers), point)
+
+    def unit_resources(self, units: int) -> GroupResources:
+        unit = self.unit
+        return GroupResources(Resources(units * unit.memory_mb, units * unit.vcores), unit)
+
+
+_COMPARATORS_KEPT = 4
 
 
 def _space_for(group: Group, config: SchedulerConfig, settings: TunerSettings) -> ConfigSpace:
@@ -370,31 +429,60 @@ def propose(
     executor: ExecutorHandle | None = None,
 ) -> Proposal:
     """The tuner's proposal for ``state`` under the running ``current`` configuration.
-    ``executor`` runs the triggered groups' searches at every resource level (the
-    cluster-level curves) in parallel; inline when ``None``."""
+    ``executor`` runs the triggered groups' work -- each group's search and its
+    cluster-level curve -- in parallel; inline when ``None``."""
     settings = settings or TunerSettings()
     model.prime(_pending_jobs(state))
     groups = groups_of(current)
     triggers = triggered_groups(state, groups, settings.interval_s)
     compiler = MechanismCompiler()
     whole = len(groups) == 1
-    decisions: list[GroupDecision] = []
-    tunings: dict[str, _GroupTuning] = {}
+    decisions: dict[str, GroupDecision] = {}
+    work: list[_GroupWork] = []
     for group in groups:
         mix = state_mix(state, model, group.leaf_names, settings)
-        resources = group_resources(state, group_share(current, group), whole=whole)
         reason = triggers.get(group.parent)
         if reason is None or group.parent in frozen or not mix.jobs:
-            decisions.append(_untouched(group, mix, reason, group.parent in frozen))
+            decisions[group.parent] = _untouched(group, mix, reason, group.parent in frozen)
             continue
-        tuning = _GroupTuning(
-            group, _space_for(group, current, settings), current, mix, settings, compiler
-        )
-        tunings[group.parent] = tuning
-        decisions.append(_decide(tuning, resources, reason, settings))
-    proposed = _compose(current, decisions)
-    proposed, decisions = _split_cluster(state, proposed, decisions, tunings, settings, executor)
-    return _finish(current, proposed, decisions)
+        base = GroupBase.of(current, group, fair_assign_multiple=settings.fair_assign_multiple)
+        space = _space_for(group, current, settings)
+        unit = state.cluster.minimum_allocation
+        tuning = _GroupTuning(group, space, base, mix, settings, compiler, unit)
+        resources = group_resources(state, group_share(current, group), whole=whole)
+        work.append(_GroupWork(tuning, resources, reason))
+    split = _split_pool(state, current, work)
+    if split is not None:
+        work = [replace(w, bounds=split.bounds[w.tuning.group.parent]) for w in work]
+    done = (
+        map_in_chunks(executor, _tune_group, work) if executor else [_tune_group(w) for w in work]
+    )
+    decisions.update((d.group, d) for d, _ in done)
+    ordered = [decisions[group.parent] for group in groups]
+    proposed = _compose(current, ordered)
+    curves = [curve for _, curve in done if curve is not None]
+    if split is not None and curves:
+        proposed, ordered = _split_cluster(proposed, ordered, curves, split)
+    return _finish(current, proposed, ordered)
+
+
+@dataclass(frozen=True)
+class _GroupWork:
+    """A triggered group to tune (in an executor's worker when one is given): its
+    search at ``resources`` and, with ``bounds``, its cluster-level curve."""
+
+    tuning: _GroupTuning
+    resources: GroupResources
+    reason: str
+    bounds: ResourceBounds | None = None
+
+
+def _tune_group(work: _GroupWork) -> tuple[GroupDecision, GroupCurve | None]:
+    tuning = work.tuning
+    decision = _decide(tuning, work.resources, work.reason, tuning.settings)
+    if work.bounds is None:
+        return decision, None
+    return decision, _curve((tuning.group.parent, tuning, work.bounds))
 
 
 def _pending_jobs(state: TuningState) -> Workload:
@@ -416,7 +504,9 @@ def _decide(
     tuning: _GroupTuning, resources: GroupResources, reason: str, settings: TunerSettings
 ) -> GroupDecision:
     before = tuning.current_latency(resources)
-    point, after, evaluations = tuning.best(resources)
+    found = tuning.best(resources)
+    tuning.units, tuning.reference = resources.units, found
+    point, after, evaluations = found.point, found.value, found.evaluations
     setting = tuning.space.decode(point)
     decision = GroupDecision(
         tuning.group.parent,
@@ -463,36 +553,47 @@ def _compose(current: SchedulerConfig, decisions: Sequence[GroupDecision]) -> Sc
 # --------------------------------------------------------------------------- cluster level
 
 
+@dataclass(frozen=True)
+class _Split:
+    """The containers the triggered groups hold now (``pool``), their share of the
+    cluster, and each one's Algorithm 3 bounds."""
+
+    pool: int
+    shares: Mapping[str, float]
+    bounds: Mapping[str, ResourceBounds]
+
+
+def _split_pool(
+    state: TuningState, current: SchedulerConfig, work: Sequence[_GroupWork]
+) -> _Split | None:
+    """Algorithm 3's inputs when two or more groups are tuned."""
+    if len(work) < 2:
+        return None
+    minimum = state.cluster.minimum_allocation
+    shares = {w.tuning.group.parent: group_share(current, w.tuning.group) for w in work}
+    total_units = state.cluster.total.memory_mb // minimum.memory_mb
+    pool = max(len(work), round(sum(shares.values()) * total_units))
+    bounds = _feasible(
+        {w.tuning.group.parent: group_bounds(w.tuning.mix, minimum, pool) for w in work}, pool
+    )
+    return _Split(pool, shares, bounds)
+
+
 def _split_cluster(
-    state: TuningState,
     proposed: SchedulerConfig,
     decisions: list[GroupDecision],
-    tunings: Mapping[str, _GroupTuning],
-    settings: TunerSettings,
-    executor: ExecutorHandle | None = None,
+    curves: Sequence[GroupCurve],
+    split: _Split,
 ) -> tuple[SchedulerConfig, list[GroupDecision]]:
     """Algorithm 3 over the triggered groups: the containers they hold now,
     re-divided by their best latency at ``settings.levels`` resource levels."""
-    if len(tunings) < 2:
-        return proposed, decisions
-    unit = state.cluster.minimum_allocation.memory_mb
-    shares = {name: group_share(proposed, t.group) for name, t in tunings.items()}
-    total_units = state.cluster.total.memory_mb // unit
-    pool = max(len(tunings), round(sum(shares.values()) * total_units))
-    minimum = state.cluster.minimum_allocation
-    bounds = _feasible(
-        {name: group_bounds(t.mix, minimum, pool) for name, t in tunings.items()}, pool
-    )
-    run = partial(_curve, unit=minimum)
-    named = [(name, t, bounds[name]) for name, t in tunings.items()]
-    curves = map_in_chunks(executor, run, named) if executor else [run(n) for n in named]
-    allocation = best_cluster_allocation(curves, pool)
+    allocation = best_cluster_allocation(curves, split.pool)
     chosen = dict(zip(allocation.names, allocation.containers, strict=True))
-    uppers = {name: b.upper for name, b in bounds.items()}
-    spread = spread_leftover(chosen, uppers, pool)
-    fraction = sum(shares.values())
-    ratios = {name: fraction * count / pool for name, count in spread.items()}
-    return apply_ratios(proposed, ratios), _with_ratios(decisions, ratios, shares)
+    uppers = {name: b.upper for name, b in split.bounds.items()}
+    spread = spread_leftover(chosen, uppers, split.pool)
+    fraction = sum(split.shares.values())
+    ratios = {name: fraction * count / split.pool for name, count in spread.items()}
+    return apply_ratios(proposed, ratios), _with_ratios(decisions, ratios, split.shares)
 
 
 def spread_leftover(
@@ -543,16 +644,31 @@ def _feasible(bounds: Mapping[str, ResourceBounds], pool: int) -> dict[str, Reso
     return {name: ResourceBounds(1, b.upper) for name, b in bounds.items()}
 
 
-def _curve(job: tuple[str, _GroupTuning, ResourceBounds], unit: Resources) -> GroupCurve:
+def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> GroupCurve:
     """A group's best latency at each resource level between its bounds (runs in an
-    executor's worker)."""
+    executor's worker): :func:`yarn_adapt.tuning.group_optimizer.optimize_group`
+    with the tuner's comparator, referenced at the group's current resources."""
     name, tuning, bounds = job
-    levels = candidate_levels(bounds, max(2, tuning.settings.levels))
-    latencies = []
-    for units in levels:
-        resources = GroupResources(Resources(units * unit.memory_mb, units * unit.vcores), unit)
-        latencies.append(_finite(tuning.best(resources)[1]))
-    return GroupCurve(name, tuple(int(u) for u in levels), tuple(latencies))
+    settings = tuning.settings
+    problem = GroupProblem(
+        name,
+        tuning.space,
+        tuning.at_level,
+        bounds,
+        rrs=settings.rrs,
+        key=tuning.key_at_level,
+        reference=tuning.units or None,
+    )
+    search_settings = GroupSearchSettings(
+        rrs=settings.rrs,
+        max_levels=max(2, settings.levels),
+        seed=settings.seed,
+        level_search=settings.level_search,
+        rescored=settings.rescored,
+    )
+    outcome = optimize_group(problem, search_settings, reference=tuning.reference)
+    curve = outcome.curve()
+    return GroupCurve(name, curve.levels, tuple(_finite(v) for v in curve.latencies))
 
 
 def _finite(value: float) -> float:
@@ -596,6 +712,17 @@ def _finish(
     return Proposal(
         proposed, current, tuple(decisions), before, after, changes, reasons, tuple(issues)
     )
+
+
+def validate(config: SchedulerConfig, running: SchedulerConfig) -> list[ValidationIssue]:
+    """YARN's rules for ``config`` replacing ``running`` (the pure validators, not the
+    XML facade: decision code reads no files)."""
+    if isinstance(config, CapacitySchedulerConfig):
+        previous = running if isinstance(running, CapacitySchedulerConfig) else None
+        return list(validate_capacity(config, previous))
+    assert isinstance(config, FairSchedulerConfig)
+    previous_fair = running if isinstance(running, FairSchedulerConfig) else None
+    return list(validate_fair(config, previous_fair))
 
 
 def _valid(
