@@ -79,6 +79,14 @@ def test_chunks_keep_the_order() -> None:
         assert map_in_chunks(handle, abs, []) == []
 
 
+def test_chunks_report_how_many_items_are_done() -> None:
+    heard: list[int] = []
+    with open_executor("process:2") as handle:
+        got = map_in_chunks(handle, abs, list(range(-25, 0)), on_done=heard.append)
+    assert got == list(range(25, 0, -1))
+    assert heard == sorted(heard) and heard[-1] == 25 and len(heard) == 4  # 2 workers x 2
+
+
 PROBLEMS = [
     bowl_problem(f"group-{i}", work=100.0 * (i + 1), lower=1 + i % 3, upper=20 + 7 * i)
     for i in range(7)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from yarn_adapt.progress import Progress
 
 if TYPE_CHECKING:  # the tuner pulls in the comparator and scikit-learn: loaded on use
     from yarn_adapt.tuning.executors import ExecutorHandle
-    from yarn_adapt.tuning.tuner import Proposal, TunerSettings
+    from yarn_adapt.tuning.tuner import GroupTuned, Proposal, TunerSettings
     from yarn_adapt.workload.taskmodel import TaskTimeModel
     from yarn_adapt.yarn.confxml import SchedulerDocument
     from yarn_adapt.yarn.rm import ResourceManagerClient
@@ -116,17 +117,18 @@ def propose_command(
     if sim and ctx.get_parameter_source("rm_urls") is ParameterSource.COMMANDLINE:
         raise InputError("--sim proposes for a simulated cluster: drop --rm (or drop --sim)")
     progress = Progress("propose", 1)  # one line at the end: how long it took
+    groups = GroupProgress()  # N/M as the tuner finishes each triggered group
     if sim:
         _check_sim_options(at, nodes, containers_per_node)
         tuner = _tuner_settings(interval or at, min_improvement, seed)
         with open_executor(spec) as handle:
             proposed = _propose_simulated(
-                scheduler_file, trace, at, nodes, containers_per_node, tuner, handle
+                scheduler_file, trace, at, nodes, containers_per_node, tuner, handle, groups
             )
     else:
         tuner = _tuner_settings(interval or 120.0, min_improvement, seed)
         with open_executor(spec) as handle:
-            proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner, handle)
+            proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner, handle, groups)
     progress.advance(1, "proposed")
     _report(proposed, out, as_json)
 
@@ -144,6 +146,20 @@ def _tuner_settings(interval_s: float, min_improvement: float, seed: int) -> Tun
     return TunerSettings(interval_s=interval_s, min_improvement=min_improvement, seed=seed)
 
 
+class GroupProgress:
+    """``propose: groups tuned 3/12 · ... · root.etl`` while the tuner works."""
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+        self.started = time.monotonic()
+
+    def __call__(self, done: int, total: int, group: str) -> None:
+        if self.progress is None or self.progress.total != total:
+            self.progress = Progress("propose: groups tuned", total)
+            self.progress.started = self.started  # elapsed and ETA count the whole search
+        self.progress.advance(done, group)
+
+
 # --------------------------------------------------------------------------- RM
 
 
@@ -153,6 +169,7 @@ def _propose_on_rm(
     mutation: bool,
     tuner: TunerSettings,
     handle: ExecutorHandle,
+    on_group_tuned: GroupTuned | None = None,
 ) -> Proposed:
     from yarn_adapt.service.tuner_adapter import HistoryModel
     from yarn_adapt.tuning.tuner import propose_from_snapshot
@@ -173,8 +190,9 @@ def _propose_on_rm(
     jobs = learned.update(snapshot)
     assert learned.model is not None
     proposal = propose_from_snapshot(
-        snapshot, document.config, learned.model, tuner, history=jobs, executor=handle
-    )
+        snapshot, document.config, learned.model, tuner, history=jobs, executor=handle,
+        on_group_tuned=on_group_tuned,
+    )  # fmt: skip
     return Proposed(proposal, document, learned.model)
 
 
@@ -208,6 +226,7 @@ def _propose_simulated(
     containers_per_node: int,
     tuner: TunerSettings,
     handle: ExecutorHandle,
+    on_group_tuned: GroupTuned | None = None,
 ) -> Proposed:
     from yarn_adapt.service.demo import demo_scheduler_file, replay_cluster
     from yarn_adapt.tuning.tuner import propose_from_simulation
@@ -223,7 +242,7 @@ def _propose_simulated(
     view = cluster.view()
     proposal = propose_from_simulation(
         view.time_s, view.start, view.cluster, document.config, model, tuner,
-        recent=view.recent, executor=handle,
+        recent=view.recent, executor=handle, on_group_tuned=on_group_tuned,
     )  # fmt: skip
     return Proposed(proposal, document, model)
 

@@ -21,7 +21,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, ParamSpec, TypeVar, cast
@@ -181,13 +181,14 @@ def map_in_chunks(
     items: Sequence[T],
     chunks_per_worker: int = 2,
     weights: Sequence[float] | None = None,
+    on_done: Callable[[int], None] | None = None,
 ) -> list[R]:
     """``[fn(item) for item in items]`` on the executor, in a few chunks, in order.
 
     With ``weights`` (an estimate of each item's cost) the chunks are balanced by
     longest-processing-time-first: the heaviest item goes to the lightest chunk, and
     the heaviest chunks are submitted first so no worker is left with a big one at
-    the end."""
+    the end. ``on_done(n)`` hears how many items are finished as each chunk ends."""
     if not items:
         return []
     chunks = min(len(items), handle.workers * chunks_per_worker)
@@ -196,13 +197,18 @@ def map_in_chunks(
         parts = [list(range(i, min(i + size, len(items)))) for i in range(0, len(items), size)]
     else:
         parts = _balanced(weights, chunks)
-    futures = [
-        (part, handle.executor.submit(_apply_all, fn, [items[i] for i in part])) for part in parts
-    ]
+    futures = {
+        handle.executor.submit(_apply_all, fn, [items[i] for i in part]): part for part in parts
+    }
     results: list[R | None] = [None] * len(items)
-    for part, future in futures:
+    finished = 0
+    for future in as_completed(futures):
+        part = futures[future]
         for index, result in zip(part, future.result(), strict=True):
             results[index] = result
+        finished += len(part)
+        if on_done is not None:
+            on_done(finished)
     return cast("list[R]", results)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -427,10 +427,12 @@ def propose(
     *,
     frozen: frozenset[str] = frozenset(),
     executor: ExecutorHandle | None = None,
+    on_group_tuned: GroupTuned | None = None,
 ) -> Proposal:
     """The tuner's proposal for ``state`` under the running ``current`` configuration.
     ``executor`` runs the triggered groups' work -- each group's search and its
-    cluster-level curve -- in parallel; inline when ``None``."""
+    cluster-level curve -- in parallel; inline when ``None``. ``on_group_tuned(done,
+    total, group)`` hears of each finished group (a command's progress line)."""
     settings = settings or TunerSettings()
     model.prime(_pending_jobs(state))
     groups = groups_of(current)
@@ -454,9 +456,7 @@ def propose(
     split = _split_pool(state, current, work)
     if split is not None:
         work = [replace(w, bounds=split.bounds[w.tuning.group.parent]) for w in work]
-    done = (
-        map_in_chunks(executor, _tune_group, work) if executor else [_tune_group(w) for w in work]
-    )
+    done = _tune_groups(work, executor, on_group_tuned)
     decisions.update((d.group, d) for d, _ in done)
     ordered = [decisions[group.parent] for group in groups]
     proposed = _compose(current, ordered)
@@ -464,6 +464,27 @@ def propose(
     if split is not None and curves:
         proposed, ordered = _split_cluster(proposed, ordered, curves, split)
     return _finish(current, proposed, ordered)
+
+
+GroupTuned = Callable[[int, int, str], None]
+
+
+def _tune_groups(
+    work: Sequence[_GroupWork], executor: ExecutorHandle | None, on_group_tuned: GroupTuned | None
+) -> list[tuple[GroupDecision, GroupCurve | None]]:
+    if executor is not None:
+
+        def heard(done: int) -> None:
+            if on_group_tuned is not None:
+                on_group_tuned(done, len(work), "")
+
+        return map_in_chunks(executor, _tune_group, work, on_done=heard)
+    results = []
+    for number, item in enumerate(work, start=1):
+        results.append(_tune_group(item))
+        if on_group_tuned is not None:
+            on_group_tuned(number, len(work), item.tuning.group.parent)
+    return results
 
 
 @dataclass(frozen=True)
@@ -791,11 +812,20 @@ def propose_from_simulation(
     recent: Sequence[JobSpec] = (),
     frozen: frozenset[str] = frozenset(),
     executor: ExecutorHandle | None = None,
+    on_group_tuned: GroupTuned | None = None,
 ) -> Proposal:
     """:func:`propose` on a simulated cluster's state (``recent``: the jobs submitted
     in the last interval, for the forecast)."""
     state = state_from_simulation(now_s, start, cluster, recent)
-    return propose(state, current, model, settings, frozen=frozen, executor=executor)
+    return propose(
+        state,
+        current,
+        model,
+        settings,
+        frozen=frozen,
+        executor=executor,
+        on_group_tuned=on_group_tuned,
+    )
 
 
 def propose_from_snapshot(
@@ -808,7 +838,16 @@ def propose_from_snapshot(
     container: Resources | None = None,
     frozen: frozenset[str] = frozenset(),
     executor: ExecutorHandle | None = None,
+    on_group_tuned: GroupTuned | None = None,
 ) -> Proposal:
     """:func:`propose` on a real cluster's snapshot."""
     state = state_from_snapshot(snapshot, history, container)
-    return propose(state, current, model, settings, frozen=frozen, executor=executor)
+    return propose(
+        state,
+        current,
+        model,
+        settings,
+        frozen=frozen,
+        executor=executor,
+        on_group_tuned=on_group_tuned,
+    )
