@@ -64,6 +64,7 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, Workload
+from yarn_adapt.progress import report
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.sim.bench import typical_container
 from yarn_adapt.tuning.apply import groups_of
@@ -166,6 +167,9 @@ def run(options: BenchOptions) -> BenchResult:
             last = index == len(settings.sizes) - 1
             for scheduler in settings.schedulers:
                 results.append(_measure(size, scheduler, settings, loaded, handle, last))
+                total = len(settings.sizes) * len(settings.schedulers)
+                note = f"{size[0]} nodes, {size[1]} groups, {scheduler}"
+                report("bench search-scale row", len(results), total, note)
     return BenchResult(_figures(results, pool_start_s, settings), [_row(r) for r in results])
 
 

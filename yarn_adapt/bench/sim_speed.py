@@ -23,6 +23,7 @@ import time
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.cli.sim import within_hours
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.progress import report
 from yarn_adapt.sim import run_speed_benchmark
 from yarn_adapt.sim.bench import replicate_workload
 from yarn_adapt.workload import load_trace
@@ -39,7 +40,9 @@ def sim_speed(options: BenchOptions) -> BenchResult:
     workload = within_hours(workload, 2.0 if options.quick else None)
     workload = replicate_workload(workload, copies)
     load_s = time.perf_counter() - began
+    report("bench sim-speed step", 1, 2, f"{len(workload.jobs)} jobs loaded")
     figures = run_speed_benchmark(workload, nodes=nodes, containers_per_node=containers)
+    report("bench sim-speed step", 2, 2, "simulated")
     figures = {
         "trace": str(options.trace or "bundled FB-2009"),
         "nodes": nodes,
