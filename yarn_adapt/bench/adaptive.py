@@ -184,11 +184,17 @@ class Scenario:
         return f"{self.setting.label}/{self.containers}c"
 
 
-def scenarios(path: Path, seed: int, sizes: Sequence[int], load: float = LOAD) -> list[Scenario]:
+def scenarios(
+    path: Path,
+    seed: int,
+    sizes: Sequence[int],
+    load: float = LOAD,
+    settings: Sequence[SchedulerSetting] = SETTINGS,
+) -> list[Scenario]:
     found = []
-    for setting in SETTINGS:
-        settings = SwimReplaySettings.for_trace(path, target_machines=SWIM_TARGET_MACHINES)
-        trace = load_swim(path, settings=settings, queues=setting.mapping, seed=seed)
+    for setting in settings:
+        replay = SwimReplaySettings.for_trace(path, target_machines=SWIM_TARGET_MACHINES)
+        trace = load_swim(path, settings=replay, queues=setting.mapping, seed=seed)
         half = len(trace.jobs) // 2
         if half < 10:
             raise SettingsError(f"{path}: too few jobs for the adaptive protocol")

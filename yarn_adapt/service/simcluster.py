@@ -131,6 +131,10 @@ class SimulatedCluster:
         self._progress: dict[str, _Progress] = {}
         self.finished: deque[JobResult] = deque(maxlen=FINISHED_MEMORY)
         self.recent: tuple[JobSpec, ...] = ()
+        # every job of the replay and the results of those that ended, by id: the
+        # demo's realised latency of the whole run (a replay is bounded)
+        self.specs: dict[str, JobSpec] = {job.id: job for job in jobs}
+        self.ended: dict[str, JobResult] = {}
 
     @property
     def elapsed_s(self) -> float:
@@ -178,6 +182,12 @@ class SimulatedCluster:
             self._progress.pop(job.id, None)
             if job.status is JobStatus.FINISHED:
                 self.finished.append(job)
+                self.ended[job.id] = job
+
+    @property
+    def backlog(self) -> int:
+        """Jobs submitted and not finished."""
+        return len(self._progress)
 
     def view(self) -> SimulatedView:
         return SimulatedView(
