@@ -299,14 +299,12 @@ def submitted_by(cluster: SimulatedCluster, time_s: float) -> list[str]:
 
 
 def static_replay(options: DemoOptions, cluster: SimulatedCluster) -> SimulatedCluster:
-    """The same trace on the same cluster under the starting configuration (the
-    demo's scheduler file, untouched), simulated in the same segments as far as
-    ``cluster`` got."""
+    """The same jobs on the same cluster with the same simulator options under the
+    starting configuration (the demo's scheduler file, untouched), simulated in the
+    same segments as far as ``cluster`` got."""
     config = read_scheduler_document(demo_scheduler_file(options.scheduler)).config
-    nodes = len(cluster.cluster.nodes)
-    twin, _ = replay_cluster(
-        config, options.trace, nodes, options.containers_per_node, options.seed
-    )
+    replay = Workload(tuple(cluster.specs.values()), "the demo's replay, untuned")
+    twin = SimulatedCluster(replay, cluster.cluster, config, cluster.options)
     while twin.elapsed_s < cluster.elapsed_s - 1e-6:
         twin.advance(min(options.step_s, cluster.elapsed_s - twin.elapsed_s))
     return twin
