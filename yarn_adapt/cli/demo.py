@@ -143,6 +143,9 @@ def _run(
     from yarn_adapt.service.runner import serving, stop_on_signals
 
     announce(f"demo state in {options.state_dir}")
+    nodes = len(_cluster(service).cluster.nodes)
+    how = "as asked" if options.nodes is not None else "sized for the replay's demand"
+    announce(f"simulated cluster: {nodes} nodes x {options.containers_per_node} containers ({how})")
     progress = Progress("demo round", rounds)
     stopping = nullcontext(stop_event) if stop_event is not None else stop_on_signals()
     with serving(service) as server, stopping as stop:
