@@ -264,9 +264,11 @@ def adaptive_latency(
     cluster: ClusterSpec,
     interval_s: float,
     forecast: bool = True,
-) -> tuple[float, int, int]:
+) -> TunedRun:
     """Mean job latency when the tuner re-configures every ``interval_s``, how many
-    times it changed the configuration, and how many jobs did not finish."""
+    times it changed the configuration, how many jobs did not finish, and (without
+    the forecast, whose hypothetical jobs are not a population that can realise)
+    each change's |predicted - realised| / realised on the jobs it predicted for."""
     space = adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
     # start inside the tuner's own space (the even split), not from the base file:
     # a Capacity base lets queues reach 90 %, which the held baselines cannot
@@ -276,6 +278,7 @@ def adaptive_latency(
         interval_s=interval_s, spaces={"root": space}, min_improvement=0.0, forecast=forecast
     )
     changes = 0
+    predictions: list[tuple[tuple[str, ...], float]] = []
     while not simulated.done and simulated.clock_s < 50 * SPAN_S:
         simulated.advance(interval_s)
         view = simulated.view()
@@ -284,10 +287,36 @@ def adaptive_latency(
         if proposal.changed:
             simulated.load(proposal.config)
             changes += 1
+            if not forecast:
+                jobs = tuple(p.job.id for p in view.start.jobs)
+                predictions.append((jobs, proposal.cluster_after_s))
     latencies = [j.latency_s for j in simulated.finished if j.latency_s is not None]
     unfinished = len(scenario.workload.jobs) - len(latencies)
     latencies += [50 * SPAN_S] * unfinished
-    return statistics.fmean(latencies), changes, unfinished
+    return TunedRun(
+        statistics.fmean(latencies), changes, unfinished, _errors(simulated, predictions)
+    )
+
+
+@dataclass(frozen=True)
+class TunedRun:
+    latency_s: float
+    changes: int
+    unfinished: int
+    errors: tuple[float, ...]
+
+
+def _errors(
+    simulated: SimulatedCluster, predictions: Sequence[tuple[tuple[str, ...], float]]
+) -> tuple[float, ...]:
+    errors = []
+    for jobs, predicted in predictions:
+        ended = [simulated.ended.get(j) for j in jobs]
+        done = [e.latency_s for e in ended if e is not None and e.latency_s is not None]
+        if jobs and len(done) == len(jobs) and math.isfinite(predicted):
+            realised = statistics.fmean(done)
+            errors.append(abs(predicted - realised) / realised)
+    return tuple(errors)
 
 
 @dataclass(frozen=True)
@@ -331,6 +360,7 @@ class Row:
     unfinished: int
     changes: int
     wall_s: float
+    errors: tuple[float, ...] = ()
 
     @property
     def vs_best_static(self) -> float:
@@ -347,9 +377,8 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: bool = 
     rows = []
     for minutes in intervals:
         began = time.perf_counter()
-        adaptive, changes, unfinished = adaptive_latency(
-            scenario, base, cluster, 60.0 * minutes, forecast
-        )
+        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast)
+        adaptive = tuned.latency_s
         ratios = [s / adaptive for s in statics.latencies]
         rows.append(
             Row(
@@ -364,9 +393,10 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: bool = 
                 len(statics.latencies),
                 statics.refused,
                 statics.unfinished,
-                unfinished,
-                changes,
+                tuned.unfinished,
+                tuned.changes,
                 time.perf_counter() - began,
+                tuned.errors,
             )
         )
         log.info("%s", rows[-1])
@@ -399,9 +429,14 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
             statistics.median(r.median_ratio for r in mine), 3
         )
         found[f"unfinished_{minutes}min"] = sum(r.unfinished for r in mine)
+        errors = [e for r in mine for e in r.errors]
+        if errors:
+            found[f"prediction_error_median_{minutes}min"] = round(statistics.median(errors), 3)
     headline = 2 if any(r.interval_min == 2 for r in rows) else min(intervals)
     if f"min_vs_best_static_{headline}min" in found:
         found["min_vs_best_static"] = found[f"min_vs_best_static_{headline}min"]
+    # only without the forecast (--set forecast=no): see adaptive_latency
+    found["prediction_error_median"] = found.get(f"prediction_error_median_{headline}min")
     once = {r.scenario: r for r in rows}.values()  # statics are per scenario, not interval
     found["statics_kept"] = sum(r.statics for r in once)
     found["statics_refused"] = sum(r.statics_refused for r in once)
