@@ -311,17 +311,12 @@ def static_replay(options: DemoOptions, cluster: SimulatedCluster) -> SimulatedC
 
 
 def utilisation(cluster: SimulatedCluster) -> float | None:
-    """Container-seconds of the finished jobs (tasks and ApplicationMasters) over the
-    cluster's container-seconds so far: how busy the replay kept it."""
+    """Container-seconds used (tasks and ApplicationMasters) over the cluster's
+    container-seconds so far: how busy the replay kept it."""
     containers = sum(n.resources.memory_mb // CONTAINER.memory_mb for n in cluster.cluster.nodes)
     if cluster.elapsed_s <= 0 or containers <= 0:
         return None
-    busy = sum(
-        cluster.specs[j.id].total_task_seconds
-        + ((j.finish_s or 0.0) - (j.start_s if j.start_s is not None else j.submit_s))
-        for j in cluster.ended.values()
-    )
-    return busy / (containers * cluster.elapsed_s)
+    return cluster.busy_container_s() / (containers * cluster.elapsed_s)
 
 
 def run_summary(service: Service, options: DemoOptions, rounds: int) -> dict[str, Any]:
