@@ -8,8 +8,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tests.service.factories import FixedProposer
+from yarn_adapt.model import JobSpec, Workload
 from yarn_adapt.service.demo import (
     DemoOptions,
     RecordingProposer,
@@ -19,20 +21,19 @@ from yarn_adapt.service.demo import (
     sized_nodes,
     split_in_half,
 )
+from yarn_adapt.service.service import Service
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over
 
 
-def _replay() -> tuple:
+def _replay() -> tuple[JobSpec, ...]:
     workload = load_trace(bundled_trace(), seed=0, queues=spread_over(["q1", "q2"]))
     return split_in_half(workload)[1].jobs
 
 
 def test_the_cluster_is_sized_from_the_trace_demand_not_a_constant() -> None:
-    from yarn_adapt.model import Workload
-
     jobs = _replay()
     window = 4 * 3600.0
     nodes = sized_nodes(Workload(jobs), window, 8)
@@ -45,7 +46,7 @@ def test_the_cluster_is_sized_from_the_trace_demand_not_a_constant() -> None:
     assert sized_nodes(Workload(jobs), window, 8, target=0.35) >= 2 * nodes - 1
 
 
-def _run(tmp_path: Path, proposer: FixedProposer, rounds: int) -> tuple[object, dict]:
+def _run(tmp_path: Path, proposer: FixedProposer, rounds: int) -> tuple[Service, dict[str, Any]]:
     options = DemoOptions(state_dir=tmp_path, serve=False, step_s=600.0, rounds=rounds)
     service = build_demo(options, proposer)
     for _ in range(rounds):
@@ -61,12 +62,12 @@ def test_without_a_proposal_the_run_realises_what_the_starting_configuration_doe
     assert found["realised_jobs"] > 0
     assert found["realised_latency_tuned_s"] == found["realised_latency_static_s"] > 0
     assert found["open_jobs_tuned"] == found["open_jobs_static"]
-    service.close()  # type: ignore[attr-defined]
+    service.close()
 
 
 def test_each_proposal_is_judged_on_the_jobs_it_predicted_for(tmp_path: Path) -> None:
     service, found = _run(tmp_path, FixedProposer(after_s=80.0), 4)
-    proposer = service.loop.proposer  # type: ignore[attr-defined]
+    proposer = service.loop.proposer
     assert isinstance(proposer, RecordingProposer)
     cluster = service.backend.cluster  # type: ignore[attr-defined]
     assert isinstance(cluster, SimulatedCluster)
@@ -80,4 +81,4 @@ def test_each_proposal_is_judged_on_the_jobs_it_predicted_for(tmp_path: Path) ->
     assert found["prediction_errors"][0] == round(abs(80.0 - realised) / realised, 3)
     assert found["prediction_error_median"] == statistics.median(found["prediction_errors"])
     assert found["nodes"] >= 1 and 0 < found["utilisation"] <= 1.0
-    service.close()  # type: ignore[attr-defined]
+    service.close()
