@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -58,7 +59,13 @@ from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
 from yarn_adapt.progress import report
 from yarn_adapt.service.simcluster import SimulatedCluster
-from yarn_adapt.sim import ClusterSpec, SimulationOptions, simulate
+from yarn_adapt.sim import (
+    ClusterSpec,
+    JobInProgress,
+    SimulationOptions,
+    SimulationStart,
+    simulate,
+)
 from yarn_adapt.tuning.apply import apply_setting
 from yarn_adapt.tuning.paper import PaperCluster, base_config, leaf_paths
 from yarn_adapt.tuning.space import (
@@ -177,11 +184,17 @@ class Scenario:
         return f"{self.setting.label}/{self.containers}c"
 
 
-def scenarios(path: Path, seed: int, sizes: Sequence[int], load: float = LOAD) -> list[Scenario]:
+def scenarios(
+    path: Path,
+    seed: int,
+    sizes: Sequence[int],
+    load: float = LOAD,
+    settings: Sequence[SchedulerSetting] = SETTINGS,
+) -> list[Scenario]:
     found = []
-    for setting in SETTINGS:
-        settings = SwimReplaySettings.for_trace(path, target_machines=SWIM_TARGET_MACHINES)
-        trace = load_swim(path, settings=settings, queues=setting.mapping, seed=seed)
+    for setting in settings:
+        replay = SwimReplaySettings.for_trace(path, target_machines=SWIM_TARGET_MACHINES)
+        trace = load_swim(path, settings=replay, queues=setting.mapping, seed=seed)
         half = len(trace.jobs) // 2
         if half < 10:
             raise SettingsError(f"{path}: too few jobs for the adaptive protocol")
@@ -195,10 +208,54 @@ def scenarios(path: Path, seed: int, sizes: Sequence[int], load: float = LOAD) -
 # --------------------------------------------------------------------------- runs
 
 
-def static_latency(scenario: Scenario, config: SchedulerConfig, cluster: ClusterSpec) -> float:
+def static_latency(
+    scenario: Scenario, config: SchedulerConfig, cluster: ClusterSpec
+) -> tuple[float, int]:
+    """Mean job latency of the whole workload under a static ``config`` (a job still
+    waiting at 50 x the span counts as finishing then), and how many did not finish."""
     horizon = 50 * SPAN_S
     result = simulate(scenario.workload, config, cluster, SimulationOptions(horizon_s=horizon))
-    return censored_mean_latency(result, horizon)
+    unfinished = sum(1 for j in result.jobs if j.finish_s is None)
+    unfinished += len(scenario.workload.jobs) - len(result.jobs)
+    return censored_mean_latency(result, horizon), unfinished
+
+
+def fixed_space(setting: GroupSetting, elastic: bool) -> GridSpace:
+    """A space with one point, ``setting`` (a static configuration of
+    :func:`static_settings`), for asking the tuner about it."""
+    paths = tuple(q.path for q in setting.queues)
+    shares = tuple(
+        Parameter(f"{q.path}.share", ParameterKind.SHARE, (q.path,), (q.share,), True)
+        for q in setting.queues
+    )
+    if setting.scheduler is Scheduler.CAPACITY:
+        static = Parameter("static", ParameterKind.ELASTICITY, paths, (0.0,), True)
+        held = () if elastic else (static,)
+        return GridSpace(Scheduler.CAPACITY, setting.parent, paths, (*shares, *held), "fifo")
+    policies = {q.policy for q in setting.queues}
+    if len(policies) != 1:
+        raise SettingsError(f"static {setting.describe()}: one policy for every queue expected")
+    policy = Parameter("policy", ParameterKind.POLICY, paths, (policies.pop(),), False)
+    return GridSpace(Scheduler.FAIR, setting.parent, paths, (*shares, policy), "fair")
+
+
+def tuner_refuses(
+    scenario: Scenario, base: SchedulerConfig, setting: GroupSetting, cluster: ClusterSpec
+) -> bool:
+    """The tuner's own validity rule applied to a static configuration: with every
+    job of the workload in view (estimated durations, as the tuner sees them),
+    :func:`~yarn_adapt.tuning.tuner.propose` predicts the configuration's mean
+    latency -- infinite when its comparator finds a job that can never run (a queue
+    held to one container, which the job's ApplicationMaster takes). The tuner never
+    moves to such a configuration, so a static one it would refuse is no baseline
+    (issue 14: "statics YARN would run without starving a queue")."""
+    space = fixed_space(setting, scenario.elastic)
+    config = apply_setting(base, setting)
+    start = SimulationStart(0.0, tuple(JobInProgress(j) for j in scenario.workload.jobs))
+    state = TuningState(0.0, start, cluster)
+    settings = TunerSettings(interval_s=SPAN_S, spaces={setting.parent: space}, min_improvement=0.0)
+    proposal = propose(state, config, scenario.model, settings)
+    return not math.isfinite(proposal.cluster_before_s)
 
 
 def adaptive_latency(
@@ -207,9 +264,11 @@ def adaptive_latency(
     cluster: ClusterSpec,
     interval_s: float,
     forecast: bool = True,
-) -> tuple[float, int]:
-    """Mean job latency when the tuner re-configures every ``interval_s``, and how
-    many times it changed the configuration."""
+) -> TunedRun:
+    """Mean job latency when the tuner re-configures every ``interval_s``, how many
+    times it changed the configuration, how many jobs did not finish, and (without
+    the forecast, whose hypothetical jobs are not a population that can realise)
+    each change's |predicted - realised| / realised on the jobs it predicted for."""
     space = adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
     # start inside the tuner's own space (the even split), not from the base file:
     # a Capacity base lets queues reach 90 %, which the held baselines cannot
@@ -219,6 +278,7 @@ def adaptive_latency(
         interval_s=interval_s, spaces={"root": space}, min_improvement=0.0, forecast=forecast
     )
     changes = 0
+    predictions: list[tuple[tuple[str, ...], float]] = []
     while not simulated.done and simulated.clock_s < 50 * SPAN_S:
         simulated.advance(interval_s)
         view = simulated.view()
@@ -227,10 +287,61 @@ def adaptive_latency(
         if proposal.changed:
             simulated.load(proposal.config)
             changes += 1
+            if not forecast:
+                jobs = tuple(p.job.id for p in view.start.jobs)
+                predictions.append((jobs, proposal.cluster_after_s))
     latencies = [j.latency_s for j in simulated.finished if j.latency_s is not None]
     unfinished = len(scenario.workload.jobs) - len(latencies)
     latencies += [50 * SPAN_S] * unfinished
-    return statistics.fmean(latencies), changes
+    return TunedRun(
+        statistics.fmean(latencies), changes, unfinished, _errors(simulated, predictions)
+    )
+
+
+@dataclass(frozen=True)
+class TunedRun:
+    latency_s: float
+    changes: int
+    unfinished: int
+    errors: tuple[float, ...]
+
+
+def _errors(
+    simulated: SimulatedCluster, predictions: Sequence[tuple[tuple[str, ...], float]]
+) -> tuple[float, ...]:
+    errors = []
+    for jobs, predicted in predictions:
+        ended = [simulated.ended.get(j) for j in jobs]
+        done = [e.latency_s for e in ended if e is not None and e.latency_s is not None]
+        if jobs and len(done) == len(jobs) and math.isfinite(predicted):
+            realised = statistics.fmean(done)
+            errors.append(abs(predicted - realised) / realised)
+    return tuple(errors)
+
+
+@dataclass(frozen=True)
+class Statics:
+    """The static baselines of one scenario: the latencies of those the tuner's
+    validity rule keeps, their unfinished jobs, and how many it refused."""
+
+    latencies: tuple[float, ...]
+    unfinished: int
+    refused: int
+    refused_unfinished: int
+
+
+def run_statics(scenario: Scenario, base: SchedulerConfig, cluster: ClusterSpec) -> Statics:
+    kept: list[float] = []
+    unfinished = refused = refused_unfinished = 0
+    for setting in static_settings(scenario.setting, scenario.containers, elastic=scenario.elastic):
+        latency, left = static_latency(scenario, apply_setting(base, setting), cluster)
+        if tuner_refuses(scenario, base, setting, cluster):
+            refused += 1
+            refused_unfinished += left
+            continue
+        kept.append(latency)
+        unfinished += left
+    return Statics(tuple(kept), unfinished, refused, refused_unfinished)
 
 
 @dataclass(frozen=True)
@@ -241,52 +352,98 @@ class Row:
     static_mean_s: float
     static_best_s: float
     ratio: float
+    geomean_ratio: float
     median_ratio: float
+    statics: int
+    statics_refused: int
+    static_unfinished: int
+    unfinished: int
     changes: int
     wall_s: float
+    errors: tuple[float, ...] = ()
+
+    @property
+    def vs_best_static(self) -> float:
+        return self.static_best_s / self.adaptive_s
 
 
 def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: bool = True) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()
-    statics = [
-        static_latency(scenario, apply_setting(base, s), cluster)
-        for s in static_settings(scenario.setting, scenario.containers, elastic=scenario.elastic)
-    ]
+    statics = run_statics(scenario, base, cluster)
+    if not statics.latencies:
+        log.warning("%s: the tuner refuses every static configuration; skipped", scenario.label)
+        return [_skipped(scenario.label, statics)]
     rows = []
     for minutes in intervals:
         began = time.perf_counter()
-        adaptive, changes = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast)
+        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast)
+        adaptive = tuned.latency_s
+        ratios = [s / adaptive for s in statics.latencies]
         rows.append(
             Row(
                 scenario.label,
                 minutes,
                 adaptive,
-                statistics.fmean(statics),
-                min(statics),
-                statistics.fmean(s / adaptive for s in statics),
-                statistics.median(s / adaptive for s in statics),
-                changes,
+                statistics.fmean(statics.latencies),
+                min(statics.latencies),
+                statistics.fmean(ratios),
+                statistics.geometric_mean(ratios),
+                statistics.median(ratios),
+                len(statics.latencies),
+                statics.refused,
+                statics.unfinished,
+                tuned.unfinished,
+                tuned.changes,
                 time.perf_counter() - began,
+                tuned.errors,
             )
         )
         log.info("%s", rows[-1])
     return rows
 
 
+def _skipped(label: str, statics: Statics) -> Row:
+    """A scenario none of whose static configurations the tuner would run: no ratio."""
+    nan = math.nan
+    return Row(label, 0, nan, nan, nan, nan, nan, nan, 0, statics.refused, 0, 0, 0, 0.0)
+
+
 def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     found: dict[str, Any] = {}
+    skipped = sorted(r.scenario for r in rows if r.statics == 0)
+    rows = [r for r in rows if r.statics > 0]
     for minutes in intervals:
         mine = [r for r in rows if r.interval_min == minutes]
+        if not mine:
+            continue
         found[f"ratio_{minutes}min"] = round(statistics.fmean(r.ratio for r in mine), 3)
-        found[f"ratio_to_best_static_{minutes}min"] = round(
-            statistics.fmean(r.static_best_s / r.adaptive_s for r in mine), 3
+        found[f"ratio_{minutes}min_geomean"] = round(
+            statistics.geometric_mean(r.geomean_ratio for r in mine), 3
         )
+        found[f"ratio_to_best_static_{minutes}min"] = round(
+            statistics.fmean(r.vs_best_static for r in mine), 3
+        )
+        found[f"min_vs_best_static_{minutes}min"] = round(min(r.vs_best_static for r in mine), 3)
         found[f"median_ratio_{minutes}min"] = round(
             statistics.median(r.median_ratio for r in mine), 3
         )
-    found["scenarios"] = len({r.scenario for r in rows})
-    found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3)
+        found[f"unfinished_{minutes}min"] = sum(r.unfinished for r in mine)
+        errors = [e for r in mine for e in r.errors]
+        if errors:
+            found[f"prediction_error_median_{minutes}min"] = round(statistics.median(errors), 3)
+    headline = 2 if any(r.interval_min == 2 for r in rows) else min(intervals)
+    if f"min_vs_best_static_{headline}min" in found:
+        found["min_vs_best_static"] = found[f"min_vs_best_static_{headline}min"]
+    # only without the forecast (--set forecast=no): see adaptive_latency
+    found["prediction_error_median"] = found.get(f"prediction_error_median_{headline}min")
+    once = {r.scenario: r for r in rows}.values()  # statics are per scenario, not interval
+    found["statics_kept"] = sum(r.statics for r in once)
+    found["statics_refused"] = sum(r.statics_refused for r in once)
+    found["static_unfinished"] = sum(r.static_unfinished for r in once)
+    found["scenarios"] = len(once)
+    found["scenarios_without_valid_static"] = skipped
+    found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3) if rows else None
     return found
 
 
@@ -317,10 +474,17 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
             "static_mean_s": round(r.static_mean_s, 1),
             "static_best_s": round(r.static_best_s, 1),
             "ratio": round(r.ratio, 3),
+            "geomean_ratio": round(r.geomean_ratio, 3),
             "median_ratio": round(r.median_ratio, 3),
+            "vs_best_static": round(r.vs_best_static, 3),
+            "statics": r.statics,
+            "statics_refused": r.statics_refused,
+            "static_unfinished": r.static_unfinished,
+            "unfinished": r.unfinished,
             "changes": r.changes,
             "wall_s": round(r.wall_s, 1),
         }
         for r in rows
+        if r.statics > 0
     ]
     return BenchResult(figures(rows, intervals), table)

@@ -58,7 +58,12 @@ REVIEW_POLL_S = 0.5
     metavar="SECONDS",
     help="Wall seconds between rounds.",
 )
-@click.option("--nodes", type=int, default=8, show_default=True, help="Simulated nodes.")
+@click.option(
+    "--nodes",
+    type=int,
+    default=None,
+    help="Simulated nodes.  [default: sized so the replay keeps ~70% of containers busy]",
+)
 @click.option(
     "--containers-per-node", type=int, default=8, show_default=True, help="2 GB / 1 vcore each."
 )
@@ -80,19 +85,19 @@ REVIEW_POLL_S = 0.5
 @quiet_option
 def demo_command(
     once: bool, rounds: int, scheduler: str, interval_s: float, step_s: float | None,
-    pace_s: float, nodes: int, containers_per_node: int, port: int, no_serve: bool,
+    pace_s: float, nodes: int | None, containers_per_node: int, port: int, no_serve: bool,
     review: bool, keep_serving: bool, trace: Path | None, state_dir: Path | None, seed: int,
 ) -> None:  # fmt: skip
     """Watch the configurator tune a simulated cluster: proposals with predicted
     latency before and after, applied at once (auto-approve) or, with --review,
     when you approve them on the page."""
     # Imported here: the web stack and the tuner are not needed by other commands.
-    from yarn_adapt.service.demo import DemoOptions, build_demo, summary
+    from yarn_adapt.service.demo import DemoOptions, build_demo, run_summary, summary
 
     if step_s is not None:
         click.echo("yarn-adapt: --step is deprecated; use --interval", err=True)
         interval_s = step_s
-    if min(interval_s, pace_s) <= 0 or min(nodes, containers_per_node) <= 0:
+    if min(interval_s, pace_s, containers_per_node) <= 0 or (nodes is not None and nodes <= 0):
         raise InputError("--interval, --pace, --nodes and --containers-per-node must be positive")
     serve = not (no_serve or once)
     if (review or keep_serving) and not serve:
@@ -101,6 +106,7 @@ def demo_command(
         state_dir=state_dir or Path(tempfile.mkdtemp(prefix="yarn-adapt-demo-")),
         scheduler=scheduler,
         nodes=nodes,
+        rounds=rounds,  # --once: the first round of the same demo, on the same cluster
         containers_per_node=containers_per_node,
         step_s=interval_s,
         interval_s=pace_s,
@@ -114,7 +120,10 @@ def demo_command(
     service = build_demo(options)
     try:
         done = _run(service, options, 1 if once else rounds, keep_serving=keep_serving)
-        click.echo(json.dumps(summary(service, done, _cluster(service).elapsed_s)))
+        if once:
+            click.echo(json.dumps(summary(service, done, _cluster(service).elapsed_s)))
+        else:
+            click.echo(json.dumps(run_summary(service, options, done)))
     finally:
         service.close()
 
@@ -130,10 +139,13 @@ def _run(
 ) -> int:
     """The rounds, the page and the review holds. ``stop_event``: stop on it instead
     of on SIGTERM/SIGINT (which only the main thread can catch)."""
-    from yarn_adapt.service.demo import describe_round
+    from yarn_adapt.service.demo import describe_round, note_round
     from yarn_adapt.service.runner import serving, stop_on_signals
 
     announce(f"demo state in {options.state_dir}")
+    nodes = len(_cluster(service).cluster.nodes)
+    how = "as asked" if options.nodes is not None else "sized for the replay's demand"
+    announce(f"simulated cluster: {nodes} nodes x {options.containers_per_node} containers ({how})")
     progress = Progress("demo round", rounds)
     stopping = nullcontext(stop_event) if stop_event is not None else stop_on_signals()
     with serving(service) as server, stopping as stop:
@@ -144,6 +156,7 @@ def _run(
         done = 0
         while not stop.is_set() and done < rounds:
             report = service.loop.run_round()
+            note_round(service, report)
             done += 1
             for line in describe_round(report, service, _cluster(service).elapsed_s):
                 announce(line)

@@ -3,6 +3,14 @@ waiting for an operator to approve each proposal on the page), driving a simulat
 cluster that replays the bundled FB-2009 trace at accelerated time (each round
 simulates ``step_s`` seconds). No Java, no Hadoop: everything runs in-process.
 
+The cluster is sized from the trace (:func:`sized_nodes`): enough nodes that the
+replayed tasks keep about 70 % of the containers busy over the demo's window, so
+the replay neither idles nor builds an unbounded backlog. At the end
+(:func:`run_summary`) the whole run is judged: the realised mean latency of the
+jobs submitted in the window with tuning, against the same trace replayed under the
+starting configuration, and each proposal's prediction against what its own jobs
+(the ones in progress in its re-tuned groups when the tuner looked) realised.
+
 The scheduler file starts as ``yarn_adapt/data/demo/<scheduler>-scheduler.xml``
 (copied into the demo's state directory, where the applier backs it up and rewrites
 it); jobs go to its leaves by priority as AdaptiveConfig §4.3 does.
@@ -12,6 +20,8 @@ from __future__ import annotations
 
 import math
 import shutil
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,8 +29,10 @@ from typing import Any
 
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
+from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.records import ProposalRecord, RoundReport
+from yarn_adapt.service.realized import group_of_queue
+from yarn_adapt.service.records import ProposalRecord, ProposalState, RoundReport, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import (
     HttpSection,
@@ -30,7 +42,7 @@ from yarn_adapt.service.settings import (
     StateSection,
     TuningSection,
 )
-from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster
+from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
 from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
 from yarn_adapt.sim import ClusterSpec, SimulationOptions
 from yarn_adapt.workload import fit_task_time_model, load_trace
@@ -40,13 +52,17 @@ from yarn_adapt.yarn.apply import ApplySettings, PollSettings
 from yarn_adapt.yarn.confxml import read_scheduler_document
 
 CONTAINER = Resources(2048, 1)  # AdaptiveConfig §4.2: 1 core and 2 GB per container
+TARGET_UTILISATION = 0.70
+"""The share of the containers the replayed tasks keep busy over the demo's window
+(ApplicationMasters come on top: 60-85 % in all)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class DemoOptions:
     state_dir: Path
     scheduler: str = "capacity"
-    nodes: int = 8
+    nodes: int | None = None  # None: sized from the trace's demand (sized_nodes)
+    rounds: int = 20  # the demo's window is rounds x step_s of the replay
     containers_per_node: int = 8
     step_s: float = 900.0
     interval_s: float = 2.0
@@ -83,7 +99,12 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     shutil.copyfile(demo_scheduler_file(options.scheduler), path)
     config = read_scheduler_document(path).config
     cluster, history = replay_cluster(
-        config, options.trace, options.nodes, options.containers_per_node, options.seed
+        config,
+        options.trace,
+        options.nodes,
+        options.containers_per_node,
+        options.seed,
+        window_s=options.rounds * options.step_s,
     )
     settings = demo_settings(options)
     apply_settings = ApplySettings(
@@ -93,20 +114,48 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     if proposer is None:
         model = fit_task_time_model(history, seed=options.seed)
         proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
-    return Service.build(settings, backend, proposer, token=options.token)
+    return Service.build(settings, backend, RecordingProposer(proposer), token=options.token)
 
 
 def replay_cluster(
-    config: SchedulerConfig, trace: Path | None, nodes: int, containers_per_node: int, seed: int
+    config: SchedulerConfig,
+    trace: Path | None,
+    nodes: int | None,
+    containers_per_node: int,
+    seed: int,
+    *,
+    window_s: float = 20 * 900.0,
 ) -> tuple[SimulatedCluster, Workload]:
     """A simulated cluster running ``config`` that replays the later half of ``trace``
     (default: the bundled FB-2009 day), its jobs spread over the config's leaves by
-    priority; and the earlier half, the history the task-time model learns from."""
+    priority; and the earlier half, the history the task-time model learns from.
+    ``nodes=None`` sizes the cluster for the first ``window_s`` of the replay."""
     leaves = [leaf.name for leaf in config.leaves()]
     workload = load_trace(trace or bundled_trace(), seed=seed, queues=spread_over(leaves))
     history, replay = split_in_half(workload)
+    if nodes is None:
+        nodes = sized_nodes(replay, window_s, containers_per_node)
     spec = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
     return SimulatedCluster(replay, spec, config, SimulationOptions(seed=seed)), history
+
+
+def sized_nodes(
+    replay: Workload,
+    window_s: float,
+    containers_per_node: int,
+    target: float = TARGET_UTILISATION,
+) -> int:
+    """Nodes enough that the tasks of the jobs submitted in the replay's first
+    ``window_s`` (or its whole span, if shorter) keep ``target`` of the containers
+    busy on average over that time: the demand is the trace's, not a constant."""
+    if not 0 < target <= 1 or window_s <= 0:
+        raise InputError(f"demo sizing: target {target} and window {window_s} s must be positive")
+    first = min(job.submit_s for job in replay.jobs)
+    last = max(job.submit_s for job in replay.jobs)
+    span = min(window_s, last - first) if last > first else window_s
+    work = sum(job.total_task_seconds for job in replay.jobs if job.submit_s <= first + span)
+    containers = math.ceil(work / (target * max(span, 1.0)))
+    return max(1, math.ceil(containers / containers_per_node))
 
 
 def split_in_half(trace: Workload) -> tuple[Workload, Workload]:
@@ -176,3 +225,141 @@ def _rounded(value: float) -> float | None:
 def _hms(seconds: float) -> str:
     whole = int(seconds)
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+# --------------------------------------------------------------------------- the run, judged
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One suggestion's prediction and the jobs it is about: the jobs in progress in
+    its re-tuned groups when the tuner looked (those whose mean latency, submission
+    to finish, the comparator predicted)."""
+
+    time_s: float
+    predicted_s: float
+    jobs: tuple[str, ...]
+
+
+class RecordingProposer:
+    """A proposer that remembers, for each round's suggestion, the population its
+    prediction is about, so the demo can set it beside what those jobs realised."""
+
+    def __init__(self, inner: Proposer) -> None:
+        self.inner = inner
+        self.last: Prediction | None = None
+        self.by_proposal: dict[int, Prediction] = {}
+
+    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
+        suggestion = self.inner.propose(observed, frozen)
+        self.last = None
+        view = observed.view
+        if suggestion is not None and isinstance(view, SimulatedView):
+            groups = {g.group for g in suggestion.groups}
+            jobs = tuple(
+                p.job.id
+                for p in view.start.jobs
+                if group_of_queue(p.job.queue, observed.config) in groups
+            )
+            self.last = Prediction(view.time_s, suggestion.cluster_after_s, jobs)
+        return suggestion
+
+    def note_round(self, report: RoundReport) -> None:
+        """Tie the round's proposal (if any) to the population of its suggestion."""
+        for decision in report.decisions:
+            if decision.proposal_id is not None and self.last is not None:
+                self.by_proposal[decision.proposal_id] = self.last
+        self.last = None
+
+
+def note_round(service: Service, report: RoundReport) -> None:
+    proposer = service.loop.proposer
+    if isinstance(proposer, RecordingProposer):
+        proposer.note_round(report)
+
+
+def realised_latency(cluster: SimulatedCluster, ids: Sequence[str]) -> tuple[float | None, int]:
+    """Mean latency (submission to finish) of the jobs ``ids``, a job not finished
+    yet counted as finishing now (so a backlog shows), and how many had not."""
+    now = cluster.clock_s
+    latencies = []
+    open_jobs = 0
+    for job_id in ids:
+        ended = cluster.ended.get(job_id)
+        if ended is not None and ended.finish_s is not None:
+            latencies.append(ended.finish_s - ended.submit_s)
+        else:
+            open_jobs += 1
+            latencies.append(now - cluster.specs[job_id].submit_s)
+    return (statistics.fmean(latencies) if latencies else None), open_jobs
+
+
+def submitted_by(cluster: SimulatedCluster, time_s: float) -> list[str]:
+    return [job.id for job in cluster.specs.values() if job.submit_s < time_s]
+
+
+def static_replay(options: DemoOptions, cluster: SimulatedCluster) -> SimulatedCluster:
+    """The same jobs on the same cluster with the same simulator options under the
+    starting configuration (the demo's scheduler file, untouched), simulated in the
+    same segments as far as ``cluster`` got."""
+    config = read_scheduler_document(demo_scheduler_file(options.scheduler)).config
+    replay = Workload(tuple(cluster.specs.values()), "the demo's replay, untuned")
+    twin = SimulatedCluster(replay, cluster.cluster, config, cluster.options)
+    while twin.elapsed_s < cluster.elapsed_s - 1e-6:
+        twin.advance(min(options.step_s, cluster.elapsed_s - twin.elapsed_s))
+    return twin
+
+
+def utilisation(cluster: SimulatedCluster) -> float | None:
+    """Container-seconds used (tasks and ApplicationMasters) over the cluster's
+    container-seconds so far: how busy the replay kept it."""
+    containers = sum(n.resources.memory_mb // CONTAINER.memory_mb for n in cluster.cluster.nodes)
+    if cluster.elapsed_s <= 0 or containers <= 0:
+        return None
+    return cluster.busy_container_s() / (containers * cluster.elapsed_s)
+
+
+def run_summary(service: Service, options: DemoOptions, rounds: int) -> dict[str, Any]:
+    """:func:`summary` plus the whole run judged: the realised mean latency of the
+    jobs submitted so far with tuning and under the starting configuration (the
+    same trace, cluster and segments), each applied proposal's relative error
+    (|predicted - realised| / realised, on the jobs it predicted for), the median
+    of those, the cluster's utilisation and the jobs still open at the end."""
+    cluster = service.backend.cluster  # type: ignore[attr-defined]
+    assert isinstance(cluster, SimulatedCluster)
+    found = summary(service, rounds, cluster.elapsed_s)
+    population = submitted_by(cluster, cluster.clock_s)
+    tuned, tuned_open = realised_latency(cluster, population)
+    twin = static_replay(options, cluster)
+    static, static_open = realised_latency(twin, population)
+    errors = prediction_errors(service, cluster)
+    found.update(
+        nodes=len(cluster.cluster.nodes),
+        utilisation=_rounded(utilisation(cluster) or math.nan),
+        realised_jobs=len(population),
+        realised_latency_tuned_s=_rounded(tuned or math.nan),
+        realised_latency_static_s=_rounded(static or math.nan),
+        open_jobs_tuned=tuned_open,
+        open_jobs_static=static_open,
+        prediction_errors=[round(e, 3) for e in errors],
+        prediction_error_median=round(statistics.median(errors), 3) if errors else None,
+    )
+    return found
+
+
+def prediction_errors(service: Service, cluster: SimulatedCluster) -> list[float]:
+    """|predicted - realised| / realised for each applied proposal whose jobs all
+    finished, in proposal order."""
+    proposer = service.loop.proposer
+    if not isinstance(proposer, RecordingProposer):
+        return []
+    errors = []
+    for proposal_id, prediction in sorted(proposer.by_proposal.items()):
+        record = service.store.proposal(proposal_id)
+        if record.state is not ProposalState.APPLIED or not prediction.jobs:
+            continue
+        realised, still_open = realised_latency(cluster, prediction.jobs)
+        if realised is None or still_open or not math.isfinite(record.cluster_after_s):
+            continue
+        errors.append(abs(record.cluster_after_s - realised) / realised)
+    return errors

@@ -131,6 +131,13 @@ class SimulatedCluster:
         self._progress: dict[str, _Progress] = {}
         self.finished: deque[JobResult] = deque(maxlen=FINISHED_MEMORY)
         self.recent: tuple[JobSpec, ...] = ()
+        # every job of the replay and the results of those that ended, by id: the
+        # demo's realised latency of the whole run (a replay is bounded)
+        self.specs: dict[str, JobSpec] = {job.id: job for job in jobs}
+        self.ended: dict[str, JobResult] = {}
+        # when each task and ApplicationMaster started (how busy the replay kept it)
+        self.task_spans: list[tuple[float, float]] = []
+        self.am_started: dict[str, float] = {}
 
     @property
     def elapsed_s(self) -> float:
@@ -160,7 +167,12 @@ class SimulatedCluster:
         for job in arriving:
             self._progress[job.id] = _Progress(job)
         for allocation in result.allocations:
-            self._progress[allocation.job_id].grant(allocation)
+            progress = self._progress[allocation.job_id]
+            before = len(progress.started)
+            progress.grant(allocation)
+            if allocation.is_am:
+                self.am_started[allocation.job_id] = allocation.time_s
+            self.task_spans += [(at, task.duration_s) for task, at, _ in progress.started[before:]]
         self._settle(result.jobs)
         self.recent = arriving
         self.clock_s = until
@@ -178,6 +190,24 @@ class SimulatedCluster:
             self._progress.pop(job.id, None)
             if job.status is JobStatus.FINISHED:
                 self.finished.append(job)
+                self.ended[job.id] = job
+
+    def busy_container_s(self) -> float:
+        """Container-seconds used so far: every task started (up to now) and every
+        ApplicationMaster from its start to its job's end (or now)."""
+        now = self.clock_s
+        tasks = sum(min(duration, now - at) for at, duration in self.task_spans)
+        ams = 0.0
+        for job_id, at in self.am_started.items():
+            ended = self.ended.get(job_id)
+            end = ended.finish_s if ended is not None and ended.finish_s is not None else now
+            ams += min(end, now) - at
+        return tasks + ams
+
+    @property
+    def backlog(self) -> int:
+        """Jobs submitted and not finished."""
+        return len(self._progress)
 
     def view(self) -> SimulatedView:
         return SimulatedView(

@@ -1,0 +1,67 @@
+"""bench adaptive-latency's honest figure (issue 14 item 6): the static baselines are
+the ones the tuner's own validity rule accepts, and the figures are computed from
+the rows as documented."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from yarn_adapt.bench.adaptive import (
+    Row,
+    Statics,
+    _skipped,
+    figures,
+    scenarios,
+    static_latency,
+    static_settings,
+    tuner_refuses,
+)
+from yarn_adapt.bench.comparator import SETTINGS
+from yarn_adapt.tuning.apply import apply_setting
+from yarn_adapt.tuning.paper import PaperCluster, base_config
+from yarn_adapt.workload.bundled import FB_2009, bundled_trace
+
+
+def test_the_tuner_refuses_exactly_the_statics_that_leave_jobs_unfinished() -> None:
+    """Capacity, 2 queues held to their capacity on 8 containers: a queue held to
+    one container is taken by its job's ApplicationMaster and starves; the tuner's
+    rule must say so before any simulation, and keep every split the simulator
+    finishes."""
+    setting = next(s for s in SETTINGS if s.label == "capacity-2q")
+    [scenario] = scenarios(bundled_trace(FB_2009), 0, (8,), load=0.3, settings=(setting,))
+    base = base_config(setting.scheduler, setting.mapping.queues)
+    cluster = PaperCluster(8).spec()
+    verdicts = []
+    for static in static_settings(setting, 8):
+        _, unfinished = static_latency(scenario, apply_setting(base, static), cluster)
+        verdicts.append((tuner_refuses(scenario, base, static, cluster), unfinished > 0))
+    assert [refused for refused, _ in verdicts] == [starved for _, starved in verdicts]
+    assert any(refused for refused, _ in verdicts) and not all(r for r, _ in verdicts)
+
+
+def _row(label: str, minutes: int, adaptive: float, statics: list[float]) -> Row:
+    ratios = [s / adaptive for s in statics]
+    return Row(
+        label, minutes, adaptive, statistics.fmean(statics), min(statics),
+        statistics.fmean(ratios), statistics.geometric_mean(ratios), statistics.median(ratios),
+        len(statics), 1, 0, 0, 1, 0.0,
+    )  # fmt: skip
+
+
+def test_figures_report_the_paper_mean_the_geomean_and_the_worst_scenario_against_its_best() -> (
+    None
+):
+    rows = [
+        _row("a", 2, 10.0, [40.0, 10.0]),  # ratios 4, 1: mean 2.5, geomean 2
+        _row("b", 2, 20.0, [18.0, 72.0]),  # ratios 0.9, 3.6: best static wins by 10 %
+        _skipped("c", Statics((), 0, 3, 12)),
+    ]
+    found = figures(rows, (2,))
+    assert found["ratio_2min"] == pytest.approx((2.5 + 2.25) / 2, abs=1e-3)
+    assert found["ratio_2min_geomean"] == pytest.approx(math.sqrt(2.0 * 1.8), abs=1e-3)
+    assert found["min_vs_best_static"] == found["min_vs_best_static_2min"] == 0.9
+    assert found["scenarios"] == 2 and found["scenarios_without_valid_static"] == ["c"]
+    assert found["statics_kept"] == 4 and found["static_unfinished"] == 0
