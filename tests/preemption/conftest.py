@@ -130,14 +130,15 @@ def processes() -> Iterator[Callable[..., subprocess.Popen[str]]]:
             [sys.executable, "-c", code, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             env={**os.environ, **(env or {})},
+            start_new_session=True,  # its own process group: its children die with it
         )  # fmt: skip
         started.append(child)
         return child
 
     yield start
     for child in started:
-        if child.poll() is None:
-            child.kill()
+        with contextlib.suppress(ProcessLookupError):  # the whole group: a launcher's
+            os.killpg(child.pid, signal.SIGKILL)  # burner child must not outlive the test
         child.wait(timeout=10)
         for stream in (child.stdin, child.stdout):
             if stream is not None:
