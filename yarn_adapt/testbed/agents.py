@@ -353,12 +353,15 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
         agent.counts()  # the last figures before it goes
     for agent in running:
         moved = agent.moved()  # per the state file just before the stop
+        # The processes the agent holds now: in one of its groups, named by pid and
+        # start time (a container's process that ended may have left its pid to another).
+        held = {pid: _start_ticks(pid) for pid in moved if _in_agent_group(pid, agent)}
         check.pids_moved += len(moved)
         check.exit_codes.append(agent.terminate())
         for pid, origin in sorted(moved.items()):  # checked at once: containers are short
             now = _membership(pid)
-            if now is None:
-                continue  # the container ended meanwhile
+            if now is None or pid not in held or _start_ticks(pid) != held[pid]:
+                continue  # ended before or meanwhile (its pid may be another's now)
             check.pids_checked += 1
             if all(now.get(c, "") == origin.get(c, "") for c in CONTROLLERS if c in origin):
                 check.pids_back += 1
@@ -382,6 +385,23 @@ def agent_groups(mounts: Mapping[str, Path], hierarchy: str) -> list[str]:
         if parent.is_dir():
             found += [str(p) for p in parent.iterdir() if p.name.startswith("container_")]
     return found
+
+
+def _in_agent_group(pid: int, agent: NodeAgent) -> bool:
+    membership = _membership(pid) or {}
+    prefix = agent.plan.hierarchy.strip("/") + "/"
+    return any(path.strip("/").startswith(prefix) for path in membership.values())
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat field 22):
+    with the pid, it names one process even when pids are reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command, which may hold spaces
+    return int(fields[19])  # field 22 overall; the state is field 3, fields[0] here
 
 
 def _membership(pid: int) -> dict[str, str] | None:
