@@ -266,8 +266,14 @@ def dissolve(
         pids = ()
     for pid in pids:
         moved = journal.content.moved.get(pid)
+        back_to = moved.origin if moved else origin
+        if not back_to:
+            # Nothing says where it came from: the root cgroup would free it from the
+            # NodeManager's limits, so it stays (the group stays journalled, and named).
+            report.failures.append(f"{group.relpath}: process {pid} has no recorded origin")
+            continue
         try:
-            backend.move_back(pid, moved.origin if moved else origin)
+            backend.move_back(pid, back_to)
             report.moved_back += 1
         except CgroupVanished:
             continue  # the process exited meanwhile

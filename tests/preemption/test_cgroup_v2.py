@@ -17,7 +17,7 @@ from preemption.errors import CgroupUnsupported
 from preemption.metrics import AgentMetrics
 from preemption.model import Amount, ReclaimTarget
 from preemption.settings import agent_settings_from_mapping
-from preemption.statefile import StateJournal
+from preemption.statefile import RestoreReport, StateJournal, dissolve
 from preemption.targets import Fetched
 
 CID = "container_1700000000000_0007_01_000002"
@@ -180,3 +180,24 @@ def test_an_unexpected_failure_restores_every_limit_before_it_propagates(
     assert (group / "cpu.max").read_text() == "max 100000"
     assert (group / "cpu.weight").read_text() == "100"
     assert not (tmp_path / "state.json").exists()
+
+
+def test_a_process_with_no_recorded_origin_stays_rather_than_going_to_the_root(
+    tmp_path: Path,
+) -> None:
+    # An agent-made group holding a process the journal knows nothing of: moving it to
+    # the root would free it from the NodeManager's limits, so it stays, named.
+    root = tmp_path / "cgroup"
+    directory = root / "yarn-adapt" / CID
+    directory.mkdir(parents=True)
+    (directory / "cgroup.procs").write_text("4242\n")
+    (root / "cgroup.procs").write_text("")
+    backend = V2Backend(root, proc=tmp_path / "proc")
+    journal = StateJournal.open(tmp_path / "state.json", backend.describe())
+    group = Cgroup(f"yarn-adapt/{CID}")
+    journal.remember_created(group)
+    report = RestoreReport()
+    dissolve(journal, backend, group, report)
+    assert (root / "cgroup.procs").read_text() == ""
+    assert f"yarn-adapt/{CID}: process 4242 has no recorded origin" in report.failures
+    assert group.relpath in journal.content.created  # still journalled: tried again later
