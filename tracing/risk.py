@@ -193,9 +193,15 @@ def _snapshot(inputs: RiskInputs, settings: RiskSettings, risks: list[ServiceRis
         critical_min_share=settings.min_share,
         traces=inputs.traces,
         spans=inputs.spans,
-        services=tuple(sorted(risks, key=lambda r: (-r.risk, r.service))),
-        nodes=tuple(sorted(nodes, key=lambda n: (-n.normalized, -n.raw, n.node))),
+        services=tuple(sorted(risks, key=lambda r: (-_ranked(r.risk), r.service))),
+        nodes=tuple(sorted(nodes, key=lambda n: (-_ranked(n.normalized), -_ranked(n.raw), n.node))),
     )
+
+
+def _ranked(value: float) -> float:
+    """A risk as ranked: sums taken in another order differ in the last bits, and a
+    tie must go to the name whatever the summation order (or the hash seed) was."""
+    return round(value, 9)
 
 
 # --------------------------------------------------------------------------- vectorised
