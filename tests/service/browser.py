@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -15,10 +16,26 @@ from selenium.webdriver.support.ui import WebDriverWait
 PAGE_LOAD_S = 30
 
 
+def _left(old_page: Any) -> Any:
+    """Selenium's ``staleness_of``, also when chromedriver reports the old page's
+    node as "does not belong to the document" (an unknown error) instead of stale."""
+    stale = expected_conditions.staleness_of(old_page)
+
+    def predicate(driver: Any) -> bool:
+        try:
+            return bool(stale(driver))
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+
+    return predicate
+
+
 def _click_and_wait_for_next_page(driver: Any, by: str, selector: str) -> None:
     old_page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(by, selector).click()
-    WebDriverWait(driver, PAGE_LOAD_S).until(expected_conditions.staleness_of(old_page))
+    WebDriverWait(driver, PAGE_LOAD_S).until(_left(old_page))
     WebDriverWait(driver, PAGE_LOAD_S).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
