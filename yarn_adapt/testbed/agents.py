@@ -353,9 +353,14 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
         agent.counts()  # the last figures before it goes
     for agent in running:
         moved = agent.moved()  # per the state file just before the stop
-        # The processes the agent holds now: in one of its groups, named by pid and
-        # start time (a container's process that ended may have left its pid to another).
-        held = {pid: _start_ticks(pid) for pid in moved if _in_agent_group(pid, agent)}
+        # The agent's processes, named by pid and start time (a container's process that
+        # ended may have left its pid to another): those in one of its groups now, and
+        # those it already moved back (at their origin now).
+        held = {
+            pid: _start_ticks(pid)
+            for pid, origin in moved.items()
+            if _in_agent_group(pid, agent) or _at(pid, origin)
+        }
         check.pids_moved += len(moved)
         check.exit_codes.append(agent.terminate())
         for pid, origin in sorted(moved.items()):  # checked at once: containers are short
@@ -385,6 +390,13 @@ def agent_groups(mounts: Mapping[str, Path], hierarchy: str) -> list[str]:
         if parent.is_dir():
             found += [str(p) for p in parent.iterdir() if p.name.startswith("container_")]
     return found
+
+
+def _at(pid: int, origin: Mapping[str, str]) -> bool:
+    membership = _membership(pid)
+    return membership is not None and all(
+        membership.get(c, "") == origin.get(c, "") for c in CONTROLLERS if c in origin
+    )
 
 
 def _in_agent_group(pid: int, agent: NodeAgent) -> bool:
