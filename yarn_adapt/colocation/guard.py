@@ -197,11 +197,7 @@ class ColocationGuard:
         if outcome.result is not Result.DONE:
             return
         before = self._memory.get(decision.node_id, NodeMemory())
-        lowered = decision.action is Action.LOWER or not decision.current.fits_in(decision.target)
-        self._memory[decision.node_id] = NodeMemory(
-            last_lowered_at_s=at_s if lowered else before.last_lowered_at_s,
-            last_changed_at_s=at_s,
-        )
+        self._memory[decision.node_id] = before.after(decision, at_s)
 
     def _audit(self, decision: NodeDecision, outcome: ActOutcome) -> None:
         detail = (

@@ -175,6 +175,14 @@ class NodeMemory:
     last_lowered_at_s: float | None = None
     last_changed_at_s: float | None = None
 
+    def after(self, decision: NodeDecision, at_s: float) -> NodeMemory:
+        """What to remember once ``decision`` was carried out at ``at_s``."""
+        lowered = decision.action is Action.LOWER or not decision.current.fits_in(decision.target)
+        return NodeMemory(
+            last_lowered_at_s=at_s if lowered else self.last_lowered_at_s,
+            last_changed_at_s=at_s,
+        )
+
 
 # --------------------------------------------------------------------------- decided
 

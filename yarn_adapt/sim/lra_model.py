@@ -586,11 +586,7 @@ class Cluster:
             if decision.action in (Action.SKIP, Action.HOLD):
                 continue
             before = self.memory.get(decision.node_id, NodeMemory())
-            lowered = not decision.current.fits_in(decision.target)
-            self.memory[decision.node_id] = NodeMemory(
-                last_lowered_at_s=self.now if lowered else before.last_lowered_at_s,
-                last_changed_at_s=self.now,
-            )
+            self.memory[decision.node_id] = before.after(decision, self.now)
             self.visible_total[decision.node_id] = decision.target
         if len(self.guard_reasons) < 3:
             self.guard_reasons.extend(d.reason for d in plan.decisions[:1])
