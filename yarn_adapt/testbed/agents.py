@@ -128,6 +128,7 @@ class AgentCounts:
     """What an agent reports on its metrics endpoint."""
 
     reclaimed_millicores: float = 0.0
+    desired_millicores: float = 0.0
     steps: float = 0.0
     released: float = 0.0
     tasks_squeezed: float = 0.0
@@ -137,6 +138,7 @@ class AgentCounts:
 
     def plus(self, other: AgentCounts) -> AgentCounts:
         return AgentCounts(
+            0.0,
             0.0,
             self.steps + other.steps,
             self.released + other.released,
@@ -149,6 +151,7 @@ class AgentCounts:
 
 METRICS = {
     "yarn_adapt_agent_reclaimed_cpu_millicores": ("reclaimed_millicores", None),
+    "yarn_adapt_agent_desired_cpu_millicores": ("desired_millicores", None),
     "yarn_adapt_agent_tasks_squeezed_total": ("tasks_squeezed", None),
     "yarn_adapt_agent_events_total": ("events", "kind"),
     "yarn_adapt_agent_request_errors_total": ("request_errors", None),
@@ -173,6 +176,7 @@ def parse_counts(text: str) -> AgentCounts:
             values[METRICS[name][0]] = float(number)
     return AgentCounts(
         reclaimed_millicores=values.get("reclaimed_millicores", 0.0),
+        desired_millicores=values.get("desired_millicores", 0.0),
         steps=events.get("step", 0.0),
         released=events.get("released", 0.0),
         tasks_squeezed=values.get("tasks_squeezed", 0.0),

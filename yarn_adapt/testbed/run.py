@@ -510,10 +510,13 @@ class Testbed:
     def settle(self, phase: str) -> None:
         """Wait until placement follows the guard: the risky node hidden from batch and
         without batch (guard), or hidden and its batch gone or squeezed by its agent
-        (on: the agents up; a squeezed container runs on, slowly, instead of
-        finishing), or batch back on it and every agent limit given back (off); at
-        most ``settle_max_s``."""
+        as far as it will go (on: the agents up; a squeezed container runs on, slowly,
+        instead of finishing), or batch back on it and every agent limit given back
+        (off); at most ``settle_max_s``. A window measures the phase, not the way into
+        it: the agent squeezes in mini-steps, so "on" waits for its last step (what it
+        reclaimed reaches what its target asks, or stops growing), not its first."""
         risky = self.node_ids[0]
+        squeeze = _SqueezeProgress(still_s=2 * self.options.agent_settle_s)
 
         def settled() -> bool:
             node = self.rm.node(risky)
@@ -524,7 +527,9 @@ class Testbed:
                 return hidden and node.used.vcores == 0
             if not all(agent.ready() for agent in self.agents):
                 return False
-            return hidden and (node.used.vcores == 0 or self._reclaimed(self.agents[0]) > 0)
+            if not hidden:
+                return False
+            return node.used.vcores == 0 or squeeze.done(self.agents[0].counts())
 
         wait_until(settled, self.options.settle_max_s)
 
@@ -715,6 +720,26 @@ def figures_in(records: Sequence[tuple[float, float, bool]], window: Window) -> 
         p95_ms=_percentile(latencies, 95),
         p99_ms=_percentile(latencies, 99),
     )
+
+
+class _SqueezeProgress:
+    """Whether an agent's squeeze has run its course: it reclaimed something, and
+    either reached what its target asks or reclaimed no more for ``still_s``."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self._last = -1.0
+        self._since = time.monotonic()
+
+    def done(self, counts: AgentCounts | None) -> bool:
+        if counts is None or counts.reclaimed_millicores <= 0:
+            return False
+        now = time.monotonic()
+        if counts.reclaimed_millicores != self._last:
+            self._last, self._since = counts.reclaimed_millicores, now
+        if counts.reclaimed_millicores >= counts.desired_millicores:
+            return True
+        return now - self._since >= self.still_s
 
 
 def _percentile(ordered: Sequence[float], q: float) -> float:
