@@ -196,3 +196,52 @@ def test_the_guarantee_is_whole_mib_floored_as_the_real_rm_reports() -> None:
         )
         == 8192
     )
+
+
+def test_a_child_grows_to_its_maximum_within_what_its_parent_leaves() -> None:
+    # parent limited to 10 GiB, holding 8 GiB of which the child 2 GiB: the child may
+    # reach 10 - 8 + 2 = 4 GiB, below its own maximum of 6 GiB
+    assert cs.child_limit(6144, 10240, 8192, 2048) == 4096
+    # a quiet parent: the child's own maximum binds
+    assert cs.child_limit(6144, 10240, 2048, 2048) == 6144
+
+
+@pytest.mark.parametrize(
+    ("queue", "system", "absolute", "most"),
+    [
+        (None, None, 0.25, 2500),  # 10000 x 25 %
+        (None, 400, 0.3, 120),  # the system-wide setting x absolute capacity
+        (None, 10, 0.333, 3),  # cast to int: 3.33 -> 3
+        (7, 400, 0.3, 7),  # the queue's own setting wins
+    ],
+)
+def test_maximum_applications(
+    queue: int | None, system: int | None, absolute: float, most: int
+) -> None:
+    assert cs.maximum_applications(queue, system, absolute) == most
+
+
+@pytest.mark.parametrize(
+    ("multiple", "maximum", "off_switch", "off_max", "limit"),
+    [
+        (True, None, False, None, 100),  # 3.4's default
+        (False, 50, False, None, 1),  # multiple assignments off: one per heartbeat
+        (True, -1, False, None, cs.UNLIMITED_ASSIGNMENTS),
+        (True, 0, False, None, 1),
+        (True, None, True, None, 1),  # ANY-only asks: the off-switch default of 1
+        (True, 8, True, 3, 3),
+        (True, 2, True, 3, 2),
+    ],
+)
+def test_assignments_per_heartbeat(
+    multiple: bool, maximum: int | None, off_switch: bool, off_max: int | None, limit: int
+) -> None:
+    assert (
+        cs.heartbeat_assignments(
+            multiple_enabled=multiple,
+            maximum_assignments=maximum,
+            off_switch_only=off_switch,
+            maximum_offswitch=off_max,
+        )
+        == limit
+    )

@@ -111,3 +111,56 @@ def test_drf_order_by_dominant_share_per_weight_then_the_other() -> None:
     # breaks the tie, then the position
     assert sorted([("a", a), ("b", b), ("c", c)], key=lambda kv: kv[1])[0][0] == "b"
     assert a[1] == b[1] == c[1] == 0.25
+
+
+def test_a_container_must_fit_max_resources_on_both_resources() -> None:
+    assert fs.fits_max_share((6144, 3), (2048, 1), (8192, 4))
+    assert not fs.fits_max_share((6144, 3), (2048, 2), (8192, 4))  # vcores over
+    assert not fs.fits_max_share((7168, 1), (2048, 1), (8192, 4))  # memory over
+
+
+def test_max_running_apps_of_the_user_and_every_queue() -> None:
+    inf = float("inf")
+    assert fs.can_app_be_runnable(1, 2, [(3, 4), (9, inf)])
+    assert not fs.can_app_be_runnable(2, 2, [(3, 4), (9, inf)])  # the user's limit
+    assert not fs.can_app_be_runnable(0, inf, [(3, 4), (10, 10)])  # an ancestor's
+
+
+@pytest.mark.parametrize(
+    ("multiple", "most", "dynamic", "limit"),
+    [
+        (False, 10, False, 1),
+        (False, 10, True, 1),
+        (True, 10, False, 10),
+        (True, 0, False, fs.UNLIMITED_ASSIGNMENTS),  # maxassign <= 0: no count limit
+        (True, 10, True, fs.UNLIMITED_ASSIGNMENTS),  # dynamic: the amount limit instead
+    ],
+)
+def test_assignments_per_heartbeat(multiple: bool, most: int, dynamic: bool, limit: int) -> None:
+    assert (
+        fs.heartbeat_assignments(assign_multiple=multiple, max_assign=most, dynamic=dynamic)
+        == limit
+    )
+
+
+def test_dynamic_max_assign_stops_past_half_of_what_was_free() -> None:
+    # a node that had 8 GiB / 8 vcores free: 4 GiB granted still "fits in" half
+    assert fs.keep_assigning((4096, 2), (8192, 8))
+    assert not fs.keep_assigning((5120, 2), (8192, 8))
+    assert not fs.keep_assigning((2048, 5), (8192, 8))
+
+
+def test_drf_ties_on_the_dominant_share_go_to_the_other_resource() -> None:
+    cluster = (100 * 1024.0, 100.0)
+    # both hold 10 % of memory (dominant); a holds fewer vcores, so a goes first
+    a = fs.drf_key(used=(10240, 2), min_share=(0, 0), cluster=cluster, weight=1, position=1)
+    b = fs.drf_key(used=(10240, 5), min_share=(0, 0), cluster=cluster, weight=1, position=0)
+    assert a < b
+
+
+def test_drf_weight_zero_never_gives_nan() -> None:
+    cluster = (1024.0, 10.0)
+    idle = fs.drf_key(used=(0, 0), min_share=(0, 0), cluster=cluster, weight=0, position=0)
+    busy = fs.drf_key(used=(512, 1), min_share=(0, 0), cluster=cluster, weight=0, position=1)
+    assert all(value == value for value in idle + busy)
+    assert idle < busy

@@ -19,7 +19,7 @@ from tests.sim.factories import (
 )
 from yarn_adapt.model import FairQueue, Resources
 from yarn_adapt.sim import JobStatus, SimulationOptions
-from yarn_adapt.sim.shares import fair_shares
+from yarn_adapt.sim.semantics_fair import fair_shares
 
 WITH_AMS = SimulationOptions(record_allocations=True)
 INF = float("inf")

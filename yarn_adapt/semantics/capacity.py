@@ -152,3 +152,65 @@ def may_activate(
     if queue_am_used + am_request > queue_am_limit:
         return False
     return user_am_used + am_request <= user_am_limit
+
+
+# --------------------------------------------------------------------------- queue limits
+
+
+def child_limit(maximum: float, parent_limit: float, parent_used: float, used: float) -> float:
+    """ParentQueue.getResourceLimitsOfChild: a child may grow to its maximum
+    capacity, but no further than what its parent's own limit leaves it
+    (``parent limit - parent used + child used``); AbstractCSQueue
+    .canAssignToThisQueue then refuses a container that takes the child past it."""
+    return min(maximum, parent_limit - parent_used + used)
+
+
+DEFAULT_MAXIMUM_APPLICATIONS = 10000  # CapacitySchedulerConfiguration
+
+
+def maximum_applications(
+    queue_setting: int | None, system_setting: int | None, absolute_capacity: float
+) -> int:
+    """AbstractLeafQueue.setupQueueConfigs: ``maximum-applications`` of the queue if
+    set, else the system-wide one (``yarn.scheduler.capacity.maximum-applications``,
+    default 10000) x the queue's absolute capacity, cast to int; apps beyond it are
+    refused at submission (AbstractLeafQueue.validateSubmitApplication)."""
+    if queue_setting is not None and queue_setting >= 0:
+        return queue_setting
+    system = DEFAULT_MAXIMUM_APPLICATIONS if system_setting is None else system_setting
+    return int(system * absolute_capacity)
+
+
+# --------------------------------------------------------------------------- heartbeats
+
+DEFAULT_MAXIMUM_ASSIGNMENTS = 100  # 3.4 (-1, unlimited, in 3.3)
+DEFAULT_MAXIMUM_OFFSWITCH_ASSIGNMENTS = 1
+UNLIMITED_ASSIGNMENTS = 1 << 30
+
+
+def heartbeat_assignments(
+    *,
+    multiple_enabled: bool,
+    maximum_assignments: int | None,
+    off_switch_only: bool,
+    maximum_offswitch: int | None,
+) -> int:
+    """CapacityScheduler.canAllocateMore with its settings
+    (``per-node-heartbeat.multiple-assignments-enabled``, ``.maximum-container-
+    assignments``, ``.maximum-offswitch-assignments``): how many containers one node
+    heartbeat may grant. One when multiple assignments are off; a negative maximum
+    is unlimited; when every request is off-switch (ANY), the off-switch limit
+    (CSAssignment off-switch count, ``canAssign`` in ParentQueue) caps it too."""
+    if not multiple_enabled:
+        limit = 1
+    else:
+        most = DEFAULT_MAXIMUM_ASSIGNMENTS if maximum_assignments is None else maximum_assignments
+        limit = UNLIMITED_ASSIGNMENTS if most < 0 else max(most, 1)
+    if off_switch_only:
+        off = (
+            DEFAULT_MAXIMUM_OFFSWITCH_ASSIGNMENTS
+            if maximum_offswitch is None
+            else maximum_offswitch
+        )
+        limit = min(limit, max(1, off))
+    return limit

@@ -124,8 +124,13 @@ def drf_key(
     (the larger share of the cluster; memory on a tie) is below its min share of
     that resource -- not capped by demand, unlike FairSharePolicy; needy ones first,
     ordered by usage / min share of the dominant resource, then of the other; the
-    rest by cluster share / weight of the dominant resource, then of the other;
-    then start time and name (``position``)."""
+    rest by cluster share / weight of the dominant resource, then of the other (a
+    weight of 0 puts a schedulable holding anything after every other: YARN's
+    division gives Infinity; holding nothing, first, where YARN's 0 / 0 is NaN and
+    compares equal to anything); then start time and name (``position``).
+    (YARN's compare tests the second schedulable's neediness on the *first*
+    one's usage, ``resourceInfo1[dominant2]``, which makes the comparator
+    asymmetric; a sort key cannot follow that, and this key uses each one's own.)"""
     shares = (
         used[0] / cluster[0] if cluster[0] else 0.0,
         used[1] / cluster[1] if cluster[1] else 0.0,
@@ -139,8 +144,12 @@ def drf_key(
             _ratio(used[other], min_share[other]),
             float(position),
         )
-    scale = 1.0 / weight if weight > 0 else math.inf
-    return (1.0, shares[dominant] * scale, shares[other] * scale, float(position))
+    return (
+        1.0,
+        _ratio(shares[dominant], weight),
+        _ratio(shares[other], weight),
+        float(position),
+    )
 
 
 def _ratio(value: float, base: float) -> float:
@@ -160,3 +169,50 @@ def drf_app_key(
     )
     dominant = 1 if shares[1] > shares[0] else 0
     return (shares[dominant], shares[1 - dominant], start, index)
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def fits_max_share(
+    used: tuple[float, float], request: tuple[float, float], max_share: tuple[float, float]
+) -> bool:
+    """FSQueue.fitsInMaxShare for one queue: its usage plus the container stays
+    within its maxResources on every resource (the caller asks it of the leaf and
+    each ancestor, as fitsInMaxShare recurses to the parent)."""
+    return used[0] + request[0] <= max_share[0] and used[1] + request[1] <= max_share[1]
+
+
+def can_app_be_runnable(
+    user_running: int, user_max: float, queues: Sequence[tuple[int, float]]
+) -> bool:
+    """MaxRunningAppsEnforcer.canAppBeRunnable: the user runs fewer apps than its
+    maxRunningApps (``userMaxAppsDefault``) and the leaf and every ancestor, given
+    as (running apps, maxRunningApps), run fewer than theirs."""
+    if user_running >= user_max:
+        return False
+    return all(running < most for running, most in queues)
+
+
+# --------------------------------------------------------------------------- heartbeats
+
+UNLIMITED_ASSIGNMENTS = 1 << 30
+
+
+def heartbeat_assignments(*, assign_multiple: bool, max_assign: int, dynamic: bool) -> int:
+    """FairScheduler.shouldContinueAssigning as a count: one container per node
+    heartbeat unless ``assignmultiple``; then ``maxassign`` (0 or less: no count
+    limit), or no count limit with ``dynamic.max.assign`` (the amount limit of
+    :func:`keep_assigning` applies instead)."""
+    if not assign_multiple:
+        return 1
+    if dynamic or max_assign <= 0:
+        return UNLIMITED_ASSIGNMENTS
+    return max_assign
+
+
+def keep_assigning(granted: tuple[float, float], start_free: tuple[float, float]) -> bool:
+    """FairScheduler.shouldContinueAssigning with ``dynamic.max.assign``: a heartbeat
+    goes on while what it granted fits in half of what the node had unallocated
+    when it began (Resources.fitsIn; "equal to" allows one container more)."""
+    return granted[0] <= start_free[0] * 0.5 and granted[1] <= start_free[1] * 0.5

@@ -53,6 +53,20 @@ from yarn_adapt.model.capacity import (
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.sim.spec import PreemptionOptions, SimulationOptions
 
+from .semantics_capacity import (
+    am_limit,
+    can_assign_to_user,
+    child_limit,
+    effective_capacity,
+    heartbeat_assignments,
+    is_active_user,
+    maximum_applications,
+    may_activate,
+    queue_order_key,
+    round_up,
+    user_am_limit,
+    user_limit,
+)
 from .shares import ideal_shares
 from .state import (
     NO_DEMAND,
@@ -71,17 +85,10 @@ MAX_ASSIGNMENTS = "per-node-heartbeat.maximum-container-assignments"
 MAX_OFFSWITCH = "per-node-heartbeat.maximum-offswitch-assignments"
 RESOURCE_CALCULATOR = "resource-calculator"
 MAX_APPLICATIONS = "maximum-applications"
-DEFAULT_MAX_APPLICATIONS = 10000  # CapacitySchedulerConfiguration
-DEFAULT_MAX_ASSIGNMENTS = 100  # 3.4; -1 (unlimited) in 3.3
-DEFAULT_MAX_OFFSWITCH = 1
 DEFAULT_MONITOR_INTERVAL_S = 3.0  # ProportionalCapacityPreemptionPolicy
 
 
-QueueKey = tuple[int, float, float, int]
-
-
-def _round_up(value: float, step: int) -> float:
-    return math.ceil(value / step - 1e-9) * step
+QueueKey = tuple[float, float, float, float]  # semantics.capacity.queue_order_key
 
 
 def _steps_within(used: float, limit: float, step: int) -> int:
@@ -185,27 +192,34 @@ class CapacityModel(SchedulerModel):
         root.guar_mem = root.max_mem = float(memory)
         root.guar_vc = root.max_vc = float(vcores)
         root.abs_capacity = 1.0
-        self._resolve_children(root)
+        self._resolve_children(root, float(memory), float(vcores))
 
-    def _resolve_children(self, parent: QueueNode) -> None:
+    def _resolve_children(self, parent: QueueNode, parent_mem: float, parent_vc: float) -> None:
+        """Each child's guarantee from its parent's as configured (fractions of
+        fractions, as YARN's absolute capacities multiply), held as YARN holds it:
+        whole units, floored (semantics.capacity.effective_capacity)."""
         confs = [self._conf[c.path] for c in parent.children]
-        guarantees = _guarantees(parent, confs)
+        guarantees = _guarantees(parent_mem, parent_vc, confs)
         for child, conf, (gm, gv) in zip(parent.children, confs, guarantees, strict=True):
             mm, mv = _maximum(parent, conf)
-            child.guar_mem, child.guar_vc = gm, gv
-            child.max_mem, child.max_vc = max(mm, gm), max(mv, gv)
+            child.guar_mem, child.guar_vc = effective_capacity(gm), effective_capacity(gv)
+            child.max_mem, child.max_vc = max(mm, child.guar_mem), max(mv, child.guar_vc)
             child.abs_capacity = gm / self.cluster_mem if self.cluster_mem else 0.0
             if isinstance(child, LeafQueue):
                 child.max_apps = self._max_apps(conf, child.abs_capacity)
-            self._resolve_children(child)
+            self._resolve_children(child, gm, gv)
 
     def _max_apps(self, conf: CapacityQueue, abs_capacity: float) -> float:
+        """semantics.capacity.maximum_applications."""
         own = conf.other(MAX_APPLICATIONS)
-        if own is not None:
-            return float(int(own))
         system = self.config.global_value(MAX_APPLICATIONS)
-        total = DEFAULT_MAX_APPLICATIONS if system is None else int(system)
-        return float(int(total * abs_capacity))
+        return float(
+            maximum_applications(
+                None if own is None else int(own),
+                None if system is None else int(system),
+                abs_capacity,
+            )
+        )
 
     # ------------------------------------------------------------------ admission
 
@@ -218,6 +232,7 @@ class CapacityModel(SchedulerModel):
             return f"queue {leaf.path} already has {len(leaf.apps)} applications"
         leaf.apps[app.index] = app
         leaf.waiting.append(app)
+        leaf.user(app.user).waiting_apps += 1
         self._activate(leaf)
         return ""
 
@@ -235,6 +250,7 @@ class CapacityModel(SchedulerModel):
             self._charge_am(leaf, app, -1)
         elif app in leaf.waiting:
             leaf.waiting.remove(app)
+            leaf.user(app.user).waiting_apps -= 1
         leaf.apps.pop(app.index, None)
         self._activate(leaf)
 
@@ -242,6 +258,7 @@ class CapacityModel(SchedulerModel):
         for app in list(leaf.waiting):
             if self._may_activate(leaf, app):
                 leaf.waiting.remove(app)
+                leaf.user(app.user).waiting_apps -= 1
                 self._start(leaf, app)
 
     def _start(self, leaf: LeafQueue, app: SimApp) -> None:
@@ -256,37 +273,75 @@ class CapacityModel(SchedulerModel):
         user.am_vc += sign * app.am_vc
 
     def _may_activate(self, leaf: LeafQueue, app: SimApp) -> bool:
+        """semantics.capacity.may_activate (AbstractLeafQueue.activateApplications)."""
+        user = leaf.user(app.user)
+        if self.memory_only:
+            queue_limit = self._am_limit_memory(leaf)
+            return may_activate(
+                am_request=app.am_mem,
+                queue_am_used=leaf.am_used_mem,
+                queue_am_limit=queue_limit,
+                user_am_used=user.am_mem,
+                user_am_limit=self._user_am_limit_memory(leaf, queue_limit),
+            )
         if leaf.am_used_mem <= 0 and leaf.am_used_vc <= 0:
             return True  # "skipping enforcement to allow at least one application"
         limit = self._am_limit(leaf)
         if self._greater(leaf.am_used_mem + app.am_mem, leaf.am_used_vc + app.am_vc, *limit):
             return False
-        user = leaf.user(app.user)
         user_limit = self._user_am_limit(leaf, limit)
         return not self._greater(user.am_mem + app.am_mem, user.am_vc + app.am_vc, *user_limit)
 
+    def _am_limit_memory(self, leaf: LeafQueue) -> float:
+        """semantics.capacity.am_limit on memory (DefaultResourceCalculator)."""
+        current = self._current_limit(leaf)[0]
+        return am_limit(leaf.guar_mem, current, leaf.am_percent, self.step_mem)
+
+    def _user_am_limit_memory(self, leaf: LeafQueue, queue_limit: float) -> float:
+        """semantics.capacity.user_am_limit on memory."""
+        return user_am_limit(
+            guaranteed=leaf.guar_mem,
+            am_percent=leaf.am_percent,
+            minimum_user_limit_percent=leaf.minimum_user_limit,
+            active_users=self._active_users(leaf),
+            user_limit_factor=leaf.user_limit_factor,
+            queue_am_limit=queue_limit,
+            step=self.step_mem,
+        )
+
     def _am_limit(self, leaf: LeafQueue) -> tuple[float, float]:
-        guar = (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc))
+        """:meth:`_am_limit_memory` on both resources (DominantResourceCalculator):
+        the larger of the floored guarantee and the current limit, compared as
+        YARN's calculator compares them."""
+        guar = (leaf.guar_mem, leaf.guar_vc)
         current = self._current_limit(leaf)
         usable = current if self._greater(*current, *guar) else guar
         return self._scaled_up(usable, leaf.am_percent)
 
     def _user_am_limit(self, leaf: LeafQueue, am_limit: tuple[float, float]) -> tuple[float, float]:
-        """LeafQueue.getUserAMResourceLimitPerPartition: the guarantee x AM percent x
-        the user's share x user-limit-factor, at most the queue's AM limit (which
-        alone applies when the factor is disabled with -1)."""
-        if leaf.user_limit_factor < 0:
-            return am_limit
-        active = max(1, sum(1 for u in leaf.users.values() if u.demand_apps > 0))
-        share = max(leaf.minimum_user_limit / 100.0, 1.0 / active)
-        guar = (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc))
-        user_limit = self._scaled_up(guar, leaf.am_percent * share * leaf.user_limit_factor)
+        """:meth:`_user_am_limit_memory` on both resources (the factor -1 leaves
+        the guarantee x AM percent)."""
+        share = max(leaf.minimum_user_limit / 100.0, 1.0 / self._active_users(leaf))
+        factor = leaf.am_percent
+        if leaf.user_limit_factor != -1:
+            factor = leaf.am_percent * share * leaf.user_limit_factor
+        user_limit = self._scaled_up((leaf.guar_mem, leaf.guar_vc), factor)
         return am_limit if self._greater(*user_limit, *am_limit) else user_limit
+
+    @staticmethod
+    def _active(user: UserUsage) -> bool:
+        """semantics.capacity.is_active_user: an app of the user asks for
+        containers, or waits for activation (its AM's ask is pending)."""
+        return is_active_user(user.demand_apps + user.waiting_apps)
+
+    def _active_users(self, leaf: LeafQueue) -> int:
+        """UsersManager.getNumActiveUsers, at least 1."""
+        return max(1, sum(1 for u in leaf.users.values() if self._active(u)))
 
     def _scaled_up(self, amount: tuple[float, float], factor: float) -> tuple[float, float]:
         return (
-            _round_up(amount[0] * factor, self.step_mem),
-            _round_up(amount[1] * factor, self.step_vc),
+            round_up(amount[0] * factor, self.step_mem),
+            round_up(amount[1] * factor, self.step_vc),
         )
 
     def _current_limit(self, leaf: LeafQueue) -> tuple[float, float]:
@@ -294,8 +349,8 @@ class CapacityModel(SchedulerModel):
         for queue in reversed(leaf.chain[:-1]):
             parent = queue.parent
             assert parent is not None
-            limit_mem = min(queue.max_mem, limit_mem - parent.used_mem + queue.used_mem)
-            limit_vc = min(queue.max_vc, limit_vc - parent.used_vc + queue.used_vc)
+            limit_mem = child_limit(queue.max_mem, limit_mem, parent.used_mem, queue.used_mem)
+            limit_vc = child_limit(queue.max_vc, limit_vc, parent.used_vc, queue.used_vc)
         return limit_mem, limit_vc
 
     # ------------------------------------------------------------------ choosing
@@ -320,20 +375,18 @@ class CapacityModel(SchedulerModel):
         if isinstance(queue, LeafQueue):
             return self._assign_leaf(queue, limit_mem, limit_vc, free_mem, free_vc)
         asking = [c for c in queue.children if c.demand_apps > 0]
-        headroom_mem = limit_mem - queue.used_mem
-        headroom_vc = limit_vc - queue.used_vc
         if len(asking) == 1:
             child = asking[0]
-            child_mem = min(child.max_mem, headroom_mem + child.used_mem)
-            child_vc = min(child.max_vc, headroom_vc + child.used_vc)
+            child_mem = child_limit(child.max_mem, limit_mem, queue.used_mem, child.used_mem)
+            child_vc = child_limit(child.max_vc, limit_vc, queue.used_vc, child.used_vc)
             app = self._assign(child, child_mem, child_vc, free_mem, free_vc)
             if app is not None:
                 self._path.append((child, None))
             return app
         ranked = sorted((self._queue_order(c), c) for c in asking)
         for i, (_, child) in enumerate(ranked):
-            child_mem = min(child.max_mem, headroom_mem + child.used_mem)
-            child_vc = min(child.max_vc, headroom_vc + child.used_vc)
+            child_mem = child_limit(child.max_mem, limit_mem, queue.used_mem, child.used_mem)
+            child_vc = child_limit(child.max_vc, limit_vc, queue.used_vc, child.used_vc)
             app = self._assign(child, child_mem, child_vc, free_mem, free_vc)
             if app is not None:
                 self._path.append((child, ranked[i + 1][0] if i + 1 < len(ranked) else None))
@@ -341,16 +394,19 @@ class CapacityModel(SchedulerModel):
         return None
 
     def _queue_order(self, queue: QueueNode) -> QueueKey:
-        if queue.abs_capacity > 0:
-            return (0, self._ratio(queue), -queue.abs_capacity, queue.position)
-        used = queue.used_mem / self.cluster_mem if self.cluster_mem else 0.0
-        return (1, used, 0.0, queue.position)
-
-    def _ratio(self, queue: QueueNode) -> float:
+        """semantics.capacity.queue_order_key; with DominantResourceCalculator on
+        dominant shares of the cluster (used capacity = used / guarantee as that
+        calculator divides)."""
         if self.memory_only:
-            return queue.used_mem / queue.guar_mem if queue.guar_mem else 0.0
-        guaranteed = self._dominant(queue.guar_mem, queue.guar_vc)
-        return self._dominant(queue.used_mem, queue.used_vc) / guaranteed if guaranteed else 0.0
+            return queue_order_key(
+                queue.used_mem, queue.guar_mem, queue.position, cluster=self.cluster_mem
+            )
+        return queue_order_key(
+            self._dominant(queue.used_mem, queue.used_vc),
+            self._dominant(queue.guar_mem, queue.guar_vc),
+            queue.position,
+            cluster=1.0,
+        )
 
     def _assign_leaf(
         self, leaf: LeafQueue, limit_mem: float, limit_vc: float, free_mem: int, free_vc: int
@@ -533,14 +589,15 @@ class CapacityModel(SchedulerModel):
 
     def _order_steps(self, queue: QueueNode, rival: QueueKey, memory: int, vcores: int) -> int:
         """Grants after the first for which ``queue`` stays ahead of ``rival``."""
-        if queue.abs_capacity <= 0 or rival[0] == 1:
-            return 0 if queue.abs_capacity <= 0 else 1 << 30
-        wins_tie = (-queue.abs_capacity, queue.position) < (rival[2], rival[3])
+        own = self._queue_order(queue)
+        if own[0] == 1 or rival[0] == 1:
+            return 0 if own[0] == 1 else 1 << 30
+        wins_tie = (own[2], own[3]) < (rival[2], rival[3])
         limits: list[tuple[float, float, float]]
         if self.memory_only:
             limits = [(queue.used_mem, memory, rival[1] * queue.guar_mem)]
         else:
-            scale = self._dominant(queue.guar_mem, queue.guar_vc)
+            scale = -own[2]
             limits = [
                 (queue.used_mem / self.cluster_mem, memory / self.cluster_mem, rival[1] * scale),
                 (queue.used_vc / self.cluster_vc, vcores / self.cluster_vc, rival[1] * scale),
@@ -625,7 +682,7 @@ class CapacityModel(SchedulerModel):
             else:
                 self._user_cap_mem, self._user_cap_vc = self.user_limit(leaf)
         if self.memory_only:
-            return user.used_mem <= self._user_cap_mem
+            return can_assign_to_user(user.used_mem, self._user_cap_mem)
         return not self._greater(user.used_mem, user.used_vc, self._user_cap_mem, self._user_cap_vc)
 
     def user_limit(self, leaf: LeafQueue) -> tuple[float, float]:
@@ -634,16 +691,13 @@ class CapacityModel(SchedulerModel):
         if self.memory_only:
             return self._user_limit_memory(leaf), math.inf
         step = (float(self.step_mem), float(self.step_vc))
-        capacity = self._max_of(
-            (_round_up(leaf.guar_mem, self.step_mem), _round_up(leaf.guar_vc, self.step_vc)),
-            step,
-        )
+        capacity = self._max_of((leaf.guar_mem, leaf.guar_vc), step)
         used = (float(leaf.used_mem), float(leaf.used_vc))
         if self._greater(*capacity, *used):
             current = capacity
         else:
             current = (used[0] + step[0], used[1] + step[1])
-        active = [u for u in leaf.users.values() if u.demand_apps > 0]
+        active = [u for u in leaf.users.values() if self._active(u)]
         count = max(1, len(active))
         active_used = (
             sum(u.used_mem for u in active) + step[0],
@@ -654,13 +708,14 @@ class CapacityModel(SchedulerModel):
         minimum = (math.ceil(current[0] * floor_share), math.ceil(current[1] * floor_share))
         limit = self._max_of(even_split, minimum)
         limit = self._min_of(limit, self._user_cap(leaf, capacity))
-        return (_round_up(limit[0], self.step_mem), _round_up(limit[1], self.step_vc))
+        return (round_up(limit[0], self.step_mem), round_up(limit[1], self.step_vc))
 
     def _user_limit_memory(self, leaf: LeafQueue) -> float:
         """The memory-only form of :meth:`user_limit` (DefaultResourceCalculator).
         With one user it depends on the queue's use alone, so it is kept per use."""
         if len(leaf.users) == 1:
-            used, guar, asking = leaf.used_mem, leaf.guar_mem, leaf.demand_apps > 0
+            used, guar = leaf.used_mem, leaf.guar_mem
+            asking = is_active_user(leaf.demand_apps + len(leaf.waiting))
             if (
                 leaf.limit_for_used == used
                 and leaf.limit_for_guar == guar
@@ -674,25 +729,27 @@ class CapacityModel(SchedulerModel):
         return self._compute_user_limit_memory(leaf)
 
     def _compute_user_limit_memory(self, leaf: LeafQueue) -> float:
-        step = self.step_mem
-        capacity = max(_round_up(leaf.guar_mem, step), step)
-        current = capacity if leaf.used_mem < capacity else leaf.used_mem + step
-        users = leaf.users.values()
-        if len(leaf.users) == 1:
-            active_used = leaf.used_mem if leaf.demand_apps else 0
-            count = 1
-        else:
-            active_used = sum(u.used_mem for u in users if u.demand_apps > 0)
-            count = max(1, sum(1 for u in users if u.demand_apps > 0))
-        even_split = math.ceil((active_used + step) / count)
-        minimum = math.ceil(current * leaf.minimum_user_limit / 100.0)
-        factor = leaf.user_limit_factor
-        cap = leaf.max_mem if factor < 0 else math.floor(capacity * factor)
-        return _round_up(min(max(even_split, minimum), cap), step)
+        """semantics.capacity.user_limit over the leaf's active users."""
+        active_used = 0
+        count = 0
+        for user in leaf.users.values():
+            if self._active(user):
+                active_used += user.used_mem
+                count += 1
+        return user_limit(
+            guaranteed=leaf.guar_mem,
+            queue_used=leaf.used_mem,
+            active_used=active_used,
+            active_users=count,
+            minimum_user_limit_percent=leaf.minimum_user_limit,
+            user_limit_factor=leaf.user_limit_factor,
+            queue_maximum=leaf.max_mem,
+            step=self.step_mem,
+        )
 
     def _user_cap(self, leaf: LeafQueue, capacity: tuple[float, float]) -> tuple[float, float]:
         factor = leaf.user_limit_factor
-        if factor < 0:  # -1 disables the factor (3.4): the queue's maximum caps the user
+        if factor == -1:  # -1 disables the factor (3.4): the queue's maximum caps the user
             return leaf.max_mem, leaf.max_vc
         return math.floor(capacity[0] * factor), math.floor(capacity[1] * factor)
 
@@ -752,21 +809,25 @@ def _cap_round(claims: list[Claim], allowed: float) -> list[Claim]:
 
 
 def _heartbeat_limit(config: CapacitySchedulerConfig, options: SimulationOptions) -> int:
+    """semantics.capacity.heartbeat_assignments, unless the options fix the count."""
     if options.max_assignments_per_heartbeat is not None:
         return options.max_assignments_per_heartbeat
-    multiple = (config.global_value(MULTIPLE_ASSIGNMENTS) or "true").strip().lower() == "true"
     raw = config.global_value(MAX_ASSIGNMENTS)
-    limit = DEFAULT_MAX_ASSIGNMENTS if raw is None else int(raw)
-    limit = 1 if not multiple else (1 << 30 if limit < 0 else max(limit, 1))
-    if options.off_switch_requests:
-        raw_off = config.global_value(MAX_OFFSWITCH)
-        limit = min(limit, max(1, DEFAULT_MAX_OFFSWITCH if raw_off is None else int(raw_off)))
-    return limit
+    raw_off = config.global_value(MAX_OFFSWITCH)
+    return heartbeat_assignments(
+        multiple_enabled=(config.global_value(MULTIPLE_ASSIGNMENTS) or "true").strip().lower()
+        == "true",
+        maximum_assignments=None if raw is None else int(raw),
+        off_switch_only=options.off_switch_requests,
+        maximum_offswitch=None if raw_off is None else int(raw_off),
+    )
 
 
-def _guarantees(parent: QueueNode, confs: list[CapacityQueue]) -> list[tuple[float, float]]:
+def _guarantees(
+    parent_mem: float, parent_vc: float, confs: list[CapacityQueue]
+) -> list[tuple[float, float]]:
     """Absolute first, then percentages of the parent's guarantee, then weights share
-    what is left."""
+    what is left (unrounded)."""
     fixed: list[tuple[float, float] | None] = []
     for conf in confs:
         capacity = conf.capacity
@@ -776,9 +837,9 @@ def _guarantees(parent: QueueNode, confs: list[CapacityQueue]) -> list[tuple[flo
             fixed.append(None)
         else:
             percent = capacity.percent if isinstance(capacity, Percentage) else 0.0
-            fixed.append((parent.guar_mem * percent / 100, parent.guar_vc * percent / 100))
-    left_mem = max(0.0, parent.guar_mem - sum(f[0] for f in fixed if f))
-    left_vc = max(0.0, parent.guar_vc - sum(f[1] for f in fixed if f))
+            fixed.append((parent_mem * percent / 100, parent_vc * percent / 100))
+    left_mem = max(0.0, parent_mem - sum(f[0] for f in fixed if f))
+    left_vc = max(0.0, parent_vc - sum(f[1] for f in fixed if f))
     weights = [c.capacity.weight if isinstance(c.capacity, Weight) else 0.0 for c in confs]
     total_weight = sum(weights)
     return [

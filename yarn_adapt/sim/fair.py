@@ -41,7 +41,17 @@ from yarn_adapt.model.fair import FairQueue, FairSchedulerConfig, parse_fair_res
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.sim.spec import PreemptionOptions, SimulationOptions
 
-from .shares import fair_shares
+from .semantics_fair import (
+    can_app_be_runnable,
+    drf_app_key,
+    drf_key,
+    fair_share_key,
+    fair_shares,
+    fits_max_share,
+    heartbeat_assignments,
+    keep_assigning,
+    max_am_share_allows,
+)
 from .state import (
     NO_DEMAND,
     NO_FIT,
@@ -60,7 +70,7 @@ _ELEMENTS = {
     "threshold": ("fairSharePreemptionThreshold", "defaultFairSharePreemptionThreshold"),
 }
 
-QueueKey = tuple[int, int, float, float, str | int]
+QueueKey = tuple[float, float, float, float]  # semantics.fair.fair_share_key / drf_key
 
 
 class FairModel(SchedulerModel):
@@ -103,6 +113,7 @@ class FairModel(SchedulerModel):
             node.am_percent = self.config.effective_max_am_share(conf)
         if parent is not None:
             parent.children.append(node)
+            _rank_by_name(parent.children)
         for index, child in enumerate(conf.children):
             self._build(child, node, index)
         return node
@@ -222,10 +233,13 @@ class FairModel(SchedulerModel):
         self._promote_waiting()
 
     def _can_run(self, app: SimApp) -> bool:
+        """semantics.fair.can_app_be_runnable (maxRunningApps)."""
         assert app.leaf is not None
-        if self._user_running.get(app.user, 0) >= self._user_max:
-            return False
-        return all(q.running_apps < q.max_running for q in app.leaf.chain)
+        return can_app_be_runnable(
+            self._user_running.get(app.user, 0),
+            self._user_max,
+            [(q.running_apps, q.max_running) for q in app.leaf.chain],
+        )
 
     def _run(self, app: SimApp) -> None:
         assert app.leaf is not None
@@ -264,7 +278,7 @@ class FairModel(SchedulerModel):
     def keep_assigning(self, granted: tuple[int, int], start_free: tuple[int, int]) -> bool:
         if not self.options.fair_dynamic_max_assign or not self.options.fair_assign_multiple:
             return True
-        return granted[0] <= start_free[0] * 0.5 and granted[1] <= start_free[1] * 0.5
+        return keep_assigning(granted, start_free)
 
     def choose(self, free_mem: int, free_vc: int) -> SimApp | int:
         if self.root.demand_apps == 0:
@@ -308,51 +322,46 @@ class FairModel(SchedulerModel):
         return None
 
     def _can_run_am(self, leaf: LeafQueue, memory: int, vcores: int) -> bool:
-        share = leaf.am_percent
-        if abs(share + 1.0) < 1e-4:
-            return True
-        base_mem, base_vc = leaf.fair_mem, leaf.fair_vc
-        if base_mem == 0:
-            base_mem = min(self.cluster_mem - self.root.used_mem, leaf.max_mem)
-        if base_vc == 0:
-            base_vc = min(self.cluster_vc - self.root.used_vc, leaf.max_vc)
-        limit_mem, limit_vc = math.ceil(base_mem * share), math.ceil(base_vc * share)
-        return leaf.am_used_mem + memory <= limit_mem and leaf.am_used_vc + vcores <= limit_vc
+        """semantics.fair.max_am_share_allows (FSLeafQueue.canRunAppAM)."""
+        return max_am_share_allows(
+            am_used=(leaf.am_used_mem, leaf.am_used_vc),
+            am_request=(memory, vcores),
+            fair_share=(leaf.fair_mem, leaf.fair_vc),
+            max_share=(leaf.max_mem, leaf.max_vc),
+            available=(self.cluster_mem - self.root.used_mem, self.cluster_vc - self.root.used_vc),
+            max_am_share=leaf.am_percent,
+        )
 
     def _queue_key(self, queue: QueueNode, policy: str) -> QueueKey:
-        demand_mem = min(queue.used_mem + queue.pending_mem, queue.max_mem)
+        """semantics.fair.fair_share_key (FairSharePolicy, on memory; the demand is
+        capped by maxResources as FSQueue.getDemand is) or semantics.fair.drf_key
+        (DominantResourceFairnessComparator2); the last tie-break is the queue's
+        name (start times are all 0)."""
         if policy == "drf":
-            demand_vc = min(queue.used_vc + queue.pending_vc, queue.max_vc)
-            needy, ratio = self._drf_standing(queue, demand_mem, demand_vc)
-        else:
-            needy, ratio = _fair_standing(queue, demand_mem)
-        return (0 if demand_mem > 0 else 1, 0 if needy else 1, ratio, 0.0, queue.name)
+            return drf_key(
+                used=(queue.used_mem, queue.used_vc),
+                min_share=(queue.guar_mem, queue.guar_vc),
+                cluster=(self.cluster_mem, self.cluster_vc),
+                weight=queue.weight,
+                position=queue.name_rank,
+            )
+        return fair_share_key(
+            used=queue.used_mem,
+            demand=min(queue.used_mem + queue.pending_mem, queue.max_mem),
+            min_share=queue.guar_mem,
+            weight=queue.weight,
+            position=queue.name_rank,
+        )
 
-    def _drf_standing(
-        self, queue: QueueNode, demand_mem: float, demand_vc: float
-    ) -> tuple[bool, float]:
-        mem_share = queue.used_mem / self.cluster_mem if self.cluster_mem else 0.0
-        vc_share = queue.used_vc / self.cluster_vc if self.cluster_vc else 0.0
-        if mem_share >= vc_share:
-            used, minimum = float(queue.used_mem), min(queue.guar_mem, demand_mem)
-        else:
-            used, minimum = float(queue.used_vc), min(queue.guar_vc, demand_vc)
-        if used < minimum:
-            return True, used / max(minimum, 1.0)
-        dominant = max(mem_share, vc_share)
-        return False, dominant / queue.weight if queue.weight > 0 else math.inf
-
-    def _app_order(self, policy: str) -> Callable[[SimApp], tuple[float, float, int]]:
+    def _app_order(self, policy: str) -> Callable[[SimApp], tuple[float, ...]]:
         if policy == "fifo":
             return lambda a: (-a.priority, a.submit_s, a.index)
         if policy == "drf":
-            return lambda a: (self._dominant(a.used_mem, a.used_vc), a.submit_s, a.index)
+            cluster = (self.cluster_mem, self.cluster_vc)
+            return lambda a: drf_app_key(
+                used=(a.used_mem, a.used_vc), cluster=cluster, start=a.submit_s, index=a.index
+            )
         return lambda a: (a.used_mem, a.submit_s, a.index)
-
-    def _dominant(self, memory: int, vcores: int) -> float:
-        mem_share = memory / self.cluster_mem if self.cluster_mem else 0.0
-        vc_share = vcores / self.cluster_vc if self.cluster_vc else 0.0
-        return max(mem_share, vc_share)
 
     # ------------------------------------------------------------------ preemption
 
@@ -426,27 +435,31 @@ class FairModel(SchedulerModel):
         return self.config.default(default)
 
 
-def _fair_standing(queue: QueueNode, demand_mem: float) -> tuple[bool, float]:
-    minimum = min(queue.guar_mem, demand_mem)
-    if queue.used_mem < minimum:
-        return True, queue.used_mem / max(minimum, 1.0)
-    return False, queue.used_mem / queue.weight if queue.weight > 0 else math.inf
+def _rank_by_name(siblings: list[QueueNode]) -> None:
+    """Each sibling's place in name order: the comparators' last tie-break
+    (Schedulable names, after start times, all 0 for queues)."""
+    for rank, node in enumerate(sorted(siblings, key=lambda q: q.name)):
+        node.name_rank = rank
 
 
 def _fits_max_share(leaf: LeafQueue, memory: int, vcores: int) -> bool:
-    return all(
-        q.used_mem + memory <= q.max_mem and q.used_vc + vcores <= q.max_vc for q in leaf.chain
-    )
+    """semantics.fair.fits_max_share of the leaf and every ancestor."""
+    request = (float(memory), float(vcores))
+    for q in leaf.chain:
+        if not fits_max_share((q.used_mem, q.used_vc), request, (q.max_mem, q.max_vc)):
+            return False
+    return True
 
 
 def _heartbeat_limit(options: SimulationOptions) -> int:
+    """semantics.fair.heartbeat_assignments, unless the options fix the count."""
     if options.max_assignments_per_heartbeat is not None:
         return options.max_assignments_per_heartbeat
-    if not options.fair_assign_multiple:
-        return 1
-    if options.fair_dynamic_max_assign or options.fair_max_assign <= 0:
-        return 1 << 30
-    return options.fair_max_assign
+    return heartbeat_assignments(
+        assign_multiple=options.fair_assign_multiple,
+        max_assign=options.fair_max_assign,
+        dynamic=options.fair_dynamic_max_assign,
+    )
 
 
 def _float_or(raw: str | None, fallback: float) -> float:

@@ -5,7 +5,12 @@ the package is installed yet.
 
 The copy is ``yarn_adapt/sim/_native/``: the core modules byte for byte (they
 import each other relatively, so the copies import the copies) and an
-``__init__.py`` that records the digest of the sources it was made from. mypyc
+``__init__.py`` that records the digest of the sources it was made from. The
+scheduler semantics the core calls (:mod:`yarn_adapt.semantics`, one source of
+truth with the comparator) are compiled with it: the core imports them through
+``sim/semantics_capacity.py`` and ``sim/semantics_fair.py``, which re-export
+``yarn_adapt.semantics.capacity`` / ``.fair`` in the Python core; in the copy those
+two names hold the semantics modules' own sources, byte for byte. mypyc
 compiles the copies; the Python sources stay what they are, so the pure-Python
 simulator is always there beside the compiled one.
 """
@@ -21,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 CORE_MODULES = ("state", "shares", "preemption", "capacity", "fair", "engine")
+# name in the compiled copy -> module of yarn_adapt/semantics it is made from
+SEMANTICS_MODULES = {"semantics_capacity": "capacity", "semantics_fair": "fair"}
 NATIVE_PACKAGE = "_native"
 SKIP_VARIABLE = "YARN_ADAPT_NATIVE"  # "0": build no compiled core
 # mypy options for compiling only: the project's strict settings are checked by the
@@ -37,10 +44,18 @@ SOURCE_DIGEST = "{digest}"
 def source_digest(sim_dir: Path) -> str:
     """Digest of the core modules' sources in ``sim_dir``."""
     digest = hashlib.sha256()
-    for name in CORE_MODULES:
+    for name, path in _sources(sim_dir):
         digest.update(name.encode())
-        digest.update((sim_dir / f"{name}.py").read_bytes())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def _sources(sim_dir: Path) -> list[tuple[str, Path]]:
+    """(module name in the compiled copy, the source it is made from)."""
+    semantics_dir = sim_dir.parent / "semantics"
+    return [(name, sim_dir / f"{name}.py") for name in CORE_MODULES] + [
+        (name, semantics_dir / f"{source}.py") for name, source in SEMANTICS_MODULES.items()
+    ]
 
 
 def write_sources(sim_dir: Path) -> list[Path]:
@@ -51,9 +66,9 @@ def write_sources(sim_dir: Path) -> list[Path]:
     target.mkdir()
     (target / "__init__.py").write_text(_INIT.format(digest=source_digest(sim_dir)))
     copies = []
-    for name in CORE_MODULES:
+    for name, source in _sources(sim_dir):
         copy = target / f"{name}.py"
-        shutil.copyfile(sim_dir / f"{name}.py", copy)
+        shutil.copyfile(source, copy)
         copies.append(copy)
     return copies
 
@@ -69,7 +84,7 @@ def extensions(repo: Path) -> list[Any]:
         _say("mypyc is not installed")
         return []
     sim_dir = repo / "yarn_adapt" / "sim"
-    if not all((sim_dir / f"{name}.py").exists() for name in CORE_MODULES):
+    if not all(path.exists() for _, path in _sources(sim_dir)):
         return []  # building from something other than the source tree
     copies = [str(path.relative_to(repo)) for path in write_sources(sim_dir)]
     here = Path.cwd()

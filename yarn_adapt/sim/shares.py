@@ -1,54 +1,14 @@
-"""Dividing an amount among queues: the Fair Scheduler's weighted fair shares and the
-Capacity Scheduler preemption policy's ideal assignment."""
+"""Dividing an amount among queues: the Capacity Scheduler preemption policy's ideal
+assignment. (The Fair Scheduler's fair shares are
+:func:`yarn_adapt.semantics.fair.fair_shares`.)"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from .state import QueueNode
 
 _EPSILON = 1e-9
-_BISECTIONS = 64
-
-
-def fair_shares(
-    weights: Sequence[float],
-    minimums: Sequence[float],
-    maximums: Sequence[float],
-    total: float,
-) -> list[float]:
-    """ComputeFairShares: find the ratio R with ``sum(clamp(w * R, min, max))`` equal
-    to ``min(total, sum(max))`` and give each ``clamp(w * R, min, max)``, floored to a
-    whole unit as YARN does (the search stops once the floored shares add up). A
-    schedulable with weight 0 gets its minimum."""
-    fixed = [minimums[i] if weights[i] <= 0 else None for i in range(len(weights))]
-    taken = sum(f for f in fixed if f is not None)
-    free = [i for i, f in enumerate(fixed) if f is None]
-    target = min(max(total - taken, 0.0), sum(maximums[i] for i in free))
-
-    def share(i: int, ratio: float) -> float:
-        return float(math.floor(_clamp(weights[i] * ratio, minimums[i], maximums[i])))
-
-    def used(ratio: float) -> float:
-        return sum(share(i, ratio) for i in free)
-
-    high = 1.0
-    while used(high) < target and high < 1e18:
-        high *= 2
-    low = 0.0
-    for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        planned = used(middle)
-        if planned == target:
-            high = middle
-            break
-        low, high = (middle, high) if planned < target else (low, middle)
-    return [share(i, high) if f is None else f for i, f in enumerate(fixed)]
-
-
-def _clamp(value: float, low: float, high: float) -> float:
-    return min(max(value, low), high)
 
 
 def proportional_fill(

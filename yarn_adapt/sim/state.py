@@ -114,6 +114,7 @@ class QueueNode:
         "max_running",
         "max_vc",
         "name",
+        "name_rank",
         "parent",
         "path",
         "pending_mem",
@@ -130,6 +131,7 @@ class QueueNode:
     def __init__(self, path: str, parent: QueueNode | None, position: int) -> None:
         self.path = path
         self.name = path.rsplit(".", 1)[-1]
+        self.name_rank = 0  # place among its siblings by name (Fair comparators)
         self.parent = parent
         self.position = position
         self.children: list[QueueNode] = []
@@ -240,9 +242,11 @@ class AskQueue:
 
 
 class UserUsage:
-    """One user's share of a leaf (Capacity Scheduler user limits)."""
+    """One user's share of a leaf (Capacity Scheduler user limits). ``demand_apps``:
+    its schedulable apps that ask for containers; ``waiting_apps``: its apps
+    waiting for activation (their AMs' asks are pending)."""
 
-    __slots__ = ("am_mem", "am_vc", "demand_apps", "used_mem", "used_vc")
+    __slots__ = ("am_mem", "am_vc", "demand_apps", "used_mem", "used_vc", "waiting_apps")
 
     def __init__(self) -> None:
         self.used_mem = 0
@@ -250,6 +254,7 @@ class UserUsage:
         self.am_mem = 0
         self.am_vc = 0
         self.demand_apps = 0
+        self.waiting_apps = 0
 
 
 class SimApp:
