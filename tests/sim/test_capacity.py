@@ -210,3 +210,26 @@ def test_resource_calculator_decides_whether_vcores_count(calculator: str, grant
         options=NO_AMS,
     )
     assert granted_by(result, 5.0) == {"x": granted}
+
+
+def test_the_guarantee_is_floored_to_whole_mib_as_yarn_holds_it() -> None:
+    # 66.67 % of 12 GiB is 8192.4 MiB: YARN holds 8192, so with user-limit-factor 1
+    # the user limit is 8 containers and the user may go one past it (9); rounding
+    # the guarantee up to the 1 GiB allocation would give 9216 and 10 containers
+    config = capacity_tree(
+        capacity_leaf("a", 66.67, 100, user_limit_factor=1.0), capacity_leaf("b", 33.33)
+    )
+    result = run([job("x", "a", maps=20)], config, containers_per_node=12, options=CONTINUOUS)
+    assert granted_by(result, 1.0) == {"x": 9}
+
+
+def test_an_app_waiting_for_activation_makes_its_user_active() -> None:
+    # the AM limit (10 % of 10 GiB) activates u1's app only; u2's waits with its
+    # AM's ask pending, so u2 counts as active: u1's limit is 50 % (5 GiB), which
+    # its AM and 4 tasks reach and one task more passes (canAssignToUser)
+    config = capacity_tree(
+        capacity_leaf("a", 100, maximum_am_resource_percent=0.1, minimum_user_limit_percent=50)
+    )
+    jobs = [job("u1-job", "a", maps=20, user="u1"), job("u2-job", "a", maps=20, user="u2")]
+    result = run(jobs, config, containers_per_node=10, options=WITH_AMS)
+    assert granted_by(result, 50.0) == {"u1-job": 5}
