@@ -114,9 +114,9 @@ def test_drf_order_by_dominant_share_per_weight_then_the_other() -> None:
 
 
 def test_a_container_must_fit_max_resources_on_both_resources() -> None:
-    assert fs.fits_max_share((6144, 3), (2048, 1), (8192, 4))
-    assert not fs.fits_max_share((6144, 3), (2048, 2), (8192, 4))  # vcores over
-    assert not fs.fits_max_share((7168, 1), (2048, 1), (8192, 4))  # memory over
+    assert fs.fits_max_share(6144, 3, 2048, 1, 8192, 4)
+    assert not fs.fits_max_share(6144, 3, 2048, 2, 8192, 4)  # vcores over
+    assert not fs.fits_max_share(7168, 1, 2048, 1, 8192, 4)  # memory over
 
 
 def test_max_running_apps_of_the_user_and_every_queue() -> None:

@@ -10,10 +10,18 @@ method it follows (Hadoop 3.4.3, ``hadoop-yarn-server-resourcemanager``).
   (UsersManager.computeUserLimit, LeafQueue.canAssignToUser) and who counts as an
   active user (AppSchedulingInfo.updatePendingResources), the AM limits
   (AbstractLeafQueue.calculateAndGetAMResourceLimitPerPartition,
-  getUserAMResourceLimitPerPartition, activateApplications).
+  getUserAMResourceLimitPerPartition, activateApplications), a child's limit
+  (ParentQueue.getResourceLimitsOfChild), maximum-applications, containers per
+  heartbeat (CapacityScheduler.canAllocateMore).
 * :mod:`.fair` -- the Fair Scheduler: instantaneous fair shares
   (ComputeFairShares.computeSharesInternal), the AM share (FSLeafQueue.canRunAppAM),
   the order of queues and apps (FairSharePolicy.FairShareComparator,
   DominantResourceFairnessPolicy.DominantResourceFairnessComparator2 with its DRF
-  min-share check on the dominant resource, FifoPolicy).
+  min-share check on the dominant resource, FifoPolicy), maxResources
+  (FSQueue.fitsInMaxShare), maxRunningApps (MaxRunningAppsEnforcer), assignmultiple
+  (FairScheduler.shouldContinueAssigning).
+
+The simulator's core calls them through ``yarn_adapt/sim/semantics_capacity.py`` and
+``semantics_fair.py``; its compiled copy compiles these sources with it, so keep
+them mypyc-compilable (plain functions on numbers and tuples).
 """

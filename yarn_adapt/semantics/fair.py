@@ -81,13 +81,11 @@ def max_am_share_allows(
     (Resources.multiplyAndRoundUp); maxAMShare -1 disables the check."""
     if abs(max_am_share + 1.0) < 1e-4:
         return True
-    limit = [
-        math.ceil((share or min(free, ceiling)) * max_am_share)
-        for share, free, ceiling in zip(fair_share, available, max_share, strict=True)
-    ]
-    return all(
-        used + asked <= most for used, asked, most in zip(am_used, am_request, limit, strict=True)
-    )
+    for i in (0, 1):
+        base = fair_share[i] or min(available[i], max_share[i])
+        if am_used[i] + am_request[i] > math.ceil(base * max_am_share):
+            return False
+    return True
 
 
 def fair_share_key(
@@ -175,12 +173,18 @@ def drf_app_key(
 
 
 def fits_max_share(
-    used: tuple[float, float], request: tuple[float, float], max_share: tuple[float, float]
+    used_mem: float,
+    used_vc: float,
+    request_mem: float,
+    request_vc: float,
+    max_mem: float,
+    max_vc: float,
 ) -> bool:
     """FSQueue.fitsInMaxShare for one queue: its usage plus the container stays
     within its maxResources on every resource (the caller asks it of the leaf and
-    each ancestor, as fitsInMaxShare recurses to the parent)."""
-    return used[0] + request[0] <= max_share[0] and used[1] + request[1] <= max_share[1]
+    each ancestor, as fitsInMaxShare recurses to the parent). Plain numbers: the
+    simulator asks it for every app it considers."""
+    return used_mem + request_mem <= max_mem and used_vc + request_vc <= max_vc
 
 
 def can_app_be_runnable(

@@ -1,6 +1,8 @@
 """Capacity Scheduler semantics (Hadoop 3.3/3.4 CapacityScheduler), simplified where
-the docstrings say so.
+the docstrings say so. The decisions themselves are :mod:`yarn_adapt.semantics.capacity`'s
+(through :mod:`.semantics_capacity`); this module walks the tree and keeps the books.
 
+* Guarantees are whole units, floored, as YARN holds them.
 * Capacities resolve to absolute guaranteed and maximum resources per queue:
   absolute ``[memory=..,vcores=..]`` first, percentages of the parent's guarantee,
   then weights share what the parent has left (the 3.4 capacity-vector order).
@@ -16,7 +18,8 @@ the docstrings say so.
   #active users, current capacity x minimum-user-limit-percent)`` capped by
   ``capacity x user-limit-factor``; a user may be granted while not *over* it
   (LeafQueue.canAssignToUser), so one container past it. Users are active while
-  one of their apps asks for containers; user weights are 1.
+  one of their apps asks for containers, an app waiting for activation included
+  (its AM's ask is pending); user weights are 1.
 * AM limit (LeafQueue.activateApplications): an app is activated only if its AM
   fits under ``max(guarantee, current limit) x maximum-am-resource-percent`` and the
   per-user AM limit, except that a queue with no active app always activates one.

@@ -1,13 +1,16 @@
 """Fair Scheduler semantics (Hadoop 3.3/3.4 FairScheduler), simplified where the
-docstrings say so.
+docstrings say so. The decisions themselves are :mod:`yarn_adapt.semantics.fair`'s
+(through :mod:`.semantics_fair`); this module walks the tree and keeps the books.
 
 * A node heartbeat walks the tree: each parent tries its children in the order of
   its policy's comparator, each leaf its runnable apps in the order of its own
   (FSParentQueue / FSLeafQueue.assignContainer). Comparators:
   ``fair`` (FairSharePolicy, memory): queues with demand first, then those below
   ``min(minResources, demand)`` by usage / min share, then usage / weight, then
-  start time and name; ``drf`` (DominantResourceFairnessPolicy): the same on the
-  dominant resource; ``fifo`` (apps only): priority, then start time.
+  start time and name; ``drf`` (DominantResourceFairnessComparator2): needy when the
+  dominant resource's usage is below its min share (not capped by demand), then
+  by the dominant share / weight, ties by the other resource; ``fifo`` (apps only):
+  priority, then start time.
 * A queue is tried only while its usage fits its maxResources, and a container only
   if usage plus the container fits maxResources of the queue and every ancestor
   (assignContainerPreCheck, fitsInMaxShare).
@@ -444,9 +447,8 @@ def _rank_by_name(siblings: list[QueueNode]) -> None:
 
 def _fits_max_share(leaf: LeafQueue, memory: int, vcores: int) -> bool:
     """semantics.fair.fits_max_share of the leaf and every ancestor."""
-    request = (float(memory), float(vcores))
     for q in leaf.chain:
-        if not fits_max_share((q.used_mem, q.used_vc), request, (q.max_mem, q.max_vc)):
+        if not fits_max_share(q.used_mem, q.used_vc, memory, vcores, q.max_mem, q.max_vc):
             return False
     return True
 
