@@ -143,3 +143,17 @@ def test_unknown_queue_is_created_under_root() -> None:
 def test_queue_under_a_leaf_is_rejected() -> None:
     result = run([job("x", "a.b")], fair_tree(fair_leaf("a")))
     assert result.job("x").status is JobStatus.REJECTED
+
+
+def test_drf_min_share_is_not_capped_by_demand() -> None:
+    # a (min 8 GiB, asks 4 GiB) and b (min 4 GiB) are both below their min shares;
+    # YARN orders them by usage / min share (DominantResourceFairnessComparator2: no
+    # cap by demand), so a at 2/8 ties b at 1/4 and wins by name: a, b, a, a. Capping
+    # a's min share by its 4 GiB demand would alternate a, b, a, b.
+    config = fair_tree(
+        fair_leaf("a", 1, policy="drf", min_resources=fair_amount(8192, 8)),
+        fair_leaf("b", 1, policy="drf", min_resources=fair_amount(4096, 4)),
+        root_policy="drf",
+    )
+    result = run([job("x", "a", maps=4), job("y", "b", maps=20)], config, containers_per_node=10)
+    assert granted_by(result, 4.0) == {"x": 3, "y": 1}
