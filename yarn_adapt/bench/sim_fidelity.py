@@ -23,6 +23,12 @@ Per app: relative error = |sim latency - real latency| / real latency. Figures:
 ``median_rel_err``, ``p90_rel_err`` over all apps, ``scenarios``, and the error split
 into *wait* (submit -> AM container granted) and *run* (the rest): mean signed
 (``wait_bias_s``, ``run_bias_s``) and median absolute wait error in seconds.
+Per scenario, ``agrees``: the
+simulator agrees with the real RM when the median of its apps' relative errors is
+<= 0.20 and none exceeds 0.50 (``scenarios_agree``, ``scenarios_disagree``).
+Scenarios: the 8 of :data:`SCENARIOS` (pinned by the simulator's golden tests) and
+the 6 of :data:`SEMANTICS_SCENARIOS` (issue 14: user limits with apps of several
+users, AM-limited queues, Fair/DRF with vcore-bound containers, Fair user limits).
 ``--quick``: one scenario per scheduler. ``--trace PATH``: scenarios built from the
 first jobs of a trace of any supported format (:func:`scenarios_from_trace`; ``--set
 apps_per_scenario=N``). ``--set keep_going=true`` reports the scenarios that ran when
