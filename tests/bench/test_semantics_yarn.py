@@ -5,6 +5,8 @@ the full scenarios (``yarn-adapt bench sim-fidelity``); these keep the mechanism
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from yarn_adapt.bench.sim_fidelity import (
     AGREE_MAX_REL_ERR,
     Scenario,
@@ -68,7 +70,7 @@ def test_drf_queue_runs_short_of_vcores(fair_cluster: MiniCluster) -> None:
     tasks = sorted(real.timeline.tasks, key=lambda t: t.started_s)
     assert len(tasks) == 3
     # one 4-vcore container at a time beside the AM: each starts after the last ended
-    for earlier, later in zip(tasks, tasks[1:], strict=False):
+    for earlier, later in pairwise(tasks):
         assert later.granted_s >= earlier.exited_s - 1.0
     (comparison,) = compare(run, RECORDED_OVERHEADS, seed=1)
     assert comparison.rel_err <= AGREE_MAX_REL_ERR, comparison
