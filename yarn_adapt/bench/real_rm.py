@@ -46,6 +46,7 @@ from yarn_adapt.bench.sim_fidelity import (
     compressed_offsets,
     run_on_cluster,
 )
+from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster import MiniCluster, MiniClusterError, MiniClusterSpec
 from yarn_adapt.model import SchedulerConfig, Workload
 from yarn_adapt.model.capacity import CapacitySchedulerConfig
@@ -178,7 +179,8 @@ def mini_cluster_spec(scheduler: SchedulerKind, containers: int, first_xml: str)
 
 def run_real_rm_cases(cases: Sequence[RealRmCase], seed: int) -> list[RealRmResult]:
     """Each case under both configurations, one mini cluster per (scheduler, size);
-    a case whose run fails is left out (logged)."""
+    a case that fails on the RM or that the simulator cannot finish is left out
+    (logged; ``real_rm_mixes`` then falls short of ``real_rm_wanted``)."""
     results: list[RealRmResult] = []
     done = 0
     for (kind, containers), group in _grouped(cases):
@@ -187,7 +189,7 @@ def run_real_rm_cases(cases: Sequence[RealRmCase], seed: int) -> list[RealRmResu
             for case in group:
                 try:
                     results.append(run_on_cluster_pair(cluster, case, seed))
-                except MiniClusterError as exc:
+                except (MiniClusterError, SettingsError) as exc:
                     log.warning("real-RM mix %s failed: %s", case.label, exc.one_line())
                 done += 1
                 report("comparator-accuracy real-RM mix", done, len(cases), case.label)
