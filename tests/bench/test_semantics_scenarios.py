@@ -114,7 +114,8 @@ def test_agreement_figures_name_the_scenarios_that_disagree() -> None:
         {"scenario": "y", "agrees": False},
         {"scenario": "y", "agrees": False},
     ]
-    figures = agreement_figures(rows)
+    figures = agreement_figures(rows, failed=["z"])
     assert figures["scenarios_agree"] == 1
-    assert figures["scenarios_disagree"] == ["y"]
+    assert figures["scenarios_disagree"] == ["y", "z"]
+    assert figures["scenarios_failed"] == ["z"]
     assert "median_rel_err <= 0.2" in str(figures["agree_rule"])

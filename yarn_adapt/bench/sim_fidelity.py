@@ -1137,6 +1137,7 @@ def sim_fidelity(options: BenchOptions) -> BenchResult:
     scenarios = chosen_scenarios(options, settings)
     overheads = RECORDED_OVERHEADS
     runs: list[RealRun] = []
+    failed: list[str] = []
     for kind in ("capacity", "fair"):
         mine = [s for s in scenarios if s.scheduler == kind]
         calibrating = kind == "capacity" and settings.calibrate
@@ -1147,13 +1148,18 @@ def sim_fidelity(options: BenchOptions) -> BenchResult:
             if calibrating:
                 overheads = calibrate(cluster, settings.submit)
                 log.info("calibration: %s", overheads)
-            runs.extend(_run_scenarios(cluster, mine, settings))
-    return _result(runs, overheads, options.seed, time.monotonic() - began)
+            runs.extend(_run_scenarios(cluster, mine, settings, failed))
+    return _result(runs, overheads, options.seed, time.monotonic() - began, failed)
 
 
 def _run_scenarios(
-    cluster: MiniCluster, scenarios: Sequence[Scenario], settings: FidelitySettings
+    cluster: MiniCluster,
+    scenarios: Sequence[Scenario],
+    settings: FidelitySettings,
+    failed: list[str],
 ) -> list[RealRun]:
+    """The scenarios' real runs; with ``keep_going`` a failed one (an app the RM did
+    not finish in time, say) is named in ``failed`` and counts as not agreeing."""
     runs = []
     total, done = len(scenarios) * settings.repeat, 0
     for scenario in scenarios:
@@ -1165,13 +1171,18 @@ def _run_scenarios(
                 if not settings.keep_going:
                     raise
                 log.warning("scenario %s failed: %s", scenario.name, exc.one_line())
+                failed.append(scenario.name)
             done += 1
             report("bench sim-fidelity run", done, total, scenario.name)
     return runs
 
 
 def _result(
-    runs: Sequence[RealRun], overheads: YarnOverheads, seed: int, wall_s: float
+    runs: Sequence[RealRun],
+    overheads: YarnOverheads,
+    seed: int,
+    wall_s: float,
+    failed: Sequence[str] = (),
 ) -> BenchResult:
     if not runs:
         raise MiniClusterError("no scenario ran to completion")
@@ -1182,7 +1193,7 @@ def _result(
         rows.append(scenario_row(run, comparisons))
     figures = {
         **summary_figures(everything, len({run.scenario.name for run in runs})),
-        **agreement_figures(rows),
+        **agreement_figures(rows, failed),
         **repeat_figures(runs),
         "calibration": overheads_figures(overheads),
         "wall_s": round(wall_s, 1),
@@ -1190,11 +1201,16 @@ def _result(
     return BenchResult(figures=figures, rows=rows)
 
 
-def agreement_figures(rows: Sequence[Mapping[str, object]]) -> dict[str, object]:
-    """How many scenario runs agree with the real RM, which do not, and the rule."""
+def agreement_figures(
+    rows: Sequence[Mapping[str, object]], failed: Sequence[str] = ()
+) -> dict[str, object]:
+    """How many scenario runs agree with the real RM, which do not (a scenario that
+    failed on the RM among them, also named in ``scenarios_failed``), and the rule."""
+    disagree = {str(row["scenario"]) for row in rows if not row["agrees"]} | set(failed)
     return {
         "scenarios_agree": sum(1 for row in rows if row["agrees"]),
-        "scenarios_disagree": sorted({str(row["scenario"]) for row in rows if not row["agrees"]}),
+        "scenarios_disagree": sorted(disagree),
+        "scenarios_failed": sorted(set(failed)),
         "agree_rule": f"median_rel_err <= {AGREE_MEDIAN_REL_ERR:g} and "
         f"max_rel_err <= {AGREE_MAX_REL_ERR:g}",
     }
