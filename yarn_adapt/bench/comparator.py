@@ -52,14 +52,17 @@ mechanism model alone achieves), the model's measured error per source
 (``model_error``), the task-time model's held-out figures per trace in time order
 (``task_model_held_out``: fitted on the first 75 % of the trace's jobs, measured on
 the last 25 %), and the comparator's cost per candidate (all samples).
-``real_rm_agree`` (the comparator's pick against the simulator's best on the real
-mini YARN) is not measured by this bench: ``null``, with ``real_rm_note``.
+``real_rm_agree``: of ``real_rm_mixes`` cases run on a real mini YARN under the
+simulator's best configuration and under the comparator's pick (or, where the pick
+is the best, the simulator's runner-up), how many the real RM agrees on -- which
+is faster, or a tie within its noise (:mod:`yarn_adapt.bench.real_rm`; ``--set
+real_rm=N`` cases, default 8, 0 with ``--quick``: ``null`` with ``real_rm_note``).
 
 ``--set`` switches (for ablations): ``mixes=N``, ``samples=N``,
 ``rule=most-likely-best|expected``, ``truth_seeds=N``, ``phases=drawn|even``,
 ``spread=yes|no`` (the tasks' predicted spread), ``history=yes|no`` (the logical-job
-history), ``error=yes|no`` (the measured stage error). Paper: 87.26 % (Capacity
-93.33, Fair 81.19), 3.37 %.
+history), ``error=yes|no`` (the measured stage error), ``real_rm=N`` (real-RM mixes).
+Paper: 87.26 % (Capacity 93.33, Fair 81.19), 3.37 %.
 """
 
 from __future__ import annotations
@@ -80,6 +83,13 @@ from rules.inputs import JobMix
 from rules.mixes import mix_from_workload
 from rules.uncertainty import Phases, Uncertainty
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.bench.real_rm import (
+    REAL_RM_MIXES,
+    RealRmCase,
+    mini_apps,
+    real_rm_figures,
+    run_real_rm_cases,
+)
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
 from yarn_adapt.progress import report
@@ -122,10 +132,7 @@ TRUTH_SEEDS = 5
 QUICK_SAMPLES = 8  # --quick: fewer samples and truth seeds, the same protocol otherwise
 QUICK_TRUTH_SEEDS = 3
 VALIDATION_FRACTION = 0.2
-REAL_RM_NOTE = (
-    "not measured here: the real-RM check (the comparator's pick against the "
-    "simulator's best on the mini YARN) belongs to a later change"
-)
+REAL_RM_NOTE = "not measured: --set real_rm=N runs N mixes on a real mini YARN"
 
 
 @dataclass(frozen=True)
@@ -140,9 +147,20 @@ class AccuracySettings:
     spread: bool = True
     history: bool = True
     error: bool = True
+    real_rm: int = 0
 
 
-_KNOWN = {"mixes", "samples", "rule", "truth_seeds", "phases", "spread", "history", "error"}
+_KNOWN = {
+    "mixes",
+    "samples",
+    "rule",
+    "truth_seeds",
+    "phases",
+    "spread",
+    "history",
+    "error",
+    "real_rm",
+}
 
 
 def accuracy_settings(options: BenchOptions) -> AccuracySettings:
@@ -161,6 +179,7 @@ def accuracy_settings(options: BenchOptions) -> AccuracySettings:
         spread=_yes(extra, "spread"),
         history=_yes(extra, "history"),
         error=_yes(extra, "error"),
+        real_rm=_count(extra, "real_rm", 0 if options.quick else REAL_RM_MIXES),
     )
 
 
@@ -168,6 +187,13 @@ def _whole(extra: Mapping[str, str], key: str, default: int) -> int:
     text = extra.get(key, str(default))
     if not text.isdigit() or int(text) < 1:
         raise SettingsError(f"comparator-accuracy: --set {key}={text}: want a whole number >= 1")
+    return int(text)
+
+
+def _count(extra: Mapping[str, str], key: str, default: int) -> int:
+    text = extra.get(key, str(default))
+    if not text.isdigit():
+        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want a whole number >= 0")
     return int(text)
 
 
@@ -461,6 +487,70 @@ def censored_mean_latency(result: SimulationResult, horizon: float) -> float:
     return statistics.fmean(latencies) if latencies else 0.0
 
 
+# --------------------------------------------------------------------------- real RM
+
+
+def real_rm_cases(outcomes: Sequence[Outcome], count: int) -> list[RealRmCase]:
+    """Up to ``count`` cases for the real-RM check: those whose pick is not truly
+    best first, one per mix before a mix's second setting; cases where every
+    candidate ties are left out (nothing to tell apart)."""
+    misses = [o for o in outcomes if not o.truly_best(o.choice.index)]
+    hits = [o for o in outcomes if o.truly_best(o.choice.index) and not o.all_tied]
+    chosen: list[Outcome] = []
+    for pool in (misses, hits):
+        for first_pass in (True, False):
+            seen = {_mix_key(o) for o in chosen}
+            for outcome in pool:
+                if len(chosen) >= count:
+                    break
+                if outcome in chosen or (first_pass and _mix_key(outcome) in seen):
+                    continue
+                chosen.append(outcome)
+                seen.add(_mix_key(outcome))
+    return [_real_rm_case(o) for o in chosen]
+
+
+def _mix_key(outcome: Outcome) -> tuple[str, int, int]:
+    return (outcome.case.source, outcome.case.index, outcome.case.containers)
+
+
+def _real_rm_case(outcome: Outcome) -> RealRmCase:
+    case = outcome.case
+    queues = case.setting.mapping.queues
+    found = candidates(
+        paper_space(case.setting.scheduler, "root", leaf_paths(queues)),
+        base_config(case.setting.scheduler, queues),
+    )
+    truth = outcome.truth
+    best = min(range(len(truth)), key=lambda c: truth[c])
+    pick = outcome.choice.index
+    if outcome.truly_best(pick):
+        others = [c for c in range(len(truth)) if not outcome.truly_best(c)]
+        other, versus = min(others, key=lambda c: truth[c]), "runner-up"
+    else:
+        other, versus = pick, "pick"
+    return RealRmCase(
+        label=f"{case.source.split(':')[0]}-m{case.index}-{case.containers}c-{case.setting.label}",
+        scheduler="capacity" if case.setting.scheduler is Scheduler.CAPACITY else "fair",
+        containers=case.containers,
+        best=found[best],
+        other=found[other],
+        versus="pick" if versus == "pick" else "runner-up",
+        truth_best_s=truth[best],
+        truth_other_s=truth[other],
+        apps=mini_apps(case.real),
+    )
+
+
+def real_rm_check(
+    outcomes: Sequence[Outcome], settings: AccuracySettings, seed: int
+) -> dict[str, Any]:
+    if settings.real_rm == 0:
+        return {"real_rm_agree": None, "real_rm_note": REAL_RM_NOTE}
+    cases = real_rm_cases(outcomes, settings.real_rm)
+    return real_rm_figures(run_real_rm_cases(cases, seed), settings.real_rm)
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -489,8 +579,6 @@ def figures(outcomes: Sequence[Outcome], settings: AccuracySettings) -> dict[str
         "untied_cases": sum(o.untied for o in outcomes),
         "all_tied": sum(o.all_tied for o in outcomes),
         "truth_seeds": settings.truth_seeds,
-        "real_rm_agree": None,
-        "real_rm_note": REAL_RM_NOTE,
         "best_share_real_durations": _share(outcomes, real=True),
         **{f"best_share_{name}": _share(group) for name, group in _by_source(outcomes)},
         "decision_rule": str(settings.rule),
@@ -568,5 +656,9 @@ def comparator_accuracy(options: BenchOptions) -> BenchResult:
             outcomes.append(run_case(case, settings))
             log.info("%s", rows(outcomes[-1:])[0])
             report("comparator-accuracy mix", len(outcomes))
-    found = {**figures(outcomes, settings), "task_model_held_out": held_out}
+    found = {
+        **figures(outcomes, settings),
+        **real_rm_check(outcomes, settings, options.seed),
+        "task_model_held_out": held_out,
+    }
     return BenchResult(found, rows(outcomes))

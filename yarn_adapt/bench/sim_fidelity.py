@@ -23,6 +23,12 @@ Per app: relative error = |sim latency - real latency| / real latency. Figures:
 ``median_rel_err``, ``p90_rel_err`` over all apps, ``scenarios``, and the error split
 into *wait* (submit -> AM container granted) and *run* (the rest): mean signed
 (``wait_bias_s``, ``run_bias_s``) and median absolute wait error in seconds.
+Per scenario, ``agrees``: the
+simulator agrees with the real RM when the median of its apps' relative errors is
+<= 0.20 and none exceeds 0.50 (``scenarios_agree``, ``scenarios_disagree``).
+Scenarios: the 8 of :data:`SCENARIOS` (pinned by the simulator's golden tests) and
+the 6 of :data:`SEMANTICS_SCENARIOS` (issue 14: user limits with apps of several
+users, AM-limited queues, Fair/DRF with vcore-bound containers, Fair user limits).
 ``--quick``: one scenario per scheduler. ``--trace PATH``: scenarios built from the
 first jobs of a trace of any supported format (:func:`scenarios_from_trace`; ``--set
 apps_per_scenario=N``). ``--set keep_going=true`` reports the scenarios that ran when
@@ -87,6 +93,10 @@ APP_TIMEOUT_S = 600.0
 FAIR_INCREMENT_PROPERTY = "yarn.resource-types.memory-mb.increment-allocation"
 DS_APPLICATION_MASTER = "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster"
 SUBMIT_WAYS = ("rest", "client")
+# A scenario agrees with the real RM when the median of its apps' relative latency
+# errors is within AGREE_MEDIAN_REL_ERR and none is off by more than AGREE_MAX_REL_ERR.
+AGREE_MEDIAN_REL_ERR = 0.20
+AGREE_MAX_REL_ERR = 0.50
 
 # --------------------------------------------------------------------------- scenarios
 
@@ -100,6 +110,8 @@ class SleepApp:
     containers: int
     sleep_s: float
     container_mb: int = 512
+    user: str | None = None  # None: the bench's own user
+    vcores: int = 1
 
 
 @dataclass(frozen=True)
@@ -286,6 +298,125 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
 )
+
+# Scenarios added for issue 14: user limits (several users in one queue), AM-limited
+# queues and Fair/DRF with containers that are short of vcores rather than memory.
+# Kept apart from SCENARIOS, whose simulated results tests/sim/golden.py pins.
+def _user_apps(
+    *rows: tuple[float, str, int, float, int, str | None],
+) -> tuple[SleepApp, ...]:
+    return tuple(SleepApp(o, q, c, s, mb, user=u) for o, q, c, s, mb, u in rows)
+
+
+def _vcore_apps(*rows: tuple[float, str, int, float, int, int]) -> tuple[SleepApp, ...]:
+    return tuple(SleepApp(o, q, c, s, mb, vcores=v) for o, q, c, s, mb, v in rows)
+
+
+SEMANTICS_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "cap-user-limit",
+        "capacity",
+        capacity_xml({
+            "a": {"capacity": "60", "maximum-capacity": "100", "user-limit-factor": "1",
+                  "minimum-user-limit-percent": "50"},
+            "b": {"capacity": "40", "maximum-capacity": "100", "user-limit-factor": "2"},
+        }),
+        _user_apps(
+            (0, "a", 4, 20, 512, "alice"), (2, "a", 4, 15, 512, "bob"),
+            (4, "b", 3, 12, 512, None), (6, "a", 3, 10, 512, "carol"),
+            (8.5, "a", 2, 18, 512, "alice"), (11, "b", 4, 8, 256, None),
+            (13.5, "a", 5, 6, 256, "bob"), (16, "a", 2, 12, 1024, "carol"),
+            (19, "b", 2, 10, 512, None), (22, "a", 3, 8, 512, "alice"),
+        ),
+    ),
+    Scenario(
+        "cap-user-limit-factor",
+        "capacity",
+        capacity_xml({
+            "a": {"capacity": "30", "maximum-capacity": "100", "user-limit-factor": "3"},
+            "b": {"capacity": "70", "maximum-capacity": "100", "user-limit-factor": "1",
+                  "minimum-user-limit-percent": "25"},
+        }),
+        _user_apps(
+            (0, "a", 5, 15, 512, "alice"), (2, "b", 3, 20, 512, "bob"),
+            (4, "b", 4, 10, 256, "carol"), (6, "a", 3, 12, 512, "alice"),
+            (8, "b", 2, 15, 1024, "dave"), (10.5, "b", 4, 8, 512, "bob"),
+            (13, "a", 2, 10, 512, "erin"), (15.5, "b", 3, 12, 256, "carol"),
+            (18, "a", 4, 6, 512, "alice"), (21, "b", 2, 10, 512, "dave"),
+        ),
+    ),
+    Scenario(
+        "cap-am-limit-users",
+        "capacity",
+        capacity_xml(
+            {
+                "a": {"capacity": "50", "maximum-capacity": "100", "user-limit-factor": "2",
+                      "minimum-user-limit-percent": "50"},
+                "b": {"capacity": "50", "maximum-capacity": "100", "user-limit-factor": "1",
+                      "maximum-am-resource-percent": "0.25"},
+            },
+            am_percent=0.12,
+        ),
+        _user_apps(
+            (0, "a", 2, 12, 512, "alice"), (2, "a", 3, 8, 512, "bob"),
+            (4, "b", 2, 10, 512, None), (6, "a", 1, 15, 1024, "alice"),
+            (8, "b", 3, 6, 256, None), (10, "a", 4, 5, 256, "bob"),
+            (12, "b", 2, 12, 512, "carol"), (14, "a", 2, 8, 512, "alice"),
+            (16, "b", 3, 6, 512, None), (18.5, "a", 3, 6, 256, "bob"),
+        ),
+    ),
+    Scenario(
+        "fair-drf-vcores",
+        "fair",
+        fair_xml(
+            '  <queue name="a"><weight>1</weight></queue>\n'
+            '  <queue name="b"><weight>1</weight></queue>\n'
+            '  <queue name="c"><weight>2</weight></queue>\n',
+            "  <defaultQueueSchedulingPolicy>drf</defaultQueueSchedulingPolicy>\n",
+        ),
+        _vcore_apps(
+            (0, "a", 3, 15, 256, 3), (2, "b", 3, 20, 1024, 1), (4, "a", 2, 12, 256, 4),
+            (6, "b", 4, 10, 512, 1), (8.5, "c", 3, 12, 256, 2), (11, "a", 2, 10, 512, 3),
+            (13.5, "b", 2, 15, 1024, 1), (16, "c", 4, 8, 256, 2), (19, "a", 1, 20, 256, 4),
+            (22, "b", 3, 8, 512, 1),
+        ),
+    ),
+    Scenario(
+        "fair-user-max-apps",
+        "fair",
+        fair_xml(
+            '  <queue name="a"><weight>1</weight></queue>\n'
+            '  <queue name="b"><weight>1</weight><schedulingPolicy>fifo</schedulingPolicy>'
+            "</queue>\n"
+            '  <user name="alice"><maxRunningApps>1</maxRunningApps></user>\n',
+            "  <userMaxAppsDefault>2</userMaxAppsDefault>\n",
+        ),
+        _user_apps(
+            (0, "a", 3, 12, 512, "alice"), (2, "b", 2, 15, 512, "bob"),
+            (4, "a", 2, 10, 512, "alice"), (6, "b", 3, 8, 512, "carol"),
+            (8, "a", 2, 12, 256, "bob"), (10, "b", 1, 15, 1024, "alice"),
+            (12, "a", 3, 6, 512, "carol"), (14, "b", 2, 10, 512, "bob"),
+            (16.5, "a", 4, 5, 256, "carol"), (19, "b", 2, 8, 512, "alice"),
+        ),
+    ),
+    Scenario(
+        "fair-drf-am-share",
+        "fair",
+        fair_xml(
+            '  <queue name="a"><weight>1</weight><maxAMShare>0.2</maxAMShare></queue>\n'
+            '  <queue name="b"><weight>1</weight></queue>\n',
+            "  <defaultQueueSchedulingPolicy>drf</defaultQueueSchedulingPolicy>\n",
+        ),
+        _vcore_apps(
+            (0, "a", 2, 12, 512, 1), (2, "a", 3, 8, 256, 2), (4, "b", 3, 15, 512, 2),
+            (6, "a", 2, 10, 512, 1), (8, "b", 2, 12, 1024, 1), (10, "a", 1, 15, 512, 2),
+            (12, "b", 4, 6, 256, 1), (14, "a", 3, 6, 256, 1), (16.5, "b", 2, 10, 512, 2),
+            (19, "a", 2, 8, 512, 1),
+        ),
+    ),
+)
+
+ALL_SCENARIOS: tuple[Scenario, ...] = SCENARIOS + SEMANTICS_SCENARIOS
 
 # What YARN adds around an app when no queue or node limit makes it wait: one queue
 # with room for every app at once, apps arriving at the evaluated scenarios' pace
@@ -488,11 +619,17 @@ class ClientSubmitter:
         self.cluster = cluster
 
     def __call__(self, app: SleepApp, name: str) -> Callable[[], str]:
+        if app.user is not None:
+            raise SettingsError(
+                f"sim-fidelity: app {name} runs as {app.user!r}: submit=client cannot "
+                "submit as another user, use submit=rest"
+            )
         submitted = self.cluster.submit_sleep_app(
             app.queue,
             app.containers,
             app.sleep_s,
             container_mb=app.container_mb,
+            vcores=app.vcores,
             name=name,
             am_mb=AM_MB,
         )
@@ -517,18 +654,20 @@ class RestSubmitter:
         )
 
     def __call__(self, app: SleepApp, name: str) -> Callable[[], str]:
-        reply = self._post("apps/new-application", None)
+        user = app.user or getpass.getuser()
+        reply = self._post("apps/new-application", None, user)
         app_id = str(reply.json()["application-id"])
-        self._post("apps", self._submission(app_id, app, name))
+        self._post("apps", self._submission(app_id, app, name), user)
         return lambda: app_id
 
-    def _post(self, path: str, body: dict[str, object] | None) -> requests.Response:
+    def _post(self, path: str, body: dict[str, object] | None, user: str) -> requests.Response:
+        """POST as ``user`` (simple authentication: the RM takes ``user.name``)."""
         url = f"{self.cluster.rm_url}/ws/v1/cluster/{path}"
         reply = send(
             "POST",
             url,
             json=body,
-            params={"user.name": getpass.getuser()},
+            params={"user.name": user},
             headers={"Accept": "application/json"},
         )
         if reply.status_code not in (200, 202):
@@ -569,7 +708,7 @@ class RestSubmitter:
         return (
             f'"{{{{JAVA_HOME}}}}/bin/java" -Xmx{AM_MB}m <ADD_OPENS> {DS_APPLICATION_MASTER}'
             f" --container_type GUARANTEED --container_memory {app.container_mb}"
-            f" --container_vcores 1 --num_containers {app.containers} --priority 0"
+            f" --container_vcores {app.vcores} --num_containers {app.containers} --priority 0"
             f" --appname {name} --homedir {home}"
             " 1><LOG_DIR>/AppMaster.stdout 2><LOG_DIR>/AppMaster.stderr"
         )
@@ -801,7 +940,7 @@ def scenario_workload(run: RealRun, overheads: YarnOverheads) -> Workload:
                 TaskSpec(
                     TaskType.MAP,
                     task_duration_s(real.spec.sleep_s, overheads),
-                    Resources(real.spec.container_mb, 1),
+                    Resources(real.spec.container_mb, real.spec.vcores),
                 )
                 for _ in range(real.spec.containers)
             ),
@@ -848,12 +987,20 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def scenario_agrees(comparisons: Sequence[AppComparison]) -> bool:
+    """The simulator agrees with the real RM on a scenario: median relative error
+    within :data:`AGREE_MEDIAN_REL_ERR`, every app within :data:`AGREE_MAX_REL_ERR`."""
+    errors = [c.rel_err for c in comparisons]
+    return statistics.median(errors) <= AGREE_MEDIAN_REL_ERR and max(errors) <= AGREE_MAX_REL_ERR
+
+
 def scenario_row(run: RealRun, comparisons: Sequence[AppComparison]) -> dict[str, object]:
     errors = [c.rel_err for c in comparisons]
     wait, run_err = _phase_errors(comparisons)
     return {
         "scenario": run.scenario.name,
         "scheduler": run.scenario.scheduler,
+        "agrees": scenario_agrees(comparisons),
         "apps": len(comparisons),
         "median_rel_err": round(statistics.median(errors), 4),
         "max_rel_err": round(max(errors), 4),
@@ -976,7 +1123,7 @@ def _whole(extra: Mapping[str, str], name: str, default: int, least: int) -> int
 
 
 def chosen_scenarios(options: BenchOptions, settings: FidelitySettings) -> list[Scenario]:
-    templates = quick_scenarios(SCENARIOS) if options.quick else list(SCENARIOS)
+    templates = quick_scenarios(ALL_SCENARIOS) if options.quick else list(ALL_SCENARIOS)
     if options.trace is None:
         return templates
     workload = load_trace(options.trace, seed=options.seed)
@@ -990,6 +1137,7 @@ def sim_fidelity(options: BenchOptions) -> BenchResult:
     scenarios = chosen_scenarios(options, settings)
     overheads = RECORDED_OVERHEADS
     runs: list[RealRun] = []
+    failed: list[str] = []
     for kind in ("capacity", "fair"):
         mine = [s for s in scenarios if s.scheduler == kind]
         calibrating = kind == "capacity" and settings.calibrate
@@ -1000,13 +1148,18 @@ def sim_fidelity(options: BenchOptions) -> BenchResult:
             if calibrating:
                 overheads = calibrate(cluster, settings.submit)
                 log.info("calibration: %s", overheads)
-            runs.extend(_run_scenarios(cluster, mine, settings))
-    return _result(runs, overheads, options.seed, time.monotonic() - began)
+            runs.extend(_run_scenarios(cluster, mine, settings, failed))
+    return _result(runs, overheads, options.seed, time.monotonic() - began, failed)
 
 
 def _run_scenarios(
-    cluster: MiniCluster, scenarios: Sequence[Scenario], settings: FidelitySettings
+    cluster: MiniCluster,
+    scenarios: Sequence[Scenario],
+    settings: FidelitySettings,
+    failed: list[str],
 ) -> list[RealRun]:
+    """The scenarios' real runs; with ``keep_going`` a failed one (an app the RM did
+    not finish in time, say) is named in ``failed`` and counts as not agreeing."""
     runs = []
     total, done = len(scenarios) * settings.repeat, 0
     for scenario in scenarios:
@@ -1018,13 +1171,18 @@ def _run_scenarios(
                 if not settings.keep_going:
                     raise
                 log.warning("scenario %s failed: %s", scenario.name, exc.one_line())
+                failed.append(scenario.name)
             done += 1
             report("bench sim-fidelity run", done, total, scenario.name)
     return runs
 
 
 def _result(
-    runs: Sequence[RealRun], overheads: YarnOverheads, seed: int, wall_s: float
+    runs: Sequence[RealRun],
+    overheads: YarnOverheads,
+    seed: int,
+    wall_s: float,
+    failed: Sequence[str] = (),
 ) -> BenchResult:
     if not runs:
         raise MiniClusterError("no scenario ran to completion")
@@ -1035,11 +1193,27 @@ def _result(
         rows.append(scenario_row(run, comparisons))
     figures = {
         **summary_figures(everything, len({run.scenario.name for run in runs})),
+        **agreement_figures(rows, failed),
         **repeat_figures(runs),
         "calibration": overheads_figures(overheads),
         "wall_s": round(wall_s, 1),
     }
     return BenchResult(figures=figures, rows=rows)
+
+
+def agreement_figures(
+    rows: Sequence[Mapping[str, object]], failed: Sequence[str] = ()
+) -> dict[str, object]:
+    """How many scenario runs agree with the real RM, which do not (a scenario that
+    failed on the RM among them, also named in ``scenarios_failed``), and the rule."""
+    disagree = {str(row["scenario"]) for row in rows if not row["agrees"]} | set(failed)
+    return {
+        "scenarios_agree": sum(1 for row in rows if row["agrees"]),
+        "scenarios_disagree": sorted(disagree),
+        "scenarios_failed": sorted(set(failed)),
+        "agree_rule": f"median_rel_err <= {AGREE_MEDIAN_REL_ERR:g} and "
+        f"max_rel_err <= {AGREE_MAX_REL_ERR:g}",
+    }
 
 
 def repeat_differences(runs: Sequence[RealRun]) -> list[float]:
