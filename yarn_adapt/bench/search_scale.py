@@ -570,8 +570,15 @@ def _measure(
 
 def full_search(settings: TunerSettings) -> TunerSettings:
     """Algorithm 3 as written: every level searched in full, every point scored, RRS
-    without early stopping."""
-    return replace(settings, level_search=LevelSearch.FULL, canonical=False, rrs=RRSSettings())
+    without early stopping (or every point when RRS would draw as many), no
+    coarse-to-fine."""
+    return replace(
+        settings,
+        level_search=LevelSearch.FULL,
+        canonical=False,
+        rrs=RRSSettings(),
+        strategy="auto",
+    )
 
 
 def _timed(

@@ -349,11 +349,23 @@ def _saturated(results: Sequence[LevelResult]) -> bool:
 
 
 def _rescore(problem: GroupProblem, containers: int, candidates: Sequence[Point]) -> LevelResult:
-    values = list(problem.objective(containers, candidates))
+    """The best of ``candidates`` at ``containers``; candidates sharing a key at this
+    level (``problem.key``) are scored once, as the first of them."""
+    distinct = _distinct(problem, containers, candidates)
+    values = list(problem.objective(containers, distinct))
     best = min(range(len(values)), key=values.__getitem__)
     return LevelResult(
-        containers, candidates[best], float(values[best]), len(values), len(values), "rescored"
+        containers, distinct[best], float(values[best]), len(values), len(candidates), "rescored"
     )
+
+
+def _distinct(problem: GroupProblem, containers: int, candidates: Sequence[Point]) -> list[Point]:
+    if problem.key is None:
+        return list(candidates)
+    first: dict[Hashable, Point] = {}
+    for point in candidates:
+        first.setdefault(problem.key(containers, point), point)
+    return list(first.values())
 
 
 def _search(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> SearchResult:

@@ -67,7 +67,7 @@ from yarn_adapt.tuning.group_optimizer import (
     ResourceBounds,
     optimize_group,
 )
-from yarn_adapt.tuning.search import Point, RRSSettings, SearchResult, search
+from yarn_adapt.tuning.search import Point, RRSSettings, SearchResult, Strategy, search
 from yarn_adapt.tuning.snapshot_state import start_from_snapshot
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, SpaceSettings, quantized_space
 from yarn_adapt.workload.taskmodel import TaskTimeModel
@@ -113,7 +113,10 @@ class TunerSettings:
     (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
     cannot tell apart in whole containers are scored once
     (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
-    that found nothing better (``rrs.patience``)."""
+    that found nothing better (``rrs.patience``). ``strategy``: how a group's space
+    is searched (:func:`yarn_adapt.tuning.search.search`); ``refine`` (coarse lattice,
+    then a pattern search) only changes spaces with ordered dimensions finer than its
+    coarse lattice -- the others are searched as ``auto`` would."""
 
     interval_s: float = 120.0
     space: SpaceSettings = field(default_factory=SpaceSettings)
@@ -125,6 +128,7 @@ class TunerSettings:
     level_search: LevelSearch = LevelSearch.REFERENCE
     rescored: int = RESCORED
     canonical: bool = True
+    strategy: Strategy = "refine"
     am_containers: bool = True
     fair_assign_multiple: bool | None = None
     forecast: bool = False
@@ -390,6 +394,7 @@ class _GroupTuning:
             partial(self.latencies, resources),
             self.settings.rrs,
             rng,
+            self.settings.strategy,
             key=partial(self.key, resources),
         )
 
