@@ -105,6 +105,19 @@ def test_proposals_validate_and_render_as_yarn_files(model, base) -> None:  # ty
     assert "Predicted mean job latency" in render_proposal(proposal)
 
 
+def test_a_group_whose_every_candidate_predicts_alike_says_so(model) -> None:  # type: ignore[no-untyped-def]
+    """One small job on a large cluster: whatever the split, it runs at once."""
+    current = static_capacity(50)
+    small = propose(state(spec("j", "q1", 95.0, maps=1), containers=64), current, model, SETTINGS)
+    root = small.groups[0]
+    assert root.triggered and root.indifferent and not root.changed
+    assert root.evaluations > 1 and root.worst_s == root.before_s
+    assert "does not matter at its current resources" in root.reason
+    busy = [spec(f"j{i}", "q1", 90.0 + i) for i in range(4)]
+    starved = propose(state(*busy), static_capacity(10), model, SETTINGS).groups[0]
+    assert not starved.indifferent and starved.worst_s > starved.after_s
+
+
 def test_a_group_without_new_submissions_is_not_retuned(model) -> None:  # type: ignore[no-untyped-def]
     current = static_capacity(10)
     old = [spec(f"j{i}", "q1", 10.0 + i) for i in range(4)]  # submitted long before the interval

@@ -34,6 +34,11 @@ pass with every level searched in full, no whole-container keys and RRS without
 early stopping (Algorithm 3 as written), against the fast pass: the comparator's
 predicted mean job latency of each proposal (every group under its proposed setting
 and share, scored alike), the fast one's excess in percent.
+
+Each row also counts ``changed_groups`` (a new setting proposed) and
+``indifferent_groups``: triggered groups whose every candidate predicts the same
+latency at their current resources -- their configuration does not matter there
+(their jobs' demand fits in their share and no limit binds), so they keep it.
 """
 
 from __future__ import annotations
@@ -644,6 +649,7 @@ def _row(result: RoundResult) -> dict[str, Any]:
         if decisions
         else 0.0,
         "changed_groups": sum(d.changed for d in decisions),
+        "indifferent_groups": sum(d.indifferent for d in decisions),
         "full_wall_s": None if result.full_wall_s is None else round(result.full_wall_s, 3),
         "latency_loss_vs_full": _loss_figure(result.loss_vs_full),
     }

@@ -165,6 +165,8 @@ class SearchResult:
     iterations: int
     strategy: Literal["rrs", "exhaustive", "refine"]
     ranked: tuple[tuple[Point, float], ...] = ()
+    worst: float = math.nan
+    """The highest value scored (equal to ``value``: every point scored alike)."""
 
 
 def search(
@@ -206,7 +208,14 @@ def exhaustive_search(
     points = [tuple(int(i) for i in p) for p in np.ndindex(*_shape(space))]
     best = memo.best_of(points, incumbent=None)
     return SearchResult(
-        best, memo.value(best), memo.evaluations, len(points), 1, "exhaustive", memo.ranked()
+        best,
+        memo.value(best),
+        memo.evaluations,
+        len(points),
+        1,
+        "exhaustive",
+        memo.ranked(),
+        memo.worst,
     )
 
 
@@ -258,7 +267,14 @@ def refine_search(
             moved = found != best
             best = found
     return SearchResult(
-        best, memo.value(best), memo.evaluations, samples, iterations, "refine", memo.ranked()
+        best,
+        memo.value(best),
+        memo.evaluations,
+        samples,
+        iterations,
+        "refine",
+        memo.ranked(),
+        memo.worst,
     )
 
 
@@ -313,7 +329,14 @@ def recursive_random_search(
             break
     assert best is not None  # at least one iteration always runs
     return SearchResult(
-        best, memo.value(best), memo.evaluations, samples, iterations, "rrs", memo.ranked()
+        best,
+        memo.value(best),
+        memo.evaluations,
+        samples,
+        iterations,
+        "rrs",
+        memo.ranked(),
+        memo.worst,
     )
 
 
@@ -358,6 +381,10 @@ class _Memo:
 
     def value(self, point: Point) -> float:
         return self._values[self._keys[point]]
+
+    @property
+    def worst(self) -> float:
+        return max(self._values.values(), default=math.nan)
 
     def ranked(self, most: int = RANKED_KEPT) -> tuple[tuple[Point, float], ...]:
         """The best evaluated keys, one point each (the first seen), best first."""

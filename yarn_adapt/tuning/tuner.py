@@ -139,7 +139,9 @@ class TunerSettings:
 class GroupDecision:
     """What happened to one group: whether it was triggered and why, its predicted
     mean job latency under the running and the proposed configuration, and the
-    setting chosen (``None`` when it keeps its configuration)."""
+    setting chosen (``None`` when it keeps its configuration); ``evaluations``:
+    the comparator's distinct scores of its search, ``worst_s`` the highest of
+    them."""
 
     group: str
     queues: tuple[str, ...]
@@ -150,10 +152,18 @@ class GroupDecision:
     after_s: float = math.nan
     setting: GroupSetting | None = None
     evaluations: int = 0
+    worst_s: float = math.nan
 
     @property
     def changed(self) -> bool:
         return self.setting is not None
+
+    @property
+    def indifferent(self) -> bool:
+        """Every candidate scored at the group's current resources predicted the same
+        latency: its configuration does not matter there (say, its jobs' demand
+        fits in its share and no limit binds)."""
+        return self.triggered and self.worst_s == self.after_s == self.before_s
 
 
 @dataclass(frozen=True)
@@ -544,15 +554,17 @@ def _decide(
         after,
         setting,
         evaluations,
+        found.worst,
     )
     if not _worth_it(before, after, settings.min_improvement):
-        return replace(
-            decision,
-            after_s=before,
-            setting=None,
-            reason=f"{reason}; best found ({setting.describe()}) predicts "
-            f"{_seconds(after)} against {_seconds(before)} now: not worth a change",
+        why = (
+            f"every candidate predicts {_seconds(after)}, as now: its configuration "
+            "does not matter at its current resources"
+            if decision.indifferent
+            else f"best found ({setting.describe()}) predicts {_seconds(after)} against "
+            f"{_seconds(before)} now: not worth a change"
         )
+        return replace(decision, after_s=before, setting=None, reason=f"{reason}; {why}")
     return decision
 
 
