@@ -200,6 +200,27 @@ def test_rescored_candidates_sharing_a_key_at_a_level_are_scored_once() -> None:
     assert low and all(level.evaluations < 8 for level in low)
 
 
+def test_with_a_margin_candidates_far_behind_a_levels_best_are_not_rescored_above_it() -> None:
+    asked: list[tuple[int, Point]] = []
+    bowl = FixedBowl(600.0, 60)
+
+    def objective(containers: int, points: Sequence[Point]) -> Sequence[float]:
+        asked.extend((containers, p) for p in points)
+        return bowl(containers, points)
+
+    problem = GroupProblem("g", SPACE, objective, ResourceBounds(4, 60), reference=60)
+    raced = optimize_group(problem, GroupSearchSettings(rescored=8, margin=0.005))
+    lowest = [p for c, p in asked if c == 4]
+    above = [p for c, p in asked if 4 < c < 60]
+    assert len(lowest) == 8 and above
+    # at 4 containers the work term is 150 s: within 0.75 s of the best only the
+    # bowl's centre remains (its neighbours are 1 s behind)
+    assert set(above) == {(7, 1)}
+    everything = optimize_group(problem, GroupSearchSettings(rescored=8))
+    assert raced.curve() == everything.curve()
+    assert raced.evaluations < everything.evaluations
+
+
 def test_a_reference_search_done_already_is_reused() -> None:
     problem = GroupProblem("g", SPACE, FixedBowl(600.0, 15), ResourceBounds(4, 60), reference=11)
     settings = GroupSearchSettings()

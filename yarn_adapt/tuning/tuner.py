@@ -109,7 +109,8 @@ class TunerSettings:
     starves a queue that is idle this instant but busy every interval is then not
     chosen. The cluster-level curves: ``level_search`` ``reference`` searches each
     group once, at its current resources, and re-scores its ``rescored`` best
-    candidates at the other levels; ``full`` searches every level
+    candidates at the other levels, from the lowest up, dropping those more than
+    ``rescore_margin`` worse than a level's best (``None``: none); ``full`` searches every level
     (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
     cannot tell apart in whole containers are scored once
     (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
@@ -127,6 +128,7 @@ class TunerSettings:
     levels: int = 16
     level_search: LevelSearch = LevelSearch.REFERENCE
     rescored: int = RESCORED
+    rescore_margin: float | None = 0.05
     canonical: bool = True
     strategy: Strategy = "refine"
     am_containers: bool = True
@@ -703,6 +705,7 @@ def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> GroupCurve:
         seed=settings.seed,
         level_search=settings.level_search,
         rescored=settings.rescored,
+        margin=settings.rescore_margin,
     )
     outcome = optimize_group(problem, search_settings, reference=tuning.reference)
     curve = outcome.curve()
