@@ -122,7 +122,7 @@ def test_iterations_stop_at_the_last_granularity_not_finer_than_required(
         {"scale": 0.0},
     ],
 )
-def test_settings_refuse_meaningless_values(bad: dict[str, float]) -> None:
+def test_settings_refuse_meaningless_values(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         RRSSettings(**bad)
 
