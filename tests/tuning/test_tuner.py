@@ -193,7 +193,7 @@ def test_the_cluster_curves_in_parallel_give_the_inline_proposal(model, executor
     tuning_state = state(*jobs, containers=16)
     inline = propose(tuning_state, current, model, SETTINGS)
     if executor == "dask":
-        with LocalCluster(
+        with LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
             host="127.0.0.1", dashboard_address=None,
         ) as cluster:  # fmt: skip
