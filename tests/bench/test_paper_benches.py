@@ -74,3 +74,5 @@ def test_search_scale_on_an_unseen_trace(
     assert found["path"] == "tuner.propose"
     wall = found["max_wall_s"]
     assert isinstance(wall, float) and wall == max(row["wall_s"] for row in rows) > 0
+    assert found["max_cpu_s"] == max(row["cpu_s"] for row in rows) > 0
+    assert all(0 <= row["indifferent_groups"] <= row["groups"] for row in rows)

@@ -177,6 +177,50 @@ def test_reference_search_rescored_at_the_other_levels_finds_what_full_search_fi
     assert saturated and all(level.evaluations == 0 for level in saturated)
 
 
+def test_rescored_candidates_sharing_a_key_at_a_level_are_scored_once() -> None:
+    asked: list[tuple[int, Point]] = []
+    bowl = FixedBowl(600.0, 15)
+
+    def objective(containers: int, points: Sequence[Point]) -> Sequence[float]:
+        asked.extend((containers, p) for p in points)
+        return bowl(containers, points)
+
+    def key(containers: int, point: Point) -> Point:
+        # below 20 containers the split's finest steps are not whole containers
+        return (point[0] // 2, point[1]) if containers < 20 else point
+
+    problem = GroupProblem("g", SPACE, objective, ResourceBounds(4, 60), key=key, reference=40)
+    outcome = optimize_group(problem, GroupSearchSettings(rescored=8))
+    for level in outcome.levels:
+        scored = [p for c, p in asked if c == level.containers]
+        assert len({key(level.containers, p) for p in scored}) == len(scored)
+        if level.containers != 40 and level.evaluations:
+            assert level.evaluations == len(scored)
+    low = [level for level in outcome.levels if level.containers < 20]
+    assert low and all(level.evaluations < 8 for level in low)
+
+
+def test_with_a_margin_candidates_far_behind_a_levels_best_are_not_rescored_above_it() -> None:
+    asked: list[tuple[int, Point]] = []
+    bowl = FixedBowl(600.0, 60)
+
+    def objective(containers: int, points: Sequence[Point]) -> Sequence[float]:
+        asked.extend((containers, p) for p in points)
+        return bowl(containers, points)
+
+    problem = GroupProblem("g", SPACE, objective, ResourceBounds(4, 60), reference=60)
+    raced = optimize_group(problem, GroupSearchSettings(rescored=8, margin=0.005))
+    lowest = [p for c, p in asked if c == 4]
+    above = [p for c, p in asked if 4 < c < 60]
+    assert len(lowest) == 8 and above
+    # at 4 containers the work term is 150 s: within 0.75 s of the best only the
+    # bowl's centre remains (its neighbours are 1 s behind)
+    assert set(above) == {(7, 1)}
+    everything = optimize_group(problem, GroupSearchSettings(rescored=8))
+    assert raced.curve() == everything.curve()
+    assert raced.evaluations < everything.evaluations
+
+
 def test_a_reference_search_done_already_is_reused() -> None:
     problem = GroupProblem("g", SPACE, FixedBowl(600.0, 15), ResourceBounds(4, 60), reference=11)
     settings = GroupSearchSettings()

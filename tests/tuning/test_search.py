@@ -14,11 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yarn_adapt.tuning.search import (
+    COARSE_POINTS,
     Grid,
     Point,
     RRSSettings,
+    coarse_strides,
     exhaustive_search,
     recursive_random_search,
+    refine_search,
     search,
 )
 from yarn_adapt.tuning.space import Scheduler, paper_space
@@ -119,7 +122,7 @@ def test_iterations_stop_at_the_last_granularity_not_finer_than_required(
         {"scale": 0.0},
     ],
 )
-def test_settings_refuse_meaningless_values(bad: dict[str, float]) -> None:
+def test_settings_refuse_meaningless_values(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         RRSSettings(**bad)
 
@@ -285,3 +288,60 @@ def test_points_sharing_a_key_are_evaluated_once() -> None:
     assert found.evaluations == 24 == len(objective.asked)
     assert {p[1] for p in objective.asked} == {0, 1}
     assert found.point == (5, 0)
+
+
+# --------------------------------------------------------------------------- coarse-to-fine
+
+
+def test_coarse_strides_leave_at_least_the_coarse_points_on_fine_ordered_dimensions() -> None:
+    strides = coarse_strides((50, 100, 7, 3, 50), (True, True, True, True, False))
+    assert strides == (8, 16, 1, 1, 1)
+    for size, stride in zip((50, 100), strides[:2], strict=True):
+        assert len(range(0, size, stride)) >= COARSE_POINTS
+        assert len(range(0, size, stride * 2)) < COARSE_POINTS + 1
+
+
+@pytest.mark.parametrize("centre", [0, 13, 27, 49])
+@pytest.mark.parametrize("policy", [0, 2])
+def test_refine_finds_a_bowls_minimum_with_a_fraction_of_the_grid(centre: int, policy: int) -> None:
+    grid = Grid.of(50, 3, categorical=[1])
+    objective = bowl((centre, policy))
+    found = search(grid, objective, RRSSettings(), np.random.default_rng(0), "refine")
+    assert found.strategy == "refine"
+    assert found.point == (centre, policy) and found.value == 0.0
+    assert found.evaluations == len(set(objective.asked)) <= 150 // 3
+
+
+def test_refine_keeps_the_first_of_equal_minima_on_a_flat_space() -> None:
+    objective = RecordingObjective(lambda points: np.zeros(len(points)))
+    found = refine_search(Grid.of(50, 3, categorical=[1]), objective, RRSSettings())
+    assert found is not None
+    assert found.point == (0, 0)
+    assert found.evaluations == len(set(objective.asked)) < 150 // 3
+
+
+def test_refine_can_miss_a_needle_between_lattice_points() -> None:
+    """A heuristic, stated: a narrow optimum the coarse lattice steps over is missed
+    (the search-scale bench reports what this costs on the comparator)."""
+    values = np.full((50,), 10.0)
+    values[0:9] = np.linspace(5.0, 9.0, 9)
+    values[20] = 0.0  # one point, 4 from the nearest lattice values 16 and 24
+    found = refine_search(Grid.of(50), table(values), RRSSettings())
+    assert found is not None and found.point == (0,)
+
+
+@pytest.mark.parametrize(
+    ("shape", "categorical", "strategy"),
+    [((7, 3), [1], "exhaustive"), ((7, 7, 7, 7, 3), [4], "rrs"), ((50, 50, 50), [], "rrs")],
+)
+def test_refine_leaves_other_spaces_to_auto(
+    shape: tuple[int, ...], categorical: list[int], strategy: str
+) -> None:
+    """No ordered dimension finer than the lattice (the service's default spaces), or
+    a coarse lattice larger than RRS's samples: exactly what ``auto`` finds."""
+    grid = Grid.of(*shape, categorical=categorical)
+    centre = [s // 3 for s in shape]
+    auto = search(grid, bowl(centre), RRSSettings(), np.random.default_rng(4))
+    refined = search(grid, bowl(centre), RRSSettings(), np.random.default_rng(4), "refine")
+    assert refined == auto
+    assert refined.strategy == strategy

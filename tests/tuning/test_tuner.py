@@ -34,6 +34,7 @@ from yarn_adapt.model import (
     Workload,
 )
 from yarn_adapt.sim import JobInProgress, SimulationStart
+from yarn_adapt.tuning.apply import apply_ratios
 from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
@@ -105,6 +106,39 @@ def test_proposals_validate_and_render_as_yarn_files(model, base) -> None:  # ty
     assert "Predicted mean job latency" in render_proposal(proposal)
 
 
+def test_a_group_whose_every_candidate_predicts_alike_says_so(model) -> None:  # type: ignore[no-untyped-def]
+    """One small job on a large cluster: whatever the split, it runs at once."""
+    current = static_capacity(50)
+    small = propose(state(spec("j", "q1", 95.0, maps=1), containers=64), current, model, SETTINGS)
+    root = small.groups[0]
+    assert root.triggered and root.indifferent and not root.changed
+    assert root.evaluations > 1 and root.worst_s == root.before_s
+    assert "does not matter at its current resources" in root.reason
+    busy = [spec(f"j{i}", "q1", 90.0 + i) for i in range(4)]
+    starved = propose(state(*busy), static_capacity(10), model, SETTINGS).groups[0]
+    assert not starved.indifferent and starved.worst_s > starved.after_s
+
+
+def test_a_group_given_one_container_of_a_large_cluster_keeps_a_valid_share() -> None:
+    """Algorithm 3 may give a group 1 of 48,000 containers (0.002 %): its capacity
+    must not round to 0 %, which YARN refuses for a parent with children (the tuner
+    would then drop every group's change)."""
+    groups = tuple(
+        CapacityQueue(
+            f"root.g{i}",
+            capacity=Percentage(share),
+            children=(CapacityQueue(f"root.g{i}.g{i}q1", capacity=Percentage(100.0)),),
+        )
+        for i, share in enumerate((50.0, 50.0))
+    )
+    current = CapacitySchedulerConfig(CapacityQueue("root", children=groups))
+    proposed = apply_ratios(current, {"root.g0": 1 / 48_000, "root.g1": 1 - 1 / 48_000})
+    tiny = proposed.find("root.g0")
+    assert isinstance(tiny, CapacityQueue) and isinstance(tiny.capacity, Percentage)
+    assert tiny.capacity.percent == 0.01
+    assert not yarn_refuses(validate(proposed, current))
+
+
 def test_a_group_without_new_submissions_is_not_retuned(model) -> None:  # type: ignore[no-untyped-def]
     current = static_capacity(10)
     old = [spec(f"j{i}", "q1", 10.0 + i) for i in range(4)]  # submitted long before the interval
@@ -159,7 +193,7 @@ def test_the_cluster_curves_in_parallel_give_the_inline_proposal(model, executor
     tuning_state = state(*jobs, containers=16)
     inline = propose(tuning_state, current, model, SETTINGS)
     if executor == "dask":
-        with LocalCluster(
+        with LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
             host="127.0.0.1", dashboard_address=None,
         ) as cluster:  # fmt: skip

@@ -24,7 +24,8 @@ Algorithm 3 bounds, each group searched once at its current resources and its 8 
 candidates re-scored at the other levels, candidates scored once per whole-container
 key, then Algorithm 3.
 
-Timed: exactly ``propose`` -- in this process (``wall_s``), and on a process pool
+Timed: exactly ``propose`` -- in this process (``wall_s``; ``cpu_s`` the process's
+CPU time over it, which a busy machine inflates less), and on a process pool
 (``wall_pool_s``, ``--set executor=...``, any ``--executor`` value; ``none`` skips
 it). Not timed: loading the trace, fitting the model, building the state, starting
 the pool (``pool_start_s``; a running service keeps its pool).
@@ -34,6 +35,11 @@ pass with every level searched in full, no whole-container keys and RRS without
 early stopping (Algorithm 3 as written), against the fast pass: the comparator's
 predicted mean job latency of each proposal (every group under its proposed setting
 and share, scored alike), the fast one's excess in percent.
+
+Each row also counts ``changed_groups`` (a new setting proposed) and
+``indifferent_groups``: triggered groups whose every candidate predicts the same
+latency at their current resources -- their configuration does not matter there
+(their jobs' demand fits in their share and no limit binds), so they keep it.
 """
 
 from __future__ import annotations
@@ -542,6 +548,7 @@ class RoundResult:
     scheduler: Scheduler
     jobs: int
     wall_s: float
+    cpu_s: float
     wall_pool_s: float | None
     proposal: Proposal
     loss_vs_full: float | None
@@ -557,21 +564,30 @@ def _measure(
     last: bool,
 ) -> RoundResult:
     built = build_round(size, scheduler, settings, loaded)
+    cpu_began = time.process_time()
     wall, proposal = _timed(built, built.settings)
+    cpu = time.process_time() - cpu_began
     wall_pool = _timed(built, built.settings, handle)[0] if handle is not None else None
     loss = full_wall = None
     if settings.full == "all" or (settings.full == "largest" and last):
         full_wall, full = _timed(built, full_search(built.settings))
         loss = latency_loss(built, proposal, full)
     return RoundResult(
-        size[0], size[1], scheduler, built.jobs, wall, wall_pool, proposal, loss, full_wall
+        size[0], size[1], scheduler, built.jobs, wall, cpu, wall_pool, proposal, loss, full_wall
     )
 
 
 def full_search(settings: TunerSettings) -> TunerSettings:
     """Algorithm 3 as written: every level searched in full, every point scored, RRS
-    without early stopping."""
-    return replace(settings, level_search=LevelSearch.FULL, canonical=False, rrs=RRSSettings())
+    without early stopping (or every point when RRS would draw as many), no
+    coarse-to-fine."""
+    return replace(
+        settings,
+        level_search=LevelSearch.FULL,
+        canonical=False,
+        rrs=RRSSettings(),
+        strategy="auto",
+    )
 
 
 def _timed(
@@ -632,11 +648,13 @@ def _row(result: RoundResult) -> dict[str, Any]:
         "containers": result.nodes * CONTAINERS_PER_NODE,
         "jobs_per_group": round(result.jobs / result.groups, 2),
         "wall_s": round(result.wall_s, 3),
+        "cpu_s": round(result.cpu_s, 3),
         "wall_pool_s": None if result.wall_pool_s is None else round(result.wall_pool_s, 3),
         "evals_per_group": round(statistics.fmean(d.evaluations for d in decisions), 1)
         if decisions
         else 0.0,
         "changed_groups": sum(d.changed for d in decisions),
+        "indifferent_groups": sum(d.indifferent for d in decisions),
         "full_wall_s": None if result.full_wall_s is None else round(result.full_wall_s, 3),
         "latency_loss_vs_full": _loss_figure(result.loss_vs_full),
     }
@@ -665,6 +683,7 @@ def _figures(
     return {
         "path": PATH,
         "max_wall_s": round(max(r.wall_s for r in largest), 3),
+        "max_cpu_s": round(max(r.cpu_s for r in largest), 3),
         "max_wall_pool_s": round(max(pool), 3) if pool else None,
         "pool": settings.executor if settings.executor != "none" else None,
         "largest": {"nodes": largest[0].nodes, "groups": largest[0].groups},

@@ -11,7 +11,10 @@ each candidate resource level ``r``, in one of two ways (``level_search``):
   current resources in the tuner), and re-score the ``rescored`` best distinct
   points it found at every other level. Levels are visited from the lowest up; once
   two levels in a row give the same best latency and point, the group's demand is
-  saturated and the higher levels get that result without being scored.
+  saturated and the higher levels get that result without being scored. With a
+  ``margin``, a candidate more than that (relative) worse than a level's best is not
+  re-scored at the levels above it (a race: the gaps between configurations narrow
+  as containers are added).
 * ``full``: search the whole space again at every level (Algorithm 3 as written;
   the tuner's ``latency_loss_vs_full`` compares the two).
 
@@ -34,6 +37,7 @@ level)``, so a round gives the same answer serially, in a process pool or on Das
 
 from __future__ import annotations
 
+import math
 import time
 import zlib
 from collections.abc import Callable, Hashable, Sequence
@@ -256,6 +260,7 @@ class GroupSearchSettings:
     chunks_per_worker: int = 4
     level_search: LevelSearch = LevelSearch.REFERENCE
     rescored: int = RESCORED
+    margin: float | None = None
 
 
 @dataclass(frozen=True)
@@ -335,8 +340,20 @@ def _rescored_levels(
             last = results[-1]
             results.append(replace(last, containers=containers, evaluations=0, samples=0))
         else:
-            results.append(_rescore(problem, containers, candidates))
+            found, values = _rescore(problem, containers, candidates)
+            results.append(found)
+            candidates = _within(candidates, values, found.latency, settings.margin)
     return tuple(results)
+
+
+def _within(
+    candidates: Sequence[Point], values: Sequence[float], best: float, margin: float | None
+) -> list[Point]:
+    """The candidates still worth re-scoring at the next level: those within
+    ``margin`` (relative) of this level's best (all of them with ``None``)."""
+    if margin is None or not math.isfinite(best):
+        return list(candidates)
+    return [p for p, v in zip(candidates, values, strict=True) if v <= best * (1.0 + margin)]
 
 
 def _saturated(results: Sequence[LevelResult]) -> bool:
@@ -348,12 +365,22 @@ def _saturated(results: Sequence[LevelResult]) -> bool:
     return last.point == before.point and last.latency == before.latency
 
 
-def _rescore(problem: GroupProblem, containers: int, candidates: Sequence[Point]) -> LevelResult:
-    values = list(problem.objective(containers, candidates))
+def _rescore(
+    problem: GroupProblem, containers: int, candidates: Sequence[Point]
+) -> tuple[LevelResult, list[float]]:
+    """The best of ``candidates`` at ``containers`` and each one's latency there;
+    candidates sharing a key at this level (``problem.key``) are scored once."""
+    keys = [problem.key(containers, p) if problem.key is not None else p for p in candidates]
+    first: dict[Hashable, Point] = {}
+    for key, point in zip(keys, candidates, strict=True):
+        first.setdefault(key, point)
+    scored = dict(zip(first, problem.objective(containers, list(first.values())), strict=True))
+    values = [float(scored[key]) for key in keys]
     best = min(range(len(values)), key=values.__getitem__)
-    return LevelResult(
-        containers, candidates[best], float(values[best]), len(values), len(values), "rescored"
+    found = LevelResult(
+        containers, candidates[best], values[best], len(first), len(candidates), "rescored"
     )
+    return found, values
 
 
 def _search(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> SearchResult:

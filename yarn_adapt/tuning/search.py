@@ -33,6 +33,18 @@ mechanism) passes a ``key``; points sharing a key are evaluated once.
 When the whole grid is no larger than the samples RRS would draw, enumerating it is
 cheaper and exact: ``strategy="auto"`` then searches exhaustively.
 
+Coarse-to-fine (``strategy="refine"``, :func:`refine_search`) is for a grid whose
+ordered dimensions are finer than they need to be sampled at first (a refined
+§4.3 set): it scores a coarse lattice -- every ``2**k``-th value of each ordered
+dimension (about ``COARSE_POINTS`` of them, the last value included), every value of
+the categorical ones -- then a pattern search around the best point: its neighbours
+one stride away along each ordered dimension (with every categorical value), moving
+while that improves, the stride halved down to one value. A grid with no ordered
+dimension finer than the coarse lattice, or whose coarse lattice alone is more than
+RRS would sample, is searched as ``auto`` would (the same answer). It is a
+heuristic (the coarse lattice can miss a narrow optimum between two of its points):
+``yarn-adapt bench search-scale`` reports what it loses against the full search.
+
 Early stopping (``RRSSettings.patience``): RRS stops after that many iterations in
 a row that found nothing better -- each iteration only narrows the region around
 the incumbent, so one that cannot improve on it rarely precedes one that does.
@@ -44,6 +56,7 @@ Every search also returns the best distinct points it evaluated, best first
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -56,10 +69,12 @@ from yarn_adapt.tuning.space import Dimension
 Point = tuple[int, ...]
 BatchObjective = Callable[[Sequence[Point]], Sequence[float]]
 PointKey = Callable[[Point], Hashable]
-Strategy = Literal["auto", "rrs", "exhaustive"]
+Strategy = Literal["auto", "rrs", "exhaustive", "refine"]
 
 _LOG_SLACK = 1e-9  # log_gamma(0.1) is 3.3219..., but log_0.5(1/8) must count as 3
 RANKED_KEPT = 32
+COARSE_POINTS = 5
+"""``refine``: the coarse lattice has at least this many values per ordered dimension."""
 
 
 class SearchSpace(Protocol):
@@ -148,8 +163,10 @@ class SearchResult:
     evaluations: int
     samples: int
     iterations: int
-    strategy: Literal["rrs", "exhaustive"]
+    strategy: Literal["rrs", "exhaustive", "refine"]
     ranked: tuple[tuple[Point, float], ...] = ()
+    worst: float = math.nan
+    """The highest value scored (equal to ``value``: every point scored alike)."""
 
 
 def search(
@@ -163,6 +180,11 @@ def search(
     """Minimise ``objective`` over ``space``: RRS, or exhaustive when that is cheaper
     (``auto``) or asked for. Points with the same ``key`` are known to score the same
     and are evaluated once."""
+    if strategy == "refine":
+        found = refine_search(space, objective, settings, key)
+        if found is not None:
+            return found
+        strategy = "auto"
     if strategy == "exhaustive" or (
         strategy == "auto" and grid_size(_shape(space)) <= settings.planned_samples
     ):
@@ -186,8 +208,100 @@ def exhaustive_search(
     points = [tuple(int(i) for i in p) for p in np.ndindex(*_shape(space))]
     best = memo.best_of(points, incumbent=None)
     return SearchResult(
-        best, memo.value(best), memo.evaluations, len(points), 1, "exhaustive", memo.ranked()
+        best,
+        memo.value(best),
+        memo.evaluations,
+        len(points),
+        1,
+        "exhaustive",
+        memo.ranked(),
+        memo.worst,
     )
+
+
+def coarse_strides(shape: Sequence[int], ordered: Sequence[bool]) -> tuple[int, ...]:
+    """Per dimension, the largest power of two that still leaves ``COARSE_POINTS``
+    lattice values (1 for a categorical or a short dimension)."""
+    strides = []
+    for size, is_ordered in zip(shape, ordered, strict=True):
+        stride = 1
+        while is_ordered and (size - 1) // (stride * 2) >= COARSE_POINTS - 1:
+            stride *= 2
+        strides.append(stride)
+    return tuple(strides)
+
+
+def refine_search(
+    space: SearchSpace,
+    objective: BatchObjective,
+    settings: RRSSettings,
+    key: PointKey | None = None,
+) -> SearchResult | None:
+    """Coarse lattice, then a pattern search with halving strides (module docstring);
+    ``None`` when the grid is not for it (its coarse lattice is the whole grid, or more
+    than ``settings`` would sample)."""
+    shape = _shape(space)
+    ordered = tuple(d.ordered for d in space.dimensions)
+    strides = coarse_strides(shape, ordered)
+    if all(stride == 1 for stride in strides):
+        return None
+    lattice = [
+        sorted({*range(0, size, stride), size - 1})
+        for size, stride in zip(shape, strides, strict=True)
+    ]
+    coarse = [tuple(p) for p in itertools.product(*lattice)]
+    if len(coarse) > settings.planned_samples:
+        return None
+    memo = _Memo(objective, key)
+    best = memo.best_of(coarse, incumbent=None)
+    samples, iterations = len(coarse), 1
+    categorical = [j for j, is_ordered in enumerate(ordered) if not is_ordered]
+    while any(stride > 1 for stride in strides):
+        strides = tuple(max(1, stride // 2) for stride in strides)
+        moved = True
+        while moved:
+            around = _neighbours(best, shape, strides, ordered, categorical)
+            samples += len(around)
+            iterations += 1
+            found = memo.best_of(around, incumbent=best) if around else best
+            moved = found != best
+            best = found
+    return SearchResult(
+        best,
+        memo.value(best),
+        memo.evaluations,
+        samples,
+        iterations,
+        "refine",
+        memo.ranked(),
+        memo.worst,
+    )
+
+
+def _neighbours(
+    centre: Point,
+    shape: Sequence[int],
+    strides: Sequence[int],
+    ordered: Sequence[bool],
+    categorical: Sequence[int],
+) -> list[Point]:
+    """The points one stride from ``centre`` along each ordered dimension, each with
+    every combination of the categorical values."""
+    found: list[Point] = []
+    choices = [range(shape[j]) for j in categorical]
+    for j, is_ordered in enumerate(ordered):
+        if not is_ordered:
+            continue
+        for step in (-strides[j], strides[j]):
+            if not 0 <= centre[j] + step < shape[j]:
+                continue
+            moved = list(centre)
+            moved[j] += step
+            for values in itertools.product(*choices):
+                for position, value in zip(categorical, values, strict=True):
+                    moved[position] = value
+                found.append(tuple(moved))
+    return found
 
 
 def recursive_random_search(
@@ -215,7 +329,14 @@ def recursive_random_search(
             break
     assert best is not None  # at least one iteration always runs
     return SearchResult(
-        best, memo.value(best), memo.evaluations, samples, iterations, "rrs", memo.ranked()
+        best,
+        memo.value(best),
+        memo.evaluations,
+        samples,
+        iterations,
+        "rrs",
+        memo.ranked(),
+        memo.worst,
     )
 
 
@@ -260,6 +381,10 @@ class _Memo:
 
     def value(self, point: Point) -> float:
         return self._values[self._keys[point]]
+
+    @property
+    def worst(self) -> float:
+        return max(self._values.values(), default=math.nan)
 
     def ranked(self, most: int = RANKED_KEPT) -> tuple[tuple[Point, float], ...]:
         """The best evaluated keys, one point each (the first seen), best first."""

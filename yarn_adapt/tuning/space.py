@@ -330,7 +330,9 @@ def _window(index: int, size: int, fraction: float) -> range:
 def normalised_percentages(raw: Sequence[float], queues: Sequence[str]) -> dict[str, float]:
     """Shares scaled to add up to exactly 100 at 0.01 resolution. Unset (NaN) shares
     get an equal part of what the set ones leave, or an equal share of 100 when none
-    is set."""
+    is set. A positive share never rounds to 0 (the smallest is 0.01): a Capacity
+    parent queue at 0 % whose children add up to 100 is one YARN refuses -- Algorithm
+    3 gives a group of a 48,000-container cluster a single container, 0.002 %."""
     known = [r for r in raw if not math.isnan(r)]
     unset = len(raw) - len(known)
     if not known:
@@ -342,7 +344,9 @@ def normalised_percentages(raw: Sequence[float], queues: Sequence[str]) -> dict[
     total = sum(filled)
     if total <= 0:
         raise SettingsError(f"queue shares {list(raw)} add up to {total}: need a positive sum")
+    smallest = 10.0**-SHARE_DECIMALS
     rounded = [round(100.0 * f / total, SHARE_DECIMALS) for f in filled]
+    rounded = [max(smallest, r) if f > 0 else r for f, r in zip(filled, rounded, strict=True)]
     largest = max(range(len(rounded)), key=lambda i: rounded[i])
     rounded[largest] = round(100.0 - sum(rounded) + rounded[largest], SHARE_DECIMALS)
     return dict(zip(queues, rounded, strict=True))

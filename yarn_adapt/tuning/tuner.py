@@ -67,7 +67,7 @@ from yarn_adapt.tuning.group_optimizer import (
     ResourceBounds,
     optimize_group,
 )
-from yarn_adapt.tuning.search import Point, RRSSettings, SearchResult, search
+from yarn_adapt.tuning.search import Point, RRSSettings, SearchResult, Strategy, search
 from yarn_adapt.tuning.snapshot_state import start_from_snapshot
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, SpaceSettings, quantized_space
 from yarn_adapt.workload.taskmodel import TaskTimeModel
@@ -109,11 +109,15 @@ class TunerSettings:
     starves a queue that is idle this instant but busy every interval is then not
     chosen. The cluster-level curves: ``level_search`` ``reference`` searches each
     group once, at its current resources, and re-scores its ``rescored`` best
-    candidates at the other levels; ``full`` searches every level
+    candidates at the other levels, from the lowest up, dropping those more than
+    ``rescore_margin`` worse than a level's best (``None``: none); ``full`` searches every level
     (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
     cannot tell apart in whole containers are scored once
     (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
-    that found nothing better (``rrs.patience``)."""
+    that found nothing better (``rrs.patience``). ``strategy``: how a group's space
+    is searched (:func:`yarn_adapt.tuning.search.search`); ``refine`` (coarse lattice,
+    then a pattern search) only changes spaces with ordered dimensions finer than its
+    coarse lattice -- the others are searched as ``auto`` would."""
 
     interval_s: float = 120.0
     space: SpaceSettings = field(default_factory=SpaceSettings)
@@ -124,7 +128,9 @@ class TunerSettings:
     levels: int = 16
     level_search: LevelSearch = LevelSearch.REFERENCE
     rescored: int = RESCORED
+    rescore_margin: float | None = 0.05
     canonical: bool = True
+    strategy: Strategy = "refine"
     am_containers: bool = True
     fair_assign_multiple: bool | None = None
     forecast: bool = False
@@ -135,7 +141,9 @@ class TunerSettings:
 class GroupDecision:
     """What happened to one group: whether it was triggered and why, its predicted
     mean job latency under the running and the proposed configuration, and the
-    setting chosen (``None`` when it keeps its configuration)."""
+    setting chosen (``None`` when it keeps its configuration); ``evaluations``:
+    the comparator's distinct scores of its search, ``worst_s`` the highest of
+    them."""
 
     group: str
     queues: tuple[str, ...]
@@ -146,10 +154,18 @@ class GroupDecision:
     after_s: float = math.nan
     setting: GroupSetting | None = None
     evaluations: int = 0
+    worst_s: float = math.nan
 
     @property
     def changed(self) -> bool:
         return self.setting is not None
+
+    @property
+    def indifferent(self) -> bool:
+        """Every candidate scored at the group's current resources predicted the same
+        latency: its configuration does not matter there (say, its jobs' demand
+        fits in its share and no limit binds)."""
+        return self.triggered and self.worst_s == self.after_s == self.before_s
 
 
 @dataclass(frozen=True)
@@ -390,6 +406,7 @@ class _GroupTuning:
             partial(self.latencies, resources),
             self.settings.rrs,
             rng,
+            self.settings.strategy,
             key=partial(self.key, resources),
         )
 
@@ -539,15 +556,17 @@ def _decide(
         after,
         setting,
         evaluations,
+        found.worst,
     )
     if not _worth_it(before, after, settings.min_improvement):
-        return replace(
-            decision,
-            after_s=before,
-            setting=None,
-            reason=f"{reason}; best found ({setting.describe()}) predicts "
-            f"{_seconds(after)} against {_seconds(before)} now: not worth a change",
+        why = (
+            f"every candidate predicts {_seconds(after)}, as now: its configuration "
+            "does not matter at its current resources"
+            if decision.indifferent
+            else f"best found ({setting.describe()}) predicts {_seconds(after)} against "
+            f"{_seconds(before)} now: not worth a change"
         )
+        return replace(decision, after_s=before, setting=None, reason=f"{reason}; {why}")
     return decision
 
 
@@ -686,6 +705,7 @@ def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> GroupCurve:
         seed=settings.seed,
         level_search=settings.level_search,
         rescored=settings.rescored,
+        margin=settings.rescore_margin,
     )
     outcome = optimize_group(problem, search_settings, reference=tuning.reference)
     curve = outcome.curve()
