@@ -146,6 +146,7 @@ class GroupDecision:
     after_s: float = math.nan
     setting: GroupSetting | None = None
     evaluations: int = 0
+    found_s: float = math.nan  # the best setting's prediction, kept or not
 
     @property
     def changed(self) -> bool:
@@ -539,6 +540,7 @@ def _decide(
         after,
         setting,
         evaluations,
+        found_s=after,
     )
     if not _worth_it(before, after, settings.min_improvement):
         return replace(
