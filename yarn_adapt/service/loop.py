@@ -273,17 +273,16 @@ class TuningLoop:
         """No group was re-tuned: say whether jobs came at all. Jobs that were
         submitted and finished between two rounds leave nothing for a new setting
         to change (the tuner predicts the jobs still in progress)."""
-        interval_ms = int(self.settings.service.interval_s * 1000)
-        since = self._previous_taken_ms or observed.taken_ms - interval_ms
+        # the first round has no last one: every finished job the backend reports
+        since = self._previous_taken_ms if self._previous_taken_ms is not None else -1
+        when = "since the last round" if since >= 0 else "before this first round"
         came = submitted_since(observed.finished, observed.config, since)
         if not came:
-            return Decision(
-                DecisionKind.NO_NEW_SUBMISSIONS, "no job was submitted since the last round"
-            )
+            return Decision(DecisionKind.NO_NEW_SUBMISSIONS, f"no job was submitted {when}")
         counts = ", ".join(f"{group} {count}" for group, count in sorted(came.items()))
         reason = (
-            f"{sum(came.values())} job(s) submitted since the last round ({counts}) all "
-            "finished before this round looked: nothing in progress for a new setting to change"
+            f"{sum(came.values())} job(s) submitted {when} ({counts}) all finished before "
+            "this round looked: nothing in progress for a new setting to change"
         )
         return Decision(DecisionKind.NOTHING_PENDING, reason)
 
