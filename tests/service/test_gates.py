@@ -34,7 +34,13 @@ from yarn_adapt.service.records import (
     Suggestion,
 )
 from yarn_adapt.service.settings import TuningSection
-from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange, diff_configs, read_capacity
+from yarn_adapt.yarn.confxml import (
+    ChangeKind,
+    ConfigChange,
+    diff_configs,
+    parse_fair_xml,
+    read_capacity,
+)
 
 GATES = GateSettings(
     min_improvement=0.05,
@@ -288,3 +294,23 @@ def test_an_interval_from_the_comparators_samples(
         pytest.approx(interval[0]) if interval[0] is not None else None,
         pytest.approx(interval[1]) if interval[1] is not None else None,
     )
+
+
+def test_only_the_groups_a_gate_holds_are_named() -> None:
+    def fair(x: int, z: int) -> SchedulerConfig:
+        return parse_fair_xml(
+            f"<allocations><queue name='a'><queue name='x'><weight>{x}</weight></queue>"
+            "<queue name='y'/></queue><queue name='b'>"
+            f"<queue name='z'><weight>{z}</weight></queue><queue name='w'/></queue>"
+            "</allocations>"
+        ).config
+
+    current, proposed = fair(1, 1), fair(3, 3)
+    changes = tuple(diff_configs(current, proposed))
+    groups = (GroupPrediction("root.a", 100.0, 50.0, 2), GroupPrediction("root.b", 100.0, 70.0, 9))
+    suggestion = Suggestion(proposed, groups, 100.0, 62.0, (), ("root.a", "root.b"))
+    verdict = judge(suggestion, changes, current, {}, TuningSection(), history={})
+    assert verdict.kind is DecisionKind.INSUFFICIENT_EVIDENCE and not verdict.propose
+    # root.b may still move: the loop asks again with root.a frozen
+    assert [h.group for h in verdict.held] == ["root.a"]
+    assert set(verdict.changed_groups) == {"root.a", "root.b"}
