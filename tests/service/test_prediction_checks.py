@@ -80,7 +80,7 @@ def test_a_prediction_is_checked_on_its_jobs_and_a_miss_asks_for_more(tmp_path: 
 
 
 def test_an_older_database_upgrades_and_keeps_its_history(tmp_path: Path) -> None:
-    service = sim_service(tmp_path, FixedProposer())
+    service = sim_service(tmp_path, FixedProposer(population=True), tuning={"min_jobs": 1})
     service.loop.run_round()
     path = service.store.path
     service.close()

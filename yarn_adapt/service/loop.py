@@ -252,11 +252,11 @@ class TuningLoop:
             # some groups are held back by their own gates: the others may still move
             held = [Decision(h.kind, h.reason, group=h.group) for h in verdict.held]
             frozen = frozenset(cooling) | _groups(verdict)
-            with timer.step("propose"):
+            with timer.step("propose-again"):
                 suggestion = self.proposer.propose(observed, frozen)
             if suggestion is None:
                 return held
-            with timer.step("decide"):
+            with timer.step("decide-again"):
                 plan, verdict = self._decide(round_id, observed, suggestion, cooling, history)
         if plan is None:
             assert verdict.kind is not None

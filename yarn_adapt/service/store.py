@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -725,13 +725,18 @@ class Store:
         return [_prediction_error(row) for row in rows.fetchall()]
 
     def unchecked_proposals(self, limit: int = 50) -> list[ProposalRecord]:
-        """The latest proposals none of whose predictions was checked yet."""
-        rows = self._db.execute(
-            "SELECT * FROM proposals WHERE id NOT IN (SELECT proposal_id FROM prediction_errors)"
-            " ORDER BY id DESC LIMIT ?",
-            (limit,),
-        )
-        return [_proposal(row) for row in rows.fetchall()]
+        """Of the latest ``limit`` proposals, those with a group prediction that has a
+        population and no check yet, each with only such groups."""
+        checked: dict[int, set[str]] = {}
+        for row in self._db.execute("SELECT proposal_id, grp FROM prediction_errors"):
+            checked.setdefault(row["proposal_id"], set()).add(row["grp"])
+        found = []
+        for proposal in self.proposals(limit=limit):
+            done = checked.get(proposal.id, set())
+            open_groups = tuple(g for g in proposal.groups if g.population and g.group not in done)
+            if open_groups:
+                found.append(replace(proposal, groups=open_groups))
+        return found
 
     def was_applied(self, proposal_id: int) -> bool:
         row = self._db.execute(
