@@ -47,9 +47,10 @@ from yarn_adapt.service.settings import (
 from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
 from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
 from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
-from yarn_adapt.workload import fit_task_time_model, load_trace
+from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over
+from yarn_adapt.workload.taskvalidation import fit_with_measured_error
 from yarn_adapt.yarn.apply import ApplySettings, PollSettings
 from yarn_adapt.yarn.confxml import read_scheduler_document
 
@@ -119,7 +120,8 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     )
     backend = SimulatedBackend(cluster, path, apply_settings, options.step_s)
     if proposer is None:
-        model = fit_task_time_model(history, seed=options.seed)
+        # the same model, carrying its error on the history's last jobs it had not seen
+        model = fit_with_measured_error(history, seed=options.seed)
         proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
     return Service.build(settings, backend, RecordingProposer(proposer), token=options.token)
 

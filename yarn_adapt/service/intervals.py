@@ -4,7 +4,8 @@ uncertainty samples, and the population each prediction is about.
 The tuner decides on point estimates (the accuracy figures are best that way); for
 the interval the chosen configuration of each group is evaluated once more by a
 comparator that draws :data:`SAMPLES` samples of what it cannot know -- every
-stage's mean task time off by the task-time model's measured log error (``sigma``),
+stage's mean task time off by the task-time model's log error (``sigma``: the one
+measured on jobs it had not seen when the model carries it, :attr:`TaskTimeModel.error`),
 the spread of task times within a stage, the nodes' heartbeat phases
 (:class:`rules.uncertainty.Uncertainty`). The interval is the samples' 5th to 95th
 percentile, stretched to hold the point prediction. It costs :data:`SAMPLES`

@@ -206,7 +206,11 @@ def _checkable(
     """The suggestion with what makes its predictions checkable: the population
     each is about, and an interval from the comparator's samples."""
     groups = with_population(suggestion.groups, population)
-    groups = sampled_intervals(groups, state, suggestion.config, model, settings, sigma)
+    # the error measured on jobs the model had not seen, when it carries one, is the
+    # honest spread; the spread on its own training jobs is ~0 for a learned model
+    held_out = model.error.sigma if model.error is not None else 0.0
+    spread = max(held_out, sigma if math.isfinite(sigma) else 0.0)
+    groups = sampled_intervals(groups, state, suggestion.config, model, settings, spread)
     return replace(suggestion, groups=groups)
 
 
