@@ -21,7 +21,7 @@ from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import Settings, settings_from_mapping
-from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster
+from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
 from yarn_adapt.sim import ClusterSpec
 from yarn_adapt.yarn.apply import ApplySettings, PollSettings
 from yarn_adapt.yarn.confxml import read_capacity
@@ -77,6 +77,8 @@ class FixedProposer:
     triggered: bool = True
     capacities: dict[str, float] | None = None
     frozen_seen: list[frozenset[str]] = field(default_factory=list)
+    jobs: int = 5
+    population: bool = False  # name the jobs in progress (a simulated view's) as its own
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         self.frozen_seen.append(frozen)
@@ -84,7 +86,11 @@ class FixedProposer:
             return None
         wanted = self.capacities or {"q1": self.q1, "q2": self.q2}
         config = with_capacities(observed.config, **wanted)
-        group = GroupPrediction("root", self.before_s, self.after_s, jobs=5)
+        group = GroupPrediction("root", self.before_s, self.after_s, jobs=self.jobs)
+        view = observed.view
+        if self.population and isinstance(view, SimulatedView):
+            ids = tuple(p.job.id for p in view.start.jobs)
+            group = replace(group, population=ids, jobs=len(ids))
         reasons = tuple(f"root.{leaf} capacity -> {value:g}" for leaf, value in wanted.items())
         return Suggestion(config, (group,), self.before_s, self.after_s, reasons, ("root",))
 

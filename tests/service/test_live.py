@@ -87,6 +87,12 @@ def test_the_tuner_proposes_it_is_approved_through_the_api_and_the_rm_runs_it(
         [measured] = api(url, "GET", "/api/proposals/1", token=None).json()["predictions"]
         assert measured["realized"][0]["jobs"] >= 1
         assert measured["realized"][0]["mean_s"] > 20.0
+        # and the prediction checked on the very jobs it was about, now all finished
+        assert measured["interval_source"].startswith("comparator samples")
+        assert measured["population_jobs"] >= len(apps)
+        checked = measured["checked"]
+        assert checked is not None and checked["config"] == "proposed", measured
+        assert checked["jobs"] == measured["population_jobs"] and checked["realised_s"] > 20.0
         metrics = api(url, "GET", "/metrics", token=None).text
         assert 'yarn_adapt_realized_latency_seconds{group="root"}' in metrics
     service.close()

@@ -113,10 +113,10 @@ def test_small_improvements_and_quiet_intervals_are_recorded_with_their_reason(
     assert service.loop.run_round().decisions[0].kind is DecisionKind.BELOW_THRESHOLD
     proposer.triggered = False
     [quiet] = service.loop.run_round().decisions
-    assert quiet.kind is DecisionKind.NOTHING_TRIGGERED
+    assert quiet.kind is DecisionKind.NOTHING_PENDING, quiet.reason
     assert service.store.proposals() == []
     kinds = [d.kind for _, d in service.store.decisions()]
-    assert kinds == [DecisionKind.NOTHING_TRIGGERED, DecisionKind.BELOW_THRESHOLD]
+    assert kinds == [DecisionKind.NOTHING_PENDING, DecisionKind.BELOW_THRESHOLD]
 
 
 def test_rounds_never_overlap(tmp_path: Path) -> None:

@@ -57,6 +57,8 @@ def test_the_api_lists_and_shows_proposals(client: FlaskClient) -> None:
     assert detail["predictions"][0] == {
         "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement_ratio": 0.2,
         "after_low_s": None, "after_high_s": None, "estimator": "", "job_ids": [],
+        "interval_source": "", "required_gain": 0.05, "found_s": None, "population_jobs": 0,
+        "checked": None,
         "warnings": ["thin evidence: the prediction rests on 5 job(s) (fewer than 3)"][:0],
         "realized": [],
     }  # fmt: skip

@@ -22,17 +22,19 @@ import math
 import shutil
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
-from yarn_adapt.service.backend import Observed
+from yarn_adapt.service.backend import FinishedJob, Observed
+from yarn_adapt.service.checking import ProposalError, check_proposal, proposal_errors
+from yarn_adapt.service.intervals import population_by_group
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.realized import group_of_queue
-from yarn_adapt.service.records import ProposalRecord, ProposalState, RoundReport, Suggestion
+from yarn_adapt.service.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import (
     HttpSection,
@@ -44,10 +46,11 @@ from yarn_adapt.service.settings import (
 )
 from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
 from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
-from yarn_adapt.sim import ClusterSpec, SimulationOptions
-from yarn_adapt.workload import fit_task_time_model, load_trace
+from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
+from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over
+from yarn_adapt.workload.taskvalidation import fit_with_measured_error
 from yarn_adapt.yarn.apply import ApplySettings, PollSettings
 from yarn_adapt.yarn.confxml import read_scheduler_document
 
@@ -83,8 +86,13 @@ def demo_settings(options: DemoOptions) -> Settings:
         service=ServiceSection(
             mode=Mode.RECOMMEND, interval_s=options.interval_s, auto_approve=not options.review
         ),
-        # Cooldown in wall time: two rounds, whatever the acceleration.
-        tuning=TuningSection(cooldown_s=2 * options.interval_s, seed=options.seed),
+        # Cooldown in wall time: two rounds, whatever the acceleration; an undo of a
+        # change applied within six rounds needs the oscillation guard's larger gain.
+        tuning=TuningSection(
+            cooldown_s=2 * options.interval_s,
+            oscillation_window_s=6 * options.interval_s,
+            seed=options.seed,
+        ),
         state=StateSection(dir=str(options.state_dir)),
         http=HttpSection(enabled=options.serve, port=options.port),
         source="<demo>",
@@ -112,7 +120,8 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     )
     backend = SimulatedBackend(cluster, path, apply_settings, options.step_s)
     if proposer is None:
-        model = fit_task_time_model(history, seed=options.seed)
+        # the same model, carrying its error on the history's last jobs it had not seen
+        model = fit_with_measured_error(history, seed=options.seed)
         proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
     return Service.build(settings, backend, RecordingProposer(proposer), token=options.token)
 
@@ -255,6 +264,9 @@ class RecordingProposer:
         self.last = None
         view = observed.view
         if suggestion is not None and isinstance(view, SimulatedView):
+            population = population_by_group(
+                ((p.job.id, p.job.queue) for p in view.start.jobs), observed.config
+            )
             groups = {g.group for g in suggestion.groups}
             jobs = tuple(
                 p.job.id
@@ -262,6 +274,13 @@ class RecordingProposer:
                 if group_of_queue(p.job.queue, observed.config) in groups
             )
             self.last = Prediction(view.time_s, suggestion.cluster_after_s, jobs)
+            # a proposer that did not say which jobs it predicted for: those in
+            # progress in its groups (what the service checks the prediction on)
+            groups_with = tuple(
+                g if g.population else replace(g, population=population.get(g.group, ()))
+                for g in suggestion.groups
+            )
+            suggestion = replace(suggestion, groups=groups_with)
         return suggestion
 
     def note_round(self, report: RoundReport) -> None:
@@ -322,9 +341,11 @@ def utilisation(cluster: SimulatedCluster) -> float | None:
 def run_summary(service: Service, options: DemoOptions, rounds: int) -> dict[str, Any]:
     """:func:`summary` plus the whole run judged: the realised mean latency of the
     jobs submitted so far with tuning and under the starting configuration (the
-    same trace, cluster and segments), each applied proposal's relative error
-    (|predicted - realised| / realised, on the jobs it predicted for), the median
-    of those, the cluster's utilisation and the jobs still open at the end."""
+    same trace, cluster and segments), each proposal's relative error
+    (|predicted - realised| / realised, on the jobs it predicted for, for the
+    configuration that ran them), the median of those, how many realised means
+    fell inside their prediction's interval, the count of each decision kind, the
+    cluster's utilisation and the jobs still open at the end."""
     cluster = service.backend.cluster  # type: ignore[attr-defined]
     assert isinstance(cluster, SimulatedCluster)
     found = summary(service, rounds, cluster.elapsed_s)
@@ -332,7 +353,9 @@ def run_summary(service: Service, options: DemoOptions, rounds: int) -> dict[str
     tuned, tuned_open = realised_latency(cluster, population)
     twin = static_replay(options, cluster)
     static, static_open = realised_latency(twin, population)
-    errors = prediction_errors(service, cluster)
+    checked = checked_proposals(service, cluster)
+    errors = [c.error for c in checked]
+    inside, judged = interval_hits(service)
     found.update(
         nodes=len(cluster.cluster.nodes),
         utilisation=_rounded(utilisation(cluster) or math.nan),
@@ -343,23 +366,57 @@ def run_summary(service: Service, options: DemoOptions, rounds: int) -> dict[str
         open_jobs_static=static_open,
         prediction_errors=[round(e, 3) for e in errors],
         prediction_error_median=round(statistics.median(errors), 3) if errors else None,
+        proposal_errors=[
+            {
+                "proposal": c.proposal_id,
+                "predicted_s": _rounded(c.predicted_s),
+                "realised_s": _rounded(c.realised_s),
+                "jobs": c.jobs,
+                "error": round(c.error, 3),
+            }
+            for c in checked
+        ],
+        realised_in_interval=inside,
+        intervals_checked=judged,
+        decisions=decision_counts(service),
     )
     return found
 
 
+def decision_counts(service: Service) -> dict[str, int]:
+    """How many rounds decided each kind (the configurator's decisions)."""
+    counts: dict[str, int] = {}
+    for _, decision in service.store.decisions(limit=100_000):
+        if decision.kind is not DecisionKind.GUARD:
+            counts[str(decision.kind)] = counts.get(str(decision.kind), 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def prediction_errors(service: Service, cluster: SimulatedCluster) -> list[float]:
-    """|predicted - realised| / realised for each applied proposal whose jobs all
-    finished, in proposal order."""
-    proposer = service.loop.proposer
-    if not isinstance(proposer, RecordingProposer):
-        return []
-    errors = []
-    for proposal_id, prediction in sorted(proposer.by_proposal.items()):
-        record = service.store.proposal(proposal_id)
-        if record.state is not ProposalState.APPLIED or not prediction.jobs:
-            continue
-        realised, still_open = realised_latency(cluster, prediction.jobs)
-        if realised is None or still_open or not math.isfinite(record.cluster_after_s):
-            continue
-        errors.append(abs(record.cluster_after_s - realised) / realised)
-    return errors
+    """|predicted - realised| / realised for each proposal whose jobs all finished,
+    in proposal order (:func:`checked_proposals`)."""
+    return [found.error for found in checked_proposals(service, cluster)]
+
+
+def checked_proposals(service: Service, cluster: SimulatedCluster) -> list[ProposalError]:
+    """Every proposal's predictions checked on their own populations, as the
+    service checks them each round (:mod:`yarn_adapt.service.checking`), with a
+    last check at the end on every job the replay finished; per proposal, its
+    groups together."""
+    store = service.store
+    finished = {job_id: _finished(job) for job_id, job in cluster.ended.items()}
+    for proposal in store.unchecked_proposals(limit=10_000):
+        for checked in check_proposal(proposal, finished, store.was_applied(proposal.id)):
+            store.record_prediction_error(checked)
+    return proposal_errors(store.prediction_errors())
+
+
+def _finished(job: JobResult) -> FinishedJob:
+    assert job.finish_s is not None
+    return FinishedJob(job.id, job.queue, int(job.submit_s * 1000), int(job.finish_s * 1000))
+
+
+def interval_hits(service: Service) -> tuple[int, int]:
+    """How many checked predictions with an interval realised inside it, of how many."""
+    judged = [c.inside for c in service.store.prediction_errors() if c.inside is not None]
+    return sum(1 for inside in judged if inside), len(judged)

@@ -93,6 +93,7 @@ def with_evidence(
                 after_low_s=low,
                 after_high_s=high,
                 estimator=estimator,
+                interval_source="model error" if low is not None else "",
             )
         )
     return tuple(result)

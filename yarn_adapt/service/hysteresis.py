@@ -10,10 +10,18 @@ cooldown per group, and a change budget per round.
 - **Change budget**: a proposal changing more than ``max_queue_changes`` queues, or
   moving any queue's share by more than ``max_share_step`` percentage points, is
   still stored, but in enforce mode it waits for an operator instead of being applied.
+
+Between the minimum improvement and the cooldown come the per-group gates of
+:mod:`yarn_adapt.service.gates` (minimum evidence, the gain a group's record of
+misses asks for, the oscillation guard); the groups they hold back are named in the
+verdict's ``held``. A suggestion that changes nothing although the tuner found a
+better setting for some group is ``below-threshold`` (the gain was too small), not
+``no-change`` (nothing better was found).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,7 +33,8 @@ from yarn_adapt.model import (
     Percentage,
     SchedulerConfig,
 )
-from yarn_adapt.service.records import DecisionKind, Suggestion
+from yarn_adapt.service.gates import GateSettings, GroupHistory, Hold, group_holds
+from yarn_adapt.service.records import DecisionKind, GroupPrediction, Suggestion
 from yarn_adapt.service.settings import TuningSection
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import ConfigChange
@@ -41,6 +50,7 @@ class Verdict:
     kind: DecisionKind | None
     reason: str
     changed_groups: tuple[str, ...] = ()
+    held: tuple[Hold, ...] = ()
 
 
 def cooling_groups(
@@ -61,6 +71,17 @@ def changed_groups(changes: Iterable[ConfigChange], config: SchedulerConfig) -> 
     return tuple(found)
 
 
+def changes_by_group(
+    changes: Iterable[ConfigChange], config: SchedulerConfig
+) -> dict[str, tuple[ConfigChange, ...]]:
+    """The changes of each group :func:`changed_groups` names."""
+    parents = {group.parent for group in groups_of(config)}
+    found: dict[str, list[ConfigChange]] = {}
+    for change in changes:
+        found.setdefault(_group_of(change.queue, parents), []).append(change)
+    return {group: tuple(own) for group, own in found.items()}
+
+
 def _group_of(queue: str, parents: set[str]) -> str:
     if not queue:
         return "(global)"
@@ -75,19 +96,27 @@ def judge(
     current: SchedulerConfig,
     cooling: Mapping[str, float],
     settings: TuningSection,
+    history: Mapping[str, GroupHistory] | None = None,
+    now: float = 0.0,
 ) -> Verdict:
-    """Apply the three gates, in order, to one suggestion."""
+    """Apply the gates, in order, to one suggestion. ``history``: what earlier
+    rounds say about each group (its checked predictions, its recent changes,
+    ``now`` in the same clock); ``None`` skips the per-group gates."""
     groups = changed_groups(changes, current)
     if not changes and any(group in cooling for group in suggestion.triggered):
         frozen_now = ", ".join(g for g in suggestion.triggered if g in cooling)
         reason = f"{frozen_now} changed recently; cooldown {settings.cooldown_s:g} s"
         return Verdict(False, False, DecisionKind.COOLDOWN, reason, groups)
     if not changes:
-        why = "; ".join(suggestion.reasons) or "no group found a better setting"
-        reason = f"the tuner proposes the configuration that already runs ({why})"
-        return Verdict(False, False, DecisionKind.NO_CHANGE, reason, groups)
+        return _unchanged(suggestion, groups)
     if suggestion.improvement < settings.min_improvement:
         return Verdict(False, False, DecisionKind.BELOW_THRESHOLD, _too_small(suggestion, settings))
+    if history is not None and suggestion.objective is None:
+        moved = changes_by_group(changes, current)
+        holds = group_holds(suggestion.groups, moved, history, now, gate_settings(settings))
+        if holds:
+            reason = "; ".join(hold.reason for hold in holds)
+            return Verdict(False, False, holds[0].kind, reason, groups, holds)
     frozen = [g for g in groups if g in cooling]
     if frozen:
         reason = f"{', '.join(frozen)} changed recently; cooldown {settings.cooldown_s:g} s"
@@ -97,6 +126,44 @@ def judge(
     if over_budget:
         return Verdict(True, False, None, f"{gain}; {over_budget}", groups)
     return Verdict(True, True, None, gain, groups)
+
+
+def gate_settings(settings: TuningSection) -> GateSettings:
+    return GateSettings(
+        min_improvement=settings.min_improvement,
+        min_jobs=settings.min_jobs,
+        miss_tolerance=settings.miss_tolerance,
+        oscillation_window_s=settings.oscillation_window_s,
+        oscillation_gain=settings.oscillation_gain,
+    )
+
+
+def _unchanged(suggestion: Suggestion, groups: tuple[str, ...]) -> Verdict:
+    """Nothing changes: below-threshold when the tuner found a better setting for
+    some group but too small a gain, no-change when it found nothing better."""
+    why = "; ".join(suggestion.reasons) or "no group found a better setting"
+    small = [g for g in suggestion.groups if _found_better(g)]
+    if small:
+        gains = ", ".join(
+            f"{g.group} {g.before_s:.1f} s -> {g.found_s:.1f} s ({-relative_gain(g):+.1%})"
+            for g in small
+        )
+        reason = f"the best setting found gains too little to move ({gains}; {why})"
+        return Verdict(False, False, DecisionKind.BELOW_THRESHOLD, reason, groups)
+    reason = f"the tuner proposes the configuration that already runs ({why})"
+    return Verdict(False, False, DecisionKind.NO_CHANGE, reason, groups)
+
+
+def _found_better(group: GroupPrediction) -> bool:
+    found = group.found_s
+    return found is not None and math.isfinite(found) and found < group.before_s
+
+
+def relative_gain(group: GroupPrediction) -> float:
+    """The relative gain of the best setting found (0 when unknown)."""
+    if group.found_s is None or not math.isfinite(group.before_s) or group.before_s <= 0:
+        return 0.0
+    return (group.before_s - group.found_s) / group.before_s
 
 
 def _too_small(suggestion: Suggestion, settings: TuningSection) -> str:

@@ -27,16 +27,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
 from yarn_adapt.service.actuators import Actuator, Plan
-from yarn_adapt.service.backend import ClusterBackend, Observed
+from yarn_adapt.service.backend import ClusterBackend, FinishedJob, Observed
+from yarn_adapt.service.checking import check_proposal, group_histories
+from yarn_adapt.service.gates import GroupHistory, RecentChange, annotated
 from yarn_adapt.service.guard import GuardStep
-from yarn_adapt.service.hysteresis import Verdict, cooling_groups, judge
+from yarn_adapt.service.hysteresis import (
+    Verdict,
+    changes_by_group,
+    cooling_groups,
+    gate_settings,
+    judge,
+)
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.realized import latency_by_group
+from yarn_adapt.service.realized import latency_by_group, submitted_since
 from yarn_adapt.service.reconcile import needs_reconcile, reconcile
 from yarn_adapt.service.records import (
     Decision,
@@ -57,6 +65,15 @@ from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import diff_configs
 
 log = logging.getLogger(__name__)
+
+RECENT_APPLIES = 50
+"""The oscillation guard looks at most this many applies back."""
+FINISHED_KEPT = 20_000
+"""Finished jobs remembered (by id) to check predictions whose jobs end rounds apart."""
+
+
+def _groups(verdict: Verdict) -> frozenset[str]:
+    return frozenset(hold.group for hold in verdict.held)
 
 
 @dataclass
@@ -130,6 +147,8 @@ class TuningLoop:
         self.next_round_at: float | None = None
         self._busy = threading.Lock()
         self._last_taken_ms: int | None = None
+        self._previous_taken_ms: int | None = None
+        self._finished: dict[str, FinishedJob] = {}  # by id, for checking predictions
         self.guard: GuardStep | None = None  # the co-location guard's step, when built
 
     # ------------------------------------------------------------------ schedule
@@ -224,18 +243,64 @@ class TuningLoop:
         with timer.step("propose"):
             suggestion = self.proposer.propose(observed, frozenset(cooling))
         if suggestion is None:
-            reason = "no group has new submissions since the last round"
-            return [Decision(DecisionKind.NOTHING_TRIGGERED, reason)]
+            return [self._untriggered(observed)]
         with timer.step("decide"):
-            plan, verdict = self._decide(round_id, observed, suggestion, cooling)
+            history = self._group_history(observed)
+            plan, verdict = self._decide(round_id, observed, suggestion, cooling, history)
+        held: list[Decision] = []
+        if plan is None and verdict.held and set(verdict.changed_groups) - _groups(verdict):
+            # some groups are held back by their own gates: the others may still move
+            held = [Decision(h.kind, h.reason, group=h.group) for h in verdict.held]
+            frozen = frozenset(cooling) | _groups(verdict)
+            with timer.step("propose-again"):
+                suggestion = self.proposer.propose(observed, frozen)
+            if suggestion is None:
+                return held
+            with timer.step("decide-again"):
+                plan, verdict = self._decide(round_id, observed, suggestion, cooling, history)
         if plan is None:
             assert verdict.kind is not None
-            return [Decision(verdict.kind, verdict.reason)]
+            if verdict.held and not held:
+                return [Decision(h.kind, h.reason, group=h.group) for h in verdict.held]
+            return [*held, Decision(verdict.kind, verdict.reason)]
         with timer.step("act"):
             acted = self.actuator.act(plan)
         if acted.kind is DecisionKind.APPLIED:
             self._note_version(round_id)
-        return [acted]
+        return [*held, acted]
+
+    def _untriggered(self, observed: Observed) -> Decision:
+        """No group was re-tuned: say whether jobs came at all. Jobs that were
+        submitted and finished between two rounds leave nothing for a new setting
+        to change (the tuner predicts the jobs still in progress)."""
+        # the first round has no last one: every finished job the backend reports
+        since = self._previous_taken_ms if self._previous_taken_ms is not None else -1
+        when = "since the last round" if since >= 0 else "before this first round"
+        came = submitted_since(observed.finished, observed.config, since)
+        if not came:
+            return Decision(DecisionKind.NO_NEW_SUBMISSIONS, f"no job was submitted {when}")
+        counts = ", ".join(f"{group} {count}" for group, count in sorted(came.items()))
+        reason = (
+            f"{sum(came.values())} job(s) submitted {when} ({counts}) all finished before "
+            "this round looked: nothing in progress for a new setting to change"
+        )
+        return Decision(DecisionKind.NOTHING_PENDING, reason)
+
+    def _group_history(self, observed: Observed) -> dict[str, GroupHistory]:
+        """The gates' view of each group: its checked predictions and the changes
+        applied to it within the oscillation window."""
+        now = self.clock()
+        window = self.settings.tuning.oscillation_window_s
+        recent: list[tuple[str, RecentChange]] = []
+        for apply in self.store.applies(limit=RECENT_APPLIES):
+            if apply.kind != "apply" or apply.result != "applied" or apply.finished_at is None:
+                continue
+            if now - apply.finished_at > window:
+                continue
+            proposal = self.store.proposal(apply.proposal_id)
+            for group, own in changes_by_group(proposal.changes, observed.config).items():
+                recent += [(group, RecentChange(proposal.id, apply.finished_at, c)) for c in own]
+        return group_histories(self.store.prediction_errors(), recent)
 
     def _run_guard(self, round_id: int, observed: Observed) -> None:
         """The co-location guard's step; its failure never stops the configurator's."""
@@ -295,10 +360,20 @@ class TuningLoop:
         raise RoundSkipped(Decision(DecisionKind.DRIFT, reason), RoundStatus.SKIPPED)
 
     def _decide(
-        self, round_id: int, observed: Observed, suggestion: Suggestion, cooling: dict[str, float]
+        self,
+        round_id: int,
+        observed: Observed,
+        suggestion: Suggestion,
+        cooling: dict[str, float],
+        history: dict[str, GroupHistory],
     ) -> tuple[Plan | None, Verdict]:
         changes = tuple(diff_configs(observed.config, suggestion.config))
-        verdict = judge(suggestion, changes, observed.config, cooling, self.settings.tuning)
+        gates = gate_settings(self.settings.tuning)
+        suggestion = replace(suggestion, groups=annotated(suggestion.groups, history, gates))
+        verdict = judge(
+            suggestion, changes, observed.config, cooling, self.settings.tuning,
+            history=history, now=self.clock(),
+        )  # fmt: skip
         if not verdict.propose:
             return None, verdict
         draft = self._draft(round_id, observed, suggestion, verdict)
@@ -331,6 +406,8 @@ class TuningLoop:
         until ``[realized] intervals`` are recorded. The window is from the previous
         observation to this one (the first starts just before the apply)."""
         previous, self._last_taken_ms = self._last_taken_ms, observed.taken_ms
+        self._previous_taken_ms = previous
+        self._check_predictions(observed)
         running = self.store.latest_applied()
         if running is None or not self._applied_before(running, started):
             return
@@ -348,6 +425,18 @@ class TuningLoop:
                     groups[group],
                 )
             )  # fmt: skip
+
+    def _check_predictions(self, observed: Observed) -> None:
+        """Check each recent proposal's predictions whose populations finished."""
+        for job in observed.finished:
+            self._finished[job.id] = job
+        if len(self._finished) > FINISHED_KEPT:
+            for stale in list(self._finished)[: len(self._finished) - FINISHED_KEPT]:
+                del self._finished[stale]
+        for proposal in self.store.unchecked_proposals():
+            applied = self.store.was_applied(proposal.id)
+            for checked in check_proposal(proposal, self._finished, applied):
+                self.store.record_prediction_error(checked)
 
     def _applied_before(self, proposal: ProposalRecord, started: float) -> bool:
         applies = self.store.applies(limit=1, proposal_id=proposal.id)

@@ -47,3 +47,17 @@ def latency_by_group(
 
 def _mean(group: str, values: list[float]) -> GroupLatency:
     return GroupLatency(group, len(values), sum(values) / len(values) if values else None)
+
+
+def submitted_since(
+    jobs: Iterable[FinishedJob], config: SchedulerConfig, since_ms: int
+) -> dict[str, int]:
+    """How many of the finished ``jobs`` were submitted after ``since_ms``, per group."""
+    counts: dict[str, int] = {}
+    for job in jobs:
+        if job.submitted_ms <= since_ms:
+            continue
+        group = group_of_queue(job.queue, config)
+        if group is not None:
+            counts[group] = counts.get(group, 0) + 1
+    return counts

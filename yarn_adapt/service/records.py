@@ -33,10 +33,21 @@ class GroupPrediction:
     after_low_s: float | None = None
     after_high_s: float | None = None
     estimator: str = ""
+    # What the prediction is checked against and how sure it is: the ids of every
+    # job it is about (the group's jobs in progress when the tuner looked, whose
+    # mean latency, submission to finish, it predicts), where the interval
+    # [after_low_s, after_high_s] comes from ("comparator samples", "model error"),
+    # the best setting the tuner found even when it kept the running one (None when
+    # unknown), and the gain the gates asked of this group (0 when not judged).
+    population: tuple[str, ...] = ()
+    interval_source: str = ""
+    found_s: float | None = None
+    required_gain: float = 0.0
 
     def __post_init__(self) -> None:
         # stored as JSON, read back as a list
         object.__setattr__(self, "job_ids", tuple(self.job_ids))
+        object.__setattr__(self, "population", tuple(self.population))
 
     @property
     def improvement(self) -> float:
@@ -146,7 +157,11 @@ class DecisionKind(StrEnum):
     NO_CHANGE = "no-change"  # the tuner proposes what runs already
     BELOW_THRESHOLD = "below-threshold"
     COOLDOWN = "cooldown"
-    NOTHING_TRIGGERED = "nothing-triggered"
+    NOTHING_TRIGGERED = "nothing-triggered"  # older rounds: no group was triggered
+    NO_NEW_SUBMISSIONS = "no-new-submissions"  # no job submitted in the interval
+    NOTHING_PENDING = "nothing-pending"  # jobs came, but all finished before the round
+    INSUFFICIENT_EVIDENCE = "insufficient-evidence"  # too few jobs behind a move
+    OSCILLATION_GUARD = "oscillation-guard"  # undoes a recent change without the gain
     RM_UNAVAILABLE = "rm-unavailable"
     BUSY = "busy"  # the previous round was still running
     DRIFT = "drift"  # the RM does not run the scheduler file; no action taken
@@ -212,6 +227,35 @@ class RealizedLatency:
     jobs: int
     mean_s: float | None
     predicted_s: float
+
+
+@dataclass(frozen=True)
+class PredictionError:
+    """One proposal's prediction for one group checked on the same population: the
+    jobs it was about, once they finished (``finished`` of ``jobs``). ``config`` is
+    "proposed" when the proposal was applied before they were measured (its
+    ``after_s`` is checked), "running" when it was not (its ``before_s`` is: the
+    configuration that ran). ``error`` = |predicted - realised| / realised."""
+
+    proposal_id: int
+    group: str
+    config: str
+    predicted_s: float
+    low_s: float | None
+    high_s: float | None
+    realised_s: float
+    jobs: int
+    finished: int
+    window_start_s: float
+    window_end_s: float
+    error: float
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the realised latency fell inside the prediction's interval."""
+        if self.low_s is None or self.high_s is None:
+            return None
+        return self.low_s <= self.realised_s <= self.high_s
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,11 @@ class TuningSection:
     seed: int = 0
     executor: str = "process"
     proposer: str = "adaptiveconfig"
+    # the per-group gates (yarn_adapt.service.gates)
+    min_jobs: int = 3
+    miss_tolerance: float = 0.25
+    oscillation_window_s: float = 3600.0
+    oscillation_gain: float = 2.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,6 +319,14 @@ def check_settings(settings: Settings) -> None:
         ("[scheduler] verify_timeout_s", settings.scheduler.verify_timeout_s > 0, "positive"),
         ("[tuning] min_improvement", 0 <= settings.tuning.min_improvement < 1, "in [0, 1)"),
         ("[tuning] cooldown_s", settings.tuning.cooldown_s >= 0, "must be 0 or more"),
+        ("[tuning] min_jobs", settings.tuning.min_jobs >= 0, "must be 0 or more"),
+        ("[tuning] miss_tolerance", settings.tuning.miss_tolerance > 0, "must be positive"),
+        (
+            "[tuning] oscillation_window_s",
+            settings.tuning.oscillation_window_s >= 0,
+            "must be 0 or more",
+        ),
+        ("[tuning] oscillation_gain", settings.tuning.oscillation_gain >= 1, "must be 1 or more"),
         ("[tuning] max_queue_changes", settings.tuning.max_queue_changes >= 1, "at least 1"),
         ("[tuning] max_share_step", 0 < settings.tuning.max_share_step <= 100, "in (0, 100]"),
         ("[http] port", 0 <= settings.http.port <= 65535, "in 0..65535"),

@@ -3,7 +3,8 @@
 Tables: ``rounds``, ``decisions``, ``proposals``, ``applies`` (every apply and
 rollback: the configuration made to run, its result), ``audit`` (who did what),
 ``journal`` (the appliers' step-by-step apply journal, :class:`SqliteJournal`) and
-``realized`` (measured latency after an apply beside the prediction).
+``realized`` (measured latency after an apply beside the prediction) and
+``prediction_errors`` (each prediction checked on the jobs it was about).
 
 The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` moves
 an older database forward at open, in one transaction per step. Every write is a
@@ -31,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from yarn_adapt.service.records import (
     Decision,
     DecisionKind,
     GroupPrediction,
+    PredictionError,
     ProposalRecord,
     ProposalState,
     RealizedLatency,
@@ -199,7 +201,26 @@ ALTER TABLE journal ADD COLUMN forward_body TEXT NOT NULL DEFAULT '';
 ALTER TABLE journal ADD COLUMN reverse_body TEXT NOT NULL DEFAULT '';
 """
 
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE, SCHEMA_JOURNAL)
+# Every prediction checked on its own population once those jobs finished.
+SCHEMA_PREDICTIONS = """
+CREATE TABLE prediction_errors (
+    proposal_id INTEGER NOT NULL REFERENCES proposals(id),
+    grp TEXT NOT NULL,
+    config TEXT NOT NULL,
+    predicted_s REAL NOT NULL,
+    low_s REAL,
+    high_s REAL,
+    realised_s REAL NOT NULL,
+    jobs INTEGER NOT NULL,
+    finished INTEGER NOT NULL,
+    window_start_s REAL NOT NULL,
+    window_end_s REAL NOT NULL,
+    error REAL NOT NULL,
+    PRIMARY KEY (proposal_id, grp)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE, SCHEMA_JOURNAL, SCHEMA_PREDICTIONS)
 """``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -669,6 +690,61 @@ class Store:
         ).fetchone()
         return int(row[0])
 
+    # ------------------------------------------------------------------ prediction errors
+
+    def record_prediction_error(self, checked: PredictionError) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO prediction_errors (proposal_id, grp, config,"
+                " predicted_s, low_s, high_s, realised_s, jobs, finished, window_start_s,"
+                " window_end_s, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    checked.proposal_id,
+                    checked.group,
+                    checked.config,
+                    checked.predicted_s,
+                    checked.low_s,
+                    checked.high_s,
+                    checked.realised_s,
+                    checked.jobs,
+                    checked.finished,
+                    checked.window_start_s,
+                    checked.window_end_s,
+                    checked.error,
+                ),
+            )
+
+    def prediction_errors(self, proposal_id: int | None = None) -> list[PredictionError]:
+        """Checked predictions, oldest proposal first."""
+        if proposal_id is None:
+            rows = self._db.execute("SELECT * FROM prediction_errors ORDER BY proposal_id, grp")
+        else:
+            rows = self._db.execute(
+                "SELECT * FROM prediction_errors WHERE proposal_id=? ORDER BY grp", (proposal_id,)
+            )
+        return [_prediction_error(row) for row in rows.fetchall()]
+
+    def unchecked_proposals(self, limit: int = 50) -> list[ProposalRecord]:
+        """Of the latest ``limit`` proposals, those with a group prediction that has a
+        population and no check yet, each with only such groups."""
+        checked: dict[int, set[str]] = {}
+        for row in self._db.execute("SELECT proposal_id, grp FROM prediction_errors"):
+            checked.setdefault(row["proposal_id"], set()).add(row["grp"])
+        found = []
+        for proposal in self.proposals(limit=limit):
+            done = checked.get(proposal.id, set())
+            open_groups = tuple(g for g in proposal.groups if g.population and g.group not in done)
+            if open_groups:
+                found.append(replace(proposal, groups=open_groups))
+        return found
+
+    def was_applied(self, proposal_id: int) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM applies WHERE proposal_id=? AND kind='apply' AND result='applied'",
+            (proposal_id,),
+        ).fetchone()
+        return row is not None
+
     # ------------------------------------------------------------------ console series
     # (the operators' console: per-round usage and latency, versions, origins)
 
@@ -966,4 +1042,21 @@ def _realized(row: sqlite3.Row) -> RealizedLatency:
         jobs=row["jobs"],
         mean_s=row["mean_s"],
         predicted_s=row["predicted_s"],
+    )
+
+
+def _prediction_error(row: sqlite3.Row) -> PredictionError:
+    return PredictionError(
+        proposal_id=row["proposal_id"],
+        group=row["grp"],
+        config=row["config"],
+        predicted_s=row["predicted_s"],
+        low_s=row["low_s"],
+        high_s=row["high_s"],
+        realised_s=row["realised_s"],
+        jobs=row["jobs"],
+        finished=row["finished"],
+        window_start_s=row["window_start_s"],
+        window_end_s=row["window_end_s"],
+        error=row["error"],
     )

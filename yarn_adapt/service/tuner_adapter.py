@@ -25,6 +25,7 @@ from yarn_adapt.service.evidence import (
     snapshot_jobs,
     with_evidence,
 )
+from yarn_adapt.service.intervals import population_by_group, sampled_intervals, with_population
 from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
@@ -32,8 +33,10 @@ from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.tuner import (
     Proposal,
     TunerSettings,
-    propose_from_simulation,
-    propose_from_snapshot,
+    TuningState,
+    propose,
+    state_from_simulation,
+    state_from_snapshot,
 )
 from yarn_adapt.workload import fit_task_time_model, workload_from_history
 from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
@@ -61,7 +64,7 @@ def suggestion_of(proposal: Proposal, model: TaskTimeModel) -> Suggestion | None
     if not proposal.triggered:
         return None
     groups = tuple(
-        GroupPrediction(d.group, d.before_s, d.after_s, d.jobs)
+        GroupPrediction(d.group, d.before_s, d.after_s, d.jobs, found_s=_known(d.found_s))
         for d in proposal.groups
         if d.triggered and not math.isnan(d.before_s)
     )
@@ -73,6 +76,10 @@ def suggestion_of(proposal: Proposal, model: TaskTimeModel) -> Suggestion | None
         (*reason_lines(proposal), f"task times: {model.reason}"),
         proposal.triggered,
     )
+
+
+def _known(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def reason_lines(proposal: Proposal) -> tuple[str, ...]:
@@ -100,16 +107,18 @@ class SimulationProposer:
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         view = observed.view
         assert isinstance(view, SimulatedView), "the simulation proposer needs a simulated cluster"
-        proposal = propose_from_simulation(
-            view.time_s, view.start, view.cluster, observed.config, self.model, self.settings,
-            frozen=frozen,
-        )  # fmt: skip
+        state = state_from_simulation(view.time_s, view.start, view.cluster)
+        proposal = propose(state, observed.config, self.model, self.settings, frozen=frozen)
         suggestion = suggestion_of(proposal, self.model)
         if suggestion is None:
             return None
         since = view.time_s - self.settings.interval_s
         jobs = jobs_by_group(simulated_jobs(view.start.jobs), observed.config, since)
-        return _with_evidence(suggestion, jobs, self.sigma, self.model)
+        suggestion = _with_evidence(suggestion, jobs, self.sigma, self.model)
+        population = population_by_group(
+            ((p.job.id, p.job.queue) for p in view.start.jobs), observed.config
+        )
+        return _checkable(suggestion, population, state, self.model, self.settings, self.sigma)
 
 
 @dataclass
@@ -157,18 +166,23 @@ class SnapshotProposer:
         assert isinstance(snapshot, ClusterSnapshot), "the snapshot proposer needs an RM"
         history = self.history.update(snapshot)
         assert self.history.model is not None
+        model = self.history.model
+        state = state_from_snapshot(snapshot, history)
         with open_executor(self.executor) as handle:
-            proposal = propose_from_snapshot(
-                snapshot, observed.config, self.history.model, self.settings,
-                history=history, frozen=frozen, executor=handle,
-            )  # fmt: skip
-        suggestion = suggestion_of(proposal, self.history.model)
+            proposal = propose(
+                state, observed.config, model, self.settings, frozen=frozen, executor=handle
+            )
+        suggestion = suggestion_of(proposal, model)
         if suggestion is None:
             return None
         since = snapshot.taken_ms / 1000.0 - self.settings.interval_s
         jobs = jobs_by_group(snapshot_jobs(snapshot), observed.config, since)
-        sigma = _spread(self.history.model, history[-SPREAD_JOBS:])
-        return _with_evidence(suggestion, jobs, sigma, self.history.model)
+        sigma = _spread(model, history[-SPREAD_JOBS:])
+        suggestion = _with_evidence(suggestion, jobs, sigma, model)
+        population = population_by_group(
+            ((a.id, a.queue) for a in snapshot.apps if not a.is_finished), observed.config
+        )
+        return _checkable(suggestion, population, state, model, self.settings, sigma)
 
 
 SPREAD_JOBS = 200
@@ -179,6 +193,25 @@ def _spread(model: TaskTimeModel, jobs: Sequence[JobSpec]) -> float:
     scored = [job for job in jobs[-SPREAD_JOBS:] if job.tasks]
     # the spread of the stage-mean error, net of the stages' own sampling noise
     return measure_error(model, scored).sigma if scored else math.nan
+
+
+def _checkable(
+    suggestion: Suggestion,
+    population: dict[str, tuple[str, ...]],
+    state: TuningState,
+    model: TaskTimeModel,
+    settings: TunerSettings,
+    sigma: float,
+) -> Suggestion:
+    """The suggestion with what makes its predictions checkable: the population
+    each is about, and an interval from the comparator's samples."""
+    groups = with_population(suggestion.groups, population)
+    # the error measured on jobs the model had not seen, when it carries one, is the
+    # honest spread; the spread on its own training jobs is ~0 for a learned model
+    held_out = model.error.sigma if model.error is not None else 0.0
+    spread = max(held_out, sigma if math.isfinite(sigma) else 0.0)
+    groups = sampled_intervals(groups, state, suggestion.config, model, settings, spread)
+    return replace(suggestion, groups=groups)
 
 
 def _with_evidence(

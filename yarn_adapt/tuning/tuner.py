@@ -155,6 +155,7 @@ class GroupDecision:
     setting: GroupSetting | None = None
     evaluations: int = 0
     worst_s: float = math.nan
+    found_s: float = math.nan  # the best setting's prediction, kept or not
 
     @property
     def changed(self) -> bool:
@@ -557,6 +558,7 @@ def _decide(
         setting,
         evaluations,
         found.worst,
+        found_s=after,
     )
     if not _worth_it(before, after, settings.min_improvement):
         why = (

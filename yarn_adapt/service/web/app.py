@@ -336,6 +336,7 @@ def _detail(service: Service, proposal_id: int) -> dict[str, Any]:
         standings(store.all_applies()).get(proposal_id),
         store.origins().get(proposal_id),
         store.realized(),
+        store.prediction_errors(proposal_id),
     )
 
 
@@ -366,7 +367,12 @@ def pages_blueprint(service: Service) -> Blueprint:
         return render_template(
             "proposal.html",
             p=detail,
-            evidence=evidence_rows(proposal_record, store.realized(), job_links(service)),
+            evidence=evidence_rows(
+                proposal_record,
+                store.realized(),
+                job_links(service),
+                store.prediction_errors(proposal_id),
+            ),
         )
 
     @pages.post("/proposals/<rowid:proposal_id>/<action>")

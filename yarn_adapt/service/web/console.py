@@ -30,6 +30,7 @@ from yarn_adapt.model.fair import FairQueue
 from yarn_adapt.service.evidence import warnings_for
 from yarn_adapt.service.records import (
     ApplyRecord,
+    PredictionError,
     ProposalRecord,
     ProposalState,
     RealizedLatency,
@@ -417,6 +418,7 @@ def evidence_rows(
     proposal: ProposalRecord,
     realized_all: Sequence[RealizedLatency],
     link: Callable[[str], list[tuple[str, str]]],
+    checked_all: Sequence[PredictionError] = (),
 ) -> list[dict[str, Any]]:
     rows = []
     for group in proposal.groups:
@@ -425,6 +427,7 @@ def evidence_rows(
             if group.after_low_s is not None and group.after_high_s is not None
             else "not measured"
         )
+        checked = next((c for c in checked_all if c.group == group.group), None)
         rows.append(
             {
                 "group": group.group,
@@ -432,12 +435,28 @@ def evidence_rows(
                 "before": duration(group.before_s),
                 "after": duration(group.after_s),
                 "band": band,
+                "band_source": group.interval_source,
+                "gain_needed": f"{group.required_gain:.0%}" if group.required_gain else "",
+                "checked": _checked_words(checked),
                 "estimator": group.estimator or "not recorded",
                 "warnings": warnings_for(group, realized_all, proposal.id),
                 "job_ids": [{"id": j, "links": link(j)} for j in group.job_ids],
             }
         )
     return rows
+
+
+def _checked_words(checked: PredictionError | None) -> str:
+    """The prediction beside what its own jobs realised, in words."""
+    if checked is None:
+        return "not yet (its jobs have not all finished)"
+    where = {True: "inside the range", False: "outside the range", None: ""}[checked.inside]
+    what = "proposed" if checked.config == "proposed" else "running (not applied)"
+    return (
+        f"{duration(checked.realised_s)} over its {checked.jobs} jobs against "
+        f"{duration(checked.predicted_s)} predicted for the {what} configuration: "
+        f"error {checked.error:.0%}{'; ' + where if where else ''}"
+    )
 
 
 def job_links(service: Service) -> Callable[[str], list[tuple[str, str]]]:

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
+from yarn_adapt.service.checking import proposal_errors
 from yarn_adapt.service.evidence import warnings_for
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
     Decision,
+    PredictionError,
     ProposalRecord,
     ProposalState,
     RealizedLatency,
@@ -83,8 +85,11 @@ def proposal_detail(
     standing: Standing | None = None,
     origin: ProposalOrigin | None = None,
     realized_all: Sequence[RealizedLatency] = (),
+    checked: Sequence[PredictionError] = (),
 ) -> dict[str, Any]:
     name = PurePath(proposal.target).name or proposal.target
+    checked_by_group = {c.group: c for c in checked if c.proposal_id == proposal.id}
+    overall = proposal_errors(checked_by_group.values())
     return {
         **proposal_summary(proposal, standing, origin),
         "xml_diff": unified_xml_diff(proposal.base_xml, proposal.proposed_xml, name),
@@ -109,6 +114,11 @@ def proposal_detail(
                 "after_high_s": _number(g.after_high_s),
                 "improvement_ratio": round(g.improvement, 4),
                 "estimator": g.estimator,
+                "interval_source": g.interval_source,
+                "required_gain": round(g.required_gain, 4),
+                "found_s": _number(g.found_s),
+                "population_jobs": len(g.population),
+                "checked": checked_view(checked_by_group.get(g.group)),
                 "job_ids": list(g.job_ids),
                 "warnings": warnings_for(g, realized_all, proposal.id),
                 "realized": [
@@ -124,10 +134,26 @@ def proposal_detail(
             }
             for g in proposal.groups
         ],
+        "prediction_error": round(overall[0].error, 4) if overall else None,
         "reasons": list(proposal.reasons),
         "actions": [ENDPOINT_OF[a] for a in operator_actions(proposal.state)],
         "applies": [apply_view(a) for a in applies],
         "audit": [audit_view(a) for a in audit],
+    }
+
+
+def checked_view(checked: PredictionError | None) -> dict[str, Any] | None:
+    """A prediction checked on its own jobs once they finished (``None``: not yet)."""
+    if checked is None:
+        return None
+    return {
+        "config": checked.config,
+        "predicted_s": _number(checked.predicted_s),
+        "realised_s": _number(checked.realised_s),
+        "jobs": checked.jobs,
+        "error": round(checked.error, 4),
+        "inside_interval": checked.inside,
+        "window_s": [checked.window_start_s, checked.window_end_s],
     }
 
 

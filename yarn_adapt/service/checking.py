@@ -1,0 +1,116 @@
+"""Predictions checked on the population they were about (pure).
+
+A proposal predicts, for each re-tuned group, the mean latency (submission to
+finish) of the group's jobs in progress when the tuner looked -- its population
+(:attr:`~yarn_adapt.service.records.GroupPrediction.population`). Once every one of
+those jobs finished, their realised mean is set beside the prediction: the jobs
+the prediction was about, over the interval they ran (from the first one's
+submission to the last one's finish). A window of whatever jobs happened to finish
+in a round mixes other jobs in and is not a check of the prediction.
+
+Which prediction: ``after_s`` when the proposal was applied (its configuration ran
+them, at least from the apply on), ``before_s`` when it was not (the running
+configuration did). The error is ``|predicted - realised| / realised``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from yarn_adapt.service.backend import FinishedJob
+from yarn_adapt.service.gates import GroupHistory, RecentChange
+from yarn_adapt.service.records import GroupPrediction, PredictionError, ProposalRecord
+
+
+def check_group(
+    proposal_id: int,
+    prediction: GroupPrediction,
+    finished: Mapping[str, FinishedJob],
+    applied: bool,
+) -> PredictionError | None:
+    """The check of one group's prediction, or ``None`` while any job of its
+    population has not finished (or it has none, or its prediction is unknown)."""
+    population = prediction.population
+    if not population or any(job_id not in finished for job_id in population):
+        return None
+    predicted = prediction.after_s if applied else prediction.before_s
+    if not math.isfinite(predicted) or predicted < 0:
+        return None
+    jobs = [finished[job_id] for job_id in population]
+    realised = statistics.fmean(job.latency_s for job in jobs)
+    if realised <= 0:
+        return None
+    low, high = (prediction.after_low_s, prediction.after_high_s) if applied else (None, None)
+    return PredictionError(
+        proposal_id=proposal_id,
+        group=prediction.group,
+        config="proposed" if applied else "running",
+        predicted_s=predicted,
+        low_s=low,
+        high_s=high,
+        realised_s=realised,
+        jobs=len(population),
+        finished=len(jobs),
+        window_start_s=min(job.submitted_ms for job in jobs) / 1000.0,
+        window_end_s=max(job.finished_ms for job in jobs) / 1000.0,
+        error=abs(predicted - realised) / realised,
+    )
+
+
+def check_proposal(
+    proposal: ProposalRecord, finished: Mapping[str, FinishedJob], applied: bool
+) -> list[PredictionError]:
+    """The checks of a proposal's groups whose populations all finished."""
+    found = (check_group(proposal.id, g, finished, applied) for g in proposal.groups)
+    return [checked for checked in found if checked is not None]
+
+
+@dataclass(frozen=True)
+class ProposalError:
+    """A proposal's prediction for all its checked groups together: the
+    job-weighted mean predicted and realised latency, and the relative error."""
+
+    proposal_id: int
+    predicted_s: float
+    realised_s: float
+    jobs: int
+    error: float
+
+
+def proposal_errors(checked: Iterable[PredictionError]) -> list[ProposalError]:
+    """One :class:`ProposalError` per proposal, in proposal order."""
+    by_proposal: dict[int, list[PredictionError]] = {}
+    for row in checked:
+        by_proposal.setdefault(row.proposal_id, []).append(row)
+    found = []
+    for proposal_id in sorted(by_proposal):
+        rows = by_proposal[proposal_id]
+        jobs = sum(r.jobs for r in rows)
+        predicted = sum(r.predicted_s * r.jobs for r in rows) / jobs
+        realised = sum(r.realised_s * r.jobs for r in rows) / jobs
+        found.append(
+            ProposalError(
+                proposal_id, predicted, realised, jobs, abs(predicted - realised) / realised
+            )
+        )
+    return found
+
+
+def group_histories(
+    checked: Sequence[PredictionError], recent: Sequence[tuple[str, RecentChange]]
+) -> dict[str, GroupHistory]:
+    """What the gates read about each group: its checked errors (oldest first) and
+    its recently applied changes, ``recent`` as (group, change)."""
+    errors: dict[str, list[float]] = {}
+    for row in sorted(checked, key=lambda r: r.proposal_id):
+        errors.setdefault(row.group, []).append(row.error)
+    changes: dict[str, list[RecentChange]] = {}
+    for group, change in recent:
+        changes.setdefault(group, []).append(change)
+    return {
+        group: GroupHistory(tuple(errors.get(group, ())), tuple(changes.get(group, ())))
+        for group in errors.keys() | changes.keys()
+    }
