@@ -5,11 +5,13 @@ states read from a simulator or a snapshot."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from distributed import LocalCluster
 
-from rules.inputs import JobMix, MixJob, RunningTasks
+from rules.comparator import Comparator
+from rules.inputs import GroupResources, JobMix, MixJob, RunningTasks
 from yarn_adapt.model import (
     Application,
     AppState,
@@ -34,7 +36,8 @@ from yarn_adapt.model import (
     Workload,
 )
 from yarn_adapt.sim import JobInProgress, SimulationStart
-from yarn_adapt.tuning.apply import apply_ratios
+from yarn_adapt.tuning.apply import apply_ratios, groups_of
+from yarn_adapt.tuning.bridge import GroupBase
 from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
@@ -46,6 +49,7 @@ from yarn_adapt.tuning.tuner import (
     propose,
     spread_leftover,
     state_from_snapshot,
+    state_mix,
 )
 from yarn_adapt.workload import fit_task_time_model
 from yarn_adapt.yarn.confxml import parse_capacity_xml, parse_fair_xml, validate, yarn_refuses
@@ -182,6 +186,28 @@ def test_algorithm3_moves_cluster_share_to_the_loaded_group(model) -> None:  # t
     assert a is not None and a.capacity.percent > 50  # type: ignore[union-attr]
     assert not yarn_refuses(validate(proposal.config, current))
     assert any("Algorithm 3" in r for r in proposal.reasons)
+
+
+def test_a_group_algorithm3_moves_runs_the_configuration_its_curve_assumed(model) -> None:  # type: ignore[no-untyped-def]
+    """Algorithm 3 gives a group the containers its curve priced with that level's
+    best configuration: the proposal carries that configuration (or keeps the running
+    one when it predicts as well there), and the group's predicted latency is what
+    the comparator says of the proposed configuration at those containers."""
+    current = two_groups()
+    jobs = [spec(f"a{i}", "a1", 95.0, maps=8) for i in range(4)] + [spec("b", "b1", 99.0, maps=1)]
+    tuning_state = state(*jobs, containers=16)
+    proposal = propose(tuning_state, current, model, SETTINGS)
+    moved = [d for d in proposal.groups if "Algorithm 3 gives it" in d.reason]
+    assert moved, [d.reason for d in proposal.groups]
+    for decision in moved:
+        group = next(g for g in groups_of(current) if g.parent == decision.group)
+        given = int(re.search(r"at the (\d+) containers", decision.reason).group(1))  # type: ignore[union-attr]
+        mix = state_mix(tuning_state, model, group.leaf_names, SETTINGS)
+        unit = tuning_state.cluster.minimum_allocation
+        resources = GroupResources(Resources(given * unit.memory_mb, given * unit.vcores), unit)
+        config = GroupBase.of(proposal.config, group).config
+        comparator = Comparator(mix, resources, uncertainty=SETTINGS.uncertainty)
+        assert comparator.latency(config) == pytest.approx(decision.after_s, rel=1e-9)
 
 
 @pytest.mark.parametrize("executor", ["process:2", "dask"])

@@ -477,11 +477,11 @@ def propose(
     done = _tune_groups(work, executor, on_group_tuned)
     decisions.update((d.group, d) for d, _ in done)
     ordered = [decisions[group.parent] for group in groups]
-    proposed = _compose(current, ordered)
-    curves = [curve for _, curve in done if curve is not None]
-    if split is not None and curves:
-        proposed, ordered = _split_cluster(proposed, ordered, curves, split)
-    return _finish(current, proposed, ordered)
+    plans = {plan.curve.name: plan for _, plan in done if plan is not None}
+    if split is not None and plans:
+        tuned = {w.tuning.group.parent: w for w in work}
+        return _split_cluster(current, ordered, plans, tuned, split)
+    return _finish(current, _compose(current, ordered), ordered)
 
 
 GroupTuned = Callable[[int, int, str], None]
@@ -489,7 +489,7 @@ GroupTuned = Callable[[int, int, str], None]
 
 def _tune_groups(
     work: Sequence[_GroupWork], executor: ExecutorHandle | None, on_group_tuned: GroupTuned | None
-) -> list[tuple[GroupDecision, GroupCurve | None]]:
+) -> list[tuple[GroupDecision, LevelPlan | None]]:
     if executor is not None:
 
         def heard(done: int) -> None:
@@ -516,7 +516,7 @@ class _GroupWork:
     bounds: ResourceBounds | None = None
 
 
-def _tune_group(work: _GroupWork) -> tuple[GroupDecision, GroupCurve | None]:
+def _tune_group(work: _GroupWork) -> tuple[GroupDecision, LevelPlan | None]:
     tuning = work.tuning
     decision = _decide(tuning, work.resources, work.reason, tuning.settings)
     if work.bounds is None:
@@ -622,20 +622,49 @@ def _split_pool(
 
 
 def _split_cluster(
-    proposed: SchedulerConfig,
+    current: SchedulerConfig,
     decisions: list[GroupDecision],
-    curves: Sequence[GroupCurve],
+    plans: Mapping[str, LevelPlan],
+    tuned: Mapping[str, _GroupWork],
     split: _Split,
-) -> tuple[SchedulerConfig, list[GroupDecision]]:
+) -> Proposal:
     """Algorithm 3 over the triggered groups: the containers they hold now,
-    re-divided by their best latency at ``settings.levels`` resource levels."""
-    allocation = best_cluster_allocation(curves, split.pool)
+    re-divided by their best latency at ``settings.levels`` resource levels. Each
+    group then takes the configuration its curve assumed at the level it was given
+    (Algorithm 3's latency is that configuration's), unless the one it runs predicts
+    as well there."""
+    allocation = best_cluster_allocation([p.curve for p in plans.values()], split.pool)
     chosen = dict(zip(allocation.names, allocation.containers, strict=True))
     uppers = {name: b.upper for name, b in split.bounds.items()}
     spread = spread_leftover(chosen, uppers, split.pool)
     fraction = sum(split.shares.values())
     ratios = {name: fraction * count / split.pool for name, count in spread.items()}
-    return apply_ratios(proposed, ratios), _with_ratios(decisions, ratios, split.shares)
+    at_levels = [
+        _at_level(d, plans[d.group], tuned[d.group], chosen[d.group]) if d.group in chosen else d
+        for d in decisions
+    ]
+    proposed = apply_ratios(_compose(current, at_levels), ratios)
+    return _finish(current, proposed, _with_ratios(at_levels, ratios, split.shares))
+
+
+def _at_level(
+    decision: GroupDecision, plan: LevelPlan, work: _GroupWork, containers: int
+) -> GroupDecision:
+    """``decision`` (made at the group's current resources) re-made at the
+    ``containers`` Algorithm 3 gave it: the level's best setting when it beats the
+    running configuration there by the tuner's threshold, else the running one."""
+    tuning = work.tuning
+    if containers == work.resources.units:
+        return decision
+    best, best_s = plan.settings[containers], plan.curve.latency_at(containers)
+    running_s = tuning.current_latency(tuning.unit_resources(containers))
+    level = f"at the {containers} containers Algorithm 3 gives it"
+    if _worth_it(running_s, best_s, tuning.settings.min_improvement):
+        why = f"{level}, {best.describe()} predicts {_seconds(best_s)}"
+        why += f" against {_seconds(running_s)} as configured"
+        return replace(decision, setting=best, after_s=best_s, reason=f"{decision.reason}; {why}")
+    why = f"{level}, its configuration predicts {_seconds(running_s)}: kept"
+    return replace(decision, setting=None, after_s=running_s, reason=f"{decision.reason}; {why}")
 
 
 def spread_leftover(
@@ -686,10 +715,19 @@ def _feasible(bounds: Mapping[str, ResourceBounds], pool: int) -> dict[str, Reso
     return {name: ResourceBounds(1, b.upper) for name, b in bounds.items()}
 
 
-def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> GroupCurve:
-    """A group's best latency at each resource level between its bounds (runs in an
-    executor's worker): :func:`yarn_adapt.tuning.group_optimizer.optimize_group`
-    with the tuner's comparator, referenced at the group's current resources."""
+@dataclass(frozen=True)
+class LevelPlan:
+    """A group's Algorithm 3 curve and the setting behind each of its points."""
+
+    curve: GroupCurve
+    settings: Mapping[int, GroupSetting]
+
+
+def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> LevelPlan:
+    """A group's best latency at each resource level between its bounds, and the
+    setting that reaches it (runs in an executor's worker):
+    :func:`yarn_adapt.tuning.group_optimizer.optimize_group` with the tuner's
+    comparator, referenced at the group's current resources."""
     name, tuning, bounds = job
     settings = tuning.settings
     problem = GroupProblem(
@@ -711,7 +749,9 @@ def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> GroupCurve:
     )
     outcome = optimize_group(problem, search_settings, reference=tuning.reference)
     curve = outcome.curve()
-    return GroupCurve(name, curve.levels, tuple(_finite(v) for v in curve.latencies))
+    finite = GroupCurve(name, curve.levels, tuple(_finite(v) for v in curve.latencies))
+    decode = tuning.space.decode
+    return LevelPlan(finite, {level.containers: decode(level.point) for level in outcome.levels})
 
 
 def _finite(value: float) -> float:
