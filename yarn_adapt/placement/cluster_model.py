@@ -174,6 +174,7 @@ class ModelResult:
     adjustments: AdjustmentStats | None = None
     profiles: ProfileSource | None = None
     decision_kinds: list[int] = field(default_factory=list)
+    stale_rate: float = 0.0  # commits refused for a server grown more contended (agents)
 
     def performances(self) -> FloatArray:
         values: FloatArray = np.array([j.performance for j in self.jobs if not j.rejected])
@@ -654,4 +655,5 @@ class ClusterModel:
             self.adjustments if self.monitoring is not None else None,
             self.book,
             self._kinds,
+            stats.stale_rate,
         )

@@ -69,6 +69,7 @@ class Scenario:
     migration_cost_s: float = 2.0
     correct_profiles: bool = True
     directed: bool = True
+    check_quality: bool = False
     check_slots: bool = False
     seed: int = 1
     trace: Path | None = None
@@ -173,7 +174,14 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     )  # fmt: skip
     placer = make_placer(policy, profiles, settings, admission)
     scheduler = (
-        AgentPool(shared, placer, AgentSettings(scenario.agents, scenario.sync_interval_s), rng)
+        AgentPool(
+            shared,
+            placer,
+            AgentSettings(
+                scenario.agents, scenario.sync_interval_s, check_quality=scenario.check_quality
+            ),
+            rng,
+        )
         if tarcil and scenario.agents > 1
         else DirectScheduler(shared, placer, rng)
     )
