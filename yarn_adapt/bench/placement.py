@@ -82,6 +82,8 @@ alone, for Tarcil and the optimum alike); Tarcil's admission and monitors:
 ``close_servers=no``, ``correct_profiles=yes``, ``slack=0.05`` (below ``1 / (1 +
 slack)`` of its speed alone a job misses its target), ``monitor_interval_s=1``;
 ``check_slots=yes`` (the diagnostic above; it scans the cluster per arrival);
+``caution=0.2`` (Tarcil reads completed and default profiles as that much more
+sensitive until corrected: :class:`~yarn_adapt.placement.profiles.CautiousProfiles`);
 ``check_quality=no`` (yes: agents' commits refused on servers grown more contended;
 at 100 servers it lowered p99 degradation 0.112 -> 0.100 for +25% decision CPU).
 """
@@ -116,7 +118,7 @@ KNOWN = {
     "scales", "policies", "load", "slope", "agents", "sync_interval_s", "cap",
     "miss_probability", "classes", "protect", "max_wait_s", "migrate",
     "migration_cost_s", "close_servers", "correct_profiles", "slack",
-    "monitor_interval_s", "check_slots", "check_quality",
+    "monitor_interval_s", "check_slots", "check_quality", "caution",
 }  # fmt: skip
 TARGETS = {"perf_vs_optimal": (">=", 0.97), "worst_degradation": ("<=", 0.05),
            "decision_ms": ("<=", 0.2)}  # fmt: skip
@@ -481,6 +483,7 @@ def _scenario(options: BenchOptions, servers: int) -> Scenario:
         monitor_interval_s=_positive(extra, "monitor_interval_s", 1.0),
         check_slots=_flag(extra, "check_slots", True),
         check_quality=_flag(extra, "check_quality", False),
+        caution=_number(extra, "caution", 0.2),
         seed=options.seed,
         trace=options.trace,
     )

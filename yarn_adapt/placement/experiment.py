@@ -30,7 +30,12 @@ from yarn_adapt.placement.policies import (
     TarcilSettings,
     make_placer,
 )
-from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook, ProfileSource
+from yarn_adapt.placement.profiles import (
+    CautiousProfiles,
+    InterferenceProfile,
+    ProfileBook,
+    ProfileSource,
+)
 from yarn_adapt.placement.state import RUState, Topology
 from yarn_adapt.placement.workloads import (
     JobArrival,
@@ -70,6 +75,7 @@ class Scenario:
     correct_profiles: bool = True
     directed: bool = True
     check_quality: bool = False
+    caution: float = 0.2  # Tarcil's margin on completed / default profiles (CautiousProfiles)
     check_slots: bool = False
     seed: int = 1
     trace: Path | None = None
@@ -160,6 +166,9 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     live = LiveProfiles(bench.book) if tarcil and scenario.correct_profiles else None
     if live is not None:
         profiles = live
+    learned = profiles  # what the scheduler learned, before any caution
+    if tarcil and scenario.caution > 0:
+        profiles = CautiousProfiles(profiles, scenario.caution)
     if tarcil:
         admission = AdmissionControl(
             state,
@@ -205,7 +214,9 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     model = ClusterModel(
         state, scheduler, bench.truth, profiles, model_settings, admission, warm, monitoring
     )
-    return model.run(bench.jobs, bench.residents)
+    result = model.run(bench.jobs, bench.residents)
+    result.profiles = learned
+    return result
 
 
 def check_policy(name: str) -> str:
