@@ -106,3 +106,31 @@ def test_a_job_that_cannot_complete_gives_back_what_it_took() -> None:
     assert not done.placed
     assert state.free_count == 2
     assert (state.occupant[:6] == 99).all()
+
+
+def test_a_commit_on_a_server_grown_more_contended_is_refused_and_replaced() -> None:
+    """Two agents with copies read at the same moment: the first puts a CPU hog on
+    server 0; the second, whose copy still shows server 0 clean, picks it for a
+    CPU-sensitive job. Its commit is refused there (the quality it chose the RU
+    for no longer holds), it re-reads server 0 and places the job elsewhere."""
+    state = cluster(2, rus_per_server=4)
+    shared = SharedState(state)
+    placer = TarcilPlacer(BOOK, TarcilSettings())
+    settings = AgentSettings(agents=2, sync_interval_s=1000.0, check_quality=True)
+    first = SchedulingAgent(shared, placer, settings, np.random.default_rng(0))
+    second = SchedulingAgent(shared, placer, settings, np.random.default_rng(1))
+    first.maintain(0.0)
+    second.maintain(0.0)
+    hog = shared.try_commit(state.free_rus_on(0)[:3], 1, tenant(CPU_HEAVY))[0]
+    assert len(hog) == 3
+    assert second.local is not None and second.local.server_free[0] == 4  # stale
+    forced = second.local.free_rus_on(0)[3:]  # the one RU of server 0 still free
+    taken, refused = shared.try_commit(forced, 2, tenant(CPU_HEAVY), seen=second.local)
+    assert len(taken) == 0 and refused.tolist() == forced.tolist()
+    assert shared.stats.stale_commits == 1 and shared.stats.conflicted_commits == 0
+    done = second.schedule(PlacementJob("sensitive", "cpu", 1), 2, tenant(CPU_HEAVY), 0.0,
+                           force=True)  # fmt: skip
+    assert done.placed and state.server_of(done.rus).tolist() == [1]
+    # without the copy to compare with, the same commit on server 0 is taken
+    taken, refused = shared.try_commit(forced, 3, tenant(CPU_HEAVY))
+    assert taken.tolist() == forced.tolist() and len(refused) == 0

@@ -102,7 +102,7 @@ def test_the_model_refuses_a_class_it_has_no_truth_for() -> None:
     [
         (lambda: ProbeMeasurement("c", "gpu", "caused", 0.5), "unknown resource"),
         (lambda: ProbeMeasurement("c", "cpu", "caused", 1.5), "not a fraction"),
-        (lambda: ProbeMeasurement("c", "cpu", "felt", 0.5), "kind must be"),
+        (lambda: ProbeMeasurement("c", "cpu", "felt", 0.5), "kind must be"),  # type: ignore[arg-type]
         (lambda: InterferenceProfile((0.1,) * 4, (0.1,) * 5), "expected 5"),
         (lambda: InterferenceProfile((0.1,) * 5, (float("nan"),) * 5), "not a fraction"),
         (lambda: PlacementJob("j", "c", 0), "at least one RU"),
@@ -115,4 +115,4 @@ def test_malformed_input_is_a_one_line_error(build: object, message: str) -> Non
     assert "\n" not in info.value.one_line()
     if "probe" in message or "resource" in message:
         assert isinstance(info.value, ProfileError)
-    assert CPU_HEAVY and tenant
+    assert CPU_HEAVY is not None and callable(tenant)

@@ -55,6 +55,7 @@ def test_a_job_with_no_room_waits_for_one_to_leave() -> None:
     result = _model(1, 4).run(jobs)
     first, second = result.jobs
     assert second.start_s == pytest.approx(first.end_s)
+    assert second.start_s is not None
     assert second.end_s == pytest.approx(second.start_s + 5.0)
 
 
@@ -87,3 +88,29 @@ def test_the_fitting_slot_diagnostic_looks_at_the_true_profiles() -> None:
         ]
     )
     assert [job.slot_at_arrival for job in result.jobs] == [False, False, True]
+
+
+def test_each_job_is_scored_against_the_best_rus_free_at_its_arrival() -> None:
+    """Tarcil §6.3's optimal: the best available resources, zero delay. Two servers
+    of 4 RUs. The CPU hog (3 RUs) could have run at 1 / 1.2 split 2 + 1 (its RUs
+    on one server press 0.3 CPU each on the others, past a tolerance of 0.1);
+    first fit packs all three on server 0 (0.6 - 0.1 over: 1 / 1.5), so it gets
+    0.8 of its optimal. The pair then gets the empty server, its optimum. The
+    6-RU job finds 3 RUs free: no optimal to score it against."""
+    state = RUState(Topology.uniform(2, 4))
+    scheduler = DirectScheduler(SharedState(state), FirstFitPlacer(), np.random.default_rng(0))
+    settings = ModelSettings(horizon_s=100.0, measure_until_s=100.0, check_slots=True)
+    model = ClusterModel(state, scheduler, TRUTH, BOOK, settings)
+    hog, pair, big = model.run(
+        [
+            JobArrival(PlacementJob("hog", "cpu", 3), 0.0, 50.0),
+            JobArrival(PlacementJob("pair", "cpu", 2), 1.0, 10.0),
+            JobArrival(PlacementJob("big", "light", 6), 2.0, 1.0),
+        ]
+    ).jobs
+    assert hog.best_speed_at_arrival == pytest.approx(1 / 1.2)
+    assert hog.performance == pytest.approx(1 / 1.5)
+    assert hog.performance_vs_best_available == pytest.approx(0.8)
+    assert pair.best_speed_at_arrival == pytest.approx(1 / 1.2)
+    assert pair.performance_vs_best_available == pytest.approx(1.0)
+    assert big.best_speed_at_arrival == 0.0 and big.performance_vs_best_available is None

@@ -19,11 +19,12 @@ from yarn_adapt.placement.policies import (
     rank_within,
 )
 from yarn_adapt.placement.sampling import sample_best
+from yarn_adapt.placement.state import RUState
 
 RNG = np.random.default_rng(7)
 
 
-def _mixed(servers: int = 16):
+def _mixed(servers: int = 16) -> RUState:
     state = cluster(servers, rus_per_server=8, per_rack=4)
     plan = [(s, 3 + s % 4, (CPU_HEAVY, NET_HEAVY, LIGHT)[s % 3]) for s in range(servers)]
     load_servers(state, plan)

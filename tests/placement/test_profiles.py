@@ -4,11 +4,14 @@ filtering completion from a few probes."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from yarn_adapt.placement.profiles import (
     RESOURCES,
+    CautiousProfiles,
     CompletionSettings,
     ProbeMeasurement,
+    ProfileError,
     complete_matrix,
     learn_profiles,
     measurements_of,
@@ -55,3 +58,22 @@ def test_completion_recovers_a_low_rank_matrix() -> None:
     baseline = np.abs(np.nanmean(observed, axis=0)[np.nonzero(hidden)[1]] - full[hidden]).mean()
     assert error < 0.5 * baseline
     assert ((completed >= 0) & (completed <= 1)).all()
+
+
+def test_caution_reads_only_uncertain_profiles_as_more_sensitive() -> None:
+    truth = synthetic_classes(6, seed=2)
+    known = {k: v for k, v in truth.items() if k != "c05"}
+    probes = [*measurements_of(known), ProbeMeasurement("c05", "cpu", "caused", 0.4)]
+    book = learn_profiles(probes)
+    cautious = CautiousProfiles(book, margin=0.2)
+    assert cautious.profile("c00") == book.profile("c00")  # measured: as it is
+    completed, wary = book.profile("c05"), cautious.profile("c05")
+    assert completed.source == wary.source == "completed"
+    assert wary.caused == completed.caused
+    expected = np.minimum(np.array(completed.sensitivity) + 0.2, 1.0)
+    assert np.allclose(wary.sensitivity, expected)
+    assert cautious.profile("never-seen").sensitivity > book.default.sensitivity
+    assert CautiousProfiles(book, margin=0.0).profile("c05") == completed
+    assert cautious.revision("c05") == book.revision("c05")
+    with pytest.raises(ProfileError, match="caution margin"):
+        CautiousProfiles(book, margin=1.5)

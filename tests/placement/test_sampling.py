@@ -19,7 +19,7 @@ from yarn_adapt.placement.sampling import (
     pick_best_distinct,
     sample_size,
 )
-from yarn_adapt.placement.state import RUState
+from yarn_adapt.placement.state import RUState, Topology
 
 
 @given(
@@ -133,3 +133,21 @@ def test_batch_sampling_keeps_the_m_best_of_r_times_m(m: int) -> None:
     chosen_scores = np.sort(scorer.score(state, state.server_of(placement.rus)))[::-1]
     assert set(placement.rus.tolist()) <= set(sampled.tolist())
     assert np.allclose(chosen_scores, np.sort(scores)[::-1][:m])
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=40),
+    st.lists(st.integers(-1, 8), min_size=1, max_size=5),
+)
+def test_a_racks_servers_are_found_without_a_scan(racks: list[int], wanted: list[int]) -> None:
+    """Rack-local sampling reads the rack index, not every server: the same
+    servers as a scan would find, in the same order (racks need not be contiguous)."""
+    state = RUState(Topology(np.full(len(racks), 2), np.asarray(racks)))
+    asked = np.asarray(wanted, dtype=np.int64)
+    found = state.servers_in_racks(asked)
+    scanned = np.flatnonzero(np.isin(np.asarray(racks), np.unique(asked)))
+    assert sorted(found.tolist()) == scanned.tolist()
+    assert len(set(found.tolist())) == len(found)
+    sampled = state.sample_free_in_racks(asked, 5, np.random.default_rng(0))
+    assert set(state.server_of(sampled).tolist()) <= set(scanned.tolist())

@@ -61,6 +61,7 @@ class AgentSettings:
     sync_interval_s: float = 0.1
     sync_jitter: float = 0.2
     max_retries: int = 8
+    check_quality: bool = False  # refuse commits on servers grown more contended (try_commit)
 
     def __post_init__(self) -> None:
         if self.agents < 1 or self.sync_interval_s < 0 or self.max_retries < 0:
@@ -74,11 +75,23 @@ class CommitStats:
     conflicted_rus: int = 0
     retries: int = 0
     gave_up: int = 0
+    stale_commits: int = 0  # commits that met a server more contended than the agent saw
+    stale_rus: int = 0
 
     @property
     def conflict_rate(self) -> float:
         """Share of commit attempts that met at least one taken RU."""
         return self.conflicted_commits / self.commits if self.commits else 0.0
+
+    @property
+    def stale_rate(self) -> float:
+        """Share of commit attempts refused, in part, for a stale quality."""
+        return self.stale_commits / self.commits if self.commits else 0.0
+
+
+# A commit is refused where a server's contention per RU (eq. 3) rose by at least
+# this much on some resource since the agent's copy: one of the paper's levels.
+STALE_STEP = 1.0 / 99.0
 
 
 class SharedState:
@@ -99,22 +112,43 @@ class SharedState:
             self._log.append(servers)
 
     def try_commit(
-        self, rus: IntArray, owner: int, tenant: Tenant, now: float = 0.0
+        self,
+        rus: IntArray,
+        owner: int,
+        tenant: Tenant,
+        now: float = 0.0,
+        *,
+        seen: RUState | None = None,
     ) -> tuple[IntArray, IntArray]:
         """Take each of ``rus`` that is still free for ``owner``; return (taken,
-        conflicting)."""
+        conflicting). With ``seen`` (the agent's copy the choice was made on), an
+        RU also conflicts when its server has grown more contended than the copy
+        says (by :data:`STALE_STEP` on some resource): the quality the agent chose
+        it for no longer holds -- another agent, or its own last job, placed there
+        since its last sync. The pressure sums compared are the master's own,
+        current at every commit (no settling on the critical path)."""
         rus = np.asarray(rus, dtype=np.int64)
         if len(rus) > 1:
             rus = np.unique(rus)
         with self._lock:
             free = self.state.occupant[rus] == FREE
-            taken, conflicting = rus[free], rus[~free]
+            stale = np.zeros(len(rus), dtype=bool)
+            if seen is not None:
+                servers = self.state.ru_server[rus]
+                rose = self.state.server_caused[servers] - seen.server_caused[servers]
+                per_ru = rose / self.state.server_neighbours_of(servers)[:, None]
+                stale = free & (per_ru >= STALE_STEP).any(axis=1)
+            ok = free & ~stale
+            taken, conflicting = rus[ok], rus[~ok]
             if len(taken):
                 self.state.occupy(taken, owner, tenant.caused, tenant.tolerance, now)
             self.stats.commits += 1
-            if len(conflicting):
+            if (~free).any():
                 self.stats.conflicted_commits += 1
-                self.stats.conflicted_rus += len(conflicting)
+                self.stats.conflicted_rus += int((~free).sum())
+            if stale.any():
+                self.stats.stale_commits += 1
+                self.stats.stale_rus += int(stale.sum())
         return taken, conflicting
 
     def release(self, rus: IntArray, now: float = 0.0) -> None:
@@ -269,9 +303,18 @@ class SchedulingAgent:
             )
             if not placement.placed:
                 break
-            committed, conflicting = self.shared.try_commit(placement.rus, owner, tenant, now)
+            committed, conflicting = self.shared.try_commit(
+                placement.rus,
+                owner,
+                tenant,
+                now,
+                seen=local if self.settings.check_quality else None,
+            )
             if len(committed):
-                local.mark_taken(committed, owner)
+                if self.settings.check_quality:  # its own job's pressure counts at once
+                    local.occupy(committed, owner, tenant.caused, tenant.tolerance, now)
+                else:
+                    local.mark_taken(committed, owner)
                 taken.append(committed)
                 got += len(committed)
             if len(conflicting):

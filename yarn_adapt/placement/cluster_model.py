@@ -114,7 +114,7 @@ class ModelSettings:
     measure_until_s: float = 540.0
     retry_budget: int = 32
     offer_budget: int = 8
-    check_slots: bool = False  # diagnose, per arrival, whether any fitting RUs existed
+    check_slots: bool = False  # diagnose, per arrival, the best speed any free RUs gave
     slot_slowdown: float = 0.05  # "fitting": the job would run within this of ideal
 
     def __post_init__(self) -> None:
@@ -141,6 +141,19 @@ class JobOutcome:
     migrations: int = 0
     first_servers: tuple[int, ...] = ()  # where it started
     slot_at_arrival: bool | None = None  # see ModelSettings.check_slots
+    best_speed_at_arrival: float | None = None  # see ClusterModel._best_speed_now
+
+    @property
+    def performance_vs_best_available(self) -> float | None:
+        """Performance against the job's optimal in Tarcil §6.3's sense: "the
+        performance on the best available resources and zero scheduling delay" --
+        its speed on the best ``m`` RUs free at its arrival, started at once.
+        ``None`` when not diagnosed, or when no ``m`` RUs were free at all (nothing
+        could have started it then). Capped at 1 (neighbours may leave later)."""
+        best = self.best_speed_at_arrival
+        if best is None or best <= 0.0:
+            return None
+        return min(self.performance / best, 1.0)
 
     @property
     def performance(self) -> float:
@@ -161,6 +174,7 @@ class ModelResult:
     adjustments: AdjustmentStats | None = None
     profiles: ProfileSource | None = None
     decision_kinds: list[int] = field(default_factory=list)
+    stale_rate: float = 0.0  # commits refused for a server grown more contended (agents)
 
     def performances(self) -> FloatArray:
         values: FloatArray = np.array([j.performance for j in self.jobs if not j.rejected])
@@ -307,7 +321,9 @@ class ClusterModel:
     def _arrive(self, index: int) -> None:
         outcome = self._outcomes.get(index)
         if outcome is not None and self.settings.check_slots:
-            outcome.slot_at_arrival = self._fitting_slots_exist(self._all[index].job)
+            best = self._best_speed_now(self._all[index].job)
+            outcome.best_speed_at_arrival = best
+            outcome.slot_at_arrival = best >= 1.0 - self.settings.slot_slowdown
         done = self._schedule(index, force=False, kind=ARRIVAL)
         if done.placed:
             self._start(index, done.rus)
@@ -416,29 +432,34 @@ class ClusterModel:
                 self._leave_queue(index, ran_out=False)
                 self._start(index, done.rus)
 
-    def _fitting_slots_exist(self, job: PlacementJob) -> bool:
+    def _best_speed_now(self, job: PlacementJob) -> float:
         """A diagnostic with the true profiles, outside every decision (it scans the
-        cluster): are there ``m`` free RUs on which the job would run within
-        ``slot_slowdown`` of its ideal speed (its own RUs contending, one server's
-        contention as it is now)? Jobs without are ones no placement could have
-        served at arrival -- only waiting, or a cluster kept emptier before."""
+        cluster): the speed the job would run at on the best ``m`` RUs free now --
+        its own RUs contending, each server's contention as it is now -- or 0 when
+        fewer than ``m`` RUs are free. A job runs at the speed of its slowest RU
+        and an RU's speed only falls as more of the job's RUs share its server, so
+        the best choice takes the ``m`` fastest (server, k-th RU there) slots and
+        its speed is the ``m``-th fastest. ``slot_at_arrival`` is that speed
+        within ``slot_slowdown`` of ideal: jobs without such slots are ones no
+        placement could have served well at arrival."""
         self.state.settle()
         servers = self.state.servers_with_free()
+        m = job.ru_count
         if not len(servers):
-            return False
+            return 0.0
+        free = self.state.server_free_of(servers)
+        if int(free.sum()) < m:
+            return 0.0
         row = self._class_index[job.job_class]
         seen = self.state.server_levels_of(servers) * (1.0 / LEVELS)
         per_ru = self._caused[row][None, :] / self.state.server_neighbours_of(servers)[:, None]
-        free = self.state.server_free_of(servers)
-        # speed 1 / (1 + slope x overshoot) >= 1 - slot_slowdown
-        limit = (1.0 / (1.0 - self.settings.slot_slowdown) - 1.0) / max(self.settings.slope, 1e-12)
-        found = 0
-        for k in range(min(job.ru_count, int(free.max()))):
-            own = np.maximum(seen + k * per_ru - self._tolerance[row], 0.0).sum(axis=1)
-            found += int(((own <= limit) & (free > k)).sum())
-            if found >= job.ru_count:
-                return True
-        return False
+        levels = min(m, int(free.max()))
+        speeds = np.empty((levels, len(servers)))
+        for k in range(levels):
+            overshoot = np.maximum(seen + k * per_ru - self._tolerance[row], 0.0).sum(axis=1)
+            speeds[k] = np.where(free > k, 1.0 / (1.0 + self.settings.slope * overshoot), -1.0)
+        flat = speeds.ravel()
+        return float(np.partition(flat, len(flat) - m)[len(flat) - m])
 
     # ------------------------------------------------------------------ speeds
 
@@ -634,4 +655,5 @@ class ClusterModel:
             self.adjustments if self.monitoring is not None else None,
             self.book,
             self._kinds,
+            stats.stale_rate,
         )

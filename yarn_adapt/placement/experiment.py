@@ -30,7 +30,12 @@ from yarn_adapt.placement.policies import (
     TarcilSettings,
     make_placer,
 )
-from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook, ProfileSource
+from yarn_adapt.placement.profiles import (
+    CautiousProfiles,
+    InterferenceProfile,
+    ProfileBook,
+    ProfileSource,
+)
 from yarn_adapt.placement.state import RUState, Topology
 from yarn_adapt.placement.workloads import (
     JobArrival,
@@ -69,6 +74,8 @@ class Scenario:
     migration_cost_s: float = 2.0
     correct_profiles: bool = True
     directed: bool = True
+    check_quality: bool = False
+    caution: float = 0.2  # Tarcil's margin on completed / default profiles (CautiousProfiles)
     check_slots: bool = False
     seed: int = 1
     trace: Path | None = None
@@ -159,6 +166,9 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     live = LiveProfiles(bench.book) if tarcil and scenario.correct_profiles else None
     if live is not None:
         profiles = live
+    learned = profiles  # what the scheduler learned, before any caution
+    if tarcil and scenario.caution > 0:
+        profiles = CautiousProfiles(profiles, scenario.caution)
     if tarcil:
         admission = AdmissionControl(
             state,
@@ -173,7 +183,14 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     )  # fmt: skip
     placer = make_placer(policy, profiles, settings, admission)
     scheduler = (
-        AgentPool(shared, placer, AgentSettings(scenario.agents, scenario.sync_interval_s), rng)
+        AgentPool(
+            shared,
+            placer,
+            AgentSettings(
+                scenario.agents, scenario.sync_interval_s, check_quality=scenario.check_quality
+            ),
+            rng,
+        )
         if tarcil and scenario.agents > 1
         else DirectScheduler(shared, placer, rng)
     )
@@ -197,7 +214,9 @@ def run_policy(bench: Workbench, policy: str, *, seed: int | None = None) -> Mod
     model = ClusterModel(
         state, scheduler, bench.truth, profiles, model_settings, admission, warm, monitoring
     )
-    return model.run(bench.jobs, bench.residents)
+    result = model.run(bench.jobs, bench.residents)
+    result.profiles = learned
+    return result
 
 
 def check_policy(name: str) -> str:

@@ -135,6 +135,12 @@ class RUState:
         self.rack_free = np.bincount(
             self.rack_of_server, weights=self.server_size, minlength=topology.racks
         ).astype(np.int64)
+        # servers grouped by rack (rack r: _rack_servers[_rack_start[r]:_rack_start[r + 1]]),
+        # so a rack's servers are found without a scan of the cluster
+        self._rack_servers = np.argsort(self.rack_of_server, kind="stable").astype(np.int64)
+        self._rack_start = np.concatenate(
+            ([0], np.cumsum(np.bincount(self.rack_of_server, minlength=topology.racks)))
+        ).astype(np.int64)
         self.free_ids = np.arange(total, dtype=np.int64)
         self.free_pos = np.arange(total, dtype=np.int64)
         self.n_free = total
@@ -170,8 +176,8 @@ class RUState:
     ) -> IntArray:
         """Up to ``count`` free RUs of the given racks: rejection sampling over the
         racks' servers (O(count / free share)), no scan of the cluster."""
-        servers = np.flatnonzero(np.isin(self.rack_of_server, racks))
-        if len(servers) == 0 or self.rack_free[racks].sum() == 0:
+        servers = self.servers_in_racks(racks)
+        if len(servers) == 0 or self.server_free[servers].sum() == 0:
             return np.empty(0, dtype=np.int64)
         tries = max(count, 1) * 8
         server = servers[rng.integers(0, len(servers), size=tries)]
@@ -179,6 +185,16 @@ class RUState:
         rus = self.server_first[server] + slot
         free: IntArray = rus[self.occupant[rus] == FREE][:count]
         return free
+
+    def servers_in_racks(self, racks: IntArray) -> IntArray:
+        """The servers of ``racks`` (each rack once, unknown racks none), rack by
+        rack: O(their servers), whatever the cluster size."""
+        known = np.unique(racks[(racks >= 0) & (racks < len(self._rack_start) - 1)])
+        if not len(known):
+            return np.empty(0, dtype=np.int64)
+        parts = [self._rack_servers[self._rack_start[r] : self._rack_start[r + 1]] for r in known]
+        servers: IntArray = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return servers
 
     def sample_free_on(self, servers: IntArray, rng: np.random.Generator) -> IntArray:
         """A free RU on each of ``servers``, by rejection over its slots (a few

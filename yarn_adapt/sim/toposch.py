@@ -15,7 +15,10 @@ One scheduling pass over the waiting batch containers:
    (Lines 11-12). If none does it waits for the next pass (``retry += 1``, Line 23)
    until it has waited ``max_retry_time`` passes; then (Lines 13-19) it is placed
    anyway: on a node it has locality to if one is in ``N``, else on the node of
-   ``N`` with the lowest risk.
+   ``N`` with the lowest risk -- chosen by ``ToposchSettings.lowest_risk`` (a
+   :class:`LowestRiskChooser`; default :func:`scan_lowest_risk`, every node of
+   ``N`` ranked; the placement layer's Tarcil chooser samples instead:
+   :func:`yarn_adapt.placement.guard_choice.lowest_risk_chooser`).
 
 ``nu = 0`` switches TopoSch off: every node shows all it has, and the pass is
 YARN's own (the first node with room, local nodes first).
@@ -30,21 +33,38 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from yarn_adapt.errors import InputError
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.sim.hooks import ClusterView, PlacementRequest
 
 
+class LowestRiskChooser(Protocol):
+    """Algorithm 1's "the node with the lowest risk" (Lines 17-18): one of
+    ``candidates`` (never empty; heartbeat order, local nodes first) for
+    ``container``."""
+
+    def __call__(
+        self, container: WaitingContainer, candidates: Sequence[NodeState]
+    ) -> NodeState: ...
+
+
+def scan_lowest_risk(container: WaitingContainer, candidates: Sequence[NodeState]) -> NodeState:
+    """Every candidate ranked: the first of the lowest risk."""
+    return min(candidates, key=lambda n: n.risk)
+
+
 @dataclass(frozen=True)
 class ToposchSettings:
     """``nu``: the reservation coefficient; ``max_retry_time``: passes a container
     may be held back before it is placed regardless; ``zero_violation``: the global
-    flag of §4.2.2."""
+    flag of §4.2.2; ``lowest_risk``: how the lowest-risk node is chosen."""
 
     nu: float = 1.0
     max_retry_time: int = 1
     zero_violation: bool = False
+    lowest_risk: LowestRiskChooser = scan_lowest_risk
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.nu) and self.nu >= 0):
@@ -145,7 +165,7 @@ def place_one(
         if container.retry >= settings.max_retry_time:
             if node.node_id in local:
                 return Placement(container.id, node.node_id, "locality after retries")
-            lowest = min(candidates, key=lambda n: n.risk)
+            lowest = settings.lowest_risk(container, candidates)
             return Placement(container.id, lowest.node_id, "lowest risk after retries")
     return None
 
