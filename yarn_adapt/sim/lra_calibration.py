@@ -23,7 +23,8 @@ wall time. So:
   application's services take 1.5-6 ms; a request much shorter than the kernel's
   time slice mostly escapes batch, one of a few ms is sliced between batch tasks,
   so the coefficient depends on the scale, see ``own_interference`` per replica).
-  ``interference_all_replicas`` is the same fit over every replica.
+  ``interference_all_replicas`` is the same fit over every replica,
+  ``interference_per_source`` over each testbed run alone (the run-to-run spread).
 
 The fit's error (relative error of the predicted P95, mean / median / worst, and the
 RMS log error) is reported for the contended windows with the fitted and with the
@@ -272,6 +273,7 @@ def calibrate(
         "sources": [source for source, _ in bodies],
         "interference": round(interference, 4),
         "interference_all_replicas": round(overall, 4),
+        "interference_per_source": _per_source(scaled, [source for source, _ in bodies]),
         "services": [
             _replica(
                 replica,
@@ -325,6 +327,15 @@ def _replica(
         "contended_windows": len(contended),
         "own_interference": own,
     }
+
+
+def _per_source(scaled: Sequence[Point], sources: Sequence[str]) -> dict[str, float | None]:
+    """The coefficient each testbed run alone gives (the run-to-run spread)."""
+    found: dict[str, float | None] = {}
+    for source in sources:
+        mine = [p for p in scaled if p.observation.source.rsplit("#", 1)[0] == source]
+        found[source] = round(fit_interference(mine), 4) if mine else None
+    return found
 
 
 def _end_to_end(
