@@ -65,3 +65,21 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     assert final.pids_moved > 0 and final.pids_checked > 0, final.to_json()
     assert final.pids_back == final.pids_checked, final.misplaced
     assert all(check.complete for check in result.restores), agents
+
+    # The calibration's measurements: per node the batch CPU share (cpuacct), per service
+    # replica its requests and their CPU time; batch used the risky node's CPU without
+    # the guard and (much) less with it, and none ran in the first alone window.
+    windows = testbed.result_json(result)["windows"]
+    assert [w["name"] for w in windows] == [w.name for w, _ in result.windows]
+    for window in windows:
+        assert len(window["batch_cpu_share"]) == 2, window
+        assert all(0.0 <= share <= 1.0 for share in window["batch_cpu_share"]), window
+        replicas = {(s["service"], s["node"]): s for s in window["services"]}
+        assert len(replicas) == 4, window
+        for replica in replicas.values():
+            assert replica["requests"] > 0 and replica["cpu_ms_median"] > 0, window
+            assert replica["self_p95_ms"] >= replica["cpu_ms_median"] * 0.5, window
+    assert max(windows[0]["batch_cpu_share"]) < 0.1, windows[0]
+    risky = {name: statistics.fmean(w["batch_cpu_share"][0] for w in windows if w["name"] == name)
+             for name in ("off", "on")}  # fmt: skip
+    assert risky["off"] > 0.2 and risky["off"] > 2 * risky["on"], risky

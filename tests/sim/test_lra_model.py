@@ -23,6 +23,7 @@ from yarn_adapt.sim.lra_model import (
     ClusterModel,
     Policy,
     ServiceSpec,
+    calibrated_node,
     piggymetrics,
 )
 from yarn_adapt.sim.toposch import ToposchSettings
@@ -134,6 +135,9 @@ def test_bench_json_has_every_policy_and_the_best_row() -> None:
         assert row["qos_violation_s"] >= 0.0
     assert figures["best"] == figures["policies"]["yarn-adapt"]
     assert set(figures["gap"]) == {"lra_p95_vs_alone", "batch_jct_increase", "met"}
+    # the model's interference is the committed calibration's unless set
+    assert figures["model"]["calibration"] == "lra-model.json"
+    assert figures["model"]["interference"] == calibrated_node().interference
 
 
 def test_calibration_recovers_service_time_and_interference() -> None:

@@ -27,7 +27,8 @@ to run-alone, minus 1) with ``_median`` and ``_worst`` over jobs;
 ``nu``, ``max_retry_time``, ``risk_interval_s``, ``kube_threshold``,
 ``target_factor``, ``agent_interval_s``, ``strategy``, ``load_trace``,
 ``load_points`` (default 720, two simulated hours; ``--quick`` 180),
-``profile_samples``.
+``profile_samples``. ``interference`` defaults to the live testbed's calibration
+(:data:`yarn_adapt.sim.lra_model.CALIBRATION`; ``model.calibration`` names it).
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ from yarn_adapt.errors import SettingsError, TraceError
 from yarn_adapt.progress import report
 from yarn_adapt.sim.colocation import NodeModel, batch_jobs, profile_samples
 from yarn_adapt.sim.lra_model import (
+    CALIBRATION,
     Cluster,
     ClusterModel,
     ClusterRun,
     Policy,
+    calibrated_node,
     piggymetrics,
     service_model,
     summary,
@@ -167,7 +170,8 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         "simulated_s": horizon,
         "wall_s": round(time.perf_counter() - started, 2),
         "model": {f.name: getattr(model.node, f.name) for f in fields(model.node)}
-        | {"nodes": model.nodes, "nu": toposch.nu, "max_retry_time": toposch.max_retry_time},
+        | {"nodes": model.nodes, "nu": toposch.nu, "max_retry_time": toposch.max_retry_time}
+        | {"calibration": CALIBRATION.name},
     }
     return BenchResult(figures=figures, rows=[{"policy": k, **_flat(v)} for k, v in rows.items()])
 
@@ -255,7 +259,7 @@ def read_loads(path: Path) -> list[float]:
 
 
 def _cluster_model(extra: dict[str, str]) -> ClusterModel:
-    node = NodeModel()
+    node = calibrated_node()
     changes: dict[str, Any] = {}
     for f in fields(NodeModel):
         if f.name in extra and not isinstance(getattr(node, f.name), tuple):

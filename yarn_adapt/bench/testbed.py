@@ -13,6 +13,9 @@ with ``*_spread_ms`` = max - min, ``*_median_ms``, ``*_worst_ms`` and the runs),
 guard never kills). ``--quick`` is the short form; ``--set KEY=VALUE`` sets any
 :class:`~yarn_adapt.testbed.run.TestbedOptions` field; ``--seed`` the load's.
 The host is shared: absolute latencies move with its load; compare within a run.
+The table adds each window's batch CPU share per node; ``--set windows=true`` adds
+every window's CPU and per-service figures (``windows``, the calibration's input:
+``python -m yarn_adapt.sim.lra_calibration fit``) to the JSON.
 """
 
 from __future__ import annotations
@@ -23,17 +26,27 @@ from yarn_adapt.errors import SettingsError
 
 @benchmark("testbed", "live testbed: app P95 alone / guard off / guard on, batch makespans")
 def run(options: BenchOptions) -> BenchResult:
-    from yarn_adapt.testbed.run import options_from, run_on_new_cluster
+    from yarn_adapt.testbed.run import options_from, run_on_new_cluster, window_json
 
     if options.trace is not None:
         raise SettingsError("bench testbed: --trace does not apply (the load is generated)")
-    chosen = options_from(options.quick, options.seed, options.extra)
+    settings = {k: v for k, v in options.extra.items() if k != "windows"}
+    chosen = options_from(options.quick, options.seed, settings)
     result = run_on_new_cluster(chosen)
     rows = [
         {"window": w.name, "requests": f.requests, "failed": f.failed, "p50_ms": f.p50_ms,
          "p95_ms": f.p95_ms, "p99_ms": f.p99_ms,
          "batch_vcores_risky_node": w.risky_node_batch_vcores,
-         "batch_vcores_other_node": w.other_node_batch_vcores}
+         "batch_vcores_other_node": w.other_node_batch_vcores,
+         "batch_cpu_risky_node": _share(w.batch_cpu_share, 0),
+         "batch_cpu_other_node": _share(w.batch_cpu_share, 1)}
         for w, f in result.windows
     ]  # fmt: skip
-    return BenchResult(figures=result.summary(), rows=rows)
+    figures = result.summary()
+    if options.extra.get("windows", "").lower() == "true":
+        figures["windows"] = [window_json(w, f) for w, f in result.windows]
+    return BenchResult(figures=figures, rows=rows)
+
+
+def _share(shares: tuple[float, ...], node: int) -> float:
+    return round(shares[node], 3) if len(shares) > node else float("nan")

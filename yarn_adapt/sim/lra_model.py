@@ -26,6 +26,10 @@ Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
   :class:`~yarn_adapt.demand.learner.MonotoneLearner` per service (performance
   ``min(1, target / p95)`` against allocation per unit load); its targets are the
   visible totals Algorithm 1 sees.
+* **Calibration**: by default every node's ``interference`` is the one fitted to the
+  live testbed (:mod:`yarn_adapt.sim.lra_calibration`), read from the committed
+  :data:`CALIBRATION` (:func:`calibrated_node`); the application's service times
+  stay PiggyMetrics' (the testbed's own services are measured, not these).
 * **Agents**: ``qos`` -- the one-node model's autoscaler (the QoS model's smallest
   reclaim that meets the node's service target) driving the agent's gradual
   strategy (every ``agent_interval_s``); ``utilisation`` -- Kubernetes-style:
@@ -35,10 +39,13 @@ Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -60,6 +67,7 @@ from yarn_adapt.colocation.model import (
     QosReading,
 )
 from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
+from yarn_adapt.errors import InputError
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.sim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
@@ -134,6 +142,27 @@ def piggymetrics() -> AppSpec:
 
 # --------------------------------------------------------------------------- settings
 
+# The committed fit (``python -m yarn_adapt.sim.lra_calibration fit``) of the model to
+# the live testbed; the source checkout's (the package is installed editable).
+CALIBRATION = Path(__file__).resolve().parents[2] / "docs" / "calibration" / "lra-model.json"
+
+
+def calibrated_node(path: Path = CALIBRATION) -> NodeModel:
+    """The node model with the calibration's ``interference``; a missing or broken
+    calibration file is a one-line error naming it."""
+    try:
+        body = json.loads(path.read_text())
+        interference = float(body["interference"])
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot read the co-location calibration ({exc.strerror})"
+        ) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: not a co-location calibration ({exc})") from None
+    if not (math.isfinite(interference) and interference >= 0):
+        raise InputError(f"{path}: interference {interference!r} is not a number >= 0")
+    return NodeModel(interference=interference)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterModel:
@@ -142,7 +171,7 @@ class ClusterModel:
     of those targets."""
 
     nodes: int = 12
-    node: NodeModel = field(default_factory=NodeModel)
+    node: NodeModel = field(default_factory=calibrated_node)
     risk_interval_s: float = 60.0
     pass_interval_s: float = 1.0
     replicas: int = 3

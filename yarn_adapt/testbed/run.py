@@ -39,6 +39,13 @@ Measurement (:meth:`Testbed.measure`):
 
 Every latency is relative to the same run's own run-alone figure; the host is
 shared, so absolute numbers move with its load.
+
+For the simulator's calibration (:mod:`yarn_adapt.sim.lra_calibration`) every window
+also carries, per node, the share of its CPU batch used and the share the services
+used (:class:`~yarn_adapt.testbed.usage.NodeCpuMeter`: a cpuacct group holding both
+NodeManagers, hence every container, and the services), and per service its request
+rate, CPU time per request and the P50/P95 of its own work's wall time (each
+service's ``--stats``); ``result_json`` lists them under ``windows``.
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +100,7 @@ from yarn_adapt.testbed.cluster import (
     NODE_CPU_MILLICORES,
     NODE_VCORES,
 )
-from yarn_adapt.testbed.usage import ProcessUsageDemand
+from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, ProcessUsageDemand, cpu_shares
 from yarn_adapt.yarn.apply import PollSettings
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
@@ -174,6 +181,25 @@ class Window:
     risky_node_batch_vcores: float = math.nan  # mean batch vcores on node 0 meanwhile
     other_node_batch_vcores: float = math.nan
     reclaimed_millicores: tuple[float, float] = (math.nan, math.nan)  # agents', per node
+    batch_cpu_share: tuple[float, ...] = ()  # per node: batch's share of its CPU
+    lc_cpu_share: tuple[float, ...] = ()  # per node: the services' share of its CPU
+    services: tuple[ServiceFigures, ...] = ()
+
+
+@dataclass(frozen=True)
+class ServiceFigures:
+    """One service replica in one window: its requests (by when its own work began),
+    their rate, the CPU time of its own work per request (mean, median) and that
+    work's wall time (P50, P95)."""
+
+    service: str
+    node: int
+    requests: int
+    rate_rps: float
+    cpu_ms_mean: float
+    cpu_ms_median: float
+    self_p50_ms: float
+    self_p95_ms: float
 
 
 @dataclass(frozen=True)
@@ -298,6 +324,10 @@ class Testbed:
         self._stop = threading.Event()
         # (t, node0 vcores, node1 vcores, node0 reclaimed mc, node1 reclaimed mc)
         self._samples: list[tuple[float, int, int, float, float]] = []
+        self._cpu_samples: list[CpuSample] = []
+        self.meter: NodeCpuMeter | None = None
+        self.accounting_group: Path | None = None
+        self._nm_pids: dict[str, list[int]] = {node: [] for node in self.node_ids}
         self._lock = threading.Lock()
         self.guard: ColocationGuard | None = None
         self.risk: TraceStoreRisk | None = None
@@ -348,6 +378,8 @@ class Testbed:
         if self.agents:
             remove_hierarchy(self.mounts, self.agents[0].plan.hierarchy, self.weight_group)
         cpusets.release_weight_group(self.cluster.root)
+        if self.accounting_group is not None and self.accounting_group != self.weight_group:
+            _release_group(self.accounting_group, self.mounts["cpuacct"])
 
     def _weigh(self) -> None:
         """The NodeManagers (and so every container they start from now on) and the
@@ -355,12 +387,33 @@ class Testbed:
         other work, the testbed's two "machines" then keep about the same share of
         their CPUs from run to run; inside, batch and services compete as equals."""
         self.weight_group = cpusets.create_weight_group(self.cluster.root, self.options.cpu_shares)
+        self.accounting_group = self._accounting_group()
         for index in range(2):
             group = self.cluster.nm_cpuset(index)
             assert group is not None
             for pid in cpusets.tasks(group):
-                with _logged(f"moving pid {pid} into {self.weight_group}"):
-                    cpusets.join(pid, self.weight_group)
+                self._nm_pids[self.node_ids[index]].append(pid)
+                for target in {self.weight_group, self.accounting_group}:
+                    with _logged(f"moving pid {pid} into {target}"):
+                        cpusets.join(pid, target)
+        cpus = [int(c) for c in self.cluster.spec.nm_cpusets]
+        self.meter = NodeCpuMeter(
+            self.accounting_group, cpus, self.node_ids, lambda: self._service_pids,
+            self._nm_pids, time.time,
+        )  # fmt: skip
+
+    def _accounting_group(self) -> Path:
+        """A cpuacct group named as the weight group (the agents' cgroups nest in it,
+        as in the cpu hierarchy); the weight group itself when cpu and cpuacct are
+        mounted together."""
+        group = self.mounts["cpuacct"] / self.weight_group.name
+        if group == self.weight_group:
+            return group
+        try:
+            group.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise MiniClusterError(f"cannot create the cpuacct cgroup {group}: {exc}") from exc
+        return group
 
     def _thread(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -398,15 +451,20 @@ class Testbed:
             sys.executable, "-m", "yarn_adapt.testbed.services", spec.name,
             "--port", str(port), "--host", self.node_ids[spec.node],
             "--redis", self.redis.url, "--prefix", PREFIX, "--work", str(spec.work),
+            "--stats", str(self._stats_path(spec)),
             *[arg for url in downstream for arg in ("--downstream", url)],
         ]  # fmt: skip
         env = marked_env(self.cluster.root, {"PYTHONPATH": PACKAGE_PARENT})
         name = f"{spec.name}-{spec.node}"
-        groups = [group, self.weight_group] if self.weight_group else [group]
+        extra = {g for g in (self.weight_group, self.accounting_group) if g is not None}
+        groups = [group, *sorted(extra)]
         process = launch(name, cpusets.wrap_many(command, groups), self.work_dir / f"{name}.log",
                          env, cwd=self.work_dir)  # fmt: skip
         self._processes.append(process)
         return process
+
+    def _stats_path(self, spec: services.ServiceSpec) -> Path:
+        return self.work_dir / f"stats-{spec.name}-{spec.node}.jsonl"
 
     def _start_guard(self) -> None:
         options = self.options
@@ -468,8 +526,11 @@ class Testbed:
                 held = [self._reclaimed(agent) for agent in self.agents[:2]]
                 sample = (time.time(), used.get(self.node_ids[0], 0),
                           used.get(self.node_ids[1], 0), *held)  # fmt: skip
+                cpu = self.meter.sample() if self.meter is not None else None
                 with self._lock:
                     self._samples.append(sample)  # type: ignore[arg-type]
+                    if cpu is not None:
+                        self._cpu_samples.append(cpu)
 
     @staticmethod
     def _reclaimed(agent: NodeAgent) -> float:
@@ -565,10 +626,13 @@ class Testbed:
     def _window(self, name: str, began: float, ended: float) -> Window:
         with self._lock:
             inside = [s for s in self._samples if began <= s[0] <= ended]
+            counters = [s for s in self._cpu_samples if began <= s.at_s <= ended]
+        shares = cpu_shares(counters[0], counters[-1]) if len(counters) >= 2 else None
+        batch, lc = (shares.batch, shares.lc) if shares is not None else ((), ())
         if not inside:
-            return Window(name, began, ended)
+            return Window(name, began, ended, batch_cpu_share=batch, lc_cpu_share=lc)
         means = [statistics.fmean(s[i] for s in inside) for i in range(1, 5)]
-        return Window(name, began, ended, means[0], means[1], (means[2], means[3]))
+        return Window(name, began, ended, means[0], means[1], (means[2], means[3]), batch, lc)
 
     # ------------------------------------------------------------------ the run
 
@@ -649,7 +713,12 @@ class Testbed:
                 process.popen.terminate()
                 process.popen.wait(timeout=30)
         records = _latency_records(self.loadgen_out)
+        stats = {(spec.name, spec.node): _stats_records(self._stats_path(spec))
+                 for spec in services.LAYOUT}  # fmt: skip
         for window in windows:
+            figures = tuple(service_figures(name, node, rows, window)
+                            for (name, node), rows in stats.items())  # fmt: skip
+            window = replace(window, services=figures)
             result.windows.append((window, figures_in(records, window)))
         result.guard_rounds = len(self.recorder.reports)
         problems = {r.problem for r in self.recorder.reports if r.problem}
@@ -694,6 +763,61 @@ def _preempted(cluster: MiniCluster, app_id: str) -> int:
     return int(app.get("numNonAMContainerPreempted", 0)) + int(
         app.get("numAMContainerPreempted", 0)
     )
+
+
+def _stats_records(path: Path) -> list[tuple[float, float, float]]:
+    """A service's ``--stats`` lines: (start, cpu ms, wall ms); a cut line skipped."""
+    records = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            start, cpu_ms, wall_ms = json.loads(line)
+            records.append((float(start), float(cpu_ms), float(wall_ms)))
+        except (ValueError, TypeError):
+            continue  # a line cut by the stop
+    return records
+
+
+def service_figures(
+    name: str, node: int, records: Sequence[tuple[float, float, float]], window: Window
+) -> ServiceFigures:
+    inside = [(cpu, wall) for start, cpu, wall in records
+              if window.start_s <= start <= window.end_s]  # fmt: skip
+    if not inside:
+        return ServiceFigures(name, node, 0, 0.0, math.nan, math.nan, math.nan, math.nan)
+    cpu = sorted(c for c, _ in inside)
+    wall = sorted(w for _, w in inside)
+    return ServiceFigures(
+        service=name,
+        node=node,
+        requests=len(inside),
+        rate_rps=len(inside) / max(window.end_s - window.start_s, 1e-9),
+        cpu_ms_mean=statistics.fmean(cpu),
+        cpu_ms_median=statistics.median(cpu),
+        self_p50_ms=_percentile(wall, 50),
+        self_p95_ms=_percentile(wall, 95),
+    )
+
+
+def _release_group(group: Path, root: Path) -> None:
+    """Move what still runs in ``group`` to ``root``; delete it (when it empties)."""
+    if not group.is_dir():
+        return
+    for pid in cpusets.tasks(group):
+        with _logged(f"moving pid {pid} out of {group}"):
+            cpusets.join(pid, root)
+    for _ in range(50):
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    log.warning("testbed: could not remove %s", group)
 
 
 def _latency_records(path: Path) -> list[tuple[float, float, bool]]:
@@ -805,4 +929,36 @@ def run_on_new_cluster(options: TestbedOptions, *, keep: bool = False) -> Testbe
 def result_json(result: TestbedResult) -> dict[str, Any]:
     body = result.summary()
     body["options"] = asdict(result.options)
+    body["windows"] = [window_json(w, f) for w, f in result.windows]
     return body
+
+
+def window_json(window: Window, figures: LatencyFigures) -> dict[str, Any]:
+    """One window for the calibration: its end-to-end figures, per node the batch
+    and services' CPU shares and batch vcores, per service replica its figures."""
+
+    def share(values: Sequence[float]) -> list[float | None]:
+        return [_round(v, 4) for v in values]
+
+    return {
+        "name": window.name,
+        "start_s": round(window.start_s, 3),
+        "duration_s": round(window.end_s - window.start_s, 3),
+        "requests": figures.requests,
+        "failed": figures.failed,
+        "p50_ms": _round(figures.p50_ms, 2),
+        "p95_ms": _round(figures.p95_ms, 2),
+        "batch_cpu_share": share(window.batch_cpu_share),
+        "lc_cpu_share": share(window.lc_cpu_share),
+        "batch_vcores": share((window.risky_node_batch_vcores, window.other_node_batch_vcores)),
+        "services": [_service_json(s) for s in window.services],
+    }
+
+
+def _service_json(s: ServiceFigures) -> dict[str, Any]:
+    return {
+        "service": s.service, "node": s.node, "requests": s.requests,
+        "rate_rps": _round(s.rate_rps, 3), "cpu_ms_mean": _round(s.cpu_ms_mean, 3),
+        "cpu_ms_median": _round(s.cpu_ms_median, 3),
+        "self_p50_ms": _round(s.self_p50_ms, 3), "self_p95_ms": _round(s.self_p95_ms, 3),
+    }  # fmt: skip

@@ -7,6 +7,12 @@ node the service stands on; calls to ``--downstream`` services go through an
 instrumented ``requests`` session, one after the other, so they are CLIENT spans
 on the same trace and on its critical path. ``--work N`` is the CPU a request costs
 (N iterations of a small arithmetic loop: fixed work, so contention shows as time).
+With ``--stats PATH`` every request also appends ``[start, cpu_ms, self_ms]`` to
+PATH (one JSON array a line): when its own work began (epoch seconds), the CPU time
+the handling thread spent on it (``time.thread_time``: contention-free, the
+service time) and the wall time of that work (queueing for the interpreter and the
+CPU, and interference, included; downstream calls excluded). The testbed reads them
+per window (:func:`yarn_adapt.testbed.run.service_figures`).
 
 The application (:data:`LAYOUT`): ``frontend`` has two replicas, one per node; each
 calls ``inventory`` (light, node 1) and then ``pricing`` (CPU-heavy, node 0).
@@ -18,9 +24,12 @@ import argparse
 import json
 import signal
 import sys
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import requests
 import waitress
@@ -55,16 +64,41 @@ def burn(iterations: int) -> int:
     return total
 
 
+class RequestStats:
+    """Per request: ``[start epoch s, thread CPU ms, wall ms]`` of the service's own
+    work, one JSON line each, written whole under a lock (line-buffered)."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def measured(self, work: int) -> int:
+        started, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
+        checksum = burn(work)
+        cpu_ms = (time.thread_time() - cpu) * 1000.0
+        wall_ms = (time.perf_counter() - wall) * 1000.0
+        if self.stream is not None:
+            line = json.dumps([round(started, 4), round(cpu_ms, 3), round(wall_ms, 3)])
+            with self.lock:
+                self.stream.write(line + "\n")
+        return checksum
+
+
 class Service:
     def __init__(
-        self, spec_work: int, downstream: Sequence[str], session: requests.Session
+        self,
+        spec_work: int,
+        downstream: Sequence[str],
+        session: requests.Session,
+        stats: RequestStats | None = None,
     ) -> None:
         self.work = spec_work
         self.downstream = list(downstream)
         self.session = session
+        self.stats = stats or RequestStats(None)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        checksum = burn(self.work)
+        checksum = self.stats.measured(self.work)
         for url in self.downstream:
             reply = self.session.get(url, timeout=30)
             if reply.status_code != 200:
@@ -85,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=int, default=1000)
     parser.add_argument("--downstream", action="append", default=[])
     parser.add_argument("--threads", type=int, default=6)
+    parser.add_argument("--stats", type=Path, help="per-request CPU and wall time (JSONL)")
     args = parser.parse_args(argv)
     config = RedisConfig(url=args.redis, prefix=args.prefix)
     exporter = RedisStreamExporter(
@@ -93,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracer = Tracer(args.name, exporter, host=args.host)
     session = requests.Session()
     session.mount("http://", TracingAdapter(tracer, pool_maxsize=32))
-    app = TracingMiddleware(Service(args.work, args.downstream, session), tracer)
+    stream = args.stats.open("a", buffering=1) if args.stats is not None else None
+    stats = RequestStats(stream)
+    app = TracingMiddleware(Service(args.work, args.downstream, session, stats), tracer)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         waitress.serve(
@@ -102,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )  # fmt: skip
     finally:
         exporter.flush(timeout_s=2.0)
+        if stream is not None:
+            stream.close()
     return 0
 
 
