@@ -119,6 +119,8 @@ def test_bench_rejects_unknown_settings() -> None:
         get("colocation").run(BenchOptions(quick=True, extra={"bogus": "1"}))
     with pytest.raises(SettingsError, match="nu="):
         get("colocation").run(BenchOptions(quick=True, extra={"nu": "nan"}))
+    with pytest.raises(SettingsError, match="placement: unknown placement policy 'best'"):
+        get("colocation").run(BenchOptions(quick=True, extra={"placement": "best"}))
 
 
 def test_bench_json_has_every_policy_and_the_best_row() -> None:
@@ -138,6 +140,8 @@ def test_bench_json_has_every_policy_and_the_best_row() -> None:
     # the model's interference is the committed calibration's unless set
     assert figures["model"]["calibration"] == "lra-model.json"
     assert figures["model"]["interference"] == calibrated_node().interference
+    # Algorithm 1's lowest-risk node goes through Tarcil's sampling unless set
+    assert figures["model"]["placement"] == "tarcil"
 
 
 def test_calibration_recovers_service_time_and_interference() -> None:

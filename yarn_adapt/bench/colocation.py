@@ -27,7 +27,10 @@ to run-alone, minus 1) with ``_median`` and ``_worst`` over jobs;
 ``nu``, ``max_retry_time``, ``risk_interval_s``, ``kube_threshold``,
 ``target_factor``, ``agent_interval_s``, ``strategy``, ``load_trace``,
 ``load_points`` (default 720, two simulated hours; ``--quick`` 180),
-``profile_samples``. ``interference`` defaults to the live testbed's calibration
+``profile_samples``, ``placement`` (how Algorithm 1's lowest-risk node is chosen in
+the TopoSch rows: ``tarcil`` by default, sampling as
+:func:`yarn_adapt.placement.guard_choice.lowest_risk_chooser` does; ``greedy``
+scans every node). ``interference`` defaults to the live testbed's calibration
 (:data:`yarn_adapt.sim.lra_model.CALIBRATION`; ``model.calibration`` names it).
 """
 
@@ -46,7 +49,8 @@ from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.colocation.model import GuardSettings
-from yarn_adapt.errors import SettingsError, TraceError
+from yarn_adapt.errors import InputError, SettingsError, TraceError
+from yarn_adapt.placement.guard_choice import lowest_risk_chooser
 from yarn_adapt.progress import report
 from yarn_adapt.sim.colocation import NodeModel, batch_jobs, profile_samples
 from yarn_adapt.sim.lra_model import (
@@ -60,7 +64,7 @@ from yarn_adapt.sim.lra_model import (
     service_model,
     summary,
 )
-from yarn_adapt.sim.toposch import ToposchSettings
+from yarn_adapt.sim.toposch import LowestRiskChooser, ToposchSettings
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 from yarn_adapt.workload.swim import SwimReplaySettings, load_swim
 
@@ -79,9 +83,11 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
     started = time.perf_counter()
     extra = dict(options.extra)
     model = _cluster_model(extra)
+    placement = extra.pop("placement", "tarcil")
     toposch = ToposchSettings(
         nu=_number("nu", extra.pop("nu", "1.0"), float),
         max_retry_time=int(_number("max_retry_time", extra.pop("max_retry_time", "1"), int)),
+        lowest_risk=_chooser(placement),
     )
     strategy_name = extra.pop("strategy", "NLTF")
     try:
@@ -171,9 +177,19 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         "wall_s": round(time.perf_counter() - started, 2),
         "model": {f.name: getattr(model.node, f.name) for f in fields(model.node)}
         | {"nodes": model.nodes, "nu": toposch.nu, "max_retry_time": toposch.max_retry_time}
+        | {"placement": placement}
         | {"calibration": CALIBRATION.name},
     }
     return BenchResult(figures=figures, rows=[{"policy": k, **_flat(v)} for k, v in rows.items()])
+
+
+def _chooser(placement: str) -> LowestRiskChooser:
+    """Algorithm 1's lowest-risk node, chosen by a placement policy (Tarcil's
+    sampling by default; ``greedy`` scans every node)."""
+    try:
+        return lowest_risk_chooser(placement)
+    except InputError as exc:
+        raise SettingsError(f"bench colocation: placement: {exc}") from exc
 
 
 def policies(toposch: ToposchSettings, strategy: Strategy) -> list[Policy]:
