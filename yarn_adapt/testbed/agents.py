@@ -273,6 +273,15 @@ class NodeAgent:
         self.last_counts = parse_counts(reply.text)
         return self.last_counts
 
+    def problems(self, lines: int = 5) -> list[str]:
+        """The last warnings and errors in its log (why a stop failed)."""
+        try:
+            text = (self.directory / "agent.log").read_text(errors="replace")
+        except OSError as error:
+            return [f"agent-{self.index}: log unreadable: {error}"]
+        said = [line for line in text.splitlines() if _is_problem(line)]
+        return [f"agent-{self.index}: {line}" for line in said[-lines:]]
+
     def moved(self) -> dict[int, dict[str, str]]:
         """pid -> the cgroups it came from, per the agent's state file now."""
         try:
@@ -327,6 +336,7 @@ class RestoreCheck:
     pids_checked: int = 0  # of those, still running after it
     pids_back: int = 0
     misplaced: list[str] = field(default_factory=list)
+    agent_errors: list[str] = field(default_factory=list)  # what a failing agent said
 
     @property
     def complete(self) -> bool:
@@ -346,6 +356,7 @@ class RestoreCheck:
             "pids_moved": self.pids_moved,
             "pids_checked": self.pids_checked,
             "pids_back": self.pids_back,
+            "agent_errors": self.agent_errors,
         }
 
 
@@ -376,6 +387,9 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
                 check.pids_back += 1
             else:
                 check.misplaced.append(f"{pid}: {now} (came from {origin})")
+    for agent, code in zip(running, check.exit_codes, strict=True):
+        if code != 0:
+            check.agent_errors += agent.problems()
     for agent in running:
         if agent.state_file.exists():
             check.state_files_left.append(str(agent.state_file))
@@ -384,6 +398,10 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
     if not check.complete:
         log.warning("agents' restore incomplete: %s %s", check.to_json(), check.misplaced[:3])
     return check
+
+
+def _is_problem(line: str) -> bool:
+    return " WARNING " in line or " ERROR " in line or line.startswith("yarn-adapt agent:")
 
 
 def agent_groups(mounts: Mapping[str, Path], hierarchy: str) -> list[str]:
