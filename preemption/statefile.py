@@ -159,9 +159,12 @@ class StateJournal:
             self.save()
 
     def origin_of(self, group: Cgroup) -> Mapping[str, str] | None:
-        """Where the group's processes came from (any one moved pid's origin)."""
+        """Where the group's processes came from (a moved pid's origin that lies
+        outside the group in every controller)."""
         for moved in self.content.moved.values():
-            if moved.group == group.relpath:
+            if moved.group == group.relpath and all(
+                path.strip("/") != group.relpath for path in moved.origin.values()
+            ):
                 return moved.origin
         return None
 
@@ -255,6 +258,20 @@ def _restore_values(journal: StateJournal, backend: CgroupBackend, report: Resto
         del journal.content.originals[(relpath, key)]
 
 
+def _outside(
+    recorded: Mapping[str, str], group: Cgroup, fallback: Mapping[str, str]
+) -> Mapping[str, str]:
+    """A recorded origin that names the group itself in some controller (a state file
+    written before the adopter checked for it) goes there to the group's origin."""
+    if all(path.strip("/") != group.relpath for path in recorded.values()):
+        return recorded
+    fixed = {
+        c: fallback.get(c, "") if path.strip("/") == group.relpath else path
+        for c, path in recorded.items()
+    }
+    return fixed if all(fixed.values()) else {}
+
+
 def dissolve(
     journal: StateJournal, backend: CgroupBackend, group: Cgroup, report: RestoreReport
 ) -> None:
@@ -266,7 +283,7 @@ def dissolve(
         pids = ()
     for pid in pids:
         moved = journal.content.moved.get(pid)
-        back_to = moved.origin if moved else origin
+        back_to = _outside(moved.origin, group, origin) if moved else origin
         if not back_to:
             # Nothing says where it came from: the root cgroup would free it from the
             # NodeManager's limits, so it stays (the group stays journalled, and named).

@@ -141,7 +141,14 @@ class V1Backend:
         )
 
     def pids(self, group: Cgroup) -> tuple[int, ...]:
-        return tuple(int(line) for line in self.read(group, "cgroup.procs").split())
+        """The processes in the group in any controller (a process forked while its
+        parent was being moved can sit in the group in some controllers only)."""
+        found = dict.fromkeys(int(line) for line in self.read(group, "cgroup.procs").split())
+        for controller in CONTROLLERS:
+            procs = self.directory(group, controller) / "cgroup.procs"
+            if controller != "cpu" and self.files.exists(procs):
+                found.update(dict.fromkeys(int(line) for line in self.files.read(procs).split()))
+        return tuple(found)
 
     def children(self, group: Cgroup) -> tuple[Cgroup, ...]:
         parent = self.directory(group, "cpu")
