@@ -5,15 +5,19 @@ the full scenarios (``yarn-adapt bench sim-fidelity``); these keep the mechanism
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import pairwise
 
 from yarn_adapt.bench.sim_fidelity import (
     AGREE_MAX_REL_ERR,
+    RealRun,
     Scenario,
     SleepApp,
     capacity_xml,
     compare,
     fair_xml,
+    install_scheduler_file,
     run_on_cluster,
 )
 from yarn_adapt.minicluster import MiniCluster
@@ -50,8 +54,20 @@ DRF_VCORES = Scenario(
 )
 
 
+@contextmanager
+def on_scenario(cluster: MiniCluster, scenario: Scenario) -> Iterator[RealRun]:
+    """The scenario's run; the shared cluster's own scheduler file back afterwards
+    (other tests read its queues)."""
+    original = cluster.read_scheduler_xml()
+    try:
+        yield run_on_cluster(cluster, scenario)
+    finally:
+        install_scheduler_file(cluster, original)
+
+
 def test_apps_of_two_users_under_a_user_limit(capacity_cluster: MiniCluster) -> None:
-    run = run_on_cluster(capacity_cluster, USER_LIMIT)
+    with on_scenario(capacity_cluster, USER_LIMIT) as run:
+        pass
 
     assert [real.app.user for real in run.apps] == ["alice", "bob"]
     for real in run.apps:
@@ -63,7 +79,8 @@ def test_apps_of_two_users_under_a_user_limit(capacity_cluster: MiniCluster) -> 
 
 
 def test_drf_queue_runs_short_of_vcores(fair_cluster: MiniCluster) -> None:
-    run = run_on_cluster(fair_cluster, DRF_VCORES)
+    with on_scenario(fair_cluster, DRF_VCORES) as run:
+        pass
 
     (real,) = run.apps
     assert real.timeline is not None

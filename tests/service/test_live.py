@@ -208,7 +208,7 @@ def test_serve_once_runs_a_round_against_the_rm_and_keeps_a_private_token(
     assert main(["serve", "--config", str(config), "--once"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["status"] == "done"
-    assert report["decisions"][0]["kind"] == "nothing-triggered"  # an idle cluster
+    assert report["decisions"][0]["kind"] == "no-new-submissions"  # an idle cluster
     assert set(report["timings_s"]) >= {"observe", "propose", "record"}
     token = state / "token"
     assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text().strip()) >= 32

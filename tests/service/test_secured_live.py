@@ -175,7 +175,7 @@ def test_serve_once_with_kerberos_settings(
     assert main(["serve", "--config", str(config), "--once"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["status"] == "done"
-    assert report["decisions"][0]["kind"] == "nothing-triggered"  # an idle cluster, read
+    assert report["decisions"][0]["kind"] == "no-new-submissions"  # an idle cluster, read
 
 
 def test_the_service_proposes_and_applies_through_the_mutation_api_over_spnego(
