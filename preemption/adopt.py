@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from preemption.cgroups.base import Cgroup, CgroupBackend
 from preemption.errors import CgroupVanished
-from preemption.statefile import RestoreReport, StateJournal, dissolve
+from preemption.statefile import RestoreReport, StateJournal, dissolve, origin_outside
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Adopter:
                 continue  # exited meanwhile
             if membership and all(path == group.relpath for path in membership.values()):
                 continue
-            origin = self._origin(group, membership)
+            origin = origin_outside(membership, group, self.journal.origin_of(group) or {})
             if origin is None:
                 continue  # nothing says yet where it belongs outside the agent's groups
             self.journal.remember_moved(pid, group, origin)
@@ -53,22 +53,6 @@ class Adopter:
             except CgroupVanished:
                 self.journal.forget_pid(pid)
         return group
-
-    def _origin(self, group: Cgroup, membership: dict[str, str]) -> dict[str, str] | None:
-        """Where ``pid`` came from. A process forked while its parent was being moved
-        (one controller written, the next not yet) is already in the agent's group in
-        some controllers: there its origin is the group's (its siblings'), never the
-        agent's own group, or putting it back would leave it there."""
-        inside = [c for c, path in membership.items() if self._owned_path(path)]
-        if not inside:
-            return membership
-        known = self.journal.origin_of(group) or {}
-        if any(c not in known for c in inside):
-            return None
-        return {c: known[c] if c in inside else path for c, path in membership.items()}
-
-    def _owned_path(self, path: str) -> bool:
-        return path.strip("/").startswith(self.hierarchy + "/")
 
     def release_finished(self, active: set[str]) -> list[str]:
         """Remove the agent's cgroups of containers that ended; returns problems."""

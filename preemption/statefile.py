@@ -258,18 +258,17 @@ def _restore_values(journal: StateJournal, backend: CgroupBackend, report: Resto
         del journal.content.originals[(relpath, key)]
 
 
-def _outside(
+def origin_outside(
     recorded: Mapping[str, str], group: Cgroup, fallback: Mapping[str, str]
-) -> Mapping[str, str]:
-    """A recorded origin that names the group itself in some controller (a state file
-    written before the adopter checked for it) goes there to the group's origin."""
-    if all(path.strip("/") != group.relpath for path in recorded.values()):
-        return recorded
-    fixed = {
-        c: fallback.get(c, "") if path.strip("/") == group.relpath else path
-        for c, path in recorded.items()
-    }
-    return fixed if all(fixed.values()) else {}
+) -> dict[str, str] | None:
+    """``recorded`` with every controller that names ``group`` itself replaced by
+    ``fallback``'s (the group's origin): a process forked while its parent was being
+    moved sits in the group in some controllers only, and putting it back "there"
+    would leave it in the group. ``None`` when ``fallback`` lacks such a controller."""
+    inside = [c for c, path in recorded.items() if path.strip("/") == group.relpath]
+    if any(c not in fallback for c in inside):
+        return None
+    return {c: fallback[c] if c in inside else path for c, path in recorded.items()}
 
 
 def dissolve(
@@ -283,7 +282,7 @@ def dissolve(
         pids = ()
     for pid in pids:
         moved = journal.content.moved.get(pid)
-        back_to = _outside(moved.origin, group, origin) if moved else origin
+        back_to = (origin_outside(moved.origin, group, origin) or {}) if moved else origin
         if not back_to:
             # Nothing says where it came from: the root cgroup would free it from the
             # NodeManager's limits, so it stays (the group stays journalled, and named).
