@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import pytest
 from distributed import LocalCluster
@@ -41,10 +42,12 @@ from yarn_adapt.tuning.bridge import GroupBase
 from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
-from yarn_adapt.tuning.space import SpaceSettings
+from yarn_adapt.tuning.space import GroupSetting, QueueSetting, Scheduler, SpaceSettings
 from yarn_adapt.tuning.tuner import (
+    GroupDecision,
     TunerSettings,
     TuningState,
+    finish_proposal,
     group_bounds,
     propose,
     spread_leftover,
@@ -176,6 +179,62 @@ def two_groups() -> CapacitySchedulerConfig:
         )
 
     return CapacitySchedulerConfig(CapacityQueue("root", children=(group("a"), group("b"))))
+
+
+def _with_leaves(config: CapacitySchedulerConfig, group: str, shares: tuple[float, float]):  # type: ignore[no-untyped-def]
+    parent = config.find(group)
+    assert isinstance(parent, CapacityQueue)
+    leaves = tuple(
+        replace(leaf, capacity=Percentage(share))
+        for leaf, share in zip(parent.children, shares, strict=True)
+    )
+    return config.with_queue(replace(parent, children=leaves))
+
+
+def _decision(group: str, shares: tuple[float, float]) -> GroupDecision:
+    leaf = f"{group}.{group[-1]}"
+    queues = tuple(
+        QueueSetting(f"{leaf}{i}", share, "fifo") for i, share in zip((1, 2), shares, strict=True)
+    )
+    setting = GroupSetting(Scheduler.CAPACITY, group, queues)
+    return GroupDecision(group, (), True, "tuned", 3, 10.0, 5.0, setting)
+
+
+def test_a_group_yarn_would_refuse_keeps_its_queues_and_the_others_still_change() -> None:
+    """One group's refused change (its leaves no longer add up to 100 %) is left
+    out; another group's valid change and the cluster-level split stay."""
+    current = two_groups()
+    root_a = current.find("root.a")
+    assert isinstance(root_a, CapacityQueue)
+    split = current.with_queue(replace(root_a, capacity=Percentage(60)))
+    root_b = split.find("root.b")
+    assert isinstance(root_b, CapacityQueue)
+    split = split.with_queue(replace(root_b, capacity=Percentage(40)))
+    proposed = _with_leaves(_with_leaves(split, "root.a", (30, 30)), "root.b", (70, 30))
+    assert yarn_refuses(validate(proposed, current))
+    decisions = [_decision("root.a", (30, 30)), _decision("root.b", (70, 30))]
+    proposal = finish_proposal(current, proposed, decisions)
+    assert not yarn_refuses(validate(proposal.config, current))
+    changed = {c.queue for c in proposal.changes}
+    assert {"root.a", "root.b", "root.b.b1", "root.b.b2"} <= changed
+    assert not {"root.a.a1", "root.a.a2"} & changed
+    refused, kept = proposal.groups
+    assert refused.setting is None and "YARN would refuse" in refused.reason
+    assert refused.after_s == refused.before_s
+    assert kept.setting is not None and kept.after_s == 5.0
+
+
+def test_when_refusals_name_no_group_every_group_keeps_its_queues() -> None:
+    current = two_groups()
+    proposed = _with_leaves(_with_leaves(current, "root.a", (60, 40)), "root.b", (70, 30))
+    root_b = proposed.find("root.b")
+    assert isinstance(root_b, CapacityQueue)
+    proposed = proposed.with_queue(replace(root_b, capacity=Percentage(20)))  # root: 70 %
+    assert yarn_refuses(validate(proposed, current))
+    decisions = [_decision("root.a", (60, 40)), _decision("root.b", (70, 30))]
+    proposal = finish_proposal(current, proposed, decisions)
+    assert not proposal.changes
+    assert all(d.setting is None for d in proposal.groups)
 
 
 def test_algorithm3_moves_cluster_share_to_the_loaded_group(model) -> None:  # type: ignore[no-untyped-def]

@@ -811,27 +811,65 @@ def validate(config: SchedulerConfig, running: SchedulerConfig) -> list[Validati
 def _valid(
     current: SchedulerConfig, proposed: SchedulerConfig, decisions: list[GroupDecision]
 ) -> tuple[SchedulerConfig, list[GroupDecision], list[ValidationIssue]]:
-    """Drop the changes of groups YARN would refuse, until what is left is valid."""
+    """Drop the changes of groups YARN would refuse, until what is left is valid:
+    first only the groups a refusal names (their queues go back to what runs, the
+    other groups' changes and the cluster-level split stay), then every group's."""
     issues = validate(proposed, current)
     if not yarn_refuses(issues):
         return proposed, decisions, issues
-    kept = [
+    changed = {d.group for d in decisions if d.setting is not None}
+    blamed = _blamed(issues, changed)
+    if blamed and blamed != changed:
+        narrowed = _restore_groups(proposed, current, blamed)
+        left = validate(narrowed, current)
+        if not yarn_refuses(left):
+            return narrowed, _refused(decisions, issues, blamed), left
+    kept = _refused(decisions, issues, changed)
+    fallback = _compose(current, kept)
+    return fallback, kept, validate(fallback, current)
+
+
+def _blamed(issues: Sequence[ValidationIssue], groups: set[str]) -> set[str]:
+    """The changed groups holding a queue YARN refuses."""
+    refused = [i for i in issues if yarn_refuses([i])]
+    return {g for g in groups if any(_within(i.queue, g) for i in refused)}
+
+
+def _within(queue: str, group: str) -> bool:
+    return queue == group or queue.startswith(group + ".")
+
+
+def _restore_groups(
+    proposed: SchedulerConfig, current: SchedulerConfig, groups: set[str]
+) -> SchedulerConfig:
+    """``proposed`` with each of ``groups``' children as they run now (the group's own
+    share, set by the cluster-level split, stays as proposed)."""
+    config = proposed
+    for group in groups:
+        now, new = current.find(group), config.find(group)
+        assert now is not None and new is not None, group
+        config = config.with_queue(replace(new, children=now.children))  # type: ignore[arg-type]
+    return config
+
+
+def _refused(
+    decisions: Sequence[GroupDecision], issues: Sequence[ValidationIssue], groups: set[str]
+) -> list[GroupDecision]:
+    return [
         replace(
             d,
             setting=None,
             after_s=d.before_s,
             reason=f"{d.reason}; YARN would refuse: {_first(issues, d)}",
         )
-        if d.setting is not None
+        if d.group in groups
         else d
         for d in decisions
     ]
-    fallback = _compose(current, kept)
-    return fallback, kept, validate(fallback, current)
 
 
 def _first(issues: Sequence[ValidationIssue], decision: GroupDecision) -> str:
-    mine = [i for i in issues if i.queue.startswith(decision.group)]
+    mine = [i for i in issues if _within(i.queue, decision.group)]
     return str((mine or list(issues))[0])
 
 
