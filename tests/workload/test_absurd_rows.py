@@ -79,3 +79,67 @@ def test_the_cli_reports_it_in_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert err.startswith(f"yarn-adapt: {path}:7: job 'jobX' would run") and err.count("\n") == 1
     assert load_trace(path, lenient=True).skipped_rows == 1
+
+
+def sls_trace(tmp_path: Path, task_count: int, job_count: int = 1) -> Path:
+    """Two small SLS jobs with a third between them whose one task is repeated
+    ``task_count`` times (``job.count`` copies of the job)."""
+
+    def job(name: str, start_ms: int, count: int = 1, copies: int = 1) -> str:
+        task = (
+            f'{{"container.start.ms": {start_ms}, "container.end.ms": {start_ms + 5000}, '
+            f'"container.type": "map", "count": {count}}}'
+        )
+        return (
+            f'{{"job.id": "{name}", "job.start.ms": {start_ms}, "job.queue.name": "a", '
+            f'"job.count": {copies},\n "job.tasks": [{task}]}}\n'
+        )
+
+    path = tmp_path / "absurd-sls.json"
+    path.write_text(
+        job("job_1", 0) + job("job_x", 1000, task_count, job_count) + job("job_2", 2000)
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("task_count", "job_count", "problem"),
+    [
+        (EXABYTE, 1, "would run 1,000,000,000,000,000,000 tasks"),
+        (1_000_001, 1, "would run 1,000,001 tasks"),
+        (1_000, EXABYTE, "more than the 50,000,000 a trace may have"),
+    ],
+    ids=["exa-count", "a-million-and-one", "exa-job-count"],
+)
+def test_an_sls_job_of_absurd_size_is_refused_before_its_tasks_exist(
+    task_count: int, job_count: int, problem: str, tmp_path: Path
+) -> None:
+    path = sls_trace(tmp_path, task_count, job_count)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(TraceError) as caught:
+        load_trace(path)
+    message = str(caught.value)
+    assert (
+        message.startswith(f"{path}:3: job object #2: ")
+        and problem in message
+        and "\n" not in message
+    )
+    lenient = load_trace(path, lenient=True)
+    assert [job.id for job in lenient.jobs] == ["job_1", "job_2"] and lenient.skipped_rows == 1
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 200_000  # the tasks were never made
+
+
+def test_an_sls_job_at_the_limit_is_kept(tmp_path: Path) -> None:
+    workload = load_trace(sls_trace(tmp_path, 1_000, job_count=3))
+    repeated = [job for job in workload.jobs if job.id.startswith("job_x")]
+    assert len(repeated) == 3 and all(len(job.tasks) == 1_000 for job in repeated)
+
+
+def test_the_cli_reports_an_sls_job_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = sls_trace(tmp_path, EXABYTE)
+    assert main(["bench", "sim-speed", "--quiet", "--trace", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"yarn-adapt: {path}:3: ") and err.count("\n") == 1

@@ -32,6 +32,9 @@ from yarn_adapt.workload.bundled import bundled_trace
 
 @benchmark("sim-speed", "Simulate a whole trace (FB-2009 day, 600 nodes x 8 containers)")
 def sim_speed(options: BenchOptions) -> BenchResult:
+    unknown = set(options.extra) - {"nodes", "containers", "replicate"}
+    if unknown:
+        raise SettingsError(f"sim-speed: unknown --set {', '.join(sorted(unknown))}")
     nodes = _positive(options, "nodes", 600)
     containers = _positive(options, "containers", 8)
     copies = _positive(options, "replicate", 1)

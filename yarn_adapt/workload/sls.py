@@ -26,6 +26,9 @@ Rumen JSON (job-history-derived, e.g. hadoop-sls' 2jobs2min-rumen-jh.json):
   ``yarn.app.mapreduce.am.resource.mb|cpu-vcores``) with MapReduce's defaults
   (1024 MiB / 1 vcore, AM 1536 MiB / 1 vcore); SLS itself ignores them.
 
+A job object whose tasks (``count`` x ``job.count``) would pass 1,000,000 per job or
+50,000,000 in the trace is malformed, refused before its tasks are made.
+
 Queue names are reduced to the leaf (``root.a.b`` -> ``b``). A malformed job is
 skipped as a whole when lenient, as SLSRunner does ("Failed to create an AM").
 """
@@ -135,13 +138,25 @@ def _positive_resources(memory_mb: int, vcores: int, what: str) -> Resources:
 # --------------------------------------------------------------------------- SLS
 
 
+# A job object whose replay would run more tasks is refused (a malformed row), as
+# SWIM rows are (yarn_adapt.workload.swim): ``count`` and ``job.count`` multiply
+# one task or job, so a stray 10**18 would otherwise exhaust memory before anything
+# runs. The whole trace may hold at most MAX_TASKS_PER_TRACE tasks.
+MAX_TASKS_PER_JOB = 1_000_000
+MAX_TASKS_PER_TRACE = 50_000_000
+
+
 class _SlsParser:
+    def __init__(self) -> None:
+        self.tasks_so_far = 0
+
     def jobs(self, job: Mapping[str, object], index: int) -> list[JobSpec]:
         if index == 1 and "job.tasks" not in job and ("num.nodes" in job or "num.racks" in job):
             return []
-        listed = [
-            task for item in _non_empty(_list(job, "job.tasks")) for task in self._tasks(item)
-        ]
+        items = _non_empty(_list(job, "job.tasks"))
+        copies = max(1, _optional_integer(job, "job.count", 1))
+        self._count_tasks(sum(_task_count(item) for item in items), copies)
+        listed = [task for item in items for task in self._tasks(item)]
         tasks = tuple(sorted(listed, key=lambda task: task.kind is TaskType.REDUCE))
         base = JobSpec(
             id=_text(job, "job.id", f"job_{index}"),
@@ -154,7 +169,22 @@ class _SlsParser:
             am_resources=self._resources(job, "am.", SLS_DEFAULT_CONTAINER),
             features=self._features(job, tasks),
         )
-        return _repeated(base, _optional_integer(job, "job.count", 1))
+        return _repeated(base, copies)
+
+    def _count_tasks(self, per_job: int, copies: int) -> None:
+        """Refuse a job object over the limits before any of its tasks is made."""
+        if per_job > MAX_TASKS_PER_JOB:
+            raise _BadJob(
+                f"the job would run {per_job:,} tasks, more than the "
+                f"{MAX_TASKS_PER_JOB:,} a job may have"
+            )
+        total = self.tasks_so_far + per_job * copies
+        if total > MAX_TASKS_PER_TRACE:
+            raise _BadJob(
+                f"job.count {copies:,} x {per_job:,} tasks takes the trace to {total:,} "
+                f"tasks, more than the {MAX_TASKS_PER_TRACE:,} a trace may have"
+            )
+        self.tasks_so_far = total
 
     def _tasks(self, task: Mapping[str, object]) -> list[TaskSpec]:
         kind = TaskType.REDUCE if _text(task, "container.type", "map") == "reduce" else TaskType.MAP
@@ -163,7 +193,7 @@ class _SlsParser:
             self._duration_ms(task) / 1000,
             self._resources(task, "container.", SLS_DEFAULT_CONTAINER),
         )
-        return [spec] * max(1, _optional_integer(task, "count", 1))
+        return [spec] * _task_count(task)
 
     @staticmethod
     def _duration_ms(task: Mapping[str, object]) -> int:
@@ -194,6 +224,10 @@ class _SlsParser:
         am_type = _text(job, "am.type", _text(job, "yarn.sls.am.type", "mapreduce"))
         reduces = sum(1 for t in tasks if t.kind is TaskType.REDUCE)
         return JobFeatures(job_type=am_type, map_tasks=len(tasks) - reduces, reduce_tasks=reduces)
+
+
+def _task_count(task: Mapping[str, object]) -> int:
+    return max(1, _optional_integer(task, "count", 1))
 
 
 def _non_empty(tasks: list[Mapping[str, object]]) -> list[Mapping[str, object]]:
