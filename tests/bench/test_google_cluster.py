@@ -94,3 +94,9 @@ def test_bad_settings_are_refused_with_one_line(extra: dict[str, str]) -> None:
         if "part" in extra:
             adaptive_latency_bench(BenchOptions(quick=True, extra=extra))
         GoogleSettings.parse(extra, quick=True)
+
+
+def test_a_google_directory_is_not_a_swim_trace() -> None:
+    options = BenchOptions(quick=True, trace=bundled_trace(GOOGLE_2011), extra={"part": "swim"})
+    with pytest.raises(SettingsError, match="a directory is a Google trace"):
+        adaptive_latency_bench(options)

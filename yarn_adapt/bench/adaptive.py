@@ -454,15 +454,18 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
 @benchmark("adaptive-latency", "§4.4-4.5.2: mean job latency, static configs / run-time tuning")
 def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     """The SWIM scenarios (§4.4) and the Google multi-group experiment (§4.5.2,
-    :mod:`yarn_adapt.bench.google_cluster`). ``--trace`` a SWIM .tsv replaces the
-    SWIM trace; a Google 2011 directory replaces the Google trace and runs only the
-    Google part. ``--set part=swim|google|both`` (default both)."""
-    part = options.extra.get("part", "both")
+    :mod:`yarn_adapt.bench.google_cluster`), each on its bundled trace. ``--trace``
+    a SWIM .tsv runs the SWIM part on it, a Google 2011 directory the Google part;
+    ``--set part=swim|google|both`` chooses (default: both without ``--trace``,
+    the trace's own part with it; the other part then replays its bundled trace)."""
+    given = options.trace
+    default = "both" if given is None else "google" if given.is_dir() else "swim"
+    part = options.extra.get("part", default)
     if part not in {"swim", "google", "both"}:
         raise SettingsError(f"adaptive-latency: --set part={part}: want swim|google|both")
-    google_trace = bundled_trace(GOOGLE_2011)
-    if options.trace is not None and options.trace.is_dir():
-        google_trace, part = options.trace, "google"
+    google_trace = given if given is not None and given.is_dir() else bundled_trace(GOOGLE_2011)
+    if given is not None and given.is_dir() and part != "google":
+        raise SettingsError(f"{given}: a directory is a Google trace; the SWIM part wants a .tsv")
     found: dict[str, Any] = {}
     table: list[Mapping[str, Any]] = []
     if part != "google":
@@ -478,7 +481,7 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
 
 def swim_latency(options: BenchOptions) -> BenchResult:
     """§4.4's single-group scenarios on a SWIM trace."""
-    path = options.trace or bundled_trace(FB_2009)
+    path = options.trace if options.trace is not None else bundled_trace(FB_2009)
     intervals = (2, 8) if options.quick else INTERVALS_MIN
     sizes = (8,) if options.quick else SIZES
     rows: list[Row] = []
