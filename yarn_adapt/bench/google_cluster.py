@@ -10,7 +10,7 @@ Protocol.
   as traced (shifted to start at 0).
 * Groups: users grouped by logical job name (:func:`group_by_application`); the
   ``groups`` largest by requested resources (memory x duration; ``--set
-  google_groups=K``, default 8) are groups of their own, the rest folded into one.
+  google_groups=K``, default 16) are groups of their own, the rest folded into one.
   Each group is a parent queue under root with its two leaf queues.
 * Cluster: nodes of the trace's largest machine (:class:`GoogleResourceMapping`:
   32 GiB, 12 vcores). Part 0 cannot load the paper's 12,000 nodes (its best-effort
@@ -33,8 +33,11 @@ Protocol.
   with estimated durations, and the next segment runs under its proposal.
 * Figures: ``google_cluster_ratio`` = the mean over statics of (static mean job
   latency / adaptive mean job latency), averaged over the schedulers (the paper's
-  metric), its geometric mean, the ratio to the best static, unfinished jobs (a job
-  still running at the horizon counts as finishing there).
+  metric), its geometric mean, median and minimum, the ratio to the best static,
+  unfinished jobs (a job still running at the horizon, 10 x the longer of the
+  submission span and an hour, counts as finishing there), and how many proposals
+  the tuned runs made and applied.
+* ``--quick``: the first 24 replayed jobs, 2 groups and the rest (a few seconds).
 """
 
 from __future__ import annotations
@@ -81,9 +84,6 @@ INTERVAL_MIN = 2.0
 HORIZON_FACTOR = 10  # a job unfinished at 10 x the replay's span counts as ending there
 QUICK_JOBS = 24
 QUICK_GROUPS = 2
-KEYS = frozenset(
-    {"google_groups", "google_load", "google_nodes", "google_replicas", "google_interval_min"}
-)
 
 
 # --------------------------------------------------------------------------- settings
