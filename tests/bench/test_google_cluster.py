@@ -29,6 +29,7 @@ KEYS = {
     "google_cluster_ratio_geomean",
     "google_cluster_ratio_to_best_static",
     "google_unfinished",
+    "google_rejected",
     "google_nodes",
     "google_jobs",
     "google_groups",

@@ -35,7 +35,8 @@ Protocol.
   latency / adaptive mean job latency), averaged over the schedulers (the paper's
   metric), its geometric mean, median and minimum, the ratio to the best static,
   unfinished jobs (a job still running at the horizon, 10 x the longer of the
-  submission span and an hour, counts as finishing there), and how many proposals
+  submission span and an hour, or refused by the scheduler -- ``google_rejected``
+  -- counts as finishing there), and how many proposals
   the tuned runs made and applied.
 * ``--quick``: the first 24 replayed jobs, 2 groups and the rest (a few seconds).
 """
@@ -339,6 +340,7 @@ class Tuned:
     applied: int
     unfinished: int
     propose_s: tuple[float, ...]
+    rejected: int = 0
 
 
 def tuned_run(scenario: GoogleScenario, scheduler: Scheduler, interval_s: float) -> Tuned:
@@ -366,7 +368,11 @@ def tuned_run(scenario: GoogleScenario, scheduler: Scheduler, interval_s: float)
     latencies = [j.latency_s for j in simulated.ended.values() if j.latency_s is not None]
     unfinished = len(scenario.workload.jobs) - len(latencies)
     latencies += [scenario.horizon_s] * unfinished
-    return Tuned(statistics.fmean(latencies), proposals, applied, unfinished, tuple(timings))
+    # the rest of the unfinished were refused by the scheduler on a (re)submission
+    rejected = unfinished - simulated.backlog
+    return Tuned(
+        statistics.fmean(latencies), proposals, applied, unfinished, tuple(timings), rejected
+    )
 
 
 # --------------------------------------------------------------------------- figures
@@ -436,6 +442,7 @@ def google_figures(scenario: GoogleScenario, results: Sequence[SchedulerResult])
             3,
         )
     found["google_unfinished"] = sum(r.tuned.unfinished for r in results)
+    found["google_rejected"] = sum(r.tuned.rejected for r in results)
     found["google_static_unfinished"] = sum(u for r in results for _, _, u in r.statics)
     found["google_statics_kept"] = sum(len(r.statics) for r in results)
     found["google_statics_refused"] = sum(r.refused for r in results)
