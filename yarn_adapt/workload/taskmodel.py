@@ -350,11 +350,24 @@ def _fit_boosting(records: list[StageRecord], seed: int) -> _Boosting:
         if len(spread_rows) >= MIN_STAGES_FOR_SPREAD:
             boosting.spread = _regressor(seed)
             boosting.spread.fit(
-                matrix[spread_rows],
+                _without_empty_columns(matrix[spread_rows]),
                 np.array([_log_spread_target(records[i]) for i in spread_rows]),
                 sample_weight=np.array([len(records[i].log_seconds) - 1.0 for i in spread_rows]),
             )
     return boosting
+
+
+def _without_empty_columns(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` with its all-NaN columns set to 0: a column with no value breaks the
+    histogram binning, and a constant one is never split on, so the fitted model
+    ignores it whatever it holds at prediction time (the multi-task stages the spread
+    learns from can lack a feature every stage of the mean's training has)."""
+    empty = np.all(np.isnan(matrix), axis=0)
+    if not empty.any():
+        return matrix
+    filled = matrix.copy()
+    filled[:, empty] = 0.0
+    return filled
 
 
 def _log_spread_target(record: StageRecord) -> float:
