@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -171,10 +171,42 @@ def test_reference_search_rescored_at_the_other_levels_finds_what_full_search_fi
     assert fast.curve() == full.curve()
     assert [level.point for level in fast.levels] == [(7, 1)] * len(fast.levels)
     # one search at the reference level, a few candidates re-scored elsewhere, and
-    # nothing scored past saturation (two equal levels in a row)
+    # past saturation (two equal levels in a row, the top level no better) only the
+    # top level scored, once, to confirm it
     assert fast.evaluations < full.evaluations / 4
-    saturated = [level for level in fast.levels if level.containers > 33]
+    early = replace(problem, objective=FixedBowl(600.0, 5))
+    outcome = optimize_group(early, GroupSearchSettings(level_search=LevelSearch.REFERENCE))
+    saturated = [level for level in outcome.levels if level.containers in (19, 33)]
     assert saturated and all(level.evaluations == 0 for level in saturated)
+    assert outcome.at(60).evaluations > 0
+    assert (
+        outcome.curve()
+        == optimize_group(early, GroupSearchSettings(level_search=LevelSearch.FULL)).curve()
+    )
+
+
+@dataclass(frozen=True)
+class StepBowl:
+    """``work`` shared by whole 4-container blocks (a task needs 4 units): the
+    latency is flat from 4 to 7 containers, then falls again at 8, 12, ..."""
+
+    work: float
+
+    def __call__(self, containers: int, points: Sequence[Point]) -> Sequence[float]:
+        distance = ((np.asarray(points, dtype=float) - np.array([7.0, 1.0])) ** 2).sum(axis=1)
+        return [float(v) for v in self.work / (containers // 4) + distance]
+
+
+def test_a_plateau_below_the_top_level_is_not_taken_for_saturation() -> None:
+    """Two equal levels in a row (4 and 5 containers hold one 4-unit task alike)
+    are saturation only when the top level predicts no better; here it does, so
+    every level is scored and the curve is the full search's."""
+    problem = GroupProblem("g", SPACE, StepBowl(600.0), ResourceBounds(4, 60), reference=11)
+    full = optimize_group(problem, GroupSearchSettings(level_search=LevelSearch.FULL))
+    fast = optimize_group(problem, GroupSearchSettings(level_search=LevelSearch.REFERENCE))
+    assert fast.levels[0].latency == fast.levels[1].latency  # the plateau at 4, 5
+    assert fast.at(60).latency == pytest.approx(600.0 / 15)
+    assert fast.curve() == full.curve()
 
 
 def test_rescored_candidates_sharing_a_key_at_a_level_are_scored_once() -> None:

@@ -333,16 +333,24 @@ def _rescored_levels(
     searched = reference or _search(problem, settings, at)
     candidates = [point for point, _ in searched.ranked[: settings.rescored]] or [searched.point]
     results: list[LevelResult] = []
+    top: LevelResult | None = None  # the highest level, scored when a plateau asks
     for containers in levels:
         if containers == at:
             results.append(_level_result(containers, searched))
-        elif _saturated(results):
-            last = results[-1]
-            results.append(replace(last, containers=containers, evaluations=0, samples=0))
-        else:
-            found, values = _rescore(problem, containers, candidates)
-            results.append(found)
-            candidates = _within(candidates, values, found.latency, settings.margin)
+            continue
+        if top is not None and containers == top.containers:
+            results.append(top)
+            continue
+        if _plateau(results):
+            if top is None and containers != levels[-1]:
+                top = _top_level(problem, levels[-1], candidates, at, searched)
+            if top is not None and _saturated(results[-1], top):
+                last = results[-1]
+                results.append(replace(last, containers=containers, evaluations=0, samples=0))
+                continue
+        found, values = _rescore(problem, containers, candidates)
+        results.append(found)
+        candidates = _within(candidates, values, found.latency, settings.margin)
     return tuple(results)
 
 
@@ -356,13 +364,33 @@ def _within(
     return [p for p, v in zip(candidates, values, strict=True) if v <= best * (1.0 + margin)]
 
 
-def _saturated(results: Sequence[LevelResult]) -> bool:
-    """Two levels in a row with the same best point and latency: more containers
-    change nothing (the demand is met)."""
+def _top_level(
+    problem: GroupProblem,
+    highest: int,
+    candidates: Sequence[Point],
+    at: int,
+    searched: SearchResult,
+) -> LevelResult:
+    if highest == at:
+        return _level_result(at, searched)
+    return _rescore(problem, highest, candidates)[0]
+
+
+def _plateau(results: Sequence[LevelResult]) -> bool:
+    """Two levels in a row with the same best point and latency."""
     if len(results) < 2:
         return False
     last, before = results[-1], results[-2]
     return last.point == before.point and last.latency == before.latency
+
+
+def _saturated(plateau: LevelResult, top: LevelResult) -> bool:
+    """A plateau is demand saturation -- more containers change nothing -- only
+    when the highest level predicts no better. A plateau can be a step too small
+    for one more container (2 GiB tasks on 1 GiB units) or a limit that binds for
+    a while (the AM share); before this check such a plateau was copied up to the
+    top level and Algorithm 3 starved the group."""
+    return top.latency >= plateau.latency
 
 
 def _rescore(
