@@ -4,7 +4,7 @@ on time, waiting jobs keep their submission time, reduces still wait for maps.""
 from __future__ import annotations
 
 from tests.sim.factories import capacity_leaf, capacity_tree, cluster, job, workload
-from yarn_adapt.model import JobSpec, TaskSpec, TaskType, Workload
+from yarn_adapt.model import JobSpec, QueueState, TaskSpec, TaskType, Workload
 from yarn_adapt.sim import (
     HeartbeatMode,
     JobInProgress,
@@ -92,3 +92,26 @@ def test_observed_waiting_job_keeps_its_fifo_place() -> None:
     assert earlier_start is not None and later_start is not None
     assert earlier_start < later_start
     assert [j.id for j in result.jobs] == ["earlier", "later"]
+
+
+def test_jobs_the_rm_accepted_stay_when_their_queue_now_admits_fewer() -> None:
+    """Three waiting jobs accepted before a refresh that lowered root.a's
+    maximum-applications to 1 and stopped root.b: YARN checks both at submission
+    only, so the accepted jobs run; a job submitted afterwards is refused."""
+    limited = capacity_tree(
+        capacity_leaf(
+            "a",
+            50,
+            100,
+            user_limit_factor=10.0,
+            other_properties=(("maximum-applications", "1"),),
+        ),
+        capacity_leaf("b", 50, 100, user_limit_factor=10.0, state=QueueState.STOPPED),
+    )
+    accepted = tuple(JobInProgress(JobSpec(f"w{i}", 50.0 + i, "a", (MAP,))) for i in range(3))
+    start = SimulationStart(100.0, (*accepted, JobInProgress(JobSpec("wb", 60.0, "b", (MAP,)))))
+    late = workload(job("late", "a", submit=101.0, duration=10))
+    result = simulate(late, limited, cluster(1, 8), OPTIONS, start=start)
+    for name in ("w0", "w1", "w2", "wb"):
+        assert result.job(name).status is JobStatus.FINISHED, name
+    assert result.job("late").status is JobStatus.REJECTED

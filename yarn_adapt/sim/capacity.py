@@ -229,9 +229,13 @@ class CapacityModel(SchedulerModel):
     def admit(self, app: SimApp) -> str:
         leaf = app.leaf
         assert leaf is not None
-        if leaf.stopped:
+        # An app the RM accepted before a refresh stays when the new configuration
+        # stops its queue or lowers its maximum-applications (YARN checks both at
+        # submission only: CapacityScheduler.addApplication via
+        # LeafQueue.submitApplication; refreshQueues keeps the apps it holds).
+        if leaf.stopped and not app.accepted:
             return f"queue {leaf.path} is STOPPED"
-        if len(leaf.apps) >= leaf.max_apps:
+        if len(leaf.apps) >= leaf.max_apps and not app.accepted:
             return f"queue {leaf.path} already has {len(leaf.apps)} applications"
         leaf.apps[app.index] = app
         leaf.waiting.append(app)

@@ -287,6 +287,7 @@ class Engine:
 
     def _adopt(self, app: SimApp, progress: JobInProgress) -> None:
         if progress.am_started_s is None:
+            app.accepted = True
             self._push(self.now, _SUBMIT, app.index)
             return
         if app.leaf is None:

@@ -261,6 +261,7 @@ class SimApp:
     """One job while it runs through the simulated RM."""
 
     __slots__ = (
+        "accepted",
         "ahead",
         "am_batch",
         "am_mem",
@@ -305,6 +306,9 @@ class SimApp:
         self.am_mem = job.am_resources.memory_mb
         self.am_vc = job.am_resources.vcores
         self.awaiting_am = False
+        # Accepted by the RM before the simulation began (adopted): a queue's
+        # admission limits, which YARN checks at submission, do not apply again.
+        self.accepted = False
         self.am_batch: Batch | None = None
         # The running stage's pending groups and the reduces to come: NO_TASKS
         # until the app's first stage begins and again once it ends.
