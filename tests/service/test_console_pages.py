@@ -101,6 +101,11 @@ def test_the_capacity_tree_shows_usage_and_waiting_as_bars_and_the_open_proposal
         count = text(one(row, f"td[{c('pending')}]/span[{c('pending-count')}]"))
         assert count.startswith(f"{usage[queue].pending_containers} containers")
     assert pending_width(rows["root"]) == 100.0
+    api = create_app(service).test_client().get("/api/queues").get_json()
+    assert [(q["path"], q["pending_containers"]) for q in api["queues"]] == [
+        (queue, usage[queue].pending_containers) for queue in rows
+    ]
+    assert "<svg" not in str(api)  # the API gives numbers, not the page's drawing
     metrics = create_app(service).test_client().get("/metrics").get_data(as_text=True)
     for queue in rows:  # the dashboard's series say what the page says
         used_ratio = usage[queue].used_percent / 100.0
