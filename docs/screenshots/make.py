@@ -1,6 +1,6 @@
 """Regenerate the console screenshots in docs/screenshots/ (the README's tour uses them).
 
-    python docs/screenshots/make.py [--rounds 6]
+    python docs/screenshots/make.py [--rounds 10]
 
 Runs the demo in-process (the real tuner on the bundled FB-2009 trace, review mode),
 approves its proposals through the desk as an operator on the page would, reverts
@@ -55,7 +55,7 @@ def shoot(driver: webdriver.Chrome, url: str, name: str, unfold: bool = False) -
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     state = Path(tempfile.mkdtemp(prefix="yarn-adapt-shots-"))
     service = build_demo(DemoOptions(state_dir=state, review=True, token="x" * 24, port=0))

@@ -74,6 +74,9 @@ def test_the_queue_tree_and_the_charts_show_what_the_store_holds(
         f"{used['root.q1']:.1f}".rstrip("0").rstrip(".") + " %"
     )
     assert "version 2" in text_of(chromium, "running-version")
+    for row in rows:  # live usage and waiting drawn as bars the browser lays out
+        for bar in ("td.usage svg.bar", "td.pending svg.pending-bar"):
+            assert row.find_element(By.CSS_SELECTOR, bar).size["width"] > 50, bar
 
     latency = [
         ("root", f"{s.round_id}", s.mean_s)

@@ -3,6 +3,7 @@ cluster backend (a real simulator and real files; only the tuner is stood in for
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -253,6 +254,7 @@ def test_realized_latency_is_measured_after_an_apply(tmp_path: Path) -> None:
     service.loop.run_round()  # proposes and applies
     for _ in range(4):
         service.loop.run_round()
+    last_round = service.store.rounds(limit=1)[0].started_at
     measured = service.store.realized(1)
     assert [m.interval for m in measured] == [1, 2]
     assert all(m.group == "root" and m.predicted_s == 80.0 for m in measured)
@@ -267,6 +269,18 @@ def test_realized_latency_is_measured_after_an_apply(tmp_path: Path) -> None:
     assert 'yarn_adapt_build_info{version="' in exposition
     assert "yarn_adapt_pending_proposals 0.0" in exposition
     assert "proposal=" not in exposition  # no unbounded label
+    [stamp] = re.findall(r"^yarn_adapt_last_round_timestamp_seconds (\S+)$", exposition, re.M)
+    assert float(stamp) == pytest.approx(last_round, abs=1e-3)
+    latest = service.store.latest_usage()
+    assert latest is not None and [u.queue for u in latest[2]] == ["root", "root.q1", "root.q2"]
+    for usage in latest[2]:  # one series per queue of the tree, nothing else
+        used = f'yarn_adapt_queue_used_capacity_ratio{{queue="{usage.queue}"}}'
+        waiting = f'yarn_adapt_queue_pending_containers{{queue="{usage.queue}"}}'
+        assert f"{used} {usage.used_percent / 100.0!r}\n" in exposition
+        assert f"{waiting} {float(usage.pending_containers)!r}\n" in exposition
+    for family in ("queue_used_capacity_ratio", "queue_pending_containers"):
+        labels = re.findall(rf"^yarn_adapt_{family}{{(.*)}} ", exposition, re.MULTILINE)
+        assert labels == [f'queue="{q}"' for q in ("root", "root.q1", "root.q2")]
 
 
 class BrokenProposer:

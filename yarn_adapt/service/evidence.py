@@ -28,6 +28,7 @@ from yarn_adapt.model import ClusterSnapshot, SchedulerConfig
 from yarn_adapt.model.apps import Application
 from yarn_adapt.service.realized import group_of_queue
 from yarn_adapt.service.records import GroupPrediction, RealizedLatency
+from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import JobInProgress
 
 EVIDENCE_JOBS = 20
@@ -142,7 +143,7 @@ def warnings_for(
         worst = max(misses, key=lambda m: abs(m.measured_s - m.predicted_s) / m.predicted_s)
         found.append(
             f"past predictions for {group.group} missed {len(misses)} time(s): proposal "
-            f"{worst.proposal_id} predicted {worst.predicted_s:.0f} s, {worst.jobs} jobs "
-            f"measured {worst.measured_s:.0f} s"
+            f"{worst.proposal_id} predicted {duration(worst.predicted_s)}, {worst.jobs} jobs "
+            f"measured {duration(worst.measured_s)}"
         )
     return found

@@ -138,6 +138,7 @@ def queue_rows(
     """The tree in order, each queue with its configured values in words, its
     usage and what the open proposal would change (its guarantee as a marker)."""
     used = {u.queue: u for u in usage}
+    waiting_total = max((u.pending_containers for u in usage), default=0)
     shares = guaranteed_shares(config)
     proposed_shares: dict[str, float | None] = {}
     proposed_changes: dict[str, list[dict[str, str]]] = {}
@@ -169,6 +170,9 @@ def queue_rows(
                 "pending_apps": row_usage.pending_apps if row_usage else None,
                 "proposed": proposed_changes.get(queue.path, []),
                 "bar": usage_bar(row_usage.used_percent if row_usage else None, share, new_share),
+                "pending_bar": pending_bar(
+                    row_usage.pending_containers if row_usage else None, waiting_total
+                ),
             }
         )
     return rows
@@ -240,6 +244,25 @@ def usage_bar(
     if proposed is not None and proposed != guaranteed:
         x = max(0.5, min(99.5, proposed))
         parts.append(f'<line class="bar-proposed" x1="{x:.2f}" y1="0" x2="{x:.2f}" y2="10"/>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def pending_bar(pending: int | None, waiting_total: int) -> Markup:
+    """A small SVG bar: the queue's waiting containers as a share of all the
+    containers waiting in the cluster (the root's count, the largest in the tree);
+    empty when nothing waits or usage is unknown."""
+    parts = [
+        '<svg class="bar pending-bar" viewBox="0 0 100 10" width="120" height="14" '
+        'preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg">',
+        '<rect class="bar-bg" x="0" y="1" width="100" height="8"/>',
+    ]
+    if pending and waiting_total > 0:
+        width = max(0.0, min(100.0, 100.0 * pending / waiting_total))
+        parts.append(
+            f'<rect class="bar-pending" x="0" y="1" width="{width:.2f}" height="8" '
+            f'data-pending="{pending}" data-of="{waiting_total}"/>'
+        )
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -219,7 +219,10 @@ def console_blueprint(service: Service) -> Blueprint:
                 "usage_at_epoch_s": built["usage_at"],
                 "running_version_id": version.id if version else None,
                 "open_proposal_id": built["proposal"]["id"] if built["proposal"] else None,
-                "queues": [{k: v for k, v in row.items() if k != "bar"} for row in built["rows"]],
+                "queues": [
+                    {k: v for k, v in row.items() if k not in ("bar", "pending_bar")}
+                    for row in built["rows"]
+                ],
             }
         )
 
