@@ -36,8 +36,8 @@ def shop_trace(number: int, at_us: int) -> list[Span]:
         name: str, parent: str | None, start: int, end: int, service: str, **extra: Any
     ) -> Span:
         kind = extra.pop("kind", SERVER)
-        start_us, end_us = at_us + start, at_us + end
-        return span(name, parent, start_us, end_us, service=service, kind=kind, trace=trace, **extra)
+        first, last = at_us + start, at_us + end
+        return span(name, parent, first, last, service=service, kind=kind, trace=trace, **extra)
 
     spans = [
         call("f", None, 0, 100, "frontend"),
