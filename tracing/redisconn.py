@@ -121,7 +121,10 @@ def auth_problem(config: RedisConfig, exc: redis.AuthenticationError) -> str:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Errors a writer retries: the connection, a timeout, Redis loading or read-only."""
+    """Errors a writer retries: the connection, a timeout, Redis loading or read-only.
+    A refused password is not one: waiting does not fix the setting."""
+    if isinstance(exc, redis.AuthenticationError):
+        return False
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
         return True
     text = str(exc)

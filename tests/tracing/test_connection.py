@@ -5,6 +5,8 @@ group or others may read it, like ``[http] token_file``), ``tls``, ``ca_bundle``
 
 from __future__ import annotations
 
+import logging
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from tests.tracing.conftest import span, unavailable
+from tracing.__main__ import PASSWORD_ENV
+from tracing.__main__ import main as standalone
 from tracing.errors import StoreUnavailable
 from tracing.exporter import ExporterConfig, RedisStreamExporter
 from tracing.redisconn import Keys, RedisConfig, make_client
@@ -238,3 +242,15 @@ def test_store_errors_name_the_password_setting_without_the_password(
         TraceStore(make_client(config, retries=0), config).load()
     message = caught.value.one_line()
     assert "refused $TRACING_REDIS_PASSWORD" in message and "hunter2" not in message
+
+
+def test_the_standalone_worker_stops_at_a_refused_password(
+    secured: SecuredRedis, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, "wrong-password")
+    # in process: keep the test run's root logger and SIGTERM handler as they are
+    monkeypatch.setattr(logging, "basicConfig", lambda **_: None)
+    monkeypatch.setattr(signal, "signal", lambda *_: None)
+    assert standalone(["ingest", "--redis-url", secured.url]) == 2  # not retried for ever
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "refused $TRACING_REDIS_PASSWORD" in err
