@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = RedisConfig(
         url=args.redis_url,
         password=os.environ.get(PASSWORD_ENV, ""),
+        password_setting=f"${PASSWORD_ENV}",
         tls=args.tls,
         ca_bundle=args.ca_bundle,
         prefix=args.prefix,

@@ -36,6 +36,7 @@ class RedisConfig:
 
     url: str = DEFAULT_URL
     password: str = field(default="", repr=False)
+    password_setting: str = "the password"  # where it came from, named in auth errors
     tls: bool = False  # also on for rediss:// URLs
     ca_bundle: str = ""
     verify_tls: bool = True
@@ -102,14 +103,28 @@ def store_errors(config: RedisConfig, doing: str) -> Iterator[None]:
     """Turn redis-py's exceptions raised while ``doing`` into the tracing error tree."""
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError, redis.AuthenticationError) as exc:
+    except redis.AuthenticationError as exc:
+        raise StoreUnavailable(
+            f"redis {config.display_url()}: {doing}: {auth_problem(config, exc)}"
+        ) from exc
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise StoreUnavailable(f"redis {config.display_url()}: {doing}: {exc}") from exc
     except redis.RedisError as exc:
         raise StoreError(f"redis {config.display_url()}: {doing}: {exc}") from exc
 
 
+def auth_problem(config: RedisConfig, exc: redis.AuthenticationError) -> str:
+    """What went wrong with the password, naming the setting it came from."""
+    if config.password:
+        return f"the server refused {config.password_setting} ({exc})"
+    return f"the server requires a password and none is set; set {config.password_setting}"
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Errors a writer retries: the connection, a timeout, Redis loading or read-only."""
+    """Errors a writer retries: the connection, a timeout, Redis loading or read-only.
+    A refused password is not one: waiting does not fix the setting."""
+    if isinstance(exc, redis.AuthenticationError):
+        return False
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
         return True
     text = str(exc)

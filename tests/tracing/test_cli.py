@@ -150,6 +150,22 @@ def test_the_bench_runs_a_small_window(
         assert key in figures
 
 
+def test_the_bench_takes_traces_for_scaling_rows(
+    redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["bench", "trace-risk", "--set", "repeats=1", "--set", f"redis_url={redis_server.url}"]
+    code, out, err = run([*common, "--traces", "40", "--traces", "60,80"], capsys)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].split()[0] == "traces"
+    assert [line.split()[0] for line in lines[1:-1]] == ["40", "60", "80"]
+    assert json.loads(lines[-1])["traces"] == 80  # the JSON describes the last row
+    code, _, err = run([*common, "--traces", "40", "--set", "traces=60"], capsys)
+    assert code == 2 and "--traces or --set traces=" in err
+    code, _, err = run([*common, "--traces", "0"], capsys)
+    assert code == 2 and "traces and repeats must be positive" in err
+
+
 def test_the_standalone_worker_stores_traces_and_stops_on_sigterm(
     redis_server: RedisServer, store_config: RedisConfig, client: object
 ) -> None:

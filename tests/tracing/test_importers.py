@@ -64,6 +64,47 @@ def test_jaeger_sample() -> None:
     }
 
 
+def jaeger_trace(suffix: str) -> dict[str, Any]:
+    """The sample's one trace, its trace id ending in ``suffix`` instead of 4a01."""
+    text = json.dumps(json.loads((SAMPLES / "jaeger.json").read_text())["data"][0])
+    trace: dict[str, Any] = json.loads(text.replace("3f6a2c1e9b7d4a01", f"3f6a2c1e9b7d{suffix}"))
+    return trace
+
+
+def test_jaeger_accepts_a_bare_list_of_traces(tmp_path: Path) -> None:
+    path = tmp_path / "jaeger-list.json"
+    document = [jaeger_trace("4a01"), jaeger_trace("4a02")]
+    path.write_text(json.dumps(document))
+    result = load_spans(path)  # sniffed, no --format
+    assert result.format == "jaeger" and result.traces == 2 and len(result.spans) == 8
+    assert result.spans[:4] == load_spans(SAMPLES / "jaeger.json").spans
+    assert {s.trace_id[-4:] for s in result.spans[4:]} == {"4a02"}
+    del document[1]["spans"][2]["spanID"]
+    path.write_text(json.dumps(document))
+    with pytest.raises(TraceInputError) as caught:
+        load_spans(path)
+    assert f"{path}: record 7 ([1].spans[2]): " in caught.value.one_line()
+    lenient = load_spans(path, lenient=True)
+    assert len(lenient.spans) == 7 and sum(lenient.skipped.values()) == 1
+
+
+def test_jaeger_accepts_one_trace_object(tmp_path: Path) -> None:
+    path = tmp_path / "jaeger-trace.json"
+    document = jaeger_trace("4a01")
+    path.write_text(json.dumps(document))
+    result = load_spans(path)
+    assert result.format == "jaeger" and result.traces == 1
+    assert result.spans == load_spans(SAMPLES / "jaeger.json").spans
+    document["spans"][1]["startTime"] = "soon"
+    path.write_text(json.dumps(document))
+    with pytest.raises(TraceInputError) as caught:
+        load_spans(path)
+    assert f"{path}: record 2 (trace.spans[1]): " in caught.value.one_line()
+    path.write_text(json.dumps({"traceID": "abc", "processes": {}}))
+    with pytest.raises(TraceInputError, match="no data\\[\\] and no spans\\[\\]"):
+        load_spans(path, "jaeger")
+
+
 def test_zipkin_sample_splits_the_shared_rpc_span() -> None:
     result = load_spans(SAMPLES / "zipkin.json")
     assert result.format == "zipkin" and len(result.spans) == 4

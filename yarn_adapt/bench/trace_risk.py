@@ -22,8 +22,9 @@ machine). Anchor: TopoSch needs about 1.6 s and
 126 MB for 30k traces. Targets: analyse_s <= 0.2, redis_mb <= 32, ingest >= 200,000/s.
 
 Options: ``--quick`` (3,000 traces), ``--seed``, ``--trace FILE`` (any format
-``trace import`` reads, instead of the generated application), ``--set traces=N[,N...]``
-(one row per size; the JSON describes the last), ``--set repeats=5``,
+``trace import`` reads, instead of the generated application), ``--traces N[,N...]``
+(repeatable; or ``--set traces=N[,N...]``: one scaling row per size, the JSON describes
+the last), ``--set repeats=5``,
 ``--set redis_url=URL`` (an existing Redis; a key prefix of its own is used) and
 ``--set skew_us=3000``, ``--set error_rate=0.01``.
 """

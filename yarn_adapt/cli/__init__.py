@@ -55,6 +55,13 @@ def cli(debug: bool, verbose: bool) -> None:
 @click.option("--list", "list_only", is_flag=True, help="List the benchmarks.")
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON list.")
 @click.option("--curves", type=click.Path(path_type=Path), help="Curves CSV (cilantro).")
+@click.option(
+    "--traces",
+    "trace_counts",
+    multiple=True,
+    metavar="N[,N...]",
+    help="Trace counts, one scaling row each (trace-risk); repeatable.",
+)
 @quiet_option
 def bench_command(
     name: str | None,
@@ -65,6 +72,7 @@ def bench_command(
     list_only: bool,
     as_json: bool,
     curves: Path | None = None,
+    trace_counts: Sequence[str] = (),
 ) -> None:
     """Run benchmark NAME; the last line of output is one JSON object of figures
     (always JSON: --json matters only with --list)."""
@@ -79,6 +87,10 @@ def bench_command(
     extra = _parse_settings(settings)
     if curves is not None:
         extra["curves"] = str(curves)
+    if trace_counts:
+        if "traces" in extra:
+            raise click.UsageError("give --traces or --set traces=..., not both")
+        extra["traces"] = ",".join(trace_counts)
     options = bench_registry.BenchOptions(quick=quick, trace=trace, seed=seed, extra=extra)
     whole = progress.Progress(f"bench {name}", 1)
     whole.advance(0, "started")

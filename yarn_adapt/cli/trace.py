@@ -32,7 +32,13 @@ from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
 from yarn_adapt.errors import InputError, YarnAdaptError
-from yarn_adapt.service.settings import Settings, TracingSection, load_settings, redis_password
+from yarn_adapt.service.settings import (
+    Settings,
+    TracingSection,
+    load_settings,
+    redis_password,
+    redis_password_setting,
+)
 
 
 class TraceFileError(InputError):
@@ -75,6 +81,7 @@ class _Context:
         self.config = RedisConfig(
             url=redis_url or self.section.redis_url,
             password=redis_password(settings),
+            password_setting=redis_password_setting(settings),
             tls=self.section.tls,
             ca_bundle=self.section.ca_bundle,
             verify_tls=self.section.verify_tls,

@@ -496,14 +496,29 @@ def redis_password(settings: Settings, environ: Mapping[str, str] | None = None)
         return environ[REDIS_PASSWORD_ENV].strip()
     if settings.tracing.redis_password_file:
         path = Path(settings.tracing.redis_password_file).expanduser()
+        where = f"{settings.source}: [tracing] redis_password_file {path}"
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            with path.open(encoding="utf-8") as stream:
+                mode = os.fstat(stream.fileno()).st_mode & 0o777
+                lines = stream.read().splitlines()
         except OSError as exc:
+            raise SettingsError(f"{where}: {exc.strerror or exc}") from exc
+        if mode & 0o077:
             raise SettingsError(
-                f"{settings.source}: [tracing] redis_password_file {path}: {exc.strerror or exc}"
-            ) from exc
+                f"{where}: mode {mode:04o} lets group or others access it; chmod 600 {path}"
+            )
         return lines[0].strip() if lines else ""
     return settings.tracing.redis_password
+
+
+def redis_password_setting(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """Where :func:`redis_password` takes the password from, for error messages."""
+    environ = os.environ if environ is None else environ
+    if environ.get(REDIS_PASSWORD_ENV):
+        return f"${REDIS_PASSWORD_ENV}"
+    if settings.tracing.redis_password_file:
+        return f"{settings.source}: [tracing] redis_password_file"
+    return f"{settings.source}: [tracing] redis_password"
 
 
 def _value(settings: Settings, key: str) -> str:
