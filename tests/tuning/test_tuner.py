@@ -36,6 +36,7 @@ from yarn_adapt.model import (
     TaskType,
     Workload,
 )
+from yarn_adapt.semantics.capacity import maximum_applications
 from yarn_adapt.sim import JobInProgress, SimulationStart
 from yarn_adapt.tuning.apply import apply_ratios, groups_of
 from yarn_adapt.tuning.bridge import GroupBase
@@ -245,6 +246,25 @@ def test_algorithm3_moves_cluster_share_to_the_loaded_group(model) -> None:  # t
     assert a is not None and a.capacity.percent > 50  # type: ignore[union-attr]
     assert not yarn_refuses(validate(proposal.config, current))
     assert any("Algorithm 3" in r for r in proposal.reasons)
+
+
+def test_no_leaf_is_left_admitting_fewer_applications_than_it_holds(model) -> None:  # type: ignore[no-untyped-def]
+    """maximum-applications follows a leaf's absolute capacity (12 x it here): a
+    share Algorithm 3 or the group search would give a1 that admits fewer than its 3
+    jobs makes YARN refuse submissions, so the tuner predicts it never finishes
+    them and keeps a1 above it (without the limit a1 got 1/6 of 1/3: 1 app)."""
+    limited = replace(
+        two_groups(), global_properties=(("yarn.scheduler.capacity.maximum-applications", "12"),)
+    )
+    jobs = [spec(f"a{i}", "a1", 95.0 + i, maps=1, seconds=5) for i in range(3)]
+    jobs += [spec(f"b{i}", "b1", 95.0 + i, maps=8) for i in range(4)]
+    proposal = propose(state(*jobs, containers=16), limited, model, SETTINGS)
+    a, a1 = proposal.config.find("root.a"), proposal.config.find("root.a.a1")
+    assert isinstance(a, CapacityQueue) and isinstance(a1, CapacityQueue)
+    absolute = a.capacity.percent / 100 * a1.capacity.percent / 100  # type: ignore[union-attr]
+    assert maximum_applications(None, 12, absolute) >= 3
+    b = proposal.config.find("root.b")
+    assert b is not None and b.capacity.percent > 50  # type: ignore[union-attr]
 
 
 def test_a_group_algorithm3_moves_runs_the_configuration_its_curve_assumed(model) -> None:  # type: ignore[no-untyped-def]

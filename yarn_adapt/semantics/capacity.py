@@ -168,6 +168,9 @@ def child_limit(maximum: float, parent_limit: float, parent_used: float, used: f
 DEFAULT_MAXIMUM_APPLICATIONS = 10000  # CapacitySchedulerConfiguration
 
 
+MAXIMUM_APPLICATIONS = "maximum-applications"  # the per-queue and global property
+
+
 def maximum_applications(
     queue_setting: int | None, system_setting: int | None, absolute_capacity: float
 ) -> int:

@@ -54,6 +54,7 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobSpec
+from yarn_adapt.semantics.capacity import MAXIMUM_APPLICATIONS, maximum_applications
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.tuning.apply import Group, apply_ratios, apply_setting, groups_of, scheduler_of
 from yarn_adapt.tuning.bridge import GroupBase, canonical_key
@@ -348,6 +349,56 @@ def group_resources(state: TuningState, share: float, *, whole: bool) -> GroupRe
 # --------------------------------------------------------------------------- search
 
 
+@dataclass(frozen=True)
+class AppLimits:
+    """What a Capacity group's leaves admit (``maximum-applications``): the
+    system-wide setting, each leaf's own, and the group's jobs per leaf. A share so
+    small that a leaf would hold fewer applications than the group has there makes
+    YARN refuse submissions (AbstractLeafQueue.validateSubmitApplication), so the
+    tuner predicts such a setting never to finish them."""
+
+    cluster_units: int
+    system: int | None
+    own: Mapping[str, int]
+    apps: Mapping[str, int]
+
+    def refuses(self, config: GroupConfig, units: int) -> bool:
+        for queue in config.queues:
+            count = self.apps.get(queue.name, 0)
+            if not count:
+                continue
+            absolute = units / self.cluster_units * queue.capacity / 100.0
+            if maximum_applications(self.own.get(queue.name), self.system, absolute) < count:
+                return True
+        return False
+
+
+def app_limits(
+    config: SchedulerConfig, group: Group, mix: JobMix, state: TuningState
+) -> AppLimits | None:
+    """The group's :class:`AppLimits` (Capacity only: Fair's maxRunningApps makes
+    applications wait, never refuses them)."""
+    if not isinstance(config, CapacitySchedulerConfig):
+        return None
+    own: dict[str, int] = {}
+    for path in group.queues:
+        queue = config.find(path)
+        value = queue.other(MAXIMUM_APPLICATIONS) if queue is not None else None
+        if value is not None and value.strip().lstrip("-").isdigit():
+            own[path.rsplit(".", 1)[-1]] = int(value)
+    system = config.global_value(MAXIMUM_APPLICATIONS)
+    apps: dict[str, int] = {}
+    for job in mix.jobs:
+        apps[job.queue] = apps.get(job.queue, 0) + 1
+    unit = state.cluster.minimum_allocation.memory_mb
+    return AppLimits(
+        max(1, state.cluster.total.memory_mb // unit),
+        int(system) if system is not None and system.strip().isdigit() else None,
+        own,
+        apps,
+    )
+
+
 @dataclass
 class _GroupTuning:
     """One triggered group's search: its space, its C_i as configured, its mix, and
@@ -362,6 +413,7 @@ class _GroupTuning:
     unit: Resources = field(default_factory=lambda: Resources(1024, 1))
     units: int = 0
     reference: SearchResult | None = None
+    limits: AppLimits | None = None
     _comparators: dict[GroupResources, Comparator] = field(default_factory=dict, repr=False)
     _configs: dict[Point, GroupConfig] = field(default_factory=dict, repr=False)
 
@@ -385,11 +437,15 @@ class _GroupTuning:
         return found
 
     def current_latency(self, resources: GroupResources) -> float:
-        return self.comparator(resources).latency(self.base.config)
+        return self._latency(resources, self.base.config)
 
     def latencies(self, resources: GroupResources, points: Sequence[Point]) -> list[float]:
-        comparator = self.comparator(resources)
-        return [comparator.latency(self.config_at(p)) for p in points]
+        return [self._latency(resources, self.config_at(p)) for p in points]
+
+    def _latency(self, resources: GroupResources, config: GroupConfig) -> float:
+        if self.limits is not None and self.limits.refuses(config, resources.units):
+            return math.inf
+        return self.comparator(resources).latency(config)
 
     def key(self, resources: GroupResources, point: Point) -> Hashable:
         """Points the engine cannot tell apart at these resources share a key."""
@@ -469,6 +525,7 @@ def propose(
         space = _space_for(group, current, settings)
         unit = state.cluster.minimum_allocation
         tuning = _GroupTuning(group, space, base, mix, settings, compiler, unit)
+        tuning.limits = app_limits(current, group, mix, state)
         resources = group_resources(state, group_share(current, group), whole=whole)
         work.append(_GroupWork(tuning, resources, reason))
     split = _split_pool(state, current, work)
