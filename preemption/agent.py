@@ -163,6 +163,7 @@ class Agent:
             yarn = YarnEdge(
                 settings.yarn.rm, http, kill_mode=settings.yarn.kill,
                 millicores_per_vcore=settings.yarn.millicores_per_vcore,
+                jobhistory=settings.yarn.jobhistory,
             )  # fmt: skip
         state_file = None if dry else Path(settings.agent.state_file)
         killer: Killer | None = None
