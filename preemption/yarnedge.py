@@ -179,9 +179,7 @@ class YarnEdge:
         return progress
 
     def _am_progress(self, application_id: str, container_id: str) -> float | None:
-        where = self._attempts.get(container_id) or self._find_attempt(
-            application_id, container_id
-        )
+        where = self._attempts.get(container_id) or self._find_attempt(application_id, container_id)
         if where is None:
             return None
         job, task, attempt = where

@@ -77,5 +77,3 @@ def test_a_v2_oom_kill_event_in_a_squeezed_container_blacklists_it(
     assert all(e.container_id != CID or e.kind != "step" for e in again.events)
     agent.shutdown()
     assert not (tmp_path / "state.json").exists()
-
-

@@ -144,7 +144,9 @@ def test_a_dry_run_would_adopt_a_container_without_a_cgroup_but_moves_nothing(
     started(launcher)
     state = tmp_path / "state.json"
     agent = _dry_agent(hierarchy, state, source="process-tree", nodemanager_pid=os.getpid())
-    found = wait_for(lambda: [c for c in agent.discover() if c.container_id == container_id(14)], 10)
+    found = wait_for(
+        lambda: [c for c in agent.discover() if c.container_id == container_id(14)], 10
+    )
     pids = found[0].pids
     before = {pid: cgroup_membership(Path("/proc"), pid, ("cpu", "memory")) for pid in pids}
     for _ in range(3):
