@@ -31,6 +31,7 @@ from .test_cgroup_v1 import (
 )
 
 pytestmark = pytest.mark.slow
+YARN_ADAPT = "import sys; from yarn_adapt.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _hold(child: subprocess.Popen[str]) -> subprocess.Popen[str]:
@@ -65,8 +66,8 @@ def test_restore_puts_back_every_limit_a_run_left_and_empties_the_state_file(
     assert {relpath for relpath, _ in changed} == {g.relpath for g in groups}
     assert not StateJournal.open(state, v1.describe()).empty  # the run "died" here
     config = write_config(tmp_path / "agent.toml", hierarchy, state, cpu=0, memory=0)
-    restore = subprocess.run(
-        [sys.executable, "-m", "preemption", "restore", "--config", str(config)],
+    restore = subprocess.run(  # yarn-adapt's console script: yarn_adapt.cli:main
+        [sys.executable, "-c", YARN_ADAPT, "agent", "restore", "--config", str(config)],
         capture_output=True, text=True, timeout=60,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
@@ -77,7 +78,7 @@ def test_restore_puts_back_every_limit_a_run_left_and_empties_the_state_file(
         assert v1.read(Cgroup(relpath), key) == value, (relpath, key)
     assert v1.read(memory_group, "memory.limit_in_bytes") == UNLIMITED
     assert not state.exists()
-    again = subprocess.run(
+    again = subprocess.run(  # the agent's own entry point
         [sys.executable, "-m", "preemption", "restore", "--config", str(config)],
         capture_output=True, text=True, timeout=60,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
