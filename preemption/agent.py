@@ -163,6 +163,7 @@ class Agent:
             yarn = YarnEdge(
                 settings.yarn.rm, http, kill_mode=settings.yarn.kill,
                 millicores_per_vcore=settings.yarn.millicores_per_vcore,
+                jobhistory=settings.yarn.jobhistory,
             )  # fmt: skip
         state_file = None if dry else Path(settings.agent.state_file)
         killer: Killer | None = None
@@ -364,9 +365,11 @@ class Agent:
         qos = fetched.target.qos
         if qos.load is None or qos.target_ms is None or not self._qos.model.fitted:
             return None
+        now_sample = self._qos_features(qos.load, 0.0)
+        if now_sample is None:
+            return None
         from preemption.qos import infer_preempted_resource
 
-        now_sample = self._qos_features(qos.load, 0.0)
         step = self.settings.reclaim.step_cpu_millicores
         inference = infer_preempted_resource(
             self._qos.model, now_sample, qos.target_ms, step_millicores=step,
@@ -375,13 +378,17 @@ class Agent:
         already = self.last_report.reclaimed
         return Amount(already.cpu_millicores + inference.reclaim.cpu_millicores, 0)
 
-    def _qos_features(self, load: float, latency_ms: float) -> QosSample:
+    def _qos_features(self, load: float, latency_ms: float) -> QosSample | None:
+        """The model's inputs now; None while a batch container's baseline is not yet
+        known (one interval after it appears): what batch holds cannot be told then."""
         from preemption.qos import QosSample
 
         batch_cpu = 0.0
         batch_limits = 0
         batch_memory = 0.0
         for tracked in self.reclaimer.tracked.values():
+            if tracked.baseline is None:
+                return None
             batch_cpu += tracked.rate_millicores
             batch_memory += tracked.usage.memory_bytes / MIB
             batch_limits += tracked.limit.cpu_millicores
@@ -392,7 +399,9 @@ class Agent:
         qos = fetched.target.qos
         if self._qos is None or qos.load is None or qos.latency_ms is None:
             return
-        self._qos.add(self._qos_features(qos.load, qos.latency_ms))
+        sample = self._qos_features(qos.load, qos.latency_ms)
+        if sample is not None:
+            self._qos.add(sample)
 
     # ----------------------------------------------------------------- records
 

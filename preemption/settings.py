@@ -69,6 +69,7 @@ class YarnSection:
     retries: int = 2
     kill: str = "container"  # "container", "application" or "never"
     task_progress: bool = True
+    jobhistory: str = ""  # JobHistory web address: finished attempts' final progress
     nodemanager_url: str = ""  # default: from the containers' environment
     millicores_per_vcore: int = 1000  # the CPU one YARN vcore stands for on this node
 

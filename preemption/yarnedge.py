@@ -15,6 +15,12 @@ typed RM client; the agent does not import the service.
   container → attempt mapping (``assignedContainerId``) is looked up once per job.
   Not every application is MapReduce and an AM can be gone: progress is then
   ``None`` ("where available").
+* JobHistory, when ``jobhistory`` names its web address: where the AM gives no
+  running attempt for the container (the AM is gone, or the attempt already ended),
+  ``/ws/v1/history/mapreduce/jobs/{job}/tasks`` and ``.../tasks/{task}/attempts``
+  give the finished attempt's final progress (JobHistory holds finished jobs only;
+  a job still running is not there yet and the answer stays ``None``). A finished
+  attempt's progress never changes: it is remembered.
 * Kill, YARN's way: ``POST /ws/v1/cluster/containers/{id}/signal/FORCEFUL_SHUTDOWN``
   (Hadoop ≥ 3.0: the RM asks the NM, which SIGKILLs the container; the AM sees it
   exit with 137 and, for MapReduce, reruns the task attempt), or with
@@ -111,12 +117,14 @@ class YarnEdge:
     millicores_per_vcore: int = 1000
     cache_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
+    jobhistory: str = ""
 
     def __post_init__(self) -> None:
         self.transport = Transport(self.http)
         self.rm = ResourceManagerClient(list(self.rm_addresses), transport=self.transport)
         self._apps: dict[str, _Cached] = {}
         self._attempts: dict[str, tuple[str, str, str]] = {}
+        self._finished: dict[str, float | None] = {}
 
     def close(self) -> None:
         self.transport.close()
@@ -153,23 +161,51 @@ class YarnEdge:
     # ----------------------------------------------------------------- progress
 
     def task_progress(self, application_id: str, container_id: str) -> float | None:
-        """The MapReduce attempt's progress, or None where not available."""
+        """The MapReduce attempt's progress, or None where not available: from the AM
+        while the attempt runs, else the finished attempt's from JobHistory."""
         cached = self._apps.get(application_id)
         known = cached.facts if cached is not None else None
         if known is not None and known.application_type.upper() != "MAPREDUCE":
             return None
+        if container_id in self._finished:
+            return self._finished[container_id]
         try:
-            where = self._attempts.get(container_id) or self._find_attempt(
-                application_id, container_id
-            )
-            if where is None:
-                return None
-            job, task, attempt = where
-            path = f"/jobs/{job}/tasks/{task}/attempts/{attempt}"
-            return attempt_progress(self._am_get(application_id, path))
+            progress = self._am_progress(application_id, container_id)
         except YarnError as error:
-            log.debug("no MapReduce progress for %s: %s", container_id, error.one_line())
+            log.debug("no progress from the AM for %s: %s", container_id, error.one_line())
+            progress = None
+        if progress is None and self.jobhistory:
+            return self._history_progress(application_id, container_id)
+        return progress
+
+    def _am_progress(self, application_id: str, container_id: str) -> float | None:
+        where = self._attempts.get(container_id) or self._find_attempt(application_id, container_id)
+        if where is None:
             return None
+        job, task, attempt = where
+        path = f"/jobs/{job}/tasks/{task}/attempts/{attempt}"
+        return attempt_progress(self._am_get(application_id, path))
+
+    def _history_progress(self, application_id: str, container_id: str) -> float | None:
+        """A finished attempt's final progress from JobHistory (None if it has none)."""
+        job = "job_" + application_id.removeprefix("application_")
+        base = f"{self.jobhistory.rstrip('/')}/ws/v1/history/mapreduce/jobs/{quote(job)}"
+        try:
+            for task in _listed(self._get(base + "/tasks"), "tasks", "task"):
+                task_id = str(task["id"])
+                answer = self._get(f"{base}/tasks/{quote(task_id)}/attempts")
+                for attempt in _listed(answer, "taskAttempts", "taskAttempt"):
+                    if attempt.get("assignedContainerId") == container_id:
+                        self._attempts[container_id] = (job, task_id, str(attempt["id"]))
+                        final = attempt_progress({"taskAttempt": attempt})
+                        self._finished[container_id] = final
+                        return final
+        except YarnError as error:
+            log.debug("no progress from JobHistory for %s: %s", container_id, error.one_line())
+        return None
+
+    def _get(self, url: str) -> object:
+        return self.transport.request("GET", url, retries=0).json()
 
     def _find_attempt(self, application_id: str, container_id: str) -> tuple[str, str, str] | None:
         for job in _listed(self._am_get(application_id, "/jobs"), "jobs", "job"):
@@ -190,7 +226,7 @@ class YarnEdge:
     def _am_get(self, application_id: str, path: str) -> object:
         proxied = f"/proxy/{quote(application_id)}/ws/v1/mapreduce{path}"
         base = self.rm.endpoints.active or self.rm.endpoints.find_active()
-        return self.transport.request("GET", base + proxied, retries=0).json()
+        return self._get(base + proxied)
 
     def locality(self, container_id: str) -> Locality:
         """A MapReduce reduce reads its input from every node: non-local. Anything

@@ -1,0 +1,168 @@
+"""``restore`` with a state file a run left behind, and dry runs that would squeeze a
+container, on real cgroup v1 hierarchies (root) with real short-lived processes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from preemption.agent import Agent
+from preemption.cgroups import Cgroup, V1Backend
+from preemption.cgroups.dryrun import DryRunBackend
+from preemption.cgroups.procfile import cgroup_membership
+from preemption.statefile import StateJournal
+
+from .conftest import BURNER, HOLDER, container_id, place
+from .test_cgroup_v1 import (
+    ROOT,
+    UNLIMITED,
+    agent_for,
+    settings_for,
+    started,
+    wait_for,
+    write_config,
+)
+
+pytestmark = pytest.mark.slow
+YARN_ADAPT = "import sys; from yarn_adapt.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _hold(child: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    return started(child)
+
+
+def test_restore_puts_back_every_limit_a_run_left_and_empties_the_state_file(
+    v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    burner = started(processes(BURNER))
+    holder = processes(HOLDER, "64")
+    cpu_group = Cgroup(f"{hierarchy}/{container_id(11)}")
+    memory_group = Cgroup(f"{hierarchy}/{container_id(12)}")
+    place(v1, cpu_group, burner.pid)
+    place(v1, memory_group, holder.pid)
+    _hold(holder)
+    state = tmp_path / "state.json"
+    agent = agent_for(settings_for(hierarchy, state, cpu=1200, memory=48), v1)
+    for _ in range(3):  # observe, then two steps
+        agent.tick()
+        time.sleep(0.3)
+    groups = (cpu_group, memory_group)
+    keys = ("cpu.cfs_quota_us", "cpu.shares", "memory.soft_limit_in_bytes")
+    originals = {(g.relpath, k): "-1" if k == "cpu.cfs_quota_us" else "1024" for g in groups
+                 for k in keys[:2]}  # fmt: skip
+    originals |= {(g.relpath, keys[2]): UNLIMITED for g in groups}
+    changed = {key for key, value in originals.items() if v1.read(Cgroup(key[0]), key[1]) != value}
+    assert {key for _, key in changed} == set(keys)  # K = 2 tasks: both squeezed
+    assert {relpath for relpath, _ in changed} == {g.relpath for g in groups}
+    assert not StateJournal.open(state, v1.describe()).empty  # the run "died" here
+    config = write_config(tmp_path / "agent.toml", hierarchy, state, cpu=0, memory=0)
+    restore = subprocess.run(  # yarn-adapt's console script: yarn_adapt.cli:main
+        [sys.executable, "-c", YARN_ADAPT, "agent", "restore", "--config", str(config)],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert restore.returncode == 0, restore.stderr
+    [line] = restore.stdout.splitlines()
+    assert line.startswith("restored "), line
+    for (relpath, key), value in originals.items():
+        assert v1.read(Cgroup(relpath), key) == value, (relpath, key)
+    assert v1.read(memory_group, "memory.limit_in_bytes") == UNLIMITED
+    assert not state.exists()
+    again = subprocess.run(  # the agent's own entry point
+        [sys.executable, "-m", "preemption", "restore", "--config", str(config)],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert (again.returncode, again.stdout) == (0, "nothing to restore\n"), again.stderr
+    assert burner.poll() is None and holder.poll() is None
+
+
+def _dry_agent(hierarchy: str, state: Path, **changes: object) -> Agent:
+    settings = settings_for(hierarchy, state, cpu=600, **changes)
+    agent = Agent.build(settings, dry_run=True)
+    assert isinstance(agent.backend, DryRunBackend)
+    return agent
+
+
+def test_a_dry_run_decides_the_squeeze_of_a_cgroup_container_and_changes_nothing(
+    v1: V1Backend,
+    hierarchy: str,
+    processes: Callable[..., subprocess.Popen[str]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    burner = started(processes(BURNER))
+    group = Cgroup(f"{hierarchy}/{container_id(13)}")
+    place(v1, group, burner.pid)
+    watched = ("cpu.cfs_quota_us", "cpu.shares", "memory.soft_limit_in_bytes",
+               "memory.limit_in_bytes")  # fmt: skip
+    before = {key: v1.read(group, key) for key in watched}
+    state = tmp_path / "state.json"
+    agent = _dry_agent(hierarchy, state)
+    caplog.set_level(logging.INFO, logger="preemption")
+    reports = []
+    for _ in range(4):
+        reports.append(agent.tick())
+        time.sleep(0.3)
+    steps = [e for r in reports for e in r.events if e.kind == "step"]
+    assert steps and all(e.container_id == container_id(13) for e in steps)
+    assert agent.metrics.value("yarn_adapt_agent_events_total", kind="step") == len(steps)
+    assert agent.metrics.value("yarn_adapt_agent_tasks_squeezed_total") == 1
+    backend = agent.backend
+    assert isinstance(backend, DryRunBackend)
+    quota = f"to {group.relpath}/cpu.cfs_quota_us"
+    assert any(quota in would for would in backend.would)
+    assert any("dry run: would write" in r.getMessage() for r in caplog.records)
+    assert backend.read(group, "cpu.cfs_quota_us") != before["cpu.cfs_quota_us"]  # overlay
+    assert {key: v1.read(group, key) for key in watched} == before  # the node: untouched
+    assert v1.pids(group) == (burner.pid,)
+    assert not state.exists()
+    agent.shutdown()
+    assert {key: v1.read(group, key) for key in watched} == before
+    assert not state.exists()
+
+
+def test_a_dry_run_would_adopt_a_container_without_a_cgroup_but_moves_nothing(
+    v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    launcher = processes(
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {BURNER!r}])\n"
+        "print('ready', flush=True)\n"
+        "child.wait()\n",
+        env={"CONTAINER_ID": container_id(14)},
+    )
+    started(launcher)
+    state = tmp_path / "state.json"
+    agent = _dry_agent(hierarchy, state, source="process-tree", nodemanager_pid=os.getpid())
+    found = wait_for(
+        lambda: [c for c in agent.discover() if c.container_id == container_id(14)], 10
+    )
+    pids = found[0].pids
+    before = {pid: cgroup_membership(Path("/proc"), pid, ("cpu", "memory")) for pid in pids}
+    for _ in range(3):
+        agent.tick()
+        time.sleep(0.3)
+    backend = agent.backend
+    assert isinstance(backend, DryRunBackend)
+    owned = agent.adopter.group_for(container_id(14))
+    assert sorted(backend.pids(owned)) == sorted(pids)  # in the overlay only
+    assert any(f"move pid {pids[0]} to {owned.relpath}" in w for w in backend.would)
+    assert any(f"to {owned.relpath}/cpu.cfs_quota_us" in w for w in backend.would)
+    for pid in pids:
+        assert cgroup_membership(Path("/proc"), pid, ("cpu", "memory")) == before[pid]
+    assert not v1.exists(owned)
+    assert not (v1.mounts["cpu"] / hierarchy / "agent-owned").exists()
+    assert not state.exists()
+    agent.shutdown()
+    assert not state.exists()
