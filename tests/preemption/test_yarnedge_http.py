@@ -148,3 +148,41 @@ def test_an_am_that_is_gone_leaves_jobhistory_or_else_unknown_progress_never_a_c
         assert refused.task_progress(APP, MAP_0) is None  # RM and JobHistory down
     finally:
         refused.close()
+
+
+def _recorded_am() -> tuple[str, dict[str, str]]:
+    """The running SleepJob's AM answers (tests/fixtures/record_am.py) by path."""
+    manifest = json.loads((FIXTURES / "am" / "MANIFEST.json").read_text())
+    routes = {}
+    for name, entry in manifest["files"].items():
+        _, path = entry["request"].split(" ", 1)
+        routes[path] = (FIXTURES / "am" / name).read_text()
+    jobs = json.loads((FIXTURES / "am" / "jobs.json").read_text())
+    job = jobs["jobs"]["job"][0]["id"]
+    return "application_" + job.removeprefix("job_"), routes
+
+
+def test_a_running_attempt_is_found_at_the_am_and_then_asked_directly(
+    serve: Callable[[dict[str, str]], tuple[str, Replay]],
+) -> None:
+    app, routes = _recorded_am()
+    attempt = json.loads((FIXTURES / "am" / "attempt-map-0.json").read_text())["taskAttempt"]
+    container, attempt_id = attempt["assignedContainerId"], attempt["id"]
+    job = "job_" + app.removeprefix("application_")
+    task = "task_" + attempt_id.removeprefix("attempt_").rsplit("_", 1)[0]
+    at_job = f"/proxy/{app}/ws/v1/mapreduce/jobs/{job}"
+    rm, at_rm = serve(_rm_info() | routes)
+    edge = YarnEdge([rm], FAST)
+    try:
+        # the AM reports percent (13.34 while the map sleeps); the agent reads 0-1
+        assert edge.task_progress(app, container) == pytest.approx(attempt["progress"] / 100)
+        assert f"{at_job}/tasks/{task}/attempts" in at_rm.asked
+        asked = len(at_rm.asked)
+        assert edge.task_progress(app, container) == pytest.approx(attempt["progress"] / 100)
+        # the attempt's place is remembered: one request, the attempt itself
+        assert at_rm.asked[asked:] == [f"{at_job}/tasks/{task}/attempts/{attempt_id}"]
+        assert edge.locality(container) is not Locality.NON_LOCAL  # a map
+        # a container the AM runs no attempt in: unknown, without JobHistory
+        assert edge.task_progress(app, container.replace("_000002", "_000009")) is None
+    finally:
+        edge.close()
