@@ -29,6 +29,8 @@ from yarn_adapt.cli import main
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.redis_server import RedisServer, find_redis_server, free_port
 from yarn_adapt.minicluster.security import TlsMaterial, make_tls_material
+from yarn_adapt.service.guard import trace_store_opener
+from yarn_adapt.service.settings import load_settings
 
 PASSWORD = "s3cret-" + uuid.uuid4().hex
 
@@ -242,6 +244,20 @@ def test_store_errors_name_the_password_setting_without_the_password(
         TraceStore(make_client(config, retries=0), config).load()
     message = caught.value.one_line()
     assert "refused $TRACING_REDIS_PASSWORD" in message and "hunter2" not in message
+
+
+def test_the_guards_trace_store_names_the_password_setting_too(
+    secured: SecuredRedis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard opens the store through the same connection settings as the CLI."""
+    monkeypatch.delenv("YARN_ADAPT_REDIS_PASSWORD", raising=False)
+    config = write_settings(tmp_path, secured, 'redis_password = "wrong-password"\n')
+    opener = trace_store_opener(load_settings(config))
+    with pytest.raises(StoreUnavailable) as caught:
+        TraceStore(make_client(opener.config, retries=0), opener.config).load()
+    message = caught.value.one_line()
+    assert f"refused {config}: [tracing] redis_password" in message
+    assert "wrong-password" not in message
 
 
 def test_the_standalone_worker_stops_at_a_refused_password(

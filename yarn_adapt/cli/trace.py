@@ -28,17 +28,12 @@ from tracing.importers import FORMATS, load_spans, publish
 from tracing.importers.common import external_trace_id
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import CriticalPath, RiskSnapshot
-from tracing.redisconn import RedisConfig, make_client
+from tracing.redisconn import make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
 from yarn_adapt.errors import InputError, YarnAdaptError
-from yarn_adapt.service.settings import (
-    Settings,
-    TracingSection,
-    load_settings,
-    redis_password,
-    redis_password_setting,
-)
+from yarn_adapt.service.guard import redis_config
+from yarn_adapt.service.settings import Settings, TracingSection, load_settings
 
 
 class TraceFileError(InputError):
@@ -78,16 +73,7 @@ class _Context:
     def __init__(self, settings: Settings, redis_url: str | None) -> None:
         self.settings = settings
         self.section: TracingSection = settings.tracing
-        self.config = RedisConfig(
-            url=redis_url or self.section.redis_url,
-            password=redis_password(settings),
-            password_setting=redis_password_setting(settings),
-            tls=self.section.tls,
-            ca_bundle=self.section.ca_bundle,
-            verify_tls=self.section.verify_tls,
-            timeout_s=self.section.timeout_s,
-            prefix=self.section.prefix,
-        )
+        self.config = redis_config(settings, redis_url)
 
     def store(self) -> TraceStore:
         limits = StoreLimits(

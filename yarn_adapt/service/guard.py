@@ -38,7 +38,13 @@ from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import ClusterSnapshot, Resources
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.records import Decision, DecisionKind
-from yarn_adapt.service.settings import ColocationSection, Settings, pairs, redis_password
+from yarn_adapt.service.settings import (
+    ColocationSection,
+    Settings,
+    pairs,
+    redis_password,
+    redis_password_setting,
+)
 from yarn_adapt.service.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import PollSettings
 
@@ -66,17 +72,25 @@ def decision_settings(section: ColocationSection) -> GuardSettings:
         raise SettingsError(f"[colocation] {exc}") from exc
 
 
-def trace_store_opener(settings: Settings) -> TraceStoreOpener:
+def redis_config(settings: Settings, url: str | None = None) -> RedisConfig:
+    """How to reach the trace store: ``[tracing]``'s connection settings (``url``
+    instead of its ``redis_url`` when given), naming where the password came from."""
     section = settings.tracing
-    config = RedisConfig(
-        url=section.redis_url,
+    return RedisConfig(
+        url=url or section.redis_url,
         password=redis_password(settings),
+        password_setting=redis_password_setting(settings),
         tls=section.tls,
         ca_bundle=section.ca_bundle,
         verify_tls=section.verify_tls,
         timeout_s=section.timeout_s,
         prefix=section.prefix,
     )
+
+
+def trace_store_opener(settings: Settings) -> TraceStoreOpener:
+    section = settings.tracing
+    config = redis_config(settings)
     limits = StoreLimits(
         retention_s=section.retention_s,
         memory_budget_bytes=int(section.memory_budget_mb * (1 << 20)),
