@@ -38,6 +38,15 @@ class WebServer:
         return self
 
     def stop(self) -> None:
-        self._server.task_dispatcher.shutdown()
-        self._server.close()
+        """Finish the requests in hand, then close every socket *in the server's own
+        thread*: closing them from here while its loop waits in ``select`` on them
+        (kept-alive connections stay in its map) ends that loop with EBADF."""
+        server = self._server
+        server.task_dispatcher.shutdown()
+        if not self._thread.is_alive():
+            server.asyncore.close_all(server._map)  # type: ignore[union-attr]
+            return
+        server.trigger.pull_trigger(lambda: server.asyncore.close_all(server._map))  # type: ignore[union-attr]
         self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            log.warning("the page's server did not stop within 5 s")
