@@ -353,9 +353,9 @@ def group_resources(state: TuningState, share: float, *, whole: bool) -> GroupRe
 class AppLimits:
     """What a Capacity group's leaves admit (``maximum-applications``): the
     system-wide setting, each leaf's own, and the group's jobs per leaf. A share so
-    small that a leaf would hold fewer applications than the group has there makes
+    small that a leaf would hold no more applications than the group sends it makes
     YARN refuse submissions (AbstractLeafQueue.validateSubmitApplication), so the
-    tuner predicts such a setting never to finish them."""
+    tuner predicts such a setting never to finish them (:meth:`refuses`)."""
 
     cluster_units: int
     system: int | None
@@ -363,12 +363,18 @@ class AppLimits:
     apps: Mapping[str, int]
 
     def refuses(self, config: GroupConfig, units: int) -> bool:
+        """Some leaf would admit fewer than twice the group's jobs there (at least
+        two more): arrivals come in bursts, and one beyond the limit is refused (the
+        Google replay's tuned run lost two jobs to a leaf sized for its 9). The
+        absolute capacity is taken 1 % low, for the rounding of the percents
+        written to the file."""
         for queue in config.queues:
             count = self.apps.get(queue.name, 0)
             if not count:
                 continue
-            absolute = units / self.cluster_units * queue.capacity / 100.0
-            if maximum_applications(self.own.get(queue.name), self.system, absolute) < count:
+            absolute = units / self.cluster_units * queue.capacity / 100.0 * 0.99
+            admitted = maximum_applications(self.own.get(queue.name), self.system, absolute)
+            if admitted < count + max(2, count):
                 return True
         return False
 
@@ -714,6 +720,8 @@ def _at_level(
     if containers == work.resources.units:
         return decision
     best, best_s = plan.settings[containers], plan.curve.latency_at(containers)
+    if best_s >= NEVER_S:
+        best_s = math.inf  # no setting finishes the jobs at this level either
     running_s = tuning.current_latency(tuning.unit_resources(containers))
     level = f"at the {containers} containers Algorithm 3 gives it"
     if _worth_it(running_s, best_s, tuning.settings.min_improvement):
@@ -811,8 +819,11 @@ def _curve(job: tuple[str, _GroupTuning, ResourceBounds]) -> LevelPlan:
     return LevelPlan(finite, {level.containers: decode(level.point) for level in outcome.levels})
 
 
+NEVER_S = 1e12  # an infinite prediction on Algorithm 3's curves (the DP adds them up)
+
+
 def _finite(value: float) -> float:
-    return value if math.isfinite(value) else 1e12
+    return value if math.isfinite(value) else NEVER_S
 
 
 def _with_ratios(
