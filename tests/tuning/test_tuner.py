@@ -12,7 +12,8 @@ import pytest
 from distributed import LocalCluster
 
 from rules.comparator import Comparator
-from rules.inputs import GroupResources, JobMix, MixJob, RunningTasks
+from rules.inputs import GroupConfig, GroupResources, JobMix, MixJob, QueueConfig, RunningTasks
+from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import (
     Application,
     AppState,
@@ -45,6 +46,7 @@ from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
 from yarn_adapt.tuning.space import GroupSetting, QueueSetting, Scheduler, SpaceSettings
 from yarn_adapt.tuning.tuner import (
+    AppLimits,
     GroupDecision,
     TunerSettings,
     TuningState,
@@ -266,6 +268,19 @@ def test_no_leaf_is_left_admitting_fewer_applications_than_it_holds(model) -> No
     assert maximum_applications(None, 24, absolute) >= 6  # twice its jobs: room for a burst
     b = proposal.config.find("root.b")
     assert b is not None and b.capacity.percent > 50  # type: ignore[union-attr]
+
+
+def test_yarns_own_admission_rule_is_headroom_one() -> None:
+    """app_headroom 1.0 asks what YARN asks (no fewer applications than the jobs in
+    view, exactly); the tuner's default asks twice as many, at least two more."""
+    config = GroupConfig("capacity", (QueueConfig("a1", "fifo", capacity=50.0),))
+    exact = AppLimits(cluster_units=100, system=100, own={}, apps={"a1": 5}, headroom=1.0)
+    margin = replace(exact, headroom=2.0)
+    assert not exact.refuses(config, 10)  # 100 x 10 % x 50 % = 5 apps for 5 jobs
+    assert exact.refuses(config, 9)  # 4 apps
+    assert margin.refuses(config, 10) and not margin.refuses(config, 21)  # 10 apps
+    with pytest.raises(SettingsError, match="app_headroom"):
+        TunerSettings(app_headroom=0.5)
 
 
 def test_a_group_algorithm3_moves_runs_the_configuration_its_curve_assumed(model) -> None:  # type: ignore[no-untyped-def]

@@ -257,7 +257,9 @@ def tuner_refuses(
     config = apply_setting(base, setting)
     start = SimulationStart(0.0, tuple(JobInProgress(j) for j in scenario.workload.jobs))
     state = TuningState(0.0, start, cluster)
-    settings = TunerSettings(interval_s=SPAN_S, spaces={setting.parent: space}, min_improvement=0.0)
+    settings = TunerSettings(
+        interval_s=SPAN_S, spaces={setting.parent: space}, min_improvement=0.0, app_headroom=1.0
+    )
     proposal = propose(state, config, scenario.model, settings)
     return not math.isfinite(proposal.cluster_before_s)
 

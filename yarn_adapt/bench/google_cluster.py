@@ -331,7 +331,10 @@ def refused(
     spaces = {g: fixed_space(s, elastic=False) for g, s in per_group.items()}
     start = SimulationStart(0.0, tuple(JobInProgress(j) for j in scenario.workload.jobs))
     state = TuningState(0.0, start, scenario.cluster)
-    tuner = TunerSettings(interval_s=scenario.horizon_s, spaces=spaces, min_improvement=0.0)
+    # YARN's own admission rule (app_headroom 1.0), not the tuner's safety margin
+    tuner = TunerSettings(
+        interval_s=scenario.horizon_s, spaces=spaces, min_improvement=0.0, app_headroom=1.0
+    )
     return not math.isfinite(propose(state, config, scenario.model, tuner).cluster_before_s)
 
 

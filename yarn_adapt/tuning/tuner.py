@@ -40,7 +40,7 @@ from rules.comparator import POINT_ESTIMATE, Comparator, Uncertainty
 from rules.compiler import MechanismCompiler
 from rules.inputs import GroupConfig, GroupResources, JobMix, MixJob, RunningTasks
 from rules.mixes import mix_job
-from yarn_adapt.errors import ValidationIssue
+from yarn_adapt.errors import SettingsError, ValidationIssue
 from yarn_adapt.model import (
     CapacityQueue,
     CapacitySchedulerConfig,
@@ -118,7 +118,10 @@ class TunerSettings:
     that found nothing better (``rrs.patience``). ``strategy``: how a group's space
     is searched (:func:`yarn_adapt.tuning.search.search`); ``refine`` (coarse lattice,
     then a pattern search) only changes spaces with ordered dimensions finer than its
-    coarse lattice -- the others are searched as ``auto`` would."""
+    coarse lattice -- the others are searched as ``auto`` would. ``app_headroom``:
+    a Capacity leaf must admit this many times the group's jobs there (at least two
+    more) under ``maximum-applications`` (:class:`AppLimits`); 1.0 is YARN's own
+    rule, no fewer than the jobs in view."""
 
     interval_s: float = 120.0
     space: SpaceSettings = field(default_factory=SpaceSettings)
@@ -135,7 +138,12 @@ class TunerSettings:
     am_containers: bool = True
     fair_assign_multiple: bool | None = None
     forecast: bool = False
+    app_headroom: float = 2.0
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.app_headroom >= 1.0:
+            raise SettingsError(f"app_headroom {self.app_headroom}: want at least 1.0")
 
 
 @dataclass(frozen=True)
@@ -361,26 +369,32 @@ class AppLimits:
     system: int | None
     own: Mapping[str, int]
     apps: Mapping[str, int]
+    headroom: float = 2.0
 
     def refuses(self, config: GroupConfig, units: int) -> bool:
-        """Some leaf would admit fewer than twice the group's jobs there (at least
-        two more): arrivals come in bursts, and one beyond the limit is refused (the
-        Google replay's tuned run lost two jobs to a leaf sized for its 9). The
-        absolute capacity is taken 1 % low, for the rounding of the percents
-        written to the file."""
+        """Some leaf would admit fewer than ``headroom`` times the group's jobs there
+        (at least two more): arrivals come in bursts, and one beyond the limit is
+        refused (the Google replay's tuned run lost two jobs to a leaf sized for its
+        9). The absolute capacity is then taken 1 % low, for the rounding of the
+        percents written to the file. ``headroom`` 1.0: YARN's own rule for the jobs
+        in view, exactly."""
+        margin = self.headroom > 1.0
         for queue in config.queues:
             count = self.apps.get(queue.name, 0)
             if not count:
                 continue
-            absolute = units / self.cluster_units * queue.capacity / 100.0 * 0.99
-            admitted = maximum_applications(self.own.get(queue.name), self.system, absolute)
-            if admitted < count + max(2, count):
+            absolute = units / self.cluster_units * queue.capacity / 100.0
+            wanted = max(math.ceil(count * self.headroom), count + 2) if margin else count
+            admitted = maximum_applications(
+                self.own.get(queue.name), self.system, absolute * (0.99 if margin else 1.0)
+            )
+            if admitted < wanted:
                 return True
         return False
 
 
 def app_limits(
-    config: SchedulerConfig, group: Group, mix: JobMix, state: TuningState
+    config: SchedulerConfig, group: Group, mix: JobMix, state: TuningState, headroom: float = 2.0
 ) -> AppLimits | None:
     """The group's :class:`AppLimits` (Capacity only: Fair's maxRunningApps makes
     applications wait, never refuses them)."""
@@ -402,6 +416,7 @@ def app_limits(
         int(system) if system is not None and system.strip().isdigit() else None,
         own,
         apps,
+        headroom,
     )
 
 
@@ -531,7 +546,7 @@ def propose(
         space = _space_for(group, current, settings)
         unit = state.cluster.minimum_allocation
         tuning = _GroupTuning(group, space, base, mix, settings, compiler, unit)
-        tuning.limits = app_limits(current, group, mix, state)
+        tuning.limits = app_limits(current, group, mix, state, settings.app_headroom)
         resources = group_resources(state, group_share(current, group), whole=whole)
         work.append(_GroupWork(tuning, resources, reason))
     split = _split_pool(state, current, work)
