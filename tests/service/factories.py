@@ -10,6 +10,7 @@ from pathlib import Path
 
 from yarn_adapt.model import (
     CapacitySchedulerConfig,
+    FairSchedulerConfig,
     Percentage,
     SchedulerConfig,
     Workload,
@@ -116,3 +117,22 @@ def sim_service(
     return Service.build(
         settings, simulated_backend(tmp_path), proposer or FixedProposer(), token=TOKEN
     )
+
+
+@dataclass
+class FairWeights:
+    """Stands in for the tuner on a Fair tree: proposes ``weights`` (queue path ->
+    weight), predicting ``after_s`` against 100 s for the root group's 5 jobs."""
+
+    weights: dict[str, float]
+    after_s: float = 50.0
+
+    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion:
+        config = observed.config
+        assert isinstance(config, FairSchedulerConfig)
+        for path, weight in self.weights.items():
+            queue = config.find(path)
+            assert queue is not None
+            config = config.with_queue(replace(queue, weight=weight))
+        group = GroupPrediction("root", 100.0, self.after_s, jobs=5)
+        return Suggestion(config, (group,), 100.0, self.after_s, ("weights",), ("root",))

@@ -17,17 +17,17 @@ from lxml import html
 
 from tests.service.factories import (
     TOKEN,
+    FairWeights,
     FixedProposer,
     settings_for,
     sim_service,
     simulated_backend,
     small_workload,
 )
-from yarn_adapt.model import FairSchedulerConfig
 from yarn_adapt.service.backend import Observed, YarnBackend
 from yarn_adapt.service.demo import DemoOptions, build_demo
 from yarn_adapt.service.evidence import MEDIAN_FALLBACK
-from yarn_adapt.service.records import GroupPrediction, RealizedLatency, Suggestion
+from yarn_adapt.service.records import RealizedLatency, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
 
@@ -135,23 +135,6 @@ def test_the_capacity_tree_shows_usage_and_waiting_as_bars_and_the_open_proposal
     service.close()
 
 
-@dataclass
-class FairWeights:
-    """Stands in for the tuner on a Fair tree: proposes these weights."""
-
-    weights: dict[str, float]
-
-    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
-        config = observed.config
-        assert isinstance(config, FairSchedulerConfig)
-        for path, weight in self.weights.items():
-            queue = config.find(path)
-            assert queue is not None
-            config = config.with_queue(replace(queue, weight=weight))
-        group = GroupPrediction("root", 100.0, 80.0, jobs=5)
-        return Suggestion(config, (group,), 100.0, 80.0, ("weights",), ("root",))
-
-
 def test_the_fair_tree_shows_weights_policy_bars_and_the_proposed_weights(
     tmp_path: Path,
 ) -> None:
@@ -164,7 +147,7 @@ def test_the_fair_tree_shows_weights_policy_bars_and_the_proposed_weights(
         nodes=1,
         containers_per_node=2,  # a small cluster: jobs wait
     )
-    service = build_demo(options, FairWeights({"root.q1": 1.5, "root.q2": 0.5}))
+    service = build_demo(options, FairWeights({"root.q1": 1.5, "root.q2": 0.5}, after_s=80.0))
     service.loop.run_round()  # recommend mode: the proposal waits
     doc = page(create_app(service).test_client(), "/?refresh=off")
     assert "Fair Scheduler" in text(one(doc, '//table[@id="queue-tree"]').getparent())

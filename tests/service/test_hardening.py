@@ -10,13 +10,13 @@ import logging
 import re
 import sqlite3
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.service.factories import (
     TOKEN,
+    FairWeights,
     FixedProposer,
     settings_for,
     sim_service,
@@ -24,15 +24,12 @@ from tests.service.factories import (
 )
 from yarn_adapt.cli import main
 from yarn_adapt.errors import SettingsError, StateDamaged
-from yarn_adapt.model import FairSchedulerConfig
-from yarn_adapt.service.backend import Observed, YarnBackend
+from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.demo import DemoOptions, build_demo
 from yarn_adapt.service.records import (
     DecisionKind,
-    GroupPrediction,
     ProposalState,
     RoundStatus,
-    Suggestion,
 )
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.store import Store, backup_path
@@ -43,29 +40,12 @@ S = ProposalState
 # --------------------------------------------------------------------------- change budget
 
 
-class FairWeights:
-    """Proposes the weights given for the demo's Fair queues (q1 9 : q2 1 moves
-    q1's share from 50 to 90 points of its parent: 40, over the 30-point budget)."""
-
-    def __init__(self, q1: float, q2: float) -> None:
-        self.weights = {"root.q1": q1, "root.q2": q2}
-
-    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion:
-        config = observed.config
-        assert isinstance(config, FairSchedulerConfig)
-        for path, weight in self.weights.items():
-            queue = config.find(path)
-            assert queue is not None
-            config = config.with_queue(replace(queue, weight=weight))
-        group = GroupPrediction("root", 100.0, 50.0, jobs=5)
-        return Suggestion(config, (group,), 100.0, 50.0, ("weights",), ("root",))
-
-
 def test_the_demo_with_auto_approve_never_applies_a_fair_change_over_the_budget(
     tmp_path: Path,
 ) -> None:
     options = DemoOptions(state_dir=tmp_path, scheduler="fair", serve=False, step_s=60.0)
-    service = build_demo(options, FairWeights(9.0, 1.0))
+    service = build_demo(options, FairWeights({"root.q1": 9.0, "root.q2": 1.0}))
+    # q1 9 : q2 1 moves q1 from 50 to 90 points of its parent: over the 30-point budget
     before = (tmp_path / "conf" / "fair-scheduler.xml").read_bytes()
 
     [decision] = service.loop.run_round().decisions
