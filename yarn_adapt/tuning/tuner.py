@@ -545,8 +545,8 @@ def propose(
         base = GroupBase.of(current, group, fair_assign_multiple=settings.fair_assign_multiple)
         space = _space_for(group, current, settings)
         unit = state.cluster.minimum_allocation
-        tuning = _GroupTuning(group, space, base, mix, settings, compiler, unit)
-        tuning.limits = app_limits(current, group, mix, state, settings.app_headroom)
+        limits = app_limits(current, group, mix, state, settings.app_headroom)
+        tuning = _GroupTuning(group, space, base, mix, settings, compiler, unit, limits=limits)
         resources = group_resources(state, group_share(current, group), whole=whole)
         work.append(_GroupWork(tuning, resources, reason))
     split = _split_pool(state, current, work)
