@@ -237,7 +237,8 @@ class Algorithm1(Granting, HeartbeatTiming):
         queue.users.setdefault(job.user, [0, 0, 0, 0])[1] += 1
         if self.am.needs_am:
             job.holds_am = True
-            self._hold(job, job.am_mem, job.am_vc, self._room_for(job.am_mem, job.am_vc))
+            job.am_node = self._room_for(job.am_mem, job.am_vc)
+            self._hold(job, job.am_mem, job.am_vc, job.am_node)
             queue.am_used_mem += job.am_mem
             queue.am_used_vc += job.am_vc
             queue.users[job.user][2] += job.am_mem

@@ -167,6 +167,21 @@ def test_a_running_job_keeps_its_containers_until_its_tasks_end() -> None:
     assert latencies(estimate, jobs) == {"r": 30.0, "new": 20.0}  # waits for r's map
 
 
+def test_a_running_jobs_am_frees_its_node_when_the_job_ends() -> None:
+    # two nodes of one container, heartbeats: "r" was running when the mix starts
+    # (its AM on one node, its last map on the other); "new" needs an AM and a map.
+    # When r ends, its AM's node must take containers again: before the fix an
+    # adopted AM was released without its node, which stayed full for the rest of
+    # the run (mid-run predictions of a backlog came out 60 % too slow).
+    running = job("r", "q", maps=0, running=(RunningTasks(1, 10.0),), am_running=True)
+    jobs = JobMix((running, job("new", "q", maps=1, seconds=10)), am_containers=True)
+    config = GroupConfig("fair", (QueueConfig("q", "fair", weight=1, am_share=0.5),))
+    estimate, grants = run(config, jobs, containers(2, per_node=1))
+    assert estimate.unfinished == 0
+    assert [(j, am) for _, j, am in grants] == [("new", True), ("new", False)]
+    assert latencies(estimate, jobs)["new"] < 30.0
+
+
 def test_a_job_no_node_can_hold_never_runs_and_makes_the_estimate_infinite() -> None:
     # YARN refuses an ask above the largest node; the other job is not held up
     jobs = mix(job("big", "q", maps=1, task=Resources(8192, 1)), job("ok", "q"))
