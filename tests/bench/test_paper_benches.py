@@ -76,3 +76,10 @@ def test_search_scale_on_an_unseen_trace(
     assert isinstance(wall, float) and wall == max(row["wall_s"] for row in rows) > 0
     assert found["max_cpu_s"] == max(row["cpu_s"] for row in rows) > 0
     assert all(0 <= row["indifferent_groups"] <= row["groups"] for row in rows)
+    # one worker per group: the slowest group's span and the DP after it, both parts
+    # of the in-process wall
+    for row in rows:
+        assert 0 < row["slowest_group_s"] + row["after_groups_s"] <= row["wall_s"], row
+    per_worker = found["max_one_worker_per_group_s"]
+    expected = max(r["slowest_group_s"] + r["after_groups_s"] for r in rows)
+    assert per_worker == pytest.approx(expected, abs=0.002)

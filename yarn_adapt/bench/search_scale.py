@@ -21,14 +21,17 @@ FIFO/Fair/DRF, 150/300). Everything else is the service's default
 1/270, gamma = 0.5, stopping after an iteration without improvement; a space no larger
 than its samples is enumerated), 16 resource levels per group between its
 Algorithm 3 bounds, each group searched once at its current resources and its 8 best
-candidates re-scored at the other levels, candidates scored once per whole-container
-key, then Algorithm 3.
+candidates re-scored at the other levels (``--set rescored=N``), candidates scored
+once per whole-container key, then Algorithm 3.
 
 Timed: exactly ``propose`` -- in this process (``wall_s``; ``cpu_s`` the process's
 CPU time over it, which a busy machine inflates less), and on a process pool
 (``wall_pool_s``, ``--set executor=...``, any ``--executor`` value; ``none`` skips
-it). Not timed: loading the trace, fitting the model, building the state, starting
-the pool (``pool_start_s``; a running service keeps its pool).
+it). ``max_one_worker_per_group_s``: the slowest group's span of the in-process
+run plus what follows the groups (the DP) -- the wall of the paper's own set-up,
+one VM per group, without shipping the inputs (rows: ``slowest_group_s``,
+``after_groups_s``). Not timed: loading the trace, fitting the model, building the
+state, starting the pool (``pool_start_s``; a running service keeps its pool).
 
 ``latency_loss_vs_full`` (largest size; ``--set full=all|largest|no``): the same
 pass with every level searched in full, no whole-container keys and RRS without
@@ -44,12 +47,13 @@ latency at their current resources -- their configuration does not matter there
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +97,7 @@ from yarn_adapt.tuning.space import (
     paper_splits,
 )
 from yarn_adapt.tuning.tuner import (
+    GroupTuned,
     Proposal,
     TunerSettings,
     TuningState,
@@ -145,6 +150,7 @@ class ScaleSettings:
     kinds: tuple[GroupKind, ...]
     window_s: float
     levels: int
+    rescored: int
     executor: str | None
     seed: int
     scale_jobs: bool = True
@@ -184,7 +190,17 @@ benchmark("search-scale", "§4.5.1: tuner.propose (group searches + DP), 300-12,
 
 def _settings(options: BenchOptions) -> ScaleSettings:
     extra = options.extra
-    known = {"scheduler", "queues", "window_s", "levels", "executor", "sizes", "scale_jobs", "full"}
+    known = {
+        "scheduler",
+        "queues",
+        "window_s",
+        "levels",
+        "rescored",
+        "executor",
+        "sizes",
+        "scale_jobs",
+        "full",
+    }
     unknown = set(extra) - known
     if unknown:
         raise SettingsError(f"search-scale: unknown --set {', '.join(sorted(unknown))}")
@@ -199,6 +215,7 @@ def _settings(options: BenchOptions) -> ScaleSettings:
         kinds=_kinds(extra.get("scheduler", "both"), extra.get("queues", "mix")),
         window_s=float(_int_setting(extra, "window_s", 1, 86_400, default=120)),
         levels=_int_setting(extra, "levels", 2, 1000, default=TunerSettings().levels),
+        rescored=_int_setting(extra, "rescored", 1, 1000, default=TunerSettings().rescored),
         executor=extra.get("executor", "process"),
         seed=options.seed,
         scale_jobs=_yes_no(extra, "scale_jobs", default=True),
@@ -471,7 +488,12 @@ def build_round(
     container = typical_container(loaded.later[2])
     cluster = ClusterSpec.of_containers(nodes, CONTAINERS_PER_NODE, container)
     state = TuningState(now, SimulationStart(now, tuple(jobs)), cluster)
-    tuner = TunerSettings(interval_s=settings.window_s, spaces=spaces, levels=settings.levels)
+    tuner = TunerSettings(
+        interval_s=settings.window_s,
+        spaces=spaces,
+        levels=settings.levels,
+        rescored=settings.rescored,
+    )
     config = _configuration(scheduler, kinds)
     return Round(config, state, tuner, loaded.model, kinds, len(jobs))
 
@@ -551,6 +573,7 @@ class RoundResult:
     cpu_s: float
     wall_pool_s: float | None
     proposal: Proposal
+    spans: GroupSpans
     loss_vs_full: float | None
     full_wall_s: float | None
 
@@ -565,7 +588,8 @@ def _measure(
 ) -> RoundResult:
     built = build_round(size, scheduler, settings, loaded)
     cpu_began = time.process_time()
-    wall, proposal = _timed(built, built.settings)
+    spans = GroupSpans()
+    wall, proposal = _timed(built, built.settings, on_group_tuned=spans.heard)
     cpu = time.process_time() - cpu_began
     wall_pool = _timed(built, built.settings, handle)[0] if handle is not None else None
     loss = full_wall = None
@@ -573,7 +597,17 @@ def _measure(
         full_wall, full = _timed(built, full_search(built.settings))
         loss = latency_loss(built, proposal, full)
     return RoundResult(
-        size[0], size[1], scheduler, built.jobs, wall, cpu, wall_pool, proposal, loss, full_wall
+        size[0],
+        size[1],
+        scheduler,
+        built.jobs,
+        wall,
+        cpu,
+        wall_pool,
+        proposal,
+        spans.finished(wall),
+        loss,
+        full_wall,
     )
 
 
@@ -591,11 +625,53 @@ def full_search(settings: TunerSettings) -> TunerSettings:
 
 
 def _timed(
-    built: Round, settings: TunerSettings, handle: ExecutorHandle | None = None
+    built: Round,
+    settings: TunerSettings,
+    handle: ExecutorHandle | None = None,
+    on_group_tuned: GroupTuned | None = None,
 ) -> tuple[float, Proposal]:
     began = time.perf_counter()
-    proposal = propose(built.state, built.config, built.model, settings, executor=handle)
+    proposal = propose(
+        built.state,
+        built.config,
+        built.model,
+        settings,
+        executor=handle,
+        on_group_tuned=on_group_tuned,
+    )
     return time.perf_counter() - began, proposal
+
+
+@dataclass
+class GroupSpans:
+    """Where an in-process ``propose`` spent its time: ``heard`` is its
+    ``on_group_tuned`` callback; each group's span runs from the previous group's end
+    (the first from the start, so it carries the mixes' set-up); ``finished(wall)``
+    adds what followed the last group (Algorithm 3's DP and composing the
+    configuration)."""
+
+    began: float = field(default_factory=time.perf_counter)
+    marks: list[float] = field(default_factory=list)
+    after_s: float = 0.0
+
+    def heard(self, done: int, total: int, group: str) -> None:
+        self.marks.append(time.perf_counter())
+
+    def finished(self, wall_s: float) -> GroupSpans:
+        end = self.began + wall_s
+        self.after_s = max(0.0, end - self.marks[-1]) if self.marks else wall_s
+        return self
+
+    @property
+    def slowest_s(self) -> float:
+        edges = [self.began, *self.marks]
+        return max((b - a for a, b in itertools.pairwise(edges)), default=0.0)
+
+    @property
+    def one_worker_per_group_s(self) -> float:
+        """The wall a deployment with one worker per group would see (the paper's
+        §4.5.1 set-up, one VM per group), leaving out shipping the inputs."""
+        return self.slowest_s + self.after_s
 
 
 def predicted_latency(built: Round, config: SchedulerConfig) -> float:
@@ -650,6 +726,8 @@ def _row(result: RoundResult) -> dict[str, Any]:
         "wall_s": round(result.wall_s, 3),
         "cpu_s": round(result.cpu_s, 3),
         "wall_pool_s": None if result.wall_pool_s is None else round(result.wall_pool_s, 3),
+        "slowest_group_s": round(result.spans.slowest_s, 3),
+        "after_groups_s": round(result.spans.after_s, 3),
         "evals_per_group": round(statistics.fmean(d.evaluations for d in decisions), 1)
         if decisions
         else 0.0,
@@ -685,6 +763,9 @@ def _figures(
         "max_wall_s": round(max(r.wall_s for r in largest), 3),
         "max_cpu_s": round(max(r.cpu_s for r in largest), 3),
         "max_wall_pool_s": round(max(pool), 3) if pool else None,
+        "max_one_worker_per_group_s": round(
+            max(r.spans.one_worker_per_group_s for r in largest), 3
+        ),
         "pool": settings.executor if settings.executor != "none" else None,
         "largest": {"nodes": largest[0].nodes, "groups": largest[0].groups},
         "wall_s_by_scheduler": {str(r.scheduler): round(r.wall_s, 3) for r in largest},
