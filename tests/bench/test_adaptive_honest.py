@@ -14,12 +14,14 @@ from yarn_adapt.bench.adaptive import (
     Statics,
     _skipped,
     figures,
+    forecast_setting,
     scenarios,
     static_latency,
     static_settings,
     tuner_refuses,
 )
 from yarn_adapt.bench.comparator import SETTINGS
+from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.apply import apply_setting
 from yarn_adapt.tuning.paper import PaperCluster, base_config
 from yarn_adapt.workload.bundled import FB_2009, bundled_trace
@@ -65,3 +67,10 @@ def test_figures_report_the_paper_mean_the_geomean_and_the_worst_scenario_agains
     assert found["min_vs_best_static"] == found["min_vs_best_static_2min"] == 0.9
     assert found["scenarios"] == 2 and found["scenarios_without_valid_static"] == ["c"]
     assert found["statics_kept"] == 4 and found["static_unfinished"] == 0
+
+
+def test_the_forecast_setting_names_how_many_intervals_ahead() -> None:
+    assert [forecast_setting(t) for t in ("no", "yes", "3")] == [0, 1, 3]
+    for bad in ("0", "-1", "maybe", "21"):
+        with pytest.raises(SettingsError, match=f"forecast={bad}: want no"):
+            forecast_setting(bad)

@@ -437,3 +437,29 @@ def test_state_from_a_snapshot_keeps_unfinished_apps_with_history_shapes() -> No
     assert len(jobs["app_1"].running) == 2 and len(jobs["app_1"].job.tasks) == 3
     assert found.cluster.total == Resources(4 * 4096, 8)
     assert math.isclose(found.now_s, 1000.0)
+
+
+def test_the_forecast_brings_the_recent_submissions_again_intervals_ahead(model) -> None:  # type: ignore[no-untyped-def]
+    """With ``forecast``, the jobs submitted in the last interval come again one
+    interval on (and with ``forecast_intervals=3`` also two and three intervals on),
+    only in the group whose leaves they were submitted to; without it the mix is the
+    jobs in progress alone."""
+    running = spec("run", "a1", 95.0)
+    recent = (spec("new-a", "a2", 90.0, maps=2), spec("new-b", "b1", 80.0))
+    start = SimulationStart(100.0, (JobInProgress(running),))
+    tuning_state = TuningState(100.0, start, PaperCluster(8).spec(), recent)
+    leaves = ("a1", "a2")
+    plain = state_mix(tuning_state, model, leaves, TunerSettings())
+    assert [j.id for j in plain.jobs] == ["run"]
+    once = state_mix(tuning_state, model, leaves, TunerSettings(forecast=True, interval_s=60.0))
+    assert [(j.id, j.submit_s) for j in once.jobs] == [("run", 95.0), ("new-a+next", 150.0)]
+    ahead = TunerSettings(forecast=True, interval_s=60.0, forecast_intervals=3)
+    thrice = state_mix(tuning_state, model, leaves, ahead)
+    assert [(j.id, j.submit_s) for j in thrice.jobs[1:]] == [
+        ("new-a+next", 150.0),
+        ("new-a+next2", 210.0),
+        ("new-a+next3", 270.0),
+    ]
+    assert thrice.jobs[3].stages == once.jobs[1].stages  # the same job, later
+    with pytest.raises(SettingsError, match="forecast_intervals"):
+        TunerSettings(forecast=True, forecast_intervals=0)

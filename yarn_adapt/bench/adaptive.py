@@ -29,9 +29,10 @@ Protocol.
   progress plus a forecast of the next interval (its last interval's submissions
   again), and the next segment runs under its proposal. Segments continue after the
   last submission until every job finished (``--set forecast=no`` turns the
-  forecast off; ``--set elastic=yes`` lets Capacity queues, baselines and tuned,
-  reach the §4.2 maximum of 90 % instead of holding them to their capacity;
-  ``--set scheduler=capacity|fair`` runs one scheduler).
+  forecast off, ``--set forecast=N`` forecasts N intervals ahead; ``--set
+  elastic=yes`` lets Capacity queues, baselines and tuned, reach the §4.2 maximum
+  of 90 % instead of holding them to their capacity; ``--set
+  scheduler=capacity|fair`` runs one scheduler).
 * Figure: for each setting and size, the mean over the static configurations of
   (static mean job latency / adaptive mean job latency); ``ratio_Nmin`` averages
   it over settings and sizes. A static configuration that starves a queue (jobs
@@ -269,9 +270,10 @@ def adaptive_latency(
     base: SchedulerConfig,
     cluster: ClusterSpec,
     interval_s: float,
-    forecast: bool = True,
+    forecast: int = 1,
 ) -> TunedRun:
-    """Mean job latency when the tuner re-configures every ``interval_s``, how many
+    """Mean job latency when the tuner re-configures every ``interval_s``
+    (``forecast``: how many intervals ahead it forecasts, 0 for none), how many
     times it changed the configuration, how many jobs did not finish, and (without
     the forecast, whose hypothetical jobs are not a population that can realise)
     each change's |predicted - realised| / realised on the jobs it predicted for."""
@@ -281,7 +283,11 @@ def adaptive_latency(
     start = apply_setting(base, space.decode(tuple(d.size // 2 for d in space.dimensions)))
     simulated = SimulatedCluster(scenario.workload, cluster, start)
     settings = TunerSettings(
-        interval_s=interval_s, spaces={"root": space}, min_improvement=0.0, forecast=forecast
+        interval_s=interval_s,
+        spaces={"root": space},
+        min_improvement=0.0,
+        forecast=forecast > 0,
+        forecast_intervals=max(forecast, 1),
     )
     changes = 0
     predictions: list[tuple[tuple[str, ...], float]] = []
@@ -373,7 +379,7 @@ class Row:
         return self.static_best_s / self.adaptive_s
 
 
-def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: bool = True) -> list[Row]:
+def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 1) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()
     statics = run_statics(scenario, base, cluster)
@@ -481,6 +487,17 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     return BenchResult(found, table)
 
 
+def forecast_setting(text: str) -> int:
+    """``--set forecast=``: ``no`` (0), ``yes`` (one interval ahead) or how many
+    intervals ahead."""
+    named = {"no": 0, "yes": 1}
+    if text in named:
+        return named[text]
+    if text.isdigit() and 1 <= int(text) <= 20:
+        return int(text)
+    raise SettingsError(f"adaptive-latency: --set forecast={text}: want no|yes|1-20")
+
+
 def swim_latency(options: BenchOptions) -> BenchResult:
     """§4.4's single-group scenarios on a SWIM trace."""
     path = options.trace if options.trace is not None else bundled_trace(FB_2009)
@@ -490,13 +507,14 @@ def swim_latency(options: BenchOptions) -> BenchResult:
     load = float(options.extra.get("load", LOAD))
     elastic = options.extra.get("elastic", "no") == "yes"
     only = options.extra.get("scheduler")
+    forecast = forecast_setting(options.extra.get("forecast", "yes"))
     for scenario in scenarios(path, options.seed, sizes, load):
         scenario = replace(scenario, elastic=elastic)
         if options.quick and scenario.setting.queue_count == 4:
             continue
         if only is not None and scenario.setting.scheduler.value != only:
             continue
-        rows += run_scenario(scenario, intervals, options.extra.get("forecast", "yes") == "yes")
+        rows += run_scenario(scenario, intervals, forecast)
         report("adaptive-latency scenario", len({r.scenario for r in rows}))
     table = [
         {

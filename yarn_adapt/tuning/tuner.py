@@ -108,10 +108,12 @@ class TunerSettings:
     ``forecast``: also count on the next interval bringing what the last one did
     (the recent submissions again, one interval later) -- a configuration that
     starves a queue that is idle this instant but busy every interval is then not
-    chosen. The cluster-level curves: ``level_search`` ``reference`` searches each
-    group once, at its current resources, and re-scores its ``rescored`` best
-    candidates at the other levels, from the lowest up, dropping those more than
-    ``rescore_margin`` worse than a level's best (``None``: none); ``full`` searches every level
+    chosen; ``forecast_intervals``: how many intervals ahead (the recent
+    submissions again at 1, 2, ... intervals on). The cluster-level curves:
+    ``level_search`` ``reference`` searches each group once, at its current
+    resources, and re-scores its ``rescored`` best candidates at the other levels,
+    from the lowest up, dropping those more than ``rescore_margin`` worse than a
+    level's best (``None``: none); ``full`` searches every level
     (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
     cannot tell apart in whole containers are scored once
     (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
@@ -138,12 +140,15 @@ class TunerSettings:
     am_containers: bool = True
     fair_assign_multiple: bool | None = None
     forecast: bool = False
+    forecast_intervals: int = 1
     app_headroom: float = 2.0
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not self.app_headroom >= 1.0:
             raise SettingsError(f"app_headroom {self.app_headroom}: want at least 1.0")
+        if self.forecast_intervals < 1:
+            raise SettingsError(f"forecast_intervals {self.forecast_intervals}: want at least 1")
 
 
 @dataclass(frozen=True)
@@ -275,16 +280,18 @@ def state_mix(
     )
     if settings.forecast:
         jobs += tuple(
-            _expected(job, model, settings.interval_s)
+            _expected(job, model, ahead * settings.interval_s, ahead)
+            for ahead in range(1, settings.forecast_intervals + 1)
             for job in state.recent
             if _leaf(job.queue) in wanted
         )
     return JobMix(jobs, now_s=state.now_s, am_containers=settings.am_containers)
 
 
-def _expected(job: JobSpec, model: TaskTimeModel, interval_s: float) -> MixJob:
-    ahead = replace(job, id=f"{job.id}+next", submit_s=job.submit_s + interval_s)
-    return mix_job(ahead, model)
+def _expected(job: JobSpec, model: TaskTimeModel, later_s: float, ahead: int) -> MixJob:
+    suffix = "+next" if ahead == 1 else f"+next{ahead}"
+    again = replace(job, id=job.id + suffix, submit_s=job.submit_s + later_s)
+    return mix_job(again, model)
 
 
 def _mix_job(progress: JobInProgress, model: TaskTimeModel, now_s: float) -> MixJob:
