@@ -22,7 +22,13 @@ from yarn_adapt.model import (
     Percentage,
     SchedulerConfig,
 )
-from yarn_adapt.tuning.space import GroupSetting, Scheduler, normalised_percentages
+from yarn_adapt.tuning.space import (
+    CLUSTER_SHARE_DECIMALS,
+    GroupSetting,
+    Scheduler,
+    covering_percentages,
+    normalised_percentages,
+)
 
 
 @dataclass(frozen=True)
@@ -138,19 +144,24 @@ def _keep_weight_scale(parent: FairQueue, setting: GroupSetting) -> GroupSetting
 
 def apply_ratios(config: SchedulerConfig, ratios: Mapping[str, float]) -> SchedulerConfig:
     """Each group parent's share of its own parent: Capacity ``capacity`` (normalised
-    among siblings to 100), Fair ``weight``. ``ratios`` maps parent paths to fractions
-    of the cluster; groups that are ``root`` itself are skipped (root has no share)."""
+    among siblings to 100), Fair ``weight`` (its percent of the cluster). ``ratios``
+    maps parent paths to fractions of the cluster; groups that are ``root`` itself are
+    skipped (root has no share). Written so that none reads back fewer containers
+    than its fraction stands for (:func:`~yarn_adapt.tuning.space.covering_percentages`)."""
     shares = {path: r for path, r in ratios.items() if path != "root"}
     if not shares:
         return config
     if isinstance(config, CapacitySchedulerConfig):
         return _capacity_ratios(config, shares)
     assert isinstance(config, FairSchedulerConfig)
-    for path, ratio in shares.items():
+    paths = list(shares)
+    total = round(100.0 * sum(shares.values()), CLUSTER_SHARE_DECIMALS)
+    weights = covering_percentages([100.0 * shares[p] for p in paths], paths, total)
+    for path, weight in weights.items():
         queue = config.find(path)
         if queue is None:
             raise SettingsError(f"the configuration has no queue {path}")
-        config = config.with_queue(replace(queue, weight=round(max(ratio, 1e-4) * 100, 4)))
+        config = config.with_queue(replace(queue, weight=weight))
     return config
 
 
@@ -164,7 +175,7 @@ def _capacity_ratios(
             raise SettingsError(f"the configuration has no queue {parent_path}")
         paths = [c.path for c in parent.children]
         raw = [shares.get(p, float("nan")) for p in paths]
-        percents = normalised_percentages(raw, paths)
+        percents = normalised_percentages(raw, paths, covering=True)
         children = tuple(
             replace(
                 c,
