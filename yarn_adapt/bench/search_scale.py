@@ -20,7 +20,7 @@ FIFO/Fair/DRF, 150/300). Everything else is the service's default
 (:class:`~yarn_adapt.tuning.tuner.TunerSettings`): RRS (p = 0.99, g0 = 1/27, gt =
 1/270, gamma = 0.5, stopping after an iteration without improvement; a space no larger
 than its samples is enumerated), 16 resource levels per group between its
-Algorithm 3 bounds, each group searched once at its current resources and its 8 best
+Algorithm 3 bounds, each group searched once at its current resources and its 3 best
 candidates re-scored at the other levels (``--set rescored=N``), candidates scored
 once per whole-container key, then Algorithm 3.
 

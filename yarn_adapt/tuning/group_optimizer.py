@@ -73,7 +73,11 @@ from yarn_adapt.tuning.search import (
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, Scheduler
 
 DEFAULT_MAX_LEVELS = 8
-RESCORED = 8
+RESCORED = 3
+"""Candidates re-scored at the other levels. At 1,600 nodes / 64 groups (seeds 1
+and 3) 8 took 1.6-1.8x the time of 3 for Fair and lost as much or more against the
+full search (0.16 / 0.39 % against 0.11 / 0.13 %; Capacity 2.9 / 0.3 against 2.7 /
+0.5): ``bench search-scale --set rescored=N`` reports both."""
 
 
 class LevelSearch(StrEnum):
