@@ -3,6 +3,9 @@ writing is idempotent, and patching keeps what only the document knows."""
 
 from __future__ import annotations
 
+import pickle
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
@@ -103,3 +106,28 @@ def _comments_outside_queues(text: str) -> int:
         if following is None or following.tag not in ("queue", "pool"):
             kept += 1
     return kept
+
+
+# --------------------------------------------------------------------------- look-ups
+
+
+def _walked(config: CapacitySchedulerConfig | FairSchedulerConfig, path: str) -> object:
+    return next((q for q in config.root.walk() if q.path == path), None)
+
+
+@SETTINGS
+@given(st.one_of(capacity_configs, fair_configs))
+def test_find_agrees_with_a_walk_after_pickling_and_replacing(
+    config: CapacitySchedulerConfig | FairSchedulerConfig,
+) -> None:
+    """``find`` keeps an index per tree; it must answer as a walk does, on a copy
+    sent to a worker (pickled without the index) and on a tree with a queue
+    replaced (a new tree, a new index)."""
+    paths = [q.path for q in config.root.walk()]
+    assert all(config.find(p) is _walked(config, p) for p in [*paths, "root.absent"])
+    copied = pickle.loads(pickle.dumps(config))
+    assert copied == config and "_queues_by_path" not in pickle.loads(pickle.dumps(copied)).__dict__
+    assert all(copied.find(p) == config.find(p) for p in paths)
+    last = [*config.root.walk()][-1]
+    changed = config.with_queue(replace(last, children=()))  # a new tree
+    assert changed.find(last.path) is _walked(changed, last.path)

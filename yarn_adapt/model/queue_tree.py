@@ -33,6 +33,7 @@ class QueueNode:
 
 
 Q = TypeVar("Q", bound=QueueNode)
+_INDEX = "_queues_by_path"
 
 
 class QueueTree(Generic[Q]):
@@ -47,7 +48,22 @@ class QueueTree(Generic[Q]):
         return (q for q in self.root.walk() if _is_leaf(q))
 
     def find(self, path: str) -> Q | None:
-        return next((q for q in self.root.walk() if q.path == path), None)
+        return self._by_path().get(path)
+
+    def _by_path(self) -> dict[str, Q]:
+        """Every queue by path, built once per (frozen) tree: the tuner looks up
+        each of 500 groups' queues many times, and a walk per look-up cost it 17 s."""
+        index: dict[str, Q] | None = self.__dict__.get(_INDEX)
+        if index is None:
+            index = {}
+            for queue in self.root.walk():
+                index.setdefault(queue.path, queue)  # the first, as a walk finds it
+            object.__setattr__(self, _INDEX, index)
+        return index
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the index (it is rebuilt on the first look-up)."""
+        return {k: v for k, v in self.__dict__.items() if k != _INDEX}
 
     def with_queue(self, updated: Q) -> Self:
         """A copy with the queue at ``updated.path`` replaced (children included)."""
