@@ -645,10 +645,11 @@ def _timed(
 @dataclass
 class GroupSpans:
     """Where an in-process ``propose`` spent its time: ``heard`` is its
-    ``on_group_tuned`` callback; each group's span runs from the previous group's end
-    (the first from the start, so it carries the mixes' set-up); ``finished(wall)``
-    adds what followed the last group (Algorithm 3's DP and composing the
-    configuration)."""
+    ``on_group_tuned`` callback; each group's span runs from the previous group's
+    end. The first group's span is left out of ``slowest_s``: it also carries
+    building every group's mix, work a worker per group would split.
+    ``finished(wall)`` adds what followed the last group (Algorithm 3's DP, composing
+    and validating the configuration)."""
 
     began: float = field(default_factory=time.perf_counter)
     marks: list[float] = field(default_factory=list)
@@ -664,8 +665,7 @@ class GroupSpans:
 
     @property
     def slowest_s(self) -> float:
-        edges = [self.began, *self.marks]
-        return max((b - a for a, b in itertools.pairwise(edges)), default=0.0)
+        return max((b - a for a, b in itertools.pairwise(self.marks)), default=0.0)
 
     @property
     def one_worker_per_group_s(self) -> float:
