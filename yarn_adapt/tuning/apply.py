@@ -157,8 +157,10 @@ def apply_ratios(config: SchedulerConfig, ratios: Mapping[str, float]) -> Schedu
     paths = list(shares)
     total = round(100.0 * sum(shares.values()), CLUSTER_SHARE_DECIMALS)
     weights = covering_percentages([100.0 * shares[p] for p in paths], paths, total)
-    for path, weight in weights.items():
-        queue = config.find(path)
+    given = config  # one index; parents before children, so a nested change stays
+    for path in sorted(weights, key=lambda p: p.count(".")):
+        weight = weights[path]
+        queue = given.find(path)
         if queue is None:
             raise SettingsError(f"the configuration has no queue {path}")
         config = config.with_queue(replace(queue, weight=weight))

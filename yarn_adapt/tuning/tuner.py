@@ -280,7 +280,7 @@ def state_mix(
     )
     if settings.forecast:
         jobs += tuple(
-            _expected(job, model, ahead * settings.interval_s, ahead)
+            _expected(job, model, settings.interval_s, ahead)
             for ahead in range(1, settings.forecast_intervals + 1)
             for job in state.recent
             if _leaf(job.queue) in wanted
@@ -288,9 +288,10 @@ def state_mix(
     return JobMix(jobs, now_s=state.now_s, am_containers=settings.am_containers)
 
 
-def _expected(job: JobSpec, model: TaskTimeModel, later_s: float, ahead: int) -> MixJob:
+def _expected(job: JobSpec, model: TaskTimeModel, interval_s: float, ahead: int) -> MixJob:
+    """``job`` submitted again ``ahead`` intervals later."""
     suffix = "+next" if ahead == 1 else f"+next{ahead}"
-    again = replace(job, id=job.id + suffix, submit_s=job.submit_s + later_s)
+    again = replace(job, id=job.id + suffix, submit_s=job.submit_s + ahead * interval_s)
     return mix_job(again, model)
 
 
