@@ -60,6 +60,7 @@ def test_adaptive_latency_on_an_unseen_trace(
     found = figures("adaptive-latency", unseen_swim, capsys)
     ratios = [value for key, value in found.items() if key.startswith("ratio_") and "min" in key]
     assert ratios and all(isinstance(r, float | int) and r > 0 for r in ratios), found
+    assert found["forecast_intervals"] == 0, found  # the service's tuner does not forecast
 
 
 def test_search_scale_on_an_unseen_trace(

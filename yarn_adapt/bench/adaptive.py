@@ -26,10 +26,12 @@ Protocol.
   submissions, searches the §4.4 space -- Capacity: each queue's capacity in 7
   equal steps (eighths; sixths on 6 containers), held to it like the baselines;
   Fair: each queue's weight in {25, 50, 75} x FIFO/Fair/DRF -- for the jobs in
-  progress plus a forecast of the next interval (its last interval's submissions
-  again), and the next segment runs under its proposal. Segments continue after the
-  last submission until every job finished (``--set forecast=no`` turns the
-  forecast off, ``--set forecast=N`` forecasts N intervals ahead; ``--set
+  progress, as the service's tuner sees them, and the next segment runs under its
+  proposal. Segments continue after the last submission until every job finished
+  (``--set forecast=yes`` adds the tuner's forecast of the next interval -- its last
+  interval's submissions again -- and ``--set forecast=N`` N intervals of it: an
+  experiment the service does not run, because its predictions must be checkable on
+  the jobs that realise; the JSON's ``forecast_intervals`` says which ran; ``--set
   elastic=yes`` lets Capacity queues, baselines and tuned, reach the §4.2 maximum
   of 90 % instead of holding them to their capacity; ``--set
   scheduler=capacity|fair`` runs one scheduler).
@@ -270,7 +272,7 @@ def adaptive_latency(
     base: SchedulerConfig,
     cluster: ClusterSpec,
     interval_s: float,
-    forecast: int = 1,
+    forecast: int = 0,
 ) -> TunedRun:
     """Mean job latency when the tuner re-configures every ``interval_s``
     (``forecast``: how many intervals ahead it forecasts, 0 for none), how many
@@ -379,7 +381,7 @@ class Row:
         return self.static_best_s / self.adaptive_s
 
 
-def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 1) -> list[Row]:
+def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()
     statics = run_statics(scenario, base, cluster)
@@ -447,7 +449,7 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     headline = 2 if any(r.interval_min == 2 for r in rows) else min(intervals)
     if f"min_vs_best_static_{headline}min" in found:
         found["min_vs_best_static"] = found[f"min_vs_best_static_{headline}min"]
-    # only without the forecast (--set forecast=no): see adaptive_latency
+    # None with the forecast (--set forecast=yes): see adaptive_latency
     found["prediction_error_median"] = found.get(f"prediction_error_median_{headline}min")
     once = {r.scenario: r for r in rows}.values()  # statics are per scenario, not interval
     found["statics_kept"] = sum(r.statics for r in once)
@@ -507,7 +509,7 @@ def swim_latency(options: BenchOptions) -> BenchResult:
     load = float(options.extra.get("load", LOAD))
     elastic = options.extra.get("elastic", "no") == "yes"
     only = options.extra.get("scheduler")
-    forecast = forecast_setting(options.extra.get("forecast", "yes"))
+    forecast = forecast_setting(options.extra.get("forecast", "no"))
     for scenario in scenarios(path, options.seed, sizes, load):
         scenario = replace(scenario, elastic=elastic)
         if options.quick and scenario.setting.queue_count == 4:
@@ -537,4 +539,4 @@ def swim_latency(options: BenchOptions) -> BenchResult:
         for r in rows
         if r.statics > 0
     ]
-    return BenchResult(figures(rows, intervals), table)
+    return BenchResult({**figures(rows, intervals), "forecast_intervals": forecast}, table)
