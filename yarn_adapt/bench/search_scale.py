@@ -20,8 +20,8 @@ FIFO/Fair/DRF, 150/300). Everything else is the service's default
 (:class:`~yarn_adapt.tuning.tuner.TunerSettings`): RRS (p = 0.99, g0 = 1/27, gt =
 1/270, gamma = 0.5, stopping after an iteration without improvement; a space no larger
 than its samples is enumerated), 16 resource levels per group between its
-Algorithm 3 bounds, each group searched once at its current resources and its 3 best
-candidates re-scored at the other levels (``--set rescored=N``), candidates scored
+Algorithm 3 bounds, each group searched once at its current resources and its best
+candidate re-scored at the other levels (``--set rescored=N``: its N best), candidates scored
 once per whole-container key, then Algorithm 3.
 
 Timed: exactly ``propose`` -- in this process (``wall_s``; ``cpu_s`` the process's

@@ -73,11 +73,13 @@ from yarn_adapt.tuning.search import (
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting, Scheduler
 
 DEFAULT_MAX_LEVELS = 8
-RESCORED = 3
-"""Candidates re-scored at the other levels. At 1,600 nodes / 64 groups (seeds 1
-and 3) 8 took 1.6-1.8x the time of 3 for Fair and lost as much or more against the
-full search (0.16 / 0.39 % against 0.11 / 0.13 %; Capacity 2.9 / 0.3 against 2.7 /
-0.5): ``bench search-scale --set rescored=N`` reports both."""
+RESCORED = 1
+"""Candidates re-scored at the other levels: the reference search's best alone. At
+1,600 nodes / 64 groups (seeds 1-3), against the full per-level search, 1 lost
+0.32 / 0.65 / 0.21 % (Capacity) and 0.17 / 0.21 / 0.34 % (Fair); 3 lost 2.74 / 1.37
+/ 0.45 % and 0.11 / 0.19 / 0.13 %, and took about 1.6x the time (Fair 5.0 s against
+3.1 s at seed 1). 8 was slower still and lost no less. ``bench search-scale --set
+rescored=N`` reports any of them."""
 
 
 class LevelSearch(StrEnum):

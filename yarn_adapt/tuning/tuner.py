@@ -109,11 +109,13 @@ class TunerSettings:
     (the recent submissions again, one interval later) -- a configuration that
     starves a queue that is idle this instant but busy every interval is then not
     chosen; ``forecast_intervals``: how many intervals ahead (the recent
-    submissions again at 1, 2, ... intervals on). The cluster-level curves:
+    submissions again at 1, 2, ... intervals on). The service does not forecast
+    (what it predicts must be checkable on the jobs that realise); ``bench
+    adaptive-latency --set forecast=yes`` measures it. The cluster-level curves:
     ``level_search`` ``reference`` searches each group once, at its current
-    resources, and re-scores its ``rescored`` best candidates at the other levels,
-    from the lowest up, dropping those more than ``rescore_margin`` worse than a
-    level's best (``None``: none); ``full`` searches every level
+    resources, and re-scores its ``rescored`` best candidates (1: the best alone) at
+    the other levels, from the lowest up, dropping those more than ``rescore_margin``
+    worse than a level's best (``None``: none); ``full`` searches every level
     (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
     cannot tell apart in whole containers are scored once
     (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
