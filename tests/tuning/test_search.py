@@ -313,11 +313,25 @@ def test_refine_finds_a_bowls_minimum_with_a_fraction_of_the_grid(centre: int, p
 
 
 def test_refine_keeps_the_first_of_equal_minima_on_a_flat_space() -> None:
+    """Early stopping: a coarse lattice that scores alike everywhere is not refined
+    (8 values of the 50 -- every 8th and the last -- by 3 categories)."""
     objective = RecordingObjective(lambda points: np.zeros(len(points)))
     found = refine_search(Grid.of(50, 3, categorical=[1]), objective, RRSSettings())
     assert found is not None
     assert found.point == (0, 0)
-    assert found.evaluations == len(set(objective.asked)) < 150 // 3
+    assert found.evaluations == len(set(objective.asked)) == 8 * 3
+    assert {p[0] for p in objective.asked} == {0, 8, 16, 24, 32, 40, 48, 49}
+    assert found.worst == found.value == 0.0
+
+
+def test_refine_refines_a_lattice_that_differs_anywhere() -> None:
+    """One lattice point a little worse is enough to go on with the pattern search,
+    which then finds the point off the lattice that beats the rest."""
+    values = np.full((50,), 10.0)
+    values[48] = 11.0
+    values[4] = 9.0  # off the lattice, one half-stride from 0
+    found = refine_search(Grid.of(50), table(values), RRSSettings())
+    assert found is not None and found.point == (4,) and found.value == 9.0
 
 
 def test_refine_can_miss_a_needle_between_lattice_points() -> None:

@@ -39,7 +39,9 @@ ordered dimensions are finer than they need to be sampled at first (a refined
 dimension (about ``COARSE_POINTS`` of them, the last value included), every value of
 the categorical ones -- then a pattern search around the best point: its neighbours
 one stride away along each ordered dimension (with every categorical value), moving
-while that improves, the stride halved down to one value. A grid with no ordered
+while that improves, the stride halved down to one value. A lattice that scores
+alike everywhere stops there (early stopping: the group's configuration does not
+matter at these resources, and no point of it was better). A grid with no ordered
 dimension finer than the coarse lattice, or whose coarse lattice alone is more than
 RRS would sample, is searched as ``auto`` would (the same answer). It is a
 heuristic (the coarse lattice can miss a narrow optimum between two of its points):
@@ -256,7 +258,8 @@ def refine_search(
     best = memo.best_of(coarse, incumbent=None)
     samples, iterations = len(coarse), 1
     categorical = [j for j, is_ordered in enumerate(ordered) if not is_ordered]
-    while any(stride > 1 for stride in strides):
+    flat = memo.worst == memo.value(best)  # nothing to refine around: stop early
+    while not flat and any(stride > 1 for stride in strides):
         strides = tuple(max(1, stride // 2) for stride in strides)
         moved = True
         while moved:
