@@ -31,7 +31,9 @@ Measurement (:meth:`Testbed.measure`):
    drained, or batch back on it; for ``off`` also every agent limit given back),
    then measures the P95 of the requests that arrived during ``phase_s``. Repeats
    give the run-to-run spread. Before a ``guard`` phase and after the last phase
-   the agents are stopped (SIGTERM) and their restore is checked: state file gone,
+   (squeezing again first when that phase was not ``on``, so that the stop finds
+   squeezed containers still running) the agents are stopped (SIGTERM) and their
+   restore is checked: state file gone,
    no agent cgroup left, every process they had moved back where it came from.
 3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
    CPU) with the guard off, the guard alone, and the guard with the agents: its
@@ -653,6 +655,10 @@ class Testbed:
             self.enter(phase)
             windows.append(self.window(phase, options.phase_s))
             report("testbed phase", done, len(options.order), phase)
+        if options.order[-1] != ON:
+            # squeezed again first: containers squeezed in the last "on" phase may have
+            # ended since, and the restore check is only worth something on live ones
+            self.enter(ON)
         self.stop_agents()  # while the stream's containers still run (and are squeezed)
         result.preempted_containers += _preempted(self.cluster, stream.application_id())
         stream.kill()
