@@ -421,6 +421,11 @@ def _at(pid: int, origin: Mapping[str, str]) -> bool:
     )
 
 
+def squeezed_now(agent: NodeAgent) -> int:
+    """How many of the processes the agent moved are in one of its cgroups now."""
+    return sum(1 for pid in agent.moved() if _in_agent_group(pid, agent))
+
+
 def _in_agent_group(pid: int, agent: NodeAgent) -> bool:
     membership = _membership(pid) or {}
     prefix = agent.plan.hierarchy.strip("/") + "/"

@@ -31,10 +31,10 @@ Measurement (:meth:`Testbed.measure`):
    drained, or batch back on it; for ``off`` also every agent limit given back),
    then measures the P95 of the requests that arrived during ``phase_s``. Repeats
    give the run-to-run spread. Before a ``guard`` phase and after the last phase
-   (squeezing again first when that phase was not ``on``, so that the stop finds
-   squeezed containers still running) the agents are stopped (SIGTERM) and their
-   restore is checked: state file gone,
-   no agent cgroup left, every process they had moved back where it came from.
+   (``on`` again, after ``off`` when needed, until a stop finds squeezed containers
+   still running; at most three stops, each checked) the
+   agents are stopped (SIGTERM) and their restore is checked: state file gone, no
+   agent cgroup left, every process they had moved back where it came from.
 3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
    CPU) with the guard off, the guard alone, and the guard with the agents: its
    makespan, and the P95 while it ran.
@@ -93,6 +93,7 @@ from yarn_adapt.testbed.agents import (
     ReclaimEndpoint,
     RestoreCheck,
     remove_hierarchy,
+    squeezed_now,
     stop_agents,
     wait_until,
 )
@@ -655,11 +656,7 @@ class Testbed:
             self.enter(phase)
             windows.append(self.window(phase, options.phase_s))
             report("testbed phase", done, len(options.order), phase)
-        if options.order[-1] != ON:
-            # squeezed again first: containers squeezed in the last "on" phase may have
-            # ended since, and the restore check is only worth something on live ones
-            self.enter(ON)
-        self.stop_agents()  # while the stream's containers still run (and are squeezed)
+        self._final_stop(options.order[-1])  # while batch runs (and is squeezed)
         result.preempted_containers += _preempted(self.cluster, stream.application_id())
         stream.kill()
         self.set_guard(GuardMode.OFF)
@@ -672,6 +669,31 @@ class Testbed:
             self.stop_agents()
         self._finish(result, windows)
         return result
+
+    def _final_stop(self, last_phase: str, attempts: int = 3) -> None:
+        """Stop the agents while they hold running squeezed containers: the restore
+        check is only worth something on live processes. A phase ``on`` may end with
+        none (the risky node's batch may finish before its agent reaches it), a later
+        ``off`` gives every limit back, and a squeezed container may end while its
+        agent stops. So: ``on`` (after ``off`` when it already was) until an agent
+        holds a live process in its cgroups, then the stop; again, agents restarted,
+        when the check found none of the moved processes still running; at most
+        ``attempts`` times. Every stop's restore check is kept."""
+
+        def held() -> bool:
+            return any(squeezed_now(agent) for agent in self.agents)
+
+        for attempt in range(attempts):
+            if attempt or last_phase != ON:
+                if attempt:
+                    self.enter(OFF)  # batch back on the risky node, to be squeezed
+                self.enter(ON)  # (re)starts the agents
+            if wait_until(held, self.options.settle_max_s):
+                self.stop_agents()
+                if self.restores[-1].pids_checked > 0:
+                    return
+            log.info("testbed: no squeezed container ran at the stop (attempt %d)", attempt + 1)
+        self.stop_agents()
 
     def _set_qos_target(self, result: TestbedResult) -> None:
         """The application's target: ``qos_target_factor`` x its traced P95 alone."""
