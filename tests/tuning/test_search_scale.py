@@ -14,8 +14,8 @@ from yarn_adapt.bench import BenchOptions
 from yarn_adapt.bench import search_scale as bench
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.apply import groups_of
+from yarn_adapt.tuning.proposal import validate
 from yarn_adapt.tuning.space import Scheduler
-from yarn_adapt.tuning.tuner import validate
 from yarn_adapt.yarn.schedconf.issues import yarn_refuses
 
 FB_SAMPLE = (

@@ -85,7 +85,8 @@ from yarn_adapt.tuning.space import (
     Scheduler,
     table2_space,
 )
-from yarn_adapt.tuning.tuner import TunerSettings, TuningState, propose
+from yarn_adapt.tuning.state import TuningState
+from yarn_adapt.tuning.tuner import TunerSettings, propose
 from yarn_adapt.workload import SwimReplaySettings, TaskTimeModel, fit_task_time_model, load_swim
 from yarn_adapt.workload.bundled import FB_2009, GOOGLE_2011, bundled_trace
 

@@ -71,7 +71,8 @@ from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationOptions, SimulationStart, simulate
 from yarn_adapt.tuning.apply import apply_ratios, apply_setting
 from yarn_adapt.tuning.space import GridSpace, GroupSetting, Scheduler
-from yarn_adapt.tuning.tuner import TunerSettings, TuningState, propose
+from yarn_adapt.tuning.state import TuningState
+from yarn_adapt.tuning.tuner import TunerSettings, propose
 from yarn_adapt.workload import TaskTimeModel, fit_task_time_model
 from yarn_adapt.workload.google import GoogleResourceMapping, group_by_application, load_google
 from yarn_adapt.workload.queues import QueueMapping

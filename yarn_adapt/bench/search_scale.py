@@ -86,6 +86,7 @@ from yarn_adapt.tuning.group_optimizer import (
     LevelSearch,
     resource_bounds,
 )
+from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.search import RRSSettings
 from yarn_adapt.tuning.space import (
     FAIR_POLICIES,
@@ -96,16 +97,8 @@ from yarn_adapt.tuning.space import (
     Scheduler,
     paper_splits,
 )
-from yarn_adapt.tuning.tuner import (
-    GroupTuned,
-    Proposal,
-    TunerSettings,
-    TuningState,
-    group_resources,
-    group_share,
-    propose,
-    state_mix,
-)
+from yarn_adapt.tuning.state import TuningState, group_resources, group_share, state_mix
+from yarn_adapt.tuning.tuner import GroupTuned, TunerSettings, propose
 from yarn_adapt.workload import (
     BEST_EFFORT_PRIORITIES,
     QueueMapping,
@@ -515,7 +508,7 @@ def _in_progress(
     for job in window:
         leaf = leaves[int(job.queue.rsplit("q", 1)[-1]) - 1]
         # inside the interval: a submission exactly at its start is not "in the last
-        # interval" (tuner.triggered_groups)
+        # interval" (state.triggered_groups)
         submit = now - span + (job.submit_s - first) * (1 - 1e-6) + 1e-3
         moved.append(
             JobInProgress(replace(job, id=f"{parent}/{job.id}", queue=leaf, submit_s=submit))

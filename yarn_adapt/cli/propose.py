@@ -29,7 +29,8 @@ from yarn_adapt.progress import Progress
 
 if TYPE_CHECKING:  # the tuner pulls in the comparator and scikit-learn: loaded on use
     from yarn_adapt.tuning.executors import ExecutorHandle
-    from yarn_adapt.tuning.tuner import GroupTuned, Proposal, TunerSettings
+    from yarn_adapt.tuning.proposal import Proposal
+    from yarn_adapt.tuning.tuner import GroupTuned, TunerSettings
     from yarn_adapt.workload.taskmodel import TaskTimeModel
     from yarn_adapt.yarn.confxml import SchedulerDocument
     from yarn_adapt.yarn.rm import ResourceManagerClient

@@ -32,7 +32,7 @@ from yarn_adapt.demand.utility import QueueObjective
 from yarn_adapt.model import CapacityQueue, FairQueue, FairSchedulerConfig, SchedulerConfig
 from yarn_adapt.tuning.apply import Group, apply_ratios, apply_setting, groups_of, scheduler_of
 from yarn_adapt.tuning.space import GroupSetting, QueueSetting, normalised_percentages
-from yarn_adapt.tuning.tuner import group_share
+from yarn_adapt.tuning.state import group_share
 
 
 @dataclass(frozen=True)

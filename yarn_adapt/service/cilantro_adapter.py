@@ -75,7 +75,7 @@ from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
 from yarn_adapt.service.tuner_adapter import reason_lines
 from yarn_adapt.tuning.apply import groups_of
-from yarn_adapt.tuning.tuner import GroupDecision, finish_proposal
+from yarn_adapt.tuning.proposal import GroupDecision, finish_proposal
 
 MIN_UNITS = 100
 """The managed resources are split in at least this many units (a unit may be a

@@ -30,13 +30,8 @@ from yarn_adapt.service.realized import group_of_queue
 from yarn_adapt.service.records import GroupPrediction
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.tuning.bridge import GroupBase
-from yarn_adapt.tuning.tuner import (
-    TunerSettings,
-    TuningState,
-    group_resources,
-    group_share,
-    state_mix,
-)
+from yarn_adapt.tuning.state import TuningState, group_resources, group_share, state_mix
+from yarn_adapt.tuning.tuner import TunerSettings
 from yarn_adapt.workload.taskmodel import TaskTimeModel
 
 SAMPLES = 8

@@ -1,6 +1,6 @@
 """Adapters from the tuner (:mod:`yarn_adapt.tuning.tuner`) to the service's
 :class:`~yarn_adapt.service.proposer.Proposer`: the tuner's
-:class:`~yarn_adapt.tuning.tuner.Proposal` becomes a
+:class:`~yarn_adapt.tuning.proposal.Proposal` becomes a
 :class:`~yarn_adapt.service.records.Suggestion` (predictions per triggered group,
 the cluster's, and one reason line per distinct reason, naming what it explains).
 
@@ -30,14 +30,9 @@ from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
 from yarn_adapt.tuning.executors import open_executor
-from yarn_adapt.tuning.tuner import (
-    Proposal,
-    TunerSettings,
-    TuningState,
-    propose,
-    state_from_simulation,
-    state_from_snapshot,
-)
+from yarn_adapt.tuning.proposal import Proposal
+from yarn_adapt.tuning.state import TuningState, state_from_simulation, state_from_snapshot
+from yarn_adapt.tuning.tuner import TunerSettings, propose
 from yarn_adapt.workload import fit_task_time_model, workload_from_history
 from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
 from yarn_adapt.workload.taskvalidation import measure_error

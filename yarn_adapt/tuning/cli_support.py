@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from yarn_adapt.model import CapacitySchedulerConfig, FairSchedulerConfig, SchedulerConfig
-from yarn_adapt.tuning.tuner import GroupDecision, Proposal
+from yarn_adapt.tuning.proposal import GroupDecision, Proposal
 from yarn_adapt.yarn.confxml import (
     CapacityDocument,
     FairDocument,
