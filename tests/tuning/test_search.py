@@ -312,16 +312,42 @@ def test_refine_finds_a_bowls_minimum_with_a_fraction_of_the_grid(centre: int, p
     assert found.evaluations == len(set(objective.asked)) <= 150 // 3
 
 
-def test_refine_keeps_the_first_of_equal_minima_on_a_flat_space() -> None:
-    """Early stopping: a coarse lattice that scores alike everywhere is not refined
-    (8 values of the 50 -- every 8th and the last -- by 3 categories)."""
+def test_refine_stops_on_a_flat_space_at_the_lattice_middle() -> None:
+    """Early stopping: a coarse lattice that scores alike everywhere is not refined.
+    The coarse stage takes a categorical dimension on its own: its 3 values at the
+    lattice's middle (32; the lattice is every 8th of the 50 and the last), then the
+    7 other lattice values under the first of them -- 10 points, not 8 x 3."""
     objective = RecordingObjective(lambda points: np.zeros(len(points)))
     found = refine_search(Grid.of(50, 3, categorical=[1]), objective, RRSSettings())
     assert found is not None
-    assert found.point == (0, 0)
-    assert found.evaluations == len(set(objective.asked)) == 8 * 3
+    assert found.point == (32, 0)
+    assert found.evaluations == len(set(objective.asked)) == 3 + 7
     assert {p[0] for p in objective.asked} == {0, 8, 16, 24, 32, 40, 48, 49}
+    assert {p[1] for p in objective.asked if p[0] != 32} == {0}
     assert found.worst == found.value == 0.0
+
+
+def test_refine_tries_the_categorical_values_again_where_it_ends() -> None:
+    """Category 0 wins at the lattice's middle and leads the search to 40; there
+    category 2 is better, and the pattern search goes on under it to its own
+    minimum, 44."""
+
+    def latency(points: Sequence[tuple[int, ...]]) -> list[float]:
+        found = []
+        for x, category in points:
+            if category == 0:
+                found.append(1.0 + abs(x - 40) / 100)
+            elif category == 1:
+                found.append(5.0)
+            else:
+                found.append(2.0 if x < 36 else 0.5 + abs(x - 44) / 100)
+        return found
+
+    found = refine_search(
+        Grid.of(50, 3, categorical=[1]), RecordingObjective(latency), RRSSettings()
+    )
+    assert found is not None
+    assert found.point == (44, 2) and found.value == 0.5
 
 
 def test_refine_refines_a_lattice_that_differs_anywhere() -> None:

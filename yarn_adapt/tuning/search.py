@@ -36,12 +36,18 @@ cheaper and exact: ``strategy="auto"`` then searches exhaustively.
 Coarse-to-fine (``strategy="refine"``, :func:`refine_search`) is for a grid whose
 ordered dimensions are finer than they need to be sampled at first (a refined
 §4.3 set): it scores a coarse lattice -- every ``2**k``-th value of each ordered
-dimension (about ``COARSE_POINTS`` of them, the last value included), every value of
-the categorical ones -- then a pattern search around the best point: its neighbours
-one stride away along each ordered dimension (with every categorical value), moving
-while that improves, the stride halved down to one value. A lattice that scores
-alike everywhere stops there (early stopping: the group's configuration does not
-matter at these resources, and no point of it was better). A grid with no ordered
+dimension (about ``COARSE_POINTS`` of them, the last value included) -- then a
+pattern search around the best point: its neighbours one stride away along each
+ordered dimension, moving while that improves, the stride halved down to one value.
+Categorical dimensions (a Fair group's policy) are taken one at a time rather than
+crossed with the lattice: every combination of their values at the lattice's middle
+point, the lattice and the pattern search under the best of them, and at the point
+where that ends every combination again -- when another one is better there, the
+pattern search goes on under it. (Crossing them tripled a Fair group's evaluations,
+29 against 12 a group at 12,000 nodes / 500 groups, for no smaller loss against the
+full search.) A lattice that scores alike everywhere stops there (early stopping:
+the group's configuration does not matter at these resources, and no point of it
+was better). A grid with no ordered
 dimension finer than the coarse lattice, or whose coarse lattice alone is more than
 RRS would sample, is searched as ``auto`` would (the same answer). It is a
 heuristic (the coarse lattice can miss a narrow optimum between two of its points):
@@ -255,20 +261,30 @@ def refine_search(
     if len(coarse) > settings.planned_samples:
         return None
     memo = _Memo(objective, key)
-    best = memo.best_of(coarse, incumbent=None)
-    samples, iterations = len(coarse), 1
     categorical = [j for j, is_ordered in enumerate(ordered) if not is_ordered]
+    if categorical:
+        best = _categorical_then_lattice(memo, lattice, categorical, shape)
+    else:
+        best = memo.best_of(coarse, incumbent=None)
+    samples, iterations = memo.evaluations, 1
     flat = memo.worst == memo.value(best)  # nothing to refine around: stop early
-    while not flat and any(stride > 1 for stride in strides):
-        strides = tuple(max(1, stride // 2) for stride in strides)
-        moved = True
-        while moved:
-            around = _neighbours(best, shape, strides, ordered, categorical)
-            samples += len(around)
-            iterations += 1
-            found = memo.best_of(around, incumbent=best) if around else best
-            moved = found != best
-            best = found
+    while not flat:
+        while any(stride > 1 for stride in strides):
+            strides = tuple(max(1, stride // 2) for stride in strides)
+            moved = True
+            while moved:
+                around = _neighbours(best, shape, strides, ordered, [])
+                samples += len(around)
+                iterations += 1
+                found = memo.best_of(around, incumbent=best) if around else best
+                moved = found != best
+                best = found
+        variants = _variants(best, categorical, shape)
+        samples += len(variants)
+        found = memo.best_of(variants, incumbent=best)
+        if found == best:
+            break
+        best, strides = found, tuple(2 if size > 1 else 1 for size in shape)
     return SearchResult(
         best,
         memo.value(best),
@@ -279,6 +295,29 @@ def refine_search(
         memo.ranked(),
         memo.worst,
     )
+
+
+def _categorical_then_lattice(
+    memo: _Memo, lattice: Sequence[Sequence[int]], categorical: Sequence[int], shape: Sequence[int]
+) -> Point:
+    """The coarse stage with categorical dimensions, one at a time: every categorical
+    combination at the lattice's middle point, then the ordered lattice under the best
+    of them."""
+    middle = tuple(values[len(values) // 2] for values in lattice)
+    chosen = memo.best_of(_variants(middle, categorical, shape), incumbent=None)
+    fixed = [[chosen[j]] if j in categorical else values for j, values in enumerate(lattice)]
+    return memo.best_of([tuple(p) for p in itertools.product(*fixed)], incumbent=chosen)
+
+
+def _variants(centre: Point, categorical: Sequence[int], shape: Sequence[int]) -> list[Point]:
+    """``centre`` with every combination of the categorical dimensions' values."""
+    found = []
+    for values in itertools.product(*(range(shape[j]) for j in categorical)):
+        point = list(centre)
+        for position, value in zip(categorical, values, strict=True):
+            point[position] = value
+        found.append(tuple(point))
+    return found
 
 
 def _neighbours(
