@@ -32,9 +32,9 @@ Measurement (:meth:`Testbed.measure`):
    then measures the P95 of the requests that arrived during ``phase_s``. Repeats
    give the run-to-run spread. Before a ``guard`` phase and after the last phase
    (``on`` again, after ``off`` when needed, until a stop finds squeezed containers
-   still running; at most three stops, each checked) the
-   agents are stopped (SIGTERM) and their restore is checked: state file gone, no
-   agent cgroup left, every process they had moved back where it came from.
+   still running; at most three stops, each checked) the agents are stopped
+   (SIGTERM) and their restore is checked: state file gone, no agent cgroup left,
+   every process they had moved back where it came from.
 3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
    CPU) with the guard off, the guard alone, and the guard with the agents: its
    makespan, and the P95 while it ran.

@@ -39,7 +39,7 @@ ordered dimensions are finer than they need to be sampled at first (a refined
 dimension (about ``COARSE_POINTS`` of them, the last value included) -- then a
 pattern search around the best point: its neighbours one stride away along each
 ordered dimension, moving while that improves, the stride halved down to one value.
-Categorical dimensions (a Fair group's policy) are taken one at a time rather than
+Categorical dimensions (a Fair group's policy) are taken on their own rather than
 crossed with the lattice: every combination of their values at the lattice's middle
 point, the lattice and the pattern search under the best of them, and at the point
 where that ends every combination again -- when another one is better there, the
@@ -47,11 +47,11 @@ pattern search goes on under it. (Crossing them tripled a Fair group's evaluatio
 29 against 12 a group at 12,000 nodes / 500 groups, for no smaller loss against the
 full search.) A lattice that scores alike everywhere stops there (early stopping:
 the group's configuration does not matter at these resources, and no point of it
-was better). A grid with no ordered
-dimension finer than the coarse lattice, or whose coarse lattice alone is more than
-RRS would sample, is searched as ``auto`` would (the same answer). It is a
-heuristic (the coarse lattice can miss a narrow optimum between two of its points):
-``yarn-adapt bench search-scale`` reports what it loses against the full search.
+was better). A grid with no ordered dimension finer than the coarse lattice, or
+whose coarse lattice alone is more than RRS would sample, is searched as ``auto``
+would (the same answer). It is a heuristic (the coarse lattice can miss a narrow
+optimum between two of its points): ``yarn-adapt bench search-scale`` reports what
+it loses against the full search.
 
 Early stopping (``RRSSettings.patience``): RRS stops after that many iterations in
 a row that found nothing better -- each iteration only narrows the region around
@@ -273,7 +273,7 @@ def refine_search(
             strides = tuple(max(1, stride // 2) for stride in strides)
             moved = True
             while moved:
-                around = _neighbours(best, shape, strides, ordered, [])
+                around = _neighbours(best, shape, strides, ordered)
                 samples += len(around)
                 iterations += 1
                 found = memo.best_of(around, incumbent=best) if around else best
@@ -300,9 +300,9 @@ def refine_search(
 def _categorical_then_lattice(
     memo: _Memo, lattice: Sequence[Sequence[int]], categorical: Sequence[int], shape: Sequence[int]
 ) -> Point:
-    """The coarse stage with categorical dimensions, one at a time: every categorical
-    combination at the lattice's middle point, then the ordered lattice under the best
-    of them."""
+    """The coarse stage with categorical dimensions taken on their own: every
+    categorical combination at the lattice's middle point, then the ordered lattice
+    under the best of them."""
     middle = tuple(values[len(values) // 2] for values in lattice)
     chosen = memo.best_of(_variants(middle, categorical, shape), incumbent=None)
     fixed = [[chosen[j]] if j in categorical else values for j, values in enumerate(lattice)]
@@ -321,28 +321,15 @@ def _variants(centre: Point, categorical: Sequence[int], shape: Sequence[int]) -
 
 
 def _neighbours(
-    centre: Point,
-    shape: Sequence[int],
-    strides: Sequence[int],
-    ordered: Sequence[bool],
-    categorical: Sequence[int],
+    centre: Point, shape: Sequence[int], strides: Sequence[int], ordered: Sequence[bool]
 ) -> list[Point]:
-    """The points one stride from ``centre`` along each ordered dimension, each with
-    every combination of the categorical values."""
+    """The points one stride from ``centre`` along each ordered dimension (the
+    categorical ones as they are)."""
     found: list[Point] = []
-    choices = [range(shape[j]) for j in categorical]
     for j, is_ordered in enumerate(ordered):
-        if not is_ordered:
-            continue
-        for step in (-strides[j], strides[j]):
-            if not 0 <= centre[j] + step < shape[j]:
-                continue
-            moved = list(centre)
-            moved[j] += step
-            for values in itertools.product(*choices):
-                for position, value in zip(categorical, values, strict=True):
-                    moved[position] = value
-                found.append(tuple(moved))
+        for step in (-strides[j], strides[j]) if is_ordered else ():
+            if 0 <= centre[j] + step < shape[j]:
+                found.append((*centre[:j], centre[j] + step, *centre[j + 1 :]))
     return found
 
 
