@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,3 +207,52 @@ def test_cli_apply_refuses_to_start_over_an_interrupted_apply(
         f"recover --state-dir {state} first; nothing was changed\n"
     )
     assert target.read_bytes() == LATIN1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another owner needs root")
+def test_an_atomic_write_keeps_the_files_owner_group_and_mode(tmp_path: Path) -> None:
+    """A root-run service replacing yarn's file must leave it yarn's: an RM running
+    as ``yarn`` reads it, and a later rollback writes it, as before."""
+    target = tmp_path / "capacity-scheduler.xml"
+    target.write_bytes(b"old")
+    os.chown(target, 1000, 1000)
+    target.chmod(0o640)
+
+    write_bytes_atomically(target, LATIN1)
+
+    after = target.stat()
+    assert (after.st_uid, after.st_gid, after.st_mode & 0o7777) == (1000, 1000, 0o640)
+    assert target.read_bytes() == LATIN1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a writer as nobody needs root")
+def test_a_writer_that_cannot_keep_the_owner_changes_nothing() -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as name:  # pytest's tmp_path is root's 0700
+        _refused_as_nobody(Path(name))
+
+
+def _refused_as_nobody(tmp_path: Path) -> None:
+    tmp_path.chmod(0o777)
+    target = tmp_path / "fair-scheduler.xml"
+    target.write_bytes(b"old")
+    os.chown(target, 1000, 1000)
+    target.chmod(0o666)  # writable by anyone, but only root or uid 1000 may own it
+    code = (
+        "import os, sys\n"
+        "from yarn_adapt.errors import ConfigFileError\n"
+        "from yarn_adapt.yarn.schedconf.xmlio import write_bytes_atomically\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)  # imports first: /root is 0700\n"
+        "try:\n"
+        f"    write_bytes_atomically({str(target)!r}, b'new')\n"
+        "except ConfigFileError as exc:\n"
+        "    print(exc.one_line()); sys.exit(3)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "cannot keep its owner 1000:1000" in done.stdout
+    assert target.read_bytes() == b"old"
+    assert (target.stat().st_uid, target.stat().st_gid) == (1000, 1000)
+    assert list(tmp_path.iterdir()) == [target]  # no temporary left behind

@@ -204,16 +204,20 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace ``path`` with ``data`` in one rename, durably: a reader (the RM's
     allocation reload thread) never sees half a file, and once this returns the new
     content survives a power cut (temporary file fsynced before the rename, the
-    directory fsynced after it). The file keeps its permission bits."""
+    directory fsynced after it). The file keeps its permission bits and its owner
+    and group: the RM, running as ``yarn``, must still read the file (and a rollback
+    write it) after a root-run service replaced it. A writer that may not give the
+    new file the old owner (not root, not the owner) changes nothing and says so."""
     target = Path(path)
     try:
+        before = target.stat() if target.exists() else None
         handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(target), dir=target.parent)
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 stream.flush()
-                if target.exists():
-                    os.fchmod(stream.fileno(), target.stat().st_mode & 0o7777)
+                if before is not None:
+                    _keep_owner_and_mode(stream.fileno(), before, target)
                 os.fsync(stream.fileno())
             Path(temporary).replace(target)
         except BaseException:
@@ -222,6 +226,19 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
         fsync_directory(target.parent)
     except OSError as exc:
         raise ConfigFileError(os.fspath(path), f"cannot write: {exc}") from exc
+
+
+def _keep_owner_and_mode(descriptor: int, before: os.stat_result, target: Path) -> None:
+    written = os.fstat(descriptor)
+    if (written.st_uid, written.st_gid) != (before.st_uid, before.st_gid):
+        try:
+            os.fchown(descriptor, before.st_uid, before.st_gid)
+        except PermissionError as exc:
+            raise PermissionError(
+                f"cannot keep its owner {before.st_uid}:{before.st_gid} (this process runs "
+                f"as {os.geteuid()}:{os.getegid()}); run as that user or as root"
+            ) from exc
+    os.fchmod(descriptor, before.st_mode & 0o7777)  # after chown, which clears set-id bits
 
 
 def temporary_prefix(target: Path) -> str:
