@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from yarn_adapt.service.service import Service
 
 log = logging.getLogger(__name__)
+# Paths and node names from the URL are logged with %r: a %0A in them cannot forge a line.
 
 THROTTLE_EXTENSION = "yarn_adapt_throttle"
 
@@ -90,7 +91,7 @@ def operator_token_refusal(service: Service, given: str, action: str) -> Refusal
     token. Checks against the operator token are throttled per client."""
     agent = AgentTokens(service.store).verify(given)
     if agent is not None:
-        log.warning("refused %s from %s: %s needs the operator token", agent, client(), action)
+        log.warning("refused %s from %s: %r needs the operator token", agent, client(), action)
         return Refusal(
             403,
             f"{action} needs the operator token; {agent} may only read node "
@@ -104,7 +105,7 @@ def operator_token_refusal(service: Service, given: str, action: str) -> Refusal
         throttle().succeeded(client())
         return None
     throttle().failed(client())
-    log.warning("refused %s with an invalid token from %s", action, client())
+    log.warning("refused %r with an invalid token from %s", action, client())
     return Refusal(403, f"invalid token: {action} needs the operator token")
 
 
@@ -122,14 +123,14 @@ def agent_refusal(service: Service, node: str) -> Response | None:
     agent = AgentTokens(service.store).verify(given)
     if agent is None:
         throttle().failed(client())
-        log.warning("refused an invalid agent token for node %s from %s", node, client())
+        log.warning("refused an invalid agent token for node %r from %s", node, client())
         return Refusal(
             403,
             f"invalid agent token: this endpoint takes {expected}; the operator token is "
             f"not accepted here",
         ).response()
     if agent.node != node:
-        log.warning("refused %s from %s on node %s's agent endpoint", agent, client(), node)
+        log.warning("refused %s from %s on node %r's agent endpoint", agent, client(), node)
         return Refusal(
             403, f"{agent} may only read node {agent.node}'s reclaim request, not node {node}'s"
         ).response()
@@ -141,4 +142,4 @@ def agent_refusal(service: Service, node: str) -> Response | None:
 
 def _served(agent: AgentCredential) -> None:
     """An agent polls every few seconds: its successes are logged at debug level only."""
-    log.debug("%s from %s: %s %s", agent, client(), request.method, request.path)
+    log.debug("%s from %s: %s %r", agent, client(), request.method, request.path)
