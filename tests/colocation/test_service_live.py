@@ -22,6 +22,7 @@ from tests.service.live import live_service
 from tracing.redisconn import RedisConfig
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.service.agent_tokens import AgentTokens
 from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.records import DecisionKind, Suggestion
 from yarn_adapt.service.web.app import create_app
@@ -79,7 +80,7 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
 
         server = WebServer(create_app(service), "127.0.0.1", 0).start()
         try:
-            _agent_endpoint(server.url, risky)
+            _agent_endpoint(server.url, risky, AgentTokens(service.store))
             _operator_switches_it_off(chromium, server.url, risky)
         finally:
             server.stop()
@@ -124,10 +125,12 @@ def _operator_switches_it_off(driver: Any, base: str, risky: str) -> None:
     assert "co-location guard: off; 1 node(s) given back" in driver.page_source
 
 
-def _agent_endpoint(base: str, risky: str) -> None:
+def _agent_endpoint(base: str, risky: str, tokens: AgentTokens) -> None:
     url = f"{base}/api/agent/nodes/{quote(risky, safe='')}/reclaim"
     assert requests.get(url, timeout=30).status_code == 401  # the token is required
-    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    operator = {"Authorization": f"Bearer {TOKEN}"}
+    assert requests.get(url, headers=operator, timeout=30).status_code == 403  # not this one
+    bearer = {"Authorization": f"Bearer {tokens.issue(risky, 'test').token}"}
     reply = requests.get(url, headers=bearer, timeout=30)
     assert reply.status_code == 200
     body = reply.json()
@@ -137,7 +140,9 @@ def _agent_endpoint(base: str, risky: str) -> None:
     assert body["ttl_s"] > 0
     assert body["qos"]["service"] == "frontend" and body["qos"]["satisfied"] is False
     unknown = f"{base}/api/agent/nodes/{quote('nowhere:1', safe='')}/reclaim"
-    assert requests.get(unknown, headers=bearer, timeout=30).status_code == 404
+    assert requests.get(unknown, headers=bearer, timeout=30).status_code == 403  # not its node
+    nowhere = {"Authorization": f"Bearer {tokens.issue('nowhere:1', 'test').token}"}
+    assert requests.get(unknown, headers=nowhere, timeout=30).status_code == 404
 
 
 def _total(cluster: MiniCluster, node_id: str) -> tuple[int, int]:

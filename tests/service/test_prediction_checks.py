@@ -15,7 +15,7 @@ import pytest
 from tests.service.factories import FixedProposer, sim_service
 from yarn_adapt.service.records import DecisionKind
 from yarn_adapt.service.simcluster import SimulatedCluster
-from yarn_adapt.service.store import SCHEMA_VERSION, Store
+from yarn_adapt.service.store import MIGRATIONS, SCHEMA_PREDICTIONS, SCHEMA_VERSION, Store
 
 
 def test_quiet_rounds_say_whether_jobs_came(tmp_path: Path) -> None:
@@ -86,7 +86,8 @@ def test_an_older_database_upgrades_and_keeps_its_history(tmp_path: Path) -> Non
     service.close()
     connection = sqlite3.connect(path)
     connection.execute("DROP TABLE prediction_errors")
-    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    connection.execute("DROP TABLE agent_tokens")  # came later
+    connection.execute(f"PRAGMA user_version = {MIGRATIONS.index(SCHEMA_PREDICTIONS)}")
     connection.commit()
     connection.close()
     store = Store(path)

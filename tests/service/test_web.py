@@ -68,7 +68,7 @@ def test_the_api_lists_and_shows_proposals(client: FlaskClient) -> None:
 @pytest.mark.parametrize(
     ("headers", "status", "message"),
     [
-        ({}, 401, "write actions need 'Authorization: Bearer <token>'"),
+        ({}, 401, "write actions need the operator token: 'Authorization: Bearer <token>'"),
         ({"Authorization": "Bearer wrong"}, 403, "invalid token"),
         ({"Authorization": f"Basic {TOKEN}"}, 401, "need"),
     ],

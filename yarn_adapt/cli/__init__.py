@@ -100,6 +100,7 @@ def bench_command(
 
 def _register_commands() -> None:
     from yarn_adapt.cli.agent import agent_group
+    from yarn_adapt.cli.agent_token import agent_token_group
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
@@ -122,6 +123,7 @@ def _register_commands() -> None:
         trace_group,
         testbed_command,
         agent_group,
+        agent_token_group,
     ):
         cli.add_command(command)
 

@@ -3,8 +3,10 @@
 Tables: ``rounds``, ``decisions``, ``proposals``, ``applies`` (every apply and
 rollback: the configuration made to run, its result), ``audit`` (who did what),
 ``journal`` (the appliers' step-by-step apply journal, :class:`SqliteJournal`) and
-``realized`` (measured latency after an apply beside the prediction) and
-``prediction_errors`` (each prediction checked on the jobs it was about).
+``realized`` (measured latency after an apply beside the prediction),
+``prediction_errors`` (each prediction checked on the jobs it was about) and
+``agent_tokens`` (one credential per node agent, kept as a hash only:
+:mod:`yarn_adapt.service.agent_tokens`).
 
 The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` moves
 an older database forward at open, in one transaction per step. Every write is a
@@ -43,6 +45,7 @@ from yarn_adapt.errors import (
     StateDamaged,
     VersionNotFound,
 )
+from yarn_adapt.service.agent_tokens import AgentTokenRecord
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
@@ -220,7 +223,25 @@ CREATE TABLE prediction_errors (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_CONSOLE, SCHEMA_JOURNAL, SCHEMA_PREDICTIONS)
+# One credential per node agent: the public id it is found by, the node it may read
+# for, and only the SHA-256 of the token (see yarn_adapt/service/agent_tokens.py).
+SCHEMA_AGENT_TOKENS = """
+CREATE TABLE agent_tokens (
+    token_id TEXT PRIMARY KEY,
+    node TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    issued_at REAL NOT NULL,
+    issued_by TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    SCHEMA_V1,
+    SCHEMA_CONSOLE,
+    SCHEMA_JOURNAL,
+    SCHEMA_PREDICTIONS,
+    SCHEMA_AGENT_TOKENS,
+)
 """``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -894,6 +915,61 @@ class Store:
         """Every apply and rollback, oldest first."""
         rows = self._db.execute("SELECT * FROM applies ORDER BY id")
         return [_apply(row) for row in rows.fetchall()]
+
+    # ------------------------------------------------------------------ agent tokens
+
+    def put_agent_token(
+        self, record: AgentTokenRecord, actor: str, *, replace_existing: bool
+    ) -> AgentTokenRecord | None:
+        """Store ``record`` (audited) unless its node has a token already and
+        ``replace_existing`` is false; returns the node's previous token, if any
+        (replaced, or left as it was and nothing stored)."""
+        with self._transaction() as db:
+            row = db.execute("SELECT * FROM agent_tokens WHERE node=?", (record.node,)).fetchone()
+            previous = None if row is None else _agent_token(row)
+            if previous is not None and not replace_existing:
+                return previous
+            db.execute("DELETE FROM agent_tokens WHERE node=?", (record.node,))
+            db.execute(
+                "INSERT INTO agent_tokens (token_id, node, sha256, issued_at, issued_by)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (record.token_id, record.node, record.sha256, record.issued_at, record.issued_by),
+            )
+            replaced = f", replacing token {previous.token_id}" if previous else ""
+            detail = f"node {record.node}: token {record.token_id}{replaced}"
+            _audit(db, actor, "issue agent token", None, detail)
+        return previous
+
+    def delete_agent_token(self, node: str, actor: str) -> AgentTokenRecord | None:
+        """Remove ``node``'s token (audited); the removed token, None if it had none."""
+        with self._transaction() as db:
+            row = db.execute("SELECT * FROM agent_tokens WHERE node=?", (node,)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM agent_tokens WHERE node=?", (node,))
+            _audit(db, actor, "revoke agent token", None, f"node {node}: token {row['token_id']}")
+        return _agent_token(row)
+
+    def agent_token(self, token_id: str) -> AgentTokenRecord | None:
+        row = self._db.execute(
+            "SELECT * FROM agent_tokens WHERE token_id=?", (token_id,)
+        ).fetchone()
+        return None if row is None else _agent_token(row)
+
+    def agent_tokens(self) -> list[AgentTokenRecord]:
+        """Every node's token, by node."""
+        rows = self._db.execute("SELECT * FROM agent_tokens ORDER BY node").fetchall()
+        return [_agent_token(row) for row in rows]
+
+
+def _agent_token(row: sqlite3.Row) -> AgentTokenRecord:
+    return AgentTokenRecord(
+        token_id=row["token_id"],
+        node=row["node"],
+        sha256=row["sha256"],
+        issued_at=row["issued_at"],
+        issued_by=row["issued_by"],
+    )
 
 
 def _version(row: sqlite3.Row) -> ConfigVersion:

@@ -4,10 +4,11 @@ guard's reclaim requests from the service's own endpoint.
 * :class:`ReclaimEndpoint` serves ``GET /api/agent/nodes/<node>/reclaim`` with the
   service's route and token check (:func:`yarn_adapt.service.web.guard_routes.guard_blueprint`)
   over the testbed's :class:`~yarn_adapt.colocation.guard.ColocationGuard`, in a
-  minimal Flask app on 127.0.0.1. The request is the guard's: what batch uses on the
-  node above what it may see, and the QoS of the application most over its target.
+  minimal Flask app on 127.0.0.1, and issues each node's agent token in its own
+  service database. The request is the guard's: what batch uses on the node above
+  what it may see, and the QoS of the application most over its target.
 * :class:`NodeAgent` is the agent process of one NodeManager, as an operator runs it:
-  ``python -m preemption run --config agent-<i>.toml``, the token in
+  ``python -m preemption run --config agent-<i>.toml``, its node's agent token in
   ``YARN_ADAPT_AGENT_TOKEN``, its own state file, its Prometheus endpoint. It finds
   its NodeManager's containers by the process tree (DefaultContainerExecutor), gives
   each batch container a cgroup of its own and squeezes it by Algorithm 2.
@@ -44,6 +45,8 @@ from preemption.cgroups.procfile import parse_membership
 from yarn_adapt.colocation.guard import ColocationGuard
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import free_port
+from yarn_adapt.service.agent_tokens import AgentTokens
+from yarn_adapt.service.store import Store
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
@@ -68,16 +71,18 @@ class _GuardStepView:
 
 @dataclass
 class _ServiceView:
-    """What the service's agent route reads of the service: the guard and the token."""
+    """What the service's routes read of the service: the guard, the operator token
+    and the store of the agents' tokens."""
 
     guard: _GuardStepView
     token: str
+    store: Store
 
 
 class ReclaimEndpoint:
     """The service's reclaim route over the testbed's guard, on a free local port."""
 
-    def __init__(self, guard: ColocationGuard, token: str) -> None:
+    def __init__(self, guard: ColocationGuard, token: str, database: Path) -> None:
         from flask import Flask
         from werkzeug.serving import make_server
 
@@ -88,7 +93,8 @@ class ReclaimEndpoint:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         app = Flask("yarn-adapt-testbed")
         app.extensions["yarn_adapt_throttle"] = LoginThrottle()
-        service = _ServiceView(_GuardStepView(guard), token)
+        self.store = Store(database)
+        service = _ServiceView(_GuardStepView(guard), token, self.store)
         app.register_blueprint(guard_blueprint(cast("Service", service)))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -98,10 +104,15 @@ class ReclaimEndpoint:
         )
         self._thread.start()
 
+    def agent_token(self, node_id: str) -> str:
+        """A new agent token for ``node_id`` (the node's previous one stops working)."""
+        return AgentTokens(self.store).issue(node_id, "testbed", rotate=True).token
+
     def close(self) -> None:
         self._server.shutdown()
         self._thread.join(10)
         self._server.server_close()
+        self.store.close()
 
 
 # --------------------------------------------------------------------------- agents

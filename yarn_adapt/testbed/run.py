@@ -10,7 +10,7 @@ node's cpuset; an open-loop load generator (:mod:`~yarn_adapt.testbed.loadgen`);
 the guard -- :class:`~yarn_adapt.colocation.guard.ColocationGuard`, the class the
 service runs -- reading risk from the trace store and acting on the RM every
 ``guard_interval_s``, its reclaim requests served by the service's own agent route
-with a token; one node agent per NodeManager (:mod:`~yarn_adapt.testbed.agents`:
+to each node's own agent token; one node agent per NodeManager (:mod:`~yarn_adapt.testbed.agents`:
 ``python -m preemption run``, each with its state file), started for the phases
 that use it.
 
@@ -492,7 +492,7 @@ class Testbed:
             reclaim_ttl_s=10 * options.guard_interval_s,
         )  # fmt: skip
         self._thread(self._guard_loop, "testbed-guard")
-        self.endpoint = ReclaimEndpoint(self.guard, self.token)
+        self.endpoint = ReclaimEndpoint(self.guard, self.token, self.work_dir / "service.db")
 
     def _make_agents(self) -> None:
         """One agent per NodeManager (started when a phase needs them)."""
@@ -510,7 +510,8 @@ class Testbed:
             nm_dir = self.cluster.layout.nodemanager_dir(index)
             agent = NodeAgent(
                 index=index, node_id=node_id, nodemanager_match=f"{NM_DIR_PROPERTY}={nm_dir}",
-                rm_url=self.cluster.rm_url, endpoint_url=self.endpoint.url, token=self.token,
+                rm_url=self.cluster.rm_url, endpoint_url=self.endpoint.url,
+                token=self.endpoint.agent_token(node_id),
                 plan=plan, work_dir=self.work_dir, cluster_root=self.cluster.root,
                 package_parent=PACKAGE_PARENT,
             )  # fmt: skip

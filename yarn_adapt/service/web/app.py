@@ -1,8 +1,9 @@
 """The Flask app: JSON API under ``/api``, server-rendered pages, ``/metrics``.
 
 Reads need no token (bind to 127.0.0.1, the default, or put a proxy in front);
-every write needs the token (see :mod:`yarn_adapt.service.web.auth`), and failed
-tokens are throttled per client address (429 with ``Retry-After``). Errors from
+every write needs the operator token and a node agent's endpoint that node's agent
+token (see :mod:`yarn_adapt.service.web.access` and :mod:`~.auth`); failed
+operator-token checks are throttled per client (429 with ``Retry-After``). Errors from
 the project's tree become JSON ``{"error": "<one line>"}`` with a fitting status
 (404 unknown proposal, 409 the state does not allow it, 400 bad input, 502 the RM).
 An id in a path is a SQLite row id: anything outside ``1..2**63-1`` never matches a
@@ -44,7 +45,7 @@ from yarn_adapt.errors import (
 from yarn_adapt.service.records import ProposalRecord, ProposalState
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.versions import note_running, standings
-from yarn_adapt.service.web import auth, words
+from yarn_adapt.service.web import access, auth, words
 from yarn_adapt.service.web.console import evidence_rows, job_links
 from yarn_adapt.service.web.console_routes import console_blueprint, overview
 from yarn_adapt.service.web.guard_routes import guard_blueprint
@@ -106,7 +107,7 @@ def create_app(service: Service, throttle: LoginThrottle | None = None) -> Flask
     )
     app.url_map.converters["rowid"] = RowIdConverter
     app.extensions["yarn_adapt"] = service
-    app.extensions["yarn_adapt_throttle"] = throttle or LoginThrottle()
+    app.extensions[access.THROTTLE_EXTENSION] = throttle or LoginThrottle()
     app.after_request(_add_security_headers)
     app.register_blueprint(api_blueprint(service))
     app.register_blueprint(pages_blueprint(service))
@@ -133,32 +134,6 @@ def _add_security_headers(response: BaseResponse) -> BaseResponse:
     for name, value in SECURITY_HEADERS.items():
         response.headers.setdefault(name, value)
     return response
-
-
-def _throttle() -> LoginThrottle:
-    throttle: LoginThrottle = current_app.extensions["yarn_adapt_throttle"]
-    return throttle
-
-
-def _client() -> str:
-    return request.remote_addr or "unknown"
-
-
-def _locked_out() -> int | None:
-    """Seconds the client must wait before another token is checked, if any."""
-    wait_s = _throttle().retry_after_s(_client())
-    if wait_s is not None:
-        log.warning("throttled a token check from %s for %d s", _client(), wait_s)
-    return wait_s
-
-
-def _token_checked(given: str | None, expected: str | None) -> bool:
-    """Compare, and count the outcome against the client's address."""
-    if auth.token_matches(given, expected):
-        _throttle().succeeded(_client())
-        return True
-    _throttle().failed(_client())
-    return False
 
 
 def _metrics(service: Service) -> Response:
@@ -205,20 +180,6 @@ def _api_error(error: YarnAdaptError) -> tuple[Response, int]:
     return jsonify(error=error.one_line()), status_code(error)
 
 
-def write_refusal(service: Service) -> tuple[Response, int] | Response | None:
-    """Why an API write is refused (no token, throttled, wrong token); None: allowed."""
-    given = auth.bearer_token(request)
-    if given is None:
-        return jsonify(error="write actions need 'Authorization: Bearer <token>'"), 401
-    wait_s = _locked_out()
-    if wait_s is not None:
-        return _too_many(jsonify(error=f"too many invalid tokens: retry in {wait_s} s"), wait_s)
-    if not _token_checked(given, service.token):
-        log.warning("refused a write with an invalid token from %s", request.remote_addr)
-        return jsonify(error="invalid token"), 403
-    return None
-
-
 def status_view(service: Service) -> dict[str, Any]:
     """The loop's status with units in the names (times in epoch seconds)."""
     status = dict(service.loop.status())
@@ -235,8 +196,8 @@ def api_blueprint(service: Service) -> Blueprint:
     api = Blueprint("api", __name__, url_prefix="/api")
     store = service.store
 
-    def write_allowed() -> tuple[Response, int] | Response | None:
-        return write_refusal(service)
+    def write_allowed() -> Response | None:
+        return access.operator_refusal(service)
 
     @api.get("/status")
     def status() -> Response:
@@ -394,16 +355,13 @@ def pages_blueprint(service: Service) -> Blueprint:
     def login() -> BaseResponse | str | tuple[str, int]:
         if request.method == "GET":
             return render_template("login.html", token_configured=bool(service.token))
-        wait_s = _locked_out()
-        if wait_s is not None:
-            page = render_template(
-                "login.html", error=f"too many invalid tokens: retry in {wait_s} s",
-                token_configured=True,
-            )  # fmt: skip
-            return _too_many(Response(page), wait_s)
-        if not _token_checked(request.form.get("token"), service.token):
-            log.warning("refused a sign-in with an invalid token from %s", request.remote_addr)
-            return render_template("login.html", error="invalid token", token_configured=True), 403
+        given = request.form.get("token", "")
+        refused = access.operator_token_refusal(service, given, "signing in")
+        if refused is not None:
+            page = render_template("login.html", error=refused.message, token_configured=True)
+            if refused.retry_after_s is not None:
+                return _too_many(Response(page), refused.retry_after_s)
+            return page, refused.status
         auth.sign_in()
         return redirect(_local_path(request.args.get("next")) or url_for("pages.index"))
 

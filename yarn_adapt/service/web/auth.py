@@ -1,4 +1,5 @@
-"""Who may act: write actions need the service token.
+"""How the operator proves who they are (which endpoint takes which credential:
+:mod:`yarn_adapt.service.web.access`).
 
 - API clients send ``Authorization: Bearer <token>``; a browser never adds that
   header by itself, so the API cannot be driven by a cross-site form.

@@ -30,7 +30,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from yarn_adapt.errors import InputError, ProposalNotFound, YarnAdaptError
 from yarn_adapt.service.records import ProposalRecord
 from yarn_adapt.service.versions import revert_draft, standings
-from yarn_adapt.service.web import auth
+from yarn_adapt.service.web import access, auth
 from yarn_adapt.service.web.console import (
     CHART_ROUNDS,
     SECTIONS,
@@ -166,8 +166,6 @@ def _version_ids() -> tuple[int, int]:
 
 
 def console_blueprint(service: Service) -> Blueprint:
-    from yarn_adapt.service.web.app import write_refusal
-
     console = Blueprint("console", __name__, template_folder="templates")
     store = service.store
 
@@ -279,7 +277,7 @@ def console_blueprint(service: Service) -> Blueprint:
 
     @console.post("/api/versions/<rowid:version_id>/revert")
     def api_revert(version_id: int) -> Any:
-        refused = write_refusal(service)
+        refused = access.operator_refusal(service)
         if refused is not None:
             return refused
         created = revert(service, version_id, "api")

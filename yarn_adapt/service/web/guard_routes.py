@@ -3,14 +3,17 @@
 - overview section "Co-location guard", ``GET /api/guard``: the mode, the last round,
   and per node its risk, real and visible resources, demand and the decision's reason.
 - ``/guard/nodes/<node>``, ``GET /api/guard/nodes/<node>``: one node's decisions.
-- ``POST /guard/mode`` (signed in), ``POST /api/guard/mode`` (token): ``{"mode": m}``
+- ``POST /guard/mode`` (signed in), ``POST /api/guard/mode`` (operator token): ``{"mode": m}``
   with m one of ``off``, ``recommend``, ``auto``.
-- ``GET /api/agent/nodes/<node>/reclaim`` (token): a node agent's reclaim request.
+- ``GET /api/agent/nodes/<node>/reclaim`` (that node's agent token): a node agent's
+  reclaim request.
 
 The agents' endpoint answers the contract of ``preemption/targets.py``: ``{"node",
 "generation", "reclaim": {"cpu_millicores", "memory_mb"}, "ttl_s", "qos"}``, or 404
 when nothing is asked of the node (the guard is not in ``auto``, or has not decided
-on it). It needs the service token as a bearer, like every write.
+on it). It takes only the agent token issued for that node (``yarn-adapt agent-token
+issue NODE``): the operator token and other nodes' tokens are refused with 403, and
+an agent token is refused everywhere else (:mod:`yarn_adapt.service.web.access`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import InputError
 from yarn_adapt.service.guard import GuardStep, node_view
-from yarn_adapt.service.web import auth, charts
+from yarn_adapt.service.web import access, auth, charts
 from yarn_adapt.service.web.console import Section, add_section
 
 if TYPE_CHECKING:
@@ -110,8 +113,6 @@ add_section(
 
 
 def guard_blueprint(service: Service) -> Blueprint:
-    from yarn_adapt.service.web.app import write_refusal
-
     guard = Blueprint("guard", __name__, template_folder="templates")
 
     def step() -> GuardStep:
@@ -129,7 +130,7 @@ def guard_blueprint(service: Service) -> Blueprint:
 
     @guard.post("/api/guard/mode")
     def api_mode() -> Any:
-        refused = write_refusal(service)
+        refused = access.operator_refusal(service)
         if refused is not None:
             return refused
         body = request.get_json(silent=True) or {}
@@ -139,7 +140,7 @@ def guard_blueprint(service: Service) -> Blueprint:
 
     @guard.get("/api/agent/nodes/<node>/reclaim")
     def agent_reclaim(node: str) -> Any:
-        refused = write_refusal(service)
+        refused = access.agent_refusal(service, node)
         if refused is not None:
             return refused
         request_for_node = step().guard.reclaim_for(node)

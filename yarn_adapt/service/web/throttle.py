@@ -1,14 +1,32 @@
-"""Slows down token guessing: failed sign-ins are counted per client address.
+"""Slows down token guessing, charging each failure to the client that made it.
 
-The first ``free_failures`` failures cost nothing (a typo); every failure after
-that locks the address out for ``base_delay_s * 2**n`` seconds, capped at
-``max_delay_s``. While locked out, a request is answered 429 with ``Retry-After``
-before the token is even compared, so guessing speed is bounded by the lock-out,
-not by the server. A success clears the address's record. The table is bounded:
-the least recently seen addresses are forgotten first.
+The first ``free_failures`` failures of a client (its address) cost nothing (a typo);
+every failure after that locks the client out for ``base_delay_s * 2**n`` seconds,
+capped at ``max_delay_s``. A locked-out client's *operator-token* checks (API bearer,
+sign-in) are answered 429 with ``Retry-After`` before the token is compared, so the
+speed of guessing the operator token -- chosen by a person, maybe from a small space
+-- is bounded by the lock-out, not by the server. An operator-token success clears
+the client's record. The table is bounded: the least recently seen clients are
+forgotten first.
 
-Behind a reverse proxy every request comes from the proxy's address, so one
-guesser locks everyone out for a while: that is the safe direction to fail in.
+Who pays, and who never does (:mod:`yarn_adapt.service.web.access` applies it):
+
+- **Every failed check is charged to its client**, whatever it tried: an operator
+  token, an agent token, anything at the agent endpoint. So a guesser locks out only
+  itself, and operators elsewhere keep signing in.
+- **Agent tokens are never locked out.** An agent token carries 256 random bits:
+  guessing one is hopeless at any speed, so throttling its checks would protect
+  nothing and would hand an attacker a weapon -- a tenant container on a NodeManager
+  host shares the host's address with the node agent, and could otherwise lock the
+  agent out by failing on purpose. An agent token is therefore verified even while
+  its address is locked out, and a valid one is served.
+- **An agent's success clears nothing**: it would wipe the record of a guesser on
+  the same host every few seconds and give it unthrottled operator-token guesses.
+
+Behind a reverse proxy every request comes from the proxy's address, so one guesser
+there makes everyone behind it wait for operator-token checks (agents are not
+affected, and signed-in sessions need no check): the safe direction to fail in until
+the service is told which proxy to trust for the client's own address.
 """
 
 from __future__ import annotations
