@@ -14,6 +14,7 @@ import redis
 from tests.colocation.factories import node
 from tests.tracing.conftest import span
 from tests.tracing.test_store_ingest import worker_for
+from tracing.analysis import window_bounds
 from tracing.convert import spans_of_trace
 from tracing.importers import publish
 from tracing.model import Span, SpanKind
@@ -104,6 +105,26 @@ def test_a_span_from_a_host_50_minutes_ahead_does_not_move_the_window(
     stored = [s for t in range(21) for s in spans_of_trace(loaded.columns, loaded.names, t)]
     (pricing,) = [s for s in stored if s.service == "pricing"]
     assert pricing.duration_us == 350 and pricing.host == "node-3"
+
+
+def test_a_future_trace_already_in_the_store_does_not_move_the_window_either(
+    client: redis.Redis, store_config: RedisConfig
+) -> None:
+    """Stored as it came (by an earlier version, or a worker told to tolerate any clock):
+    the guard's read and ``trace risk`` still end their window at the clock."""
+    now_us = int(time.time() * 1e6)
+    spans = [s for n in range(5) for s in request(now_us - 1_000_000 - n * 1000)]
+    spans.append(fast_span(now_us - 1_000_000))
+    publish(spans, client, Keys(store_config.prefix).stream)
+    store = TraceStore(client, store_config)
+    counters = worker_for(store, max_clock_ahead_s=1e9).drain()
+    newest = store.newest_end_us()
+    assert counters.clock_ahead_spans == 0 and newest is not None and newest > now_us + 2e9
+    read_at = time.time()
+    reading = reading_at(store_config, client, read_at)
+    assert reading.snapshot is not None and reading.snapshot.traces == 5
+    assert guard_view(reading, read_at, "node-2") == (True, "")
+    assert window_bounds(store, 60.0, None)[1] <= time.time() * 1e6
 
 
 def test_staleness_is_judged_against_the_clock_not_a_future_span(
