@@ -16,8 +16,8 @@ reads the names of the segments it reads, nothing more.
   (:meth:`NameIndex.adopt`) and hands :class:`NameTable` (ids -> names) to the analysis.
 - Segments of the first format (``YTG1``) refer to ids that earlier workers shared
   through the Redis hashes ``{prefix}:names`` / ``{prefix}:names:rev``; the store looks
-  up only the ids those segments use (:meth:`NameIndex.adopt_shared`), and lets the
-  hashes expire once such segments can no longer exist.
+  up only the ids those segments use (:meth:`NameIndex.adopt_shared`), and deletes the
+  hashes once no such segment is left.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ Keys (``prefix`` defaults to ``yat``)::
     {prefix}:seq           segment counter
 
 Earlier versions shared interned names through three more keys, which the store now only
-reads (for segments of the first format) and lets expire: ``{prefix}:names`` (text ->
-id), ``{prefix}:names:rev`` (id -> text) and ``{prefix}:names:seq``.
+reads (for segments of the first format) and deletes once no such segment is left:
+``{prefix}:names`` (text -> id), ``{prefix}:names:rev`` (id -> text) and
+``{prefix}:names:seq``.
 """
 
 from __future__ import annotations

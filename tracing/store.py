@@ -8,11 +8,12 @@ table to grow or to read whole: names expire with their segment.
 Memory: each segment key expires after ``retention_s``; :meth:`TraceStore.maintain`
 drops index entries of expired segments and, while the store's memory exceeds
 ``memory_budget_bytes``, deletes the oldest segments. The store's memory is the
-segments' bytes plus what else it keeps: the dead-letter stream (at most
-``dead_letter_entries`` records of bad entries, each the problem, the size and the first
-``DEAD_LETTER_EXCERPT_BYTES`` bytes, never the whole entry) and, until they expire
-``retention_s`` after an upgrade, the name hashes earlier versions shared. Both are
-measured with ``MEMORY USAGE``.
+segments' bytes plus the dead-letter stream (at most ``dead_letter_entries`` records of
+bad entries, each the problem, the size and the first ``DEAD_LETTER_EXCERPT_BYTES``
+bytes, never the whole entry), measured with ``MEMORY USAGE``. The name hashes earlier
+versions shared (``Keys.shared_names``) are read only for segments of that version and
+deleted as soon as none is left; they are not in the budget, which would otherwise
+evict new traces to make room for names on their way out.
 
 Reading: :meth:`TraceStore.load` fetches the segments that may hold traces ending in the
 window, concatenates them, and merges the traces that arrived in more than one piece
@@ -42,6 +43,7 @@ from tracing.errors import TraceNotFound
 from tracing.names import NameIndex, NameTable, localise, used_ids
 from tracing.redisconn import Keys, RedisConfig, as_bytes, as_text, store_errors
 from tracing.segment import (
+    SHARED_NAMES_MAGIC,
     Segment,
     decode_segment,
     encode_segment,
@@ -74,12 +76,11 @@ class StoreUsage:
     segments: int
     bytes: int  # the segments, their names included
     dead_letter_bytes: int = 0
-    shared_names_bytes: int = 0  # the name hashes of earlier versions, until they expire
 
     @property
     def total_bytes(self) -> int:
         """What counts against the memory budget (besides per-segment overhead)."""
-        return self.bytes + self.dead_letter_bytes + self.shared_names_bytes
+        return self.bytes + self.dead_letter_bytes
 
 
 @dataclass(frozen=True)
@@ -140,26 +141,20 @@ class TraceStore:
         segments were deleted for the budget."""
         with store_errors(self.config, "maintaining the trace store"):
             keys = [as_text(k) for k in self.client.zrange(self.keys.segments, 0, -1)]
-            exists = self._exists(keys)
-            gone = [k for k, alive in zip(keys, exists, strict=True) if not alive]
+            magics = self._magics(keys)
+            gone = [k for k, magic in zip(keys, magics, strict=True) if not magic]
             if gone:
                 self._forget(gone)
-            self._expire_shared_names()
+            if SHARED_NAMES_MAGIC not in magics:
+                self.client.unlink(*self.keys.shared_names)  # no segment needs them now
             return self._enforce_budget([k for k in keys if k not in set(gone)])
 
-    def _expire_shared_names(self) -> None:
-        """Earlier versions shared names through hashes that never expired; no segment
-        that needs them outlives ``retention_s`` from now (nothing writes them now)."""
-        pipe = self.client.pipeline(transaction=False)
-        for key in self.keys.shared_names:
-            pipe.pexpire(key, int(self.limits.retention_s * 1000), nx=True)
-        pipe.execute()
-
-    def _exists(self, keys: list[str]) -> list[bool]:
+    def _magics(self, keys: list[str]) -> list[bytes]:
+        """Each segment's format (its first 4 bytes; empty: expired)."""
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
-            pipe.exists(key)
-        return [bool(x) for x in pipe.execute()]
+            pipe.getrange(key, 0, len(SHARED_NAMES_MAGIC) - 1)
+        return [as_bytes(x) for x in pipe.execute()]
 
     def _forget(self, keys: list[str]) -> None:
         pipe = self.client.pipeline(transaction=True)
@@ -171,8 +166,7 @@ class TraceStore:
     def _enforce_budget(self, oldest_first: list[str]) -> int:
         sizes = self.client.hgetall(self.sizes_key)
         size_of = {as_text(k): int(v) + SEGMENT_OVERHEAD_BYTES for k, v in sizes.items()}
-        dead_letter, shared_names = self._other_bytes()
-        total = sum(size_of.get(k, 0) for k in oldest_first) + dead_letter + shared_names
+        total = sum(size_of.get(k, 0) for k in oldest_first) + self._dead_letter_bytes()
         doomed: list[str] = []
         for key in oldest_first:
             if total <= self.limits.memory_budget_bytes:
@@ -183,20 +177,15 @@ class TraceStore:
             self._forget(doomed)
         return len(doomed)
 
-    def _other_bytes(self) -> tuple[int, int]:
-        """Bytes of the dead-letter stream and of the shared name hashes (MEMORY USAGE:
-        an estimate from a few samples, constant time)."""
-        pipe = self.client.pipeline(transaction=False)
-        for key in (self.keys.dead, *self.keys.shared_names):
-            pipe.memory_usage(key)
-        dead_letter, *shared = (int(size or 0) for size in pipe.execute())
-        return dead_letter, sum(shared)
+    def _dead_letter_bytes(self) -> int:
+        """MEMORY USAGE of the dead-letter stream (an estimate from a few samples)."""
+        return int(self.client.memory_usage(self.keys.dead) or 0)
 
     def usage(self) -> StoreUsage:
         with store_errors(self.config, "reading the trace store's size"):
             sizes = self.client.hvals(self.sizes_key)
-            dead_letter, shared_names = self._other_bytes()
-        return StoreUsage(len(sizes), sum(int(s) for s in sizes), dead_letter, shared_names)
+            dead_letter = self._dead_letter_bytes()
+        return StoreUsage(len(sizes), sum(int(s) for s in sizes), dead_letter)
 
     # ------------------------------------------------------------------ reading
 
