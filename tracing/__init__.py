@@ -11,9 +11,10 @@ observe (the services)
     non-blocking, batches to a Redis stream; format in ``wire``).
 store (the worker)
     ``ingest`` (consumer group, quiet-period assembly, at-least-once, idempotent),
-    ``batch`` (decoding), ``columns`` (assembly into columns), ``segment`` (the stored
-    form), ``names`` (interned names), ``store`` (segments by time window, merging,
-    retention, budget), ``redisconn`` (connection, keys, error translation).
+    ``batch`` (decoding), ``clocks`` (spans from a clock running ahead, moved back),
+    ``columns`` (assembly into columns), ``segment`` (the stored form, with its names),
+    ``names`` (interned names), ``store`` (segments by time window, merging, retention,
+    budget, dead letters), ``redisconn`` (connection, keys, error translation).
 import
     ``importers`` (OTLP/JSON, Jaeger JSON, Zipkin v2 JSON, Alibaba call graphs).
 model and decide (pure)

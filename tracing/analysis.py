@@ -40,9 +40,11 @@ def analyse(
 
 
 def window_bounds(store: TraceStore, window_s: float, end_us: int | None) -> tuple[int, int]:
-    """[end - window, end]; ``end_us`` None: the newest stored trace's end (or now)."""
+    """[end - window, end]; ``end_us`` None: the newest stored trace's end, or now when
+    that is earlier (a span stamped in the future never moves the window there)."""
     if end_us is None:
-        end_us = store.newest_end_us() or now_us()
+        newest, now = store.newest_end_us(), now_us()
+        end_us = now if newest is None else min(newest, now)
     return end_us - int(window_s * 1e6), end_us
 
 

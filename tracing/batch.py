@@ -2,7 +2,9 @@
 
 A batch that is not what an exporter writes (wrong magic, truncated, an index out of
 range, a span ending before it starts, a zero id) raises :class:`BatchError`; the ingest
-worker moves such an entry to the dead-letter stream and goes on with the others.
+worker moves such an entry to the dead-letter stream and goes on with the others. Flags
+only the worker sets (``WORKER_FLAGS``: a cut cycle, a clock running ahead) are cleared
+from what arrives, so a sender cannot claim them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracing.wire import MAGIC, RECORD_SIZE
+from tracing.wire import MAGIC, RECORD_SIZE, WORKER_FLAGS
 
 WIRE_DTYPE = np.dtype(
     [
@@ -79,7 +81,7 @@ def decode_batch(payload: bytes, name_cache: dict[bytes, list[str]] | None = Non
         raise BatchError(f"{n_spans} spans announced, {len(payload) - offset} bytes follow")
     records = np.frombuffer(payload, dtype=WIRE_DTYPE, count=n_spans, offset=offset)
     _check(records, len(names), len(trace_ids))
-    return DecodedBatch(names, table, trace_ids, records)
+    return DecodedBatch(names, table, trace_ids, _without_worker_flags(records))
 
 
 def _names(table: bytes, count: int) -> list[str]:
@@ -95,6 +97,14 @@ def _names(table: bytes, count: int) -> list[str]:
     if offset != len(table):
         raise BatchError("the name table's size does not match its names")
     return names
+
+
+def _without_worker_flags(records: np.ndarray) -> np.ndarray:
+    if not len(records) or not bool((records["flags"] & WORKER_FLAGS).any()):
+        return records  # the usual case: the zero-copy view
+    cleared = records.copy()
+    cleared["flags"] &= np.uint8(0xFF ^ WORKER_FLAGS)
+    return cleared
 
 
 def _check(records: np.ndarray, n_names: int, n_traces: int) -> None:

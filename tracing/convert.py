@@ -1,8 +1,9 @@
 """Between :class:`~tracing.model.Span` objects and columns, without Redis.
 
 ``columns_from_spans`` runs the same encoding, decoding and assembly as the exporter and
-the ingest worker, with names interned in memory; ``spans_of_trace`` turns one stored
-trace back into spans (for the networkx graph and the CLI).
+the ingest worker, with names interned in memory as the worker interns them;
+``spans_of_trace`` turns one stored trace back into spans (for the networkx graph and
+the CLI).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from tracing.batch import decode_batch
 from tracing.columns import TRACE_ID_DTYPE, RawSpans, TraceColumns, assemble, concat_columns
 from tracing.model import Span, SpanKind, Status
-from tracing.names import NameTable, endpoint_text, name_table, placement_text
+from tracing.names import NameIndex, NameTable, endpoint_text, placement_text
 from tracing.wire import (
     FLAG_ERROR,
     FLAG_FOLLOWS_FROM,
@@ -23,20 +24,7 @@ from tracing.wire import (
 )
 
 
-class LocalNames:
-    """In-memory interning with the same ids a NameBook would hand out."""
-
-    def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
-
-    def ids(self, texts: Sequence[str]) -> list[int]:
-        return [self._ids.setdefault(t, len(self._ids) + 1) for t in texts]
-
-    def table(self) -> NameTable:
-        return name_table((ident, text) for text, ident in self._ids.items())
-
-
-def raw_from_payloads(payloads: Iterable[bytes], names: LocalNames) -> RawSpans:
+def raw_from_payloads(payloads: Iterable[bytes], names: NameIndex) -> RawSpans:
     slots: dict[bytes, int] = {}
     parts: list[dict[str, np.ndarray]] = []
     for payload in payloads:
@@ -90,10 +78,10 @@ def raw_from_payloads(payloads: Iterable[bytes], names: LocalNames) -> RawSpans:
 
 
 def columns_from_spans(
-    spans: Sequence[Span], names: LocalNames | None = None
+    spans: Sequence[Span], names: NameIndex | None = None
 ) -> tuple[TraceColumns, NameTable]:
     """``spans`` (any number of traces) assembled as the ingest worker would."""
-    names = names or LocalNames()
+    names = names if names is not None else NameIndex()
     payloads = [
         encode_batch(spans[i : i + MAX_SPANS_PER_BATCH])
         for i in range(0, len(spans), MAX_SPANS_PER_BATCH)

@@ -13,8 +13,16 @@ Delivery is at-least-once and storage idempotent:
 - A span that arrives after its trace was stored, or an entry processed twice (a worker
   died between writing a segment and acknowledging), only adds another piece of the
   trace: the store merges pieces when it reads them, counting each span once.
-- An entry that is not a valid batch goes to the dead-letter stream and is acknowledged;
-  it never stops the others.
+- An entry that is not a valid batch is logged (one line: entry id, size, problem),
+  recorded in the dead-letter stream (bounded: the problem, the size and the first
+  bytes, see :meth:`tracing.store.TraceStore.dead_letter`) and acknowledged; it never
+  stops the others.
+- Spans of a host whose clock runs more than ``max_clock_ahead_s`` ahead of the moment
+  Redis added their entry are moved back (:mod:`tracing.clocks`), flagged, counted
+  (``clock_ahead_spans``) and logged once a minute per host: a stored span never ends
+  in the future, so it cannot drag a reader's window there.
+- Names are interned in the worker's own memory and written with each segment
+  (:mod:`tracing.names`); past ``max_names`` the worker forgets those no held span uses.
 - Acknowledged entries are trimmed from the stream (XTRIM MINID up to the oldest entry
   still pending or undelivered), so the stream holds only work in progress.
 """
@@ -34,8 +42,9 @@ import numpy as np
 import redis
 
 from tracing.batch import NAME_CACHE_SIZE, BatchError, DecodedBatch, decode_batch
+from tracing.clocks import HostAhead, entry_stamp_us, pull_back
 from tracing.columns import TRACE_ID_DTYPE, RawSpans, assemble, split_columns
-from tracing.names import endpoint_text, placement_text
+from tracing.names import NameIndex, endpoint_text, placement_text
 from tracing.npkit import distinct
 from tracing.redisconn import Keys, is_transient, store_errors
 from tracing.store import TraceStore
@@ -43,6 +52,7 @@ from tracing.wire import FIELD
 
 log = logging.getLogger("tracing.ingest")
 SEGMENT_SPANS = 32_768  # about 1 MB a segment: small reads, little allocator slack
+CLOCK_WARNING_EVERY_S = 60.0  # per host
 
 
 def default_consumer() -> str:
@@ -59,10 +69,18 @@ class IngestConfig:
     claim_every_s: float = 10.0
     maintain_every_s: float = 10.0
     max_held_spans: int = 2_000_000
+    # Spans may end this long after Redis added their entry before they count as coming
+    # from a clock that runs ahead (tracing.clocks): beyond an exporter's flush delay
+    # (0.2 s) and NTP's error (ms), room for a host that syncs rarely or a VM just
+    # resumed; a twelfth of the guard's default 60 s window, which ends at the clock.
+    max_clock_ahead_s: float = 5.0
+    max_names: int = 100_000  # interned names kept in memory before unused ones go
 
     def __post_init__(self) -> None:
         if self.quiet_s < 0 or self.read_entries < 1 or self.block_ms < 0:
             raise ValueError("quiet_s >= 0, read_entries >= 1 and block_ms >= 0 are required")
+        if self.max_clock_ahead_s < 0 or self.max_names < 1:
+            raise ValueError("max_clock_ahead_s >= 0 and max_names >= 1 are required")
         if self.claim_idle_s <= self.quiet_s:
             # Otherwise a healthy worker's entries, held while their traces go quiet,
             # would be claimed away by the others.
@@ -80,6 +98,8 @@ class IngestCounters:
     spans_stored: int = 0
     segments: int = 0
     acked: int = 0
+    clock_ahead_spans: int = 0  # moved back: their host's clock ran ahead (tracing.clocks)
+    clock_ahead_max_s: float = 0.0  # the furthest ahead a host was seen
     busy_s: float = 0.0  # time spent reading, assembling and writing (not waiting)
 
 
@@ -93,6 +113,11 @@ class _Chunk:
     trace: np.ndarray  # int64 slot
     endpoint: np.ndarray  # uint32
     placement: np.ndarray  # uint32
+
+    def renamed(self, lookup: np.ndarray) -> _Chunk:
+        return _Chunk(
+            self.entry, self.records, self.trace, lookup[self.endpoint], lookup[self.placement]
+        )
 
     def take(self, keep: np.ndarray, renumber: np.ndarray, entry: int) -> _Chunk:
         return _Chunk(
@@ -168,7 +193,9 @@ class IngestWorker:
         self._chunks: list[_Chunk] = []
         self._traces = _Traces()
         self._name_cache: dict[bytes, list[str]] = {}
+        self._names = NameIndex()
         self._pair_ids: dict[tuple[bytes, str], np.ndarray] = {}  # (name table, kind) -> ids
+        self._clock_warned: dict[str, float] = {}  # host -> when it was last logged
         self._entry_ids: list[bytes] = []
         self._outstanding: list[int] = []
         self._held: set[bytes] = set()
@@ -229,10 +256,7 @@ class IngestWorker:
             except redis.ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
-                # Redis lost its data (restarted without persistence): the group, and the
-                # interned names this worker has cached, are gone.
-                self.store.names.forget()
-                self._pair_ids.clear()
+                # Redis lost its data (restarted without persistence): the group is gone.
                 self.ensure_group()  # from the stream's start: nothing written is skipped
                 return self._read(start, block_ms)
         if not reply:
@@ -280,12 +304,12 @@ class IngestWorker:
             payload = fields.get(FIELD)
             try:
                 if payload is None:
-                    raise BatchError("the entry has no span batch field")
+                    raise BatchError(f"the entry has no span batch field {_text(FIELD)!r}")
                 batch = decode_batch(payload, self._name_cache)
             except BatchError as exc:
                 dead.append((entry_id, payload or b"", str(exc)))
                 continue
-            spans += self._hold(entry_id, batch, now)
+            spans += self._hold(entry_id, self._pulled_back(entry_id, batch), now)
         if dead:
             self._dead_letter(dead)
         if vanished:
@@ -293,6 +317,34 @@ class IngestWorker:
                 self.client.xack(self.keys.stream, self.keys.group, *vanished)
         self.counters.spans += spans
         return spans
+
+    def _pulled_back(self, entry_id: bytes, batch: DecodedBatch) -> DecodedBatch:
+        tolerance_us = int(self.config.max_clock_ahead_s * 1e6)
+        batch, hosts = pull_back(batch, entry_stamp_us(entry_id), tolerance_us)
+        for host in hosts:
+            self.counters.clock_ahead_spans += host.spans
+            ahead_s = host.ahead_us / 1e6
+            self.counters.clock_ahead_max_s = max(self.counters.clock_ahead_max_s, ahead_s)
+            self._warn_clock_ahead(entry_id, host)
+        return batch
+
+    def _warn_clock_ahead(self, entry_id: bytes, host: HostAhead) -> None:
+        now = self.clock()
+        if now - self._clock_warned.get(host.host, -1e18) < CLOCK_WARNING_EVERY_S:
+            return
+        if len(self._clock_warned) > 10_000:
+            self._clock_warned.clear()
+        self._clock_warned[host.host] = now
+        log.warning(
+            "span stream entry %s: %d spans from host %r end %.1f s after Redis added the "
+            "entry (its clock runs ahead, tolerance %g s): moved back by that much "
+            "(logged once a minute per host)",
+            _text(entry_id),
+            host.spans,
+            host.host,
+            host.ahead_us / 1e6,
+            self.config.max_clock_ahead_s,
+        )
 
     def _hold(self, entry_id: bytes, batch: DecodedBatch, now: float) -> int:
         records = batch.records
@@ -331,7 +383,7 @@ class IngestWorker:
             missing = distinct(pairs[ids == 0], width * width)
             make = endpoint_text if endpoint else placement_text
             texts = [make(names[int(p) // width], names[int(p) % width]) for p in missing]
-            table[missing] = self.store.names.ids(texts)
+            table[missing] = self._names.ids(texts)
             ids = table[pairs]
         interned: np.ndarray = ids.astype(np.uint32)
         return interned
@@ -340,10 +392,14 @@ class IngestWorker:
         with store_errors(self.store.config, "moving bad entries to the dead-letter stream"):
             pipe = self.client.pipeline(transaction=False)
             for entry_id, payload, problem in dead:
-                log.warning("span stream entry %s is not a span batch: %s", entry_id, problem)
-                pipe.xadd(
-                    self.keys.dead, {b"entry": entry_id, b"problem": problem, b"payload": payload}
+                log.warning(
+                    "span stream %s, entry %s (%d bytes) is not a span batch: %s",
+                    self.keys.stream,
+                    _text(entry_id),
+                    len(payload),
+                    problem,
                 )
+                self.store.dead_letter(pipe, entry_id, payload, problem)
             pipe.xack(self.keys.stream, self.keys.group, *[d[0] for d in dead])
             pipe.execute()
         self.counters.dead_entries += len(dead)
@@ -375,6 +431,7 @@ class IngestWorker:
         )
         outstanding -= np.bincount(entry[leaving], minlength=len(outstanding))
         self._settle(outstanding, done, leaving)
+        self._compact_names()
         self.counters.busy_s += time.perf_counter() - began
         return stored
 
@@ -408,7 +465,7 @@ class IngestWorker:
         )
         assembled = assemble(raw)
         for part in split_columns(assembled.columns, SEGMENT_SPANS):
-            self.store.write(part)
+            self.store.write(part, self._names)
             self.counters.segments += 1
         self.counters.duplicates += assembled.duplicates
         self.counters.traces_stored += assembled.columns.n_traces
@@ -438,6 +495,21 @@ class IngestWorker:
         self._held.difference_update(gone)
         self._entry_ids = [self._entry_ids[int(e)] for e in open_entries]
         self._outstanding = [int(outstanding[e]) for e in open_entries]
+
+    @property
+    def interned_names(self) -> int:
+        return len(self._names)
+
+    def _compact_names(self) -> None:
+        """Past ``max_names``: keep only the names held spans use (the rest were written
+        with their segments), and renumber the held spans."""
+        if len(self._names) <= self.config.max_names:
+            return
+        held = [c.endpoint for c in self._chunks] + [c.placement for c in self._chunks]
+        used = np.concatenate(held) if held else np.zeros(0, np.uint32)
+        lookup, self._names = self._names.compacted(used)
+        self._chunks = [c.renamed(lookup) for c in self._chunks]
+        self._pair_ids.clear()  # their ids were the old ones
 
     def _ack(self, entries: np.ndarray) -> None:
         if not len(entries):

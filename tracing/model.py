@@ -194,6 +194,9 @@ class RiskSnapshot:
 
     ``window_end_us`` says how fresh it is: a consumer treats a snapshot whose window
     ended long ago as stale. ``traces == 0`` means no evidence, not zero risk.
+    ``clock_ahead_spans`` of the window's spans came from ``clock_ahead_hosts``, whose
+    clocks ran ahead: the ingest worker moved them back to when they arrived
+    (``tracing.clocks``), so their durations are measured but their times estimated.
     """
 
     window_start_us: int
@@ -204,6 +207,17 @@ class RiskSnapshot:
     services: tuple[ServiceRisk, ...]
     nodes: tuple[NodeRisk, ...]
     critical_min_share: float = 0.0
+    clock_ahead_spans: int = 0
+    clock_ahead_hosts: tuple[str, ...] = ()
+
+    def clock_note(self) -> str:
+        """A line on the spans whose clock ran ahead, or "" when there were none."""
+        if not self.clock_ahead_spans:
+            return ""
+        return (
+            f"{self.clock_ahead_spans} span(s) in the window came from host(s) whose clock "
+            f"runs ahead ({', '.join(self.clock_ahead_hosts)}): moved back to when they arrived"
+        )
 
     def service(self, name: str) -> ServiceRisk | None:
         return next((s for s in self.services if s.service == name), None)
@@ -223,6 +237,8 @@ class RiskSnapshot:
             "critical_min_share": self.critical_min_share,
             "traces": self.traces,
             "spans": self.spans,
+            "clock_ahead_spans": self.clock_ahead_spans,
+            "clock_ahead_hosts": list(self.clock_ahead_hosts),
             "services": [_service_dict(s) for s in self.services],
             "nodes": [
                 {

@@ -4,13 +4,18 @@ exceptions become :mod:`tracing.errors`.
 Keys (``prefix`` defaults to ``yat``)::
 
     {prefix}:spans         stream of span batches (tracing.wire), written by exporters
-    {prefix}:dead          stream of entries the ingest worker could not decode
-    {prefix}:seg:<n>       one stored segment of assembled traces (tracing.segment)
+    {prefix}:dead          stream of entries the ingest worker could not decode (bounded:
+                           the problem, size and first bytes of each, at most MAXLEN)
+    {prefix}:seg:<n>       one stored segment of assembled traces and their names
+                           (tracing.segment), expiring after the retention
     {prefix}:segments      sorted set: segment key -> newest span end (µs) in it
+    {prefix}:segsize       hash: segment key -> its size in bytes (the memory budget)
     {prefix}:seq           segment counter
-    {prefix}:names         hash: "e\\0service\\0operation" / "p\\0host\\0container" -> id
-    {prefix}:names:rev     hash: id -> the same text
-    {prefix}:names:seq     id counter
+
+Earlier versions shared interned names through three more keys, which the store now only
+reads (for segments of the first format) and deletes once no such segment is left:
+``{prefix}:names`` (text -> id), ``{prefix}:names:rev`` (id -> text) and
+``{prefix}:names:seq``.
 """
 
 from __future__ import annotations
@@ -177,6 +182,11 @@ class Keys:
     @property
     def names_seq(self) -> str:
         return f"{self.prefix}:names:seq"
+
+    @property
+    def shared_names(self) -> tuple[str, str, str]:
+        """The name keys of earlier versions (see the module docstring)."""
+        return (self.names, self.names_rev, self.names_seq)
 
     def segment(self, number: int) -> str:
         return f"{self.prefix}:seg:{number}"

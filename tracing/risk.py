@@ -20,6 +20,9 @@ For a window of traces:
 - eq. 8: R_n = sum of r_k over M_n, the microservices with a span on node n in the
   window, then min-max normalised over those nodes (all 0 when they are equal).
 
+The snapshot also counts the window's spans whose host clock ran ahead (moved back at
+ingest, ``FLAG_CLOCK_AHEAD``) and names their hosts, so a consumer can say so.
+
 :func:`assess` is the equations written out over plain records, the reference;
 :func:`assess_paths` computes the same from a :class:`~tracing.fastpath.PathTable` with
 numpy, for whole windows at once.
@@ -39,7 +42,7 @@ from tracing.forest import MISSING_ROOT, UNKNOWN_HOST, Forest
 from tracing.graph import request_mask
 from tracing.model import ApiSojourn, NodeRisk, RiskSnapshot, ServiceRisk
 from tracing.npkit import distinct, grouped
-from tracing.wire import FLAG_ERROR
+from tracing.wire import FLAG_CLOCK_AHEAD, FLAG_ERROR
 
 MIN_SOJOURN_US = 1.0
 
@@ -78,6 +81,8 @@ class RiskInputs:
     spans: int
     window_start_us: int
     window_end_us: int
+    clock_ahead_spans: int = 0
+    clock_ahead_hosts: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- reference
@@ -195,6 +200,8 @@ def _snapshot(inputs: RiskInputs, settings: RiskSettings, risks: list[ServiceRis
         spans=inputs.spans,
         services=tuple(sorted(risks, key=lambda r: (-_ranked(r.risk), r.service))),
         nodes=tuple(sorted(nodes, key=lambda n: (-_ranked(n.normalized), -_ranked(n.raw), n.node))),
+        clock_ahead_spans=inputs.clock_ahead_spans,
+        clock_ahead_hosts=inputs.clock_ahead_hosts,
     )
 
 
@@ -215,6 +222,7 @@ def assess_paths(
     requests = _request_stats(paths)
     critical_traces, critical_self = _critical_stats(paths)
     placements = _placements(paths)
+    ahead_spans, ahead_hosts = _clock_ahead(forest)
     inputs = RiskInputs(
         requests=(),
         placements=placements,
@@ -224,6 +232,8 @@ def assess_paths(
         spans=forest.n_stored,
         window_start_us=window_start_us,
         window_end_us=window_end_us,
+        clock_ahead_spans=ahead_spans,
+        clock_ahead_hosts=ahead_hosts,
     )
     services = sorted(set(requests) | {s for s, _ in placements})
     wst = {k: _wst(requests.get(k, ((), 0))[0]) for k in services}
@@ -314,6 +324,13 @@ def _placements(paths: PathTable) -> frozenset[tuple[str, str]]:
     )
 
 
+def _clock_ahead(forest: Forest) -> tuple[int, tuple[str, ...]]:
+    """How many spans were moved back for a clock running ahead, and their hosts."""
+    ahead = (forest.flags & FLAG_CLOCK_AHEAD) != 0
+    hosts = distinct(forest.host[ahead].astype(np.int64), len(forest.host_names))
+    return int(np.count_nonzero(ahead)), tuple(sorted(forest.host_names[int(h)] for h in hosts))
+
+
 def inputs_from_paths(paths: PathTable, window_start_us: int, window_end_us: int) -> RiskInputs:
     """The plain records behind a PathTable, built span by span (slow; for checking
     :func:`assess_paths` against :func:`assess`)."""
@@ -339,6 +356,7 @@ def inputs_from_paths(paths: PathTable, window_start_us: int, window_end_us: int
         (forest.service_names[int(forest.service[i])], forest.host_names[int(forest.host[i])])
         for i in np.flatnonzero((forest.host != UNKNOWN_HOST) & real)
     )
+    ahead = [i for i in range(forest.n_spans) if forest.flags[i] & FLAG_CLOCK_AHEAD]
     return RiskInputs(
         requests=requests,
         placements=placements,
@@ -348,4 +366,6 @@ def inputs_from_paths(paths: PathTable, window_start_us: int, window_end_us: int
         spans=forest.n_stored,
         window_start_us=window_start_us,
         window_end_us=window_end_us,
+        clock_ahead_spans=len(ahead),
+        clock_ahead_hosts=tuple(sorted({forest.host_names[int(forest.host[i])] for i in ahead})),
     )

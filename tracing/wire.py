@@ -35,6 +35,8 @@ FLAG_ERROR = 0x01
 FLAG_FOLLOWS_FROM = 0x02
 FLAG_HAS_PARENT = 0x04
 FLAG_CYCLE_CUT = 0x08  # set at assembly, never on the wire
+FLAG_CLOCK_AHEAD = 0x10  # set at ingest (moved back, see tracing.clocks), never on the wire
+WORKER_FLAGS = FLAG_CYCLE_CUT | FLAG_CLOCK_AHEAD  # cleared from what arrives
 
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")

@@ -2,16 +2,19 @@
 and the demand bound, into one frozen :class:`~yarn_adapt.colocation.model.GuardInputs`.
 
 Risk is read from the Redis trace store over the last ``window_s`` before the newest
-stored trace (so staleness is visible: the window's end is how fresh the evidence
-is), through ``tracing.analysis.analyse`` -- the same code ``yarn-adapt trace risk``
-runs. The tail latency of each latency-critical application is the chosen percentile
-of its entry service's request spans (the traces' roots) in the same window. Each
-read also tallies the requests that ended since the previous read (per entry
-service: how many, how many within its target), the feedback of the demand
+stored trace, or before now when that is earlier (so staleness is visible: the window's
+end is how fresh the evidence is, and it is never later than the clock, whatever a host
+claims), through ``tracing.analysis.analyse`` -- the same code ``yarn-adapt trace risk``
+runs. Spans from hosts whose clock runs ahead were moved back when they arrived
+(``tracing.clocks``); the snapshot counts them and the reading's ``problem`` says so
+(the risk is still used). The tail latency of each latency-critical application is the
+chosen percentile of its entry service's request spans (the traces' roots) in the same
+window. Each read also tallies the requests that ended since the previous read (per
+entry service: how many, how many within its target), the feedback of the demand
 learners; a provider that learns (:class:`~yarn_adapt.colocation.demand.FedDemandProvider`)
-is fed the reading and the nodes before it is asked for the demand. A store
-that cannot be read is not an error of the round: the reading carries the problem,
-and the decision gives every node back (``decide``).
+is fed the reading and the nodes before it is asked for the demand. A store that cannot
+be read is not an error of the round: the reading carries the problem, and the decision
+gives every node back (``decide``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from yarn_adapt.model import Node, NodeState, Resources
 class RiskReading:
     snapshot: RiskSnapshot | None
     qos: tuple[QosReading, ...] = ()
-    problem: str = ""
+    problem: str = ""  # why there is no snapshot, or a warning about the one there is
     tallies: tuple[RequestTally, ...] = ()  # requests since the previous read
 
 
@@ -73,7 +76,7 @@ class TraceStoreRisk:
         try:
             store = self._store or self._open_store()
             self._store = store
-            end_us = store.newest_end_us() or int(now_s * 1e6)
+            end_us = window_end_us(store.newest_end_us(), now_s)
             start_us = end_us - int(self.window_s * 1e6)
             loaded = store.load(start_us, end_us)
         except TracingError as exc:
@@ -86,12 +89,18 @@ class TraceStoreRisk:
         since_us = max(start_us, self._tallied_to_us or start_us)
         tallies = request_tallies(analysis.forest, self.targets_ms, since_us, end_us)
         self._tallied_to_us = max(end_us, self._tallied_to_us or end_us)
-        return RiskReading(analysis.risk, qos, tallies=tallies)
+        return RiskReading(analysis.risk, qos, analysis.risk.clock_note(), tallies)
 
     def close(self) -> None:
         if self._store is not None:
             self._store.client.close()
             self._store = None
+
+
+def window_end_us(newest_us: int | None, now_s: float) -> int:
+    """The newest stored trace's end, but never after now (nor without traces)."""
+    now_us = int(now_s * 1e6)
+    return now_us if newest_us is None else min(newest_us, now_us)
 
 
 def qos_readings(
