@@ -26,7 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
-from yarn_adapt.colocation.model import GuardMode
+from yarn_adapt.colocation.model import (
+    DEFAULT_MIN_RAW_RISK,
+    DEFAULT_MIN_VISIBLE_FRACTION,
+    GuardMode,
+)
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
@@ -171,7 +175,8 @@ class ColocationSection:
     batch_queue: str = ""
     nu: float = 1.0
     zero_violation: bool = False
-    min_visible_fraction: float = 0.0
+    min_visible_fraction: float = DEFAULT_MIN_VISIBLE_FRACTION
+    min_raw_risk: float = DEFAULT_MIN_RAW_RISK
     dead_band_fraction: float = 0.05
     max_step_up_fraction: float = 0.25
     cooldown_s: float = 300.0
@@ -376,6 +381,12 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
          "must name the batch queue for actuator = queue-cap"),
         ("[colocation] nu", 0 <= guard.nu < float("inf"), "must be a number >= 0"),
         ("[colocation] min_visible_fraction", 0 <= guard.min_visible_fraction <= 1, "[0, 1]"),
+        ("[colocation] min_visible_fraction",
+         guard.mode is not GuardMode.AUTO or guard.min_visible_fraction > 0,
+         f'empties the riskiest node in mode = "auto": set it above 0 (the default is '
+         f"{DEFAULT_MIN_VISIBLE_FRACTION:g}), or use mode = \"recommend\""),
+        ("[colocation] min_raw_risk", 0 <= guard.min_raw_risk < float("inf"),
+         "must be a number >= 0"),
         ("[colocation] dead_band_fraction", 0 <= guard.dead_band_fraction < 1, "in [0, 1)"),
         ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
         ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
