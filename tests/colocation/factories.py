@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tracing.model import NodeRisk, RiskSnapshot
 from yarn_adapt.colocation.model import GuardInputs, NodeDemand, NodeView, QosReading
@@ -11,6 +11,7 @@ from yarn_adapt.model import Resources
 NOW_S = 1_800_000_000.0
 FULL = Resources(8192, 8)
 NOTHING = Resources(0, 0)
+ABOVE_GATE = 0.5  # a raw risk the default gate (min_raw_risk) lets through
 
 
 def node(
@@ -33,7 +34,15 @@ def node(
     )
 
 
-def risk(values: dict[str, float], *, age_s: float = 5.0, traces: int = 100) -> RiskSnapshot:
+def risk(
+    values: dict[str, float],
+    *,
+    raw: Mapping[str, float] | None = None,
+    age_s: float = 5.0,
+    traces: int = 100,
+) -> RiskSnapshot:
+    """Normalised risk per node; raw risk per node from ``raw``, else above the gate."""
+    raws = raw or {}
     end_us = int((NOW_S - age_s) * 1e6)
     return RiskSnapshot(
         window_start_us=end_us - 60_000_000,
@@ -42,7 +51,10 @@ def risk(values: dict[str, float], *, age_s: float = 5.0, traces: int = 100) -> 
         traces=traces,
         spans=traces * 3,
         services=(),
-        nodes=tuple(NodeRisk(name, ("svc",), value, value) for name, value in values.items()),
+        nodes=tuple(
+            NodeRisk(name, ("svc",), raws.get(name, ABOVE_GATE), value)
+            for name, value in values.items()
+        ),
     )
 
 

@@ -3,8 +3,9 @@ the dead-band, step limits and cool-down, and bad or stale risk data."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -18,6 +19,8 @@ from yarn_adapt.colocation.model import (
     NodeView,
 )
 from yarn_adapt.model import Resources
+from yarn_adapt.service.guard import decision_settings
+from yarn_adapt.service.settings import ColocationSection
 
 R = Resources
 FULL = R(8192, 8)
@@ -38,13 +41,19 @@ class Case:
     demand_mb: float = 0.0
     lowered_ago_s: float | None = None
     qos_latency_ms: float | None = None
+    raw: float | None = None  # the raw risk (before normalising); None: above the gate
 
+
+NO_FLOOR = GuardSettings(min_visible_fraction=0.0)
+QUARTER = R(2048, 2)  # the default floor of an 8 GB / 8 vcore node
 
 CASES = [
     Case("no risk: whole node", 0.0, FULL, Action.HOLD, "reserve 0%"),
-    Case("full risk, nu 1: nothing visible", 1.0, R(0, 0), Action.LOWER, "reserve 100%"),
+    Case("full risk, nu 1: down to the floor", 1.0, QUARTER, Action.LOWER, "floor 25%"),
+    Case("full risk without a floor: nothing visible", 1.0, R(0, 0), Action.LOWER,
+         "reserve 100%", NO_FLOOR),
     Case("half risk", 0.5, R(4096, 4), Action.LOWER, "risk 0.50 x nu 1"),
-    Case("nu*R clipped to 1", 0.5, R(0, 0), Action.LOWER, "reserve 100%",
+    Case("nu*R clipped to 1", 0.5, QUARTER, Action.LOWER, "reserve 100%",
          GuardSettings(nu=3.0)),
     Case("nu 0 switches the guard off", 0.9, FULL, Action.HOLD, "reserve 0%",
          GuardSettings(nu=0.0)),
@@ -53,7 +62,7 @@ CASES = [
          demand_vcores=3.0, demand_mb=2048.0),
     Case("the lower of risk and demand", 0.25, R(6144, 5), Action.LOWER, "demand",
          demand_vcores=3.0, demand_mb=1024.0),
-    Case("demand above capacity: nothing visible", 0.0, R(0, 0), Action.LOWER, "demand",
+    Case("demand above capacity: down to the floor", 0.0, QUARTER, Action.LOWER, "floor",
          demand_vcores=12.0, demand_mb=9000.0),
     Case("non-finite demand is ignored", 0.0, FULL, Action.HOLD, "demand ignored",
          demand_vcores=math.nan),
@@ -61,11 +70,14 @@ CASES = [
          GuardSettings(min_visible_fraction=0.25)),
     Case("floor rounds up", 1.0, R(820, 1), Action.LOWER, "floor",
          GuardSettings(min_visible_fraction=0.1)),
-    Case("zero-violation: nothing new while QoS is missed", 0.0, R(1024, 1), Action.LOWER,
-         "zero-violation", GuardSettings(zero_violation=True), used=R(1024, 1),
+    Case("zero-violation: nothing new while QoS is missed", 0.0, R(4096, 4), Action.LOWER,
+         "zero-violation", GuardSettings(zero_violation=True), used=R(4096, 4),
          qos_latency_ms=250.0),
-    Case("zero-violation beats the floor", 0.0, R(0, 0), Action.LOWER, "zero-violation",
-         GuardSettings(zero_violation=True, min_visible_fraction=0.5), qos_latency_ms=250.0),
+    Case("zero-violation never goes below the floor", 0.0, R(4096, 4), Action.LOWER,
+         "floor 50%", GuardSettings(zero_violation=True, min_visible_fraction=0.5),
+         qos_latency_ms=250.0),
+    Case("zero-violation on an idle node keeps the default floor", 0.0, QUARTER, Action.LOWER,
+         "zero-violation", GuardSettings(zero_violation=True), qos_latency_ms=250.0),
     Case("zero-violation: QoS met, no effect", 0.0, FULL, Action.HOLD, "reserve 0%",
          GuardSettings(zero_violation=True), qos_latency_ms=80.0),
     Case("zero-violation off: a miss changes nothing", 0.0, FULL, Action.HOLD, "reserve 0%",
@@ -74,27 +86,45 @@ CASES = [
          GuardSettings(dead_band_fraction=0.2)),
     Case("dead-band never blocks giving the node back", 0.0, FULL, Action.RESTORE,
          "reserve 0%", GuardSettings(dead_band_fraction=0.2), total=R(8000, 8)),
-    Case("growth limited per round", 0.0, R(2048, 2), Action.RAISE, "step limit",
-         total=R(0, 0)),
-    Case("growth waits for the cool-down", 0.0, R(0, 0), Action.HOLD, "cool-down",
-         total=R(0, 0), lowered_ago_s=10.0),
-    Case("after the cool-down it grows", 0.0, R(2048, 2), Action.RAISE, "step limit",
-         total=R(0, 0), lowered_ago_s=100.0),
-    Case("decreases never wait", 1.0, R(0, 0), Action.LOWER, "reserve 100%",
+    Case("growth limited per round", 0.0, R(4096, 4), Action.RAISE, "step limit",
+         total=QUARTER),
+    Case("growth waits for the cool-down", 0.0, QUARTER, Action.HOLD, "cool-down",
+         total=QUARTER, lowered_ago_s=10.0),
+    Case("after the cool-down it grows", 0.0, R(4096, 4), Action.RAISE, "step limit",
+         total=QUARTER, lowered_ago_s=100.0),
+    Case("decreases never wait", 1.0, QUARTER, Action.LOWER, "reserve 100%",
          total=R(4096, 4), lowered_ago_s=5.0),
+    Case("a total below the floor is raised to it at once", 1.0, QUARTER, Action.RAISE,
+         "below the floor 25%: raised to it at once", total=R(0, 0), lowered_ago_s=5.0),
     Case("last step reaches the whole node", 0.0, FULL, Action.RESTORE, "reserve 0%",
          total=R(7000, 7)),
+    Case("raw risk below the gate: not throttled", 1.0, FULL, Action.HOLD,
+         "raw risk 0.0011 below the gate 0.05: not throttled", raw=0.0011),
+    Case("below the gate, demand and QoS misses do not throttle either", 1.0, FULL,
+         Action.HOLD, "not throttled", GuardSettings(zero_violation=True), raw=0.01,
+         demand_vcores=6.0, qos_latency_ms=250.0),
+    Case("below the gate a lowered node grows back gradually", 1.0, R(4096, 4), Action.RAISE,
+         "step limit", total=QUARTER, raw=0.001),
+    Case("below the gate growth still waits for the cool-down", 1.0, QUARTER, Action.HOLD,
+         "cool-down", total=QUARTER, raw=0.001, lowered_ago_s=10.0),
+    Case("at the gate the normalised risk counts", 1.0, QUARTER, Action.LOWER,
+         "reserve 100%", raw=0.05),
+    Case("gate 0: any raw risk counts", 1.0, QUARTER, Action.LOWER, "reserve 100%",
+         GuardSettings(min_raw_risk=0.0), raw=0.0011),
     Case("no traces from the node: whole again", None, FULL, Action.RESTORE,
          "no traces from this node", total=R(0, 0), lowered_ago_s=1.0),
     Case("no traces from a whole node: left whole", None, FULL, Action.HOLD, "left whole"),
     Case("NaN risk", math.nan, FULL, Action.RESTORE, "not a number", total=R(2048, 2)),
     Case("risk above 1", 1.5, FULL, Action.RESTORE, "not a number", total=R(2048, 2)),
     Case("negative risk", -0.2, FULL, Action.RESTORE, "not a number", total=R(2048, 2)),
+    Case("NaN raw risk", 1.0, FULL, Action.RESTORE, "raw risk nan is not a number",
+         total=R(2048, 2), raw=math.nan),
 ]  # fmt: skip
 
 
 def _inputs_for(case: Case, view: NodeView) -> GuardInputs:
     values = {} if case.risk is None else {view.node_id: case.risk}
+    raw = {} if case.raw is None else {view.node_id: case.raw}
     demands = (
         [demand(view.node_id, case.demand_vcores, case.demand_mb)]
         if case.demand_vcores is not None
@@ -103,7 +133,7 @@ def _inputs_for(case: Case, view: NodeView) -> GuardInputs:
     readings = (
         [qos(case.qos_latency_ms, 100.0, [view.node_id])] if case.qos_latency_ms is not None else []
     )
-    return inputs([view], risk(values), demands=demands, qos=readings)
+    return inputs([view], risk(values, raw=raw), demands=demands, qos=readings)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -170,7 +200,7 @@ def test_risk_found_by_host_name_only_when_the_host_is_one_node() -> None:
     alone = node("worker-7:8041", total=FULL)
     by_host = risk({"worker-7": 1.0})
     decision = decide_node(alone, inputs([alone], by_host), NodeMemory(), GuardSettings())
-    assert decision.target == R(0, 0)
+    assert decision.target == QUARTER
     first, second = node("localhost:1", host="localhost"), node("localhost:2", host="localhost")
     shared = risk({"localhost": 1.0})
     plan = decide(inputs([first, second], shared), {}, GuardSettings())
@@ -182,7 +212,7 @@ def test_risk_found_through_a_configured_trace_host() -> None:
     view = node("localhost:45454", host="localhost")
     snapshot = risk({"node-a": 1.0})
     mapped = inputs([view], snapshot, node_hosts={"node-a": "localhost:45454"})
-    assert decide_node(view, mapped, NodeMemory(), GuardSettings()).target == R(0, 0)
+    assert decide_node(view, mapped, NodeMemory(), GuardSettings()).target == QUARTER
 
 
 def test_zero_violation_only_on_nodes_the_application_runs_on() -> None:
@@ -193,7 +223,7 @@ def test_zero_violation_only_on_nodes_the_application_runs_on() -> None:
         {},
         GuardSettings(zero_violation=True),
     )
-    assert plan.decision("a:1").target == R(0, 0)  # type: ignore[union-attr]
+    assert plan.decision("a:1").target == QUARTER  # type: ignore[union-attr]
     assert plan.decision("b:1").target == FULL  # type: ignore[union-attr]
 
 
@@ -206,6 +236,56 @@ def test_every_decision_says_why() -> None:
 
 def test_settings_refuse_impossible_values() -> None:
     for bad in ({"nu": -1.0}, {"min_visible_fraction": 1.5}, {"max_step_up_fraction": 0.0},
-                {"stale_after_s": 0.0}, {"nu": math.inf}):  # fmt: skip
+                {"stale_after_s": 0.0}, {"nu": math.inf}, {"min_raw_risk": -0.1},
+                {"min_raw_risk": math.nan}):  # fmt: skip
         with pytest.raises(ValueError):
             GuardSettings(**bad)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- safe defaults
+
+
+def test_two_nodes_with_crumbs_of_risk_are_not_throttled() -> None:
+    """Raw risk 0.0011 and 0.0010: min-max normalising makes the first 1.0; the gate
+    (before normalising) keeps both whole."""
+    first, second = node("a:1"), node("b:1")
+    snapshot = risk({"a:1": 1.0, "b:1": 0.0}, raw={"a:1": 0.0011, "b:1": 0.0010})
+    plan = decide(inputs([first, second], snapshot), {}, GuardSettings())
+    for decision in plan.decisions:
+        assert (decision.target, decision.action) == (FULL, Action.HOLD), decision.reason
+        assert decision.reclaim == NOTHING
+        assert "below the gate" in decision.reason
+
+
+def _default_guard_settings() -> GuardSettings:
+    return decision_settings(ColocationSection())
+
+
+WALK_TOTALS = [FULL, R(4096, 4), QUARTER, R(1024, 1), NOTHING]
+WALK_USED = [NOTHING, R(1024, 1), R(8192, 8)]
+
+
+@pytest.mark.parametrize("settings", [GuardSettings(), _default_guard_settings()],
+                         ids=["model defaults", "service defaults"])  # fmt: skip
+def test_no_default_configuration_empties_a_node_or_asks_for_everything(
+    settings: GuardSettings,
+) -> None:
+    """Every risk, raw risk, demand, QoS miss, current total, use and cool-down: the
+    default settings never decide a zero total, and the reclaim request never asks
+    for everything batch runs (nor more than it uses above the target)."""
+    for normalized, raw, demand_vcores, missed, total, used, lowered_ago_s in itertools.product(
+        [0.0, 0.5, 1.0], [0.0011, 0.05, 1.0], [None, 3.0, 64.0], [False, True], WALK_TOTALS,
+        WALK_USED, [None, 1.0],
+    ):  # fmt: skip
+        view = node(total=total, used=used)
+        snapshot = risk({view.node_id: normalized}, raw={view.node_id: raw})
+        demands = [] if demand_vcores is None else [demand(view.node_id, demand_vcores, 1e6)]
+        readings = [qos(250.0 if missed else 50.0, 100.0, [view.node_id])]
+        memory = NodeMemory(last_lowered_at_s=None if lowered_ago_s is None else NOW_S - 1.0)
+        decision = decide_node(view, inputs([view], snapshot, demands=demands, qos=readings),
+                               memory, replace(settings, zero_violation=True))  # fmt: skip
+        case = f"{normalized=} {raw=} {demand_vcores=} {missed=} {total=} {used=}"
+        assert decision.target.memory_mb > 0 and decision.target.vcores > 0, case
+        assert decision.reclaim.fits_in((used - decision.target).clamped()), case
+        if used != NOTHING:
+            assert decision.reclaim != used, case

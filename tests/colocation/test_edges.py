@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tracing.model import NodeRisk, RiskSnapshot, Span, SpanKind
 from yarn_adapt.colocation.actuate import ActOutcome, Result
 from yarn_adapt.colocation.decide import decide
 from yarn_adapt.colocation.demand import LearnedDemand, ObservedUsageDemand
+from yarn_adapt.colocation.follow import Followed, JournalChange, follow_nodes
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder, ReclaimRequest
 from yarn_adapt.colocation.model import (
     GuardInputs,
@@ -29,6 +31,7 @@ from yarn_adapt.colocation.observe import GuardObserver, RiskReading, node_views
 from yarn_adapt.colocation.originals import GuardStateDamaged, NodeOriginal, OriginalTotals
 from yarn_adapt.colocation.queuecap import visible_percent
 from yarn_adapt.demand.model import Demand, DemandSnapshot
+from yarn_adapt.errors import InputError
 from yarn_adapt.model import Node, NodeState, NodeUtilization, Resources
 from yarn_adapt.yarn.parse import parse_nodes
 
@@ -37,13 +40,18 @@ R = Resources
 
 
 WHOLE = R(4096, 4)
+IDLE = R(0, 0)
 
 
 def rm_node(
-    node_id: str, *, total: Resources = WHOLE, utilization: NodeUtilization | None = None
+    node_id: str,
+    *,
+    total: Resources = WHOLE,
+    used: Resources = IDLE,
+    utilization: NodeUtilization | None = None,
 ) -> Node:
     return Node(node_id, node_id.split(":")[0], "/default-rack", NodeState.RUNNING, total,
-                R(0, 0), utilization=utilization)  # fmt: skip
+                used, utilization=utilization)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- originals
@@ -78,6 +86,73 @@ def test_a_damaged_journal_is_reported_not_guessed(tmp_path: Path, text: str) ->
     (tmp_path / "originals.json").write_text(text)
     with pytest.raises(GuardStateDamaged, match=r"originals.json: damaged"):
         OriginalTotals(tmp_path).load()
+
+
+# --------------------------------------------------------------------------- follow
+
+BIG, SMALL, LOWERED = R(65536, 16), R(16384, 4), R(8192, 2)
+
+
+def _lowered(node_id: str) -> NodeOriginal:
+    return NodeOriginal(node_id, BIG, 0.0, last_set=LOWERED)
+
+
+@pytest.mark.parametrize(
+    ("entry", "listed", "dropped"),
+    [
+        (_lowered("w1:8041"), [rm_node("w1:8041", total=LOWERED)], None),
+        (NodeOriginal("w1:8041", BIG, 0.0, intended=LOWERED), [rm_node("w1:8041", total=LOWERED)],
+         None),
+        (_lowered("w1:8041"), [rm_node("w1:8041", total=BIG)], Followed.WHOLE),
+        (_lowered("w1:8041"), [rm_node("w1:8041", total=SMALL)], Followed.OUTSIDE),
+        (_lowered("w1:8041"), [], None),  # gone: may come back under its id
+        (_lowered("w1:8041"), [rm_node("w2:8041")], None),  # another host
+        (_lowered("w1:8041"), [rm_node("w1:9999", total=SMALL)], Followed.NEW_ID),
+    ],
+    ids=["at the guard's total", "at the intended total", "whole again",
+         "re-registered smaller", "not listed", "not listed, other host", "new port"],
+)  # fmt: skip
+def test_the_journal_follows_the_nodes_the_rm_lists(
+    entry: NodeOriginal, listed: list[Node], dropped: Followed | None
+) -> None:
+    changes = follow_nodes({entry.node_id: entry}, listed)
+    assert [c.followed for c in changes] == ([dropped] if dropped else [])
+
+
+def test_a_new_port_drops_the_old_entry_but_never_a_journalled_neighbour() -> None:
+    """Two NodeManagers on one host (the mini cluster's way): an entry of a gone id is
+    dropped only for a node on that host the journal does not know."""
+    old, neighbour = _lowered("w1:1"), _lowered("w1:2")
+    entries = {old.node_id: old, neighbour.node_id: neighbour}
+    assert follow_nodes(entries, [rm_node("w1:2", total=LOWERED)]) == ()
+    (change,) = follow_nodes(entries, [rm_node("w1:2", total=LOWERED), rm_node("w1:3")])
+    assert (change.node_id, change.followed) == ("w1:1", Followed.NEW_ID)
+    assert "w1:3 on the same host" in change.detail and "65536 MB / 16 vcores" in change.detail
+
+
+def test_the_round_follows_the_nodes_before_it_decides(tmp_path: Path) -> None:
+    """A NodeManager re-registered smaller (64 -> 16 GB) while lowered: the round drops
+    the old original and says so; the node's capacity is what it has now."""
+    journal = OriginalTotals(tmp_path / "guard")
+    journal.intend("a:1", BIG, LOWERED)
+    journal.confirmed("a:1", LOWERED)
+    journal.intend("gone:1", BIG, LOWERED)
+    journal.confirmed("gone:1", LOWERED)
+    actuator = JournalOnly(journal)
+    guard, _ = _guard(GuardMode.RECOMMEND, actuator)
+    report = guard.run_round([rm_node("a:1", total=SMALL), rm_node("gone:2", total=SMALL)])
+    assert journal.load() == {}
+    decision = report.plan.decision("a:1")  # type: ignore[union-attr]
+    assert decision is not None and decision.capacity == SMALL
+    recorder = guard.recorder
+    assert isinstance(recorder, MemoryRecorder)
+    details = [d for action, d in recorder.audit_log if action == "guard journal follows node"]
+    assert any(
+        d.startswith("a:1: changed outside the guard: total 16384 MB / 4 vcores")
+        and "the journal no longer holds its old original" in d
+        for d in details
+    )
+    assert any(d.startswith("gone:1: back under a new node id") for d in details)
 
 
 # --------------------------------------------------------------------------- demand
@@ -166,7 +241,7 @@ def test_the_reclaim_request_is_the_agents_contract() -> None:
 def test_the_queue_cap_is_the_visible_share_of_the_running_nodes() -> None:
     views = [node("a:1"), node("b:1"), node("c:1", state="LOST")]
     plan = decide(inputs(views, risk({"a:1": 1.0, "b:1": 0.0})), {}, GuardSettings())
-    assert visible_percent(plan) == pytest.approx(50.0)
+    assert visible_percent(plan) == pytest.approx(62.5)  # a quarter of a:1 (the floor), all b:1
     assert visible_percent(GuardPlan(NOW_S, ())) is None
 
 
@@ -176,19 +251,26 @@ def test_the_queue_cap_is_the_visible_share_of_the_running_nodes() -> None:
 class RecordingActuator:
     """The guard's seam to the cluster, recording calls (the RM side is tested live)."""
 
-    def __init__(self) -> None:
+    def __init__(self, outcome: Result = Result.DONE) -> None:
         self.acted: list[GuardPlan] = []
         self.restored = 0
         self.pending: list[str] = []
+        self.followed: list[tuple[str, ...]] = []
+        self.outcome = outcome
 
     def journalled(self) -> dict[str, NodeOriginal]:
         return {}
+
+    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+        self.followed.append(tuple(n.id for n in nodes))
+        return []
 
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
         self.acted.append(plan)
         self.pending = [d.node_id for d in plan.changes]
         return {
-            d.node_id: ActOutcome(d.node_id, Result.DONE, "set", d.target) for d in plan.changes
+            d.node_id: ActOutcome(d.node_id, self.outcome, str(self.outcome), d.target)
+            for d in plan.changes
         }
 
     def restore_all(self) -> list[ActOutcome]:
@@ -199,6 +281,24 @@ class RecordingActuator:
 
     def pending_nodes(self) -> list[str]:
         return list(self.pending)
+
+
+class JournalOnly(RecordingActuator):
+    """The recording actuator over a real originals journal (its follow is the real one)."""
+
+    def __init__(self, journal: OriginalTotals, outcome: Result = Result.DONE) -> None:
+        super().__init__(outcome)
+        self.journal = journal
+
+    def journalled(self) -> dict[str, NodeOriginal]:
+        return self.journal.load()
+
+    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+        with self.journal.editing() as entries:
+            changes = follow_nodes(entries, nodes)
+            for change in changes:
+                del entries[change.node_id]
+        return list(changes)
 
 
 class FixedRisk:
@@ -217,8 +317,10 @@ class NoDemands:
         return ()
 
 
-def _guard(mode: GuardMode) -> tuple[ColocationGuard, RecordingActuator]:
-    actuator = RecordingActuator()
+def _guard(
+    mode: GuardMode, actuator: RecordingActuator | None = None
+) -> tuple[ColocationGuard, RecordingActuator]:
+    actuator = actuator or RecordingActuator()
     observer = GuardObserver(FixedRisk(RiskReading(risk({"a:1": 1.0}))), NoDemands(),
                              clock=lambda: NOW_S)  # fmt: skip
     guard = ColocationGuard(GuardSettings(), observer, actuator, MemoryRecorder(), mode=mode,
@@ -236,7 +338,7 @@ def test_recommend_decides_and_changes_nothing() -> None:
 def test_auto_acts_serves_reclaims_and_leaving_it_gives_everything_back() -> None:
     guard, _ = _guard(GuardMode.AUTO)
     report = guard.run_round([rm_node("a:1")])
-    assert "a:1 lower to 0 MB/0 vcores (done)" in report.summary()
+    assert "a:1 lower to 1024 MB/1 vcores (done)" in report.summary()  # the floor
     assert guard.reclaim_for("a:1") is not None
     assert guard.counts == {("lower", "done"): 1}
     back = guard.set_mode(GuardMode.OFF, "test")
@@ -263,3 +365,45 @@ def test_unusable_risk_is_a_status_not_an_error() -> None:
 def test_inputs_carry_the_risk_problem() -> None:
     empty = GuardInputs(NOW_S, (), None, "x")
     assert empty.demand_of("a:1") is None
+
+
+# --------------------------------------------------------------------------- safety
+
+
+def test_the_served_request_never_asks_for_everything_batch_runs() -> None:
+    """The riskiest node full of batch: the request is what batch uses above the
+    floor, says so, and keeps the agents' contract."""
+    guard, _ = _guard(GuardMode.AUTO)
+    guard.run_round([rm_node("a:1", used=WHOLE)])
+    request = guard.reclaim_for("a:1")
+    assert request is not None
+    assert (request.cpu_millicores, request.memory_mb) == (3000, 3072)  # 4 - 1 vcores, MB
+    assert request.asks() == (
+        "a:1: squeeze batch by 3000 millicores / 3072 MB (batch uses 4096 MB / 4 vcores, "
+        "may see 1024 MB / 1 vcores); no kill is asked"
+    )
+    assert set(request.to_json()) == {"node", "generation", "reclaim", "ttl_s"}
+
+
+def test_a_refused_change_counts_the_request_from_the_floor(tmp_path: Path) -> None:
+    """The RM refused; the node kept the zero total an older guard had set: the
+    request still leaves batch the floor."""
+    journal = OriginalTotals(tmp_path / "guard")
+    journal.intend("a:1", WHOLE, IDLE)
+    journal.confirmed("a:1", IDLE)
+    guard, _ = _guard(GuardMode.AUTO, JournalOnly(journal, Result.REFUSED))
+    guard.run_round([rm_node("a:1", total=IDLE, used=WHOLE)])
+    request = guard.reclaim_for("a:1")
+    assert request is not None and (request.cpu_millicores, request.memory_mb) == (3000, 3072)
+
+
+def test_auto_is_refused_without_a_floor() -> None:
+    observer = GuardObserver(FixedRisk(RiskReading(risk({"a:1": 1.0}))), NoDemands())
+    no_floor = GuardSettings(min_visible_fraction=0.0)
+    with pytest.raises(InputError, match=r"min_visible_fraction above 0 .*empties"):
+        ColocationGuard(no_floor, observer, RecordingActuator(), MemoryRecorder(),
+                        mode=GuardMode.AUTO)  # fmt: skip
+    guard = ColocationGuard(no_floor, observer, RecordingActuator(), MemoryRecorder())
+    with pytest.raises(InputError, match="mode auto needs"):
+        guard.set_mode(GuardMode.AUTO, "test")
+    assert guard.mode is GuardMode.RECOMMEND

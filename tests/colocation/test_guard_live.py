@@ -1,9 +1,12 @@
 """The guard against a real two-node YARN (each NodeManager pinned to one CPU) and a
-real redis-server: it lowers the risky node's total, the RM places the next batch
-containers on the other node, no running container is killed, and every node's total
-comes back -- at stop, after kill -9 + ``yarn-adapt recover``, and when the guard is
-switched off. Bad input: traces missing for a node, an RM that refuses the update, a
-node the RM does not know -- no action there, a clear status, nothing left throttled.
+real redis-server: it lowers the risky node's total to its floor (a quarter: never
+empty), the RM places the next batch containers on the other node, no running
+container is killed, and every node's total comes back -- at stop, after kill -9 +
+``yarn-adapt recover``, and when the guard is switched off. A node whose total changes
+outside the guard (standing in for a NodeManager re-registering smaller) keeps that
+total as its capacity: stop and recover never put back the old one. Bad input: traces
+missing for a node, an RM that refuses the update, a node the RM does not know, a node
+back under a new port -- no action there, a clear status, nothing left throttled.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
 WHOLE = Resources(4096, 4)
+FLOOR = Resources(1024, 1)  # the default floor: a quarter of the node
 NOTHING = Resources(0, 0)
 ELSEWHERE = "elsewhere:1"  # a host with traces that is no node of this cluster
 
@@ -108,11 +112,13 @@ def _throttle_and_give_back(
     assert report.outcomes[risky].result is Result.DONE
     assert decisions[other].action is Action.HOLD
     assert "no traces from this node" in decisions[other].reason
-    assert totals(cluster)[risky] == NOTHING  # below what runs there: overcommitted
+    assert totals(cluster)[risky] == FLOOR  # below what runs there: overcommitted
     assert totals(cluster)[other] == WHOLE
-    assert decisions[risky].reclaim.vcores == running_on_risky  # what the agent is asked
+    # what the agent is asked: batch's use above the floor, never all of it
+    assert decisions[risky].reclaim.vcores == running_on_risky - FLOOR.vcores
 
-    # The second wave lands on the other node only; nothing on the risky one is killed.
+    # The second wave goes to the other node (the risky one takes new work only below
+    # its floor); nothing on the risky one is killed.
     seen_on_risky_after: list[int] = []
 
     def finished() -> bool:
@@ -123,9 +129,10 @@ def _throttle_and_give_back(
     final = cluster.app(app_id)
     assert (final["state"], final["finalStatus"]) == ("FINISHED", "SUCCEEDED")
     assert int(final.get("numNonAMContainerPreempted", 0)) == 0
-    # never a new container there: what it runs only shrinks, down to the AM at most
-    assert all(a >= b for a, b in itertools.pairwise([running_on_risky, *seen_on_risky_after]))
-    assert seen_on_risky_after[-1] <= (1 if _am_on(cluster, final, risky) else 0)
+    # what it runs only shrinks until it is within the floor, and stays within it
+    samples = [running_on_risky, *seen_on_risky_after]
+    assert all(b <= max(a, FLOOR.vcores) for a, b in itertools.pairwise(samples)), samples
+    assert seen_on_risky_after[-1] <= max(FLOOR.vcores, 1 if _am_on(cluster, final, risky) else 0)
 
     # Stop: every total back, the journal empty.
     restored = guard.stop()
@@ -135,7 +142,7 @@ def _throttle_and_give_back(
 
     # Switched off: lowered again, then off gives it back at once.
     guard.run_round(RmNodes(cluster).nodes())
-    assert totals(cluster)[risky] == NOTHING
+    assert totals(cluster)[risky] == FLOOR
     back = guard.set_mode(GuardMode.OFF, "test")
     assert [o.node_id for o in back] == [risky]
     assert totals(cluster) == {risky: WHOLE, other: WHOLE}
@@ -156,13 +163,13 @@ def test_kill_9_then_recover_gives_the_node_back(
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "throttled"
-        assert totals(cluster)[risky] == NOTHING
+        assert totals(cluster)[risky] == FLOOR
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(30)
         if child.stdout is not None:
             child.stdout.close()
-    assert totals(cluster)[risky] == NOTHING  # nothing gave it back
+    assert totals(cluster)[risky] == FLOOR  # nothing gave it back
     result = CliRunner().invoke(
         cli, ["recover", "--rm", cluster.rm_url, "--state-dir", str(state_dir)]
     )
@@ -233,18 +240,85 @@ def test_a_node_back_whole_leaves_the_journal(
         assert guard.actuator.pending_nodes() == []
 
 
+@pytest.mark.parametrize("ending", ["stop", "recover"])
+def test_a_node_that_came_back_smaller_is_restored_to_what_it_has_now(
+    colocation_cluster: MiniCluster, trace_config: RedisConfig, state_dir: Path, ending: str
+) -> None:
+    """Lowered by the guard, then set smaller from outside (an operator's own update
+    standing in for a NodeManager re-registering with 3 GB / 3 vcores): the next round
+    takes that as the node's capacity (and says so), and stopping -- or kill -9 and
+    ``yarn-adapt recover`` -- ends the node at 3 GB, never the old 4 GB."""
+    cluster = colocation_cluster
+    risky, other = cluster.node_ids()
+    smaller = Resources(3072, 3)
+    write_traces(trace_config, {risky: 60_000, ELSEWHERE: 2_000})
+    with guard_for(cluster.rm_url, trace_config, state_dir) as guard:
+        guard.run_round(RmNodes(cluster).nodes())
+        lowered = totals(cluster)[risky]
+        assert lowered.fits_in(smaller) and lowered != smaller  # lowered by the guard
+        cluster.set_node_resource(risky, smaller.memory_mb, smaller.vcores)
+
+        report = guard.run_round(RmNodes(cluster).nodes())
+        decision = report.plan.decision(risky)  # type: ignore[union-attr]
+        assert decision is not None and decision.capacity == smaller, report.summary()
+        assert decision.target == Resources(768, 1)  # a quarter of what it has now
+        assert totals(cluster)[risky] == Resources(768, 1)
+        recorder = guard.recorder
+        assert isinstance(recorder, MemoryRecorder)
+        assert any(
+            action == "guard journal follows node"
+            and detail.startswith(f"{risky}: changed outside the guard: total 3072 MB / 3 vcores")
+            for action, detail in recorder.audit_log
+        ), recorder.audit_log
+        if ending == "stop":
+            assert [o.result for o in guard.stop()] == [Result.DONE]
+    if ending == "recover":
+        result = CliRunner().invoke(
+            cli, ["recover", "--rm", cluster.rm_url, "--state-dir", str(state_dir)]
+        )
+        assert result.exit_code == 0, result.output
+        assert f"node {risky}: done: restored 3072 MB / 3 vcores" in result.output
+    assert totals(cluster) == {risky: smaller, other: WHOLE}
+    with ResourceManagerClient([cluster.rm_url]) as rm:
+        assert RmNodeTotals(rm, state_dir).pending_nodes() == []
+
+
+def test_an_entry_of_a_node_back_under_a_new_port_is_dropped(
+    colocation_cluster: MiniCluster, state_dir: Path
+) -> None:
+    """The journal holds a lowered node ``host:1`` the RM no longer lists, while it
+    lists a node on the same host it does not journal: the NodeManager came back under
+    a new id. ``recover`` drops the old entry (saying why), changes no node, succeeds."""
+    cluster = colocation_cluster
+    host = cluster.node_ids()[0].rsplit(":", 1)[0]
+    old = f"{host}:1"
+    with ResourceManagerClient([cluster.rm_url]) as rm:
+        journal = RmNodeTotals(rm, state_dir).originals
+        journal.intend(old, Resources(8192, 8), FLOOR)
+        journal.confirmed(old, FLOOR)
+    result = CliRunner().invoke(
+        cli, ["recover", "--rm", cluster.rm_url, "--state-dir", str(state_dir)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"node {old}: left-alone: back under a new node id: the RM no longer lists it" in (
+        result.output
+    )
+    assert journal.load() == {}
+    assert set(totals(cluster).values()) == {WHOLE}
+
+
 def _unknown_node(rm: ResourceManagerClient, state_dir: Path) -> None:
     actuator = RmNodeTotals(rm, state_dir, verify=PollSettings(timeout_s=2.0, interval_s=0.1))
-    gone = "localhost:1"
+    gone = "lost-host:1"  # no node of the cluster on that host
     decision = NodeDecision(
-        node_id=gone, capacity=WHOLE, current=WHOLE, target=NOTHING, wanted=NOTHING,
+        node_id=gone, capacity=WHOLE, current=WHOLE, target=FLOOR, wanted=FLOOR,
         used=NOTHING, reclaim=NOTHING, action=Action.LOWER, reason="test",
     )  # fmt: skip
     outcome = actuator.apply(decision)
     assert outcome.result is Result.GONE
     assert "no longer knows the node" in outcome.status
     # a node the guard had lowered, then lost: kept until it re-registers
-    actuator.originals.intend(gone, WHOLE, NOTHING)
+    actuator.originals.intend(gone, WHOLE, FLOOR)
     (kept,) = actuator.restore_all()
     assert kept.result is Result.GONE
     assert actuator.pending_nodes() == [gone]

@@ -48,8 +48,8 @@ def test_the_batch_queue_is_capped_and_recover_gives_the_cap_back(
                        via="mutation")  # fmt: skip
         outcomes = cap.act(plan)
         assert {o.result for o in outcomes.values()} == {Result.DONE}
-        assert "capped at 50 %" in outcomes[first].status
-        assert maximum_of(cluster, "default") == 50.0
+        assert "capped at 62.5 %" in outcomes[first].status  # a quarter of first, all second
+        assert maximum_of(cluster, "default") == 62.5
         assert cap.pending_nodes() == ["queue root.default"]
         assert cap.act(plan) == {}  # the same cap again: nothing to do
     result = CliRunner().invoke(

@@ -52,15 +52,15 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
     try:
         service.loop.run_round()
         (guard,) = [d for _, d in service.store.decisions(limit=10) if d.kind is DecisionKind.GUARD]
-        assert f"{risky} lower to 0 MB/0 vcores (done)" in guard.reason
-        assert _total(cluster, risky) == (0, 0)
+        assert f"{risky} lower to 1024 MB/1 vcores (done)" in guard.reason  # the floor
+        assert _total(cluster, risky) == (1024, 1)
 
         client = create_app(service).test_client()
         status = client.get("/api/guard").get_json()
         assert status["mode"] == "auto"
         rows = {row["node"]: row for row in status["nodes"]}
         assert rows[risky]["action"] == "lower" and rows[risky]["risk"] == 1.0
-        assert rows[risky]["visible"] == {"memory_mb": 0, "vcores": 0}
+        assert rows[risky]["visible"] == {"memory_mb": 1024, "vcores": 1}
         assert rows[risky]["real"] == {"memory_mb": 4096, "vcores": 4}
         assert "reserve 100%" in rows[risky]["reason"]
         history = client.get(f"/api/guard/nodes/{quote(risky, safe='')}").get_json()
@@ -71,7 +71,7 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
         assert 'id="chart-guard"' in page and f'data-series="risk {risky}"' in page
         metrics = client.get("/metrics").get_data(as_text=True)
         assert f'yarn_adapt_guard_node_risk{{node="{risky}"}} 1.0' in metrics
-        assert f'yarn_adapt_guard_node_visible_ratio{{node="{risky}",resource="vcores"}} 0.0' in (
+        assert f'yarn_adapt_guard_node_visible_ratio{{node="{risky}",resource="vcores"}} 0.25' in (
             metrics
         )
         assert 'yarn_adapt_guard_actions_total{action="lower",result="done"} 1.0' in metrics
@@ -91,7 +91,7 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
         assert auto.status_code == 200 and auto.get_json()["restored"] == []
         assert service.guard is not None and service.guard.guard.mode is GuardMode.AUTO
         service.loop.run_round()
-        assert _total(cluster, risky) == (0, 0)
+        assert _total(cluster, risky) == (1024, 1)
         service.close()
         closed = True
         assert _total(cluster, risky) == (4096, 4)  # stop gives it back
@@ -106,7 +106,7 @@ def _operator_switches_it_off(driver: Any, base: str, risky: str) -> None:
     driver.get(base + "/")
     row = driver.find_element(By.CSS_SELECTOR, f'#guard-nodes tr[data-node="{risky}"]')
     assert row.find_element(By.CSS_SELECTOR, "td.risk").text == "1.00"
-    assert row.find_element(By.CSS_SELECTOR, "td.visible").text.startswith("0 vcores, 0 MB")
+    assert row.find_element(By.CSS_SELECTOR, "td.visible").text.startswith("1 vcores, 1024 MB")
     risk = driver.find_elements(
         By.CSS_SELECTOR, f'#chart-guard circle.pt[data-series="risk {risky}"]'
     )
@@ -114,7 +114,7 @@ def _operator_switches_it_off(driver: Any, base: str, risky: str) -> None:
         By.CSS_SELECTOR, f'#chart-guard circle.pt[data-series="visible {risky}"]'
     )
     assert [p.get_attribute("data-y") for p in risk] == ["1.0"]
-    assert [p.get_attribute("data-y") for p in seen] == ["0.0"]
+    assert [p.get_attribute("data-y") for p in seen] == ["0.25"]
     sign_in(driver, TOKEN)
     driver.get(base + "/")
     Select(driver.find_element(By.CSS_SELECTOR, "#guard-mode-form select")).select_by_value("off")

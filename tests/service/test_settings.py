@@ -3,6 +3,7 @@ broken files are one-line SettingsErrors naming the file and the key."""
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -16,15 +17,24 @@ from yarn_adapt.service.settings import (
     Settings,
     field_defaults,
     load_settings,
+    redis_password,
     write_token,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "conf" / "yarn-adapt.toml"
 
 
-def write(tmp_path: Path, text: str) -> Path:
+def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
     path = tmp_path / "yarn-adapt.toml"
     path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def secret_file(tmp_path: Path, text: str, mode: int = 0o600, name: str = "secret") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    path.chmod(mode)
     return path
 
 
@@ -127,3 +137,109 @@ def test_the_example_file_lists_every_setting_with_its_default() -> None:
             expected = list(default) if isinstance(default, tuple) else default
             assert value == expected, f"[{table}] {key}"
     assert load_settings(EXAMPLE) == Settings(source=str(EXAMPLE))
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+def test_the_guard_never_empties_a_node_by_default() -> None:
+    guard = Settings().colocation
+    assert guard.min_visible_fraction > 0 and guard.min_raw_risk > 0
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['mode = "auto"\nmin_visible_fraction = 0.0\n',
+     'enabled = true\nmode = "auto"\nmin_visible_fraction = 0\n'],
+)  # fmt: skip
+def test_auto_without_a_floor_is_refused_naming_the_key_and_the_fix(
+    tmp_path: Path, table: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings(write(tmp_path, f"[colocation]\n{table}"))
+    message = raised.value.one_line()
+    assert "[colocation] min_visible_fraction: 0.0 empties the riskiest node" in message
+    assert "set it above 0 (the default is 0.25)" in message and "\n" not in message
+    recommending = load_settings(write(tmp_path, "[colocation]\nmin_visible_fraction = 0.0\n"))
+    assert recommending.colocation.min_visible_fraction == 0.0  # recommend changes nothing
+
+
+def test_the_raw_risk_gate_is_a_number_at_least_zero(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"\[colocation\] min_raw_risk: -0\.1 must be"):
+        load_settings(write(tmp_path, "[colocation]\nmin_raw_risk = -0.1\n"))
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+@pytest.mark.parametrize(
+    ("table", "instead", "variable"),
+    [
+        ('[http]\ntoken = "inline-0123456789"\n', "[http] token_file", "$YARN_ADAPT_TOKEN"),
+        ('[tracing]\nredis_password = "inline-secret"\n', "[tracing] redis_password_file",
+         "$YARN_ADAPT_REDIS_PASSWORD"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_an_inline_secret_in_a_settings_file_others_may_read_is_refused(
+    tmp_path: Path, table: str, instead: str, variable: str, mode: int
+) -> None:
+    path = write(tmp_path, table, mode)
+    with pytest.raises(SettingsError) as raised:
+        load_settings(path)
+    message = raised.value.one_line()
+    assert f"mode {mode:04o}" in message and f"move it to {instead}" in message
+    assert variable in message and f"chmod 600 {path}" in message
+    assert "inline-" not in message and "\n" not in message
+    path.chmod(0o600)
+    assert load_settings(path).source == str(path)
+
+
+def test_environment_secrets_and_secret_files_need_no_private_settings_file(
+    tmp_path: Path,
+) -> None:
+    token = secret_file(tmp_path, "from-file-0123456789\n", name="token")
+    password = secret_file(tmp_path, "from-file\n", name="redis")
+    text = f'[http]\ntoken_file = "{token}"\n[tracing]\nredis_password_file = "{password}"\n'
+    settings = load_settings(write(tmp_path, text, 0o644))
+    assert write_token(settings, {}) == "from-file-0123456789"
+    assert redis_password(settings, {}) == "from-file"
+    assert write_token(settings, {"YARN_ADAPT_TOKEN": "from-env-0123456789"}) == (
+        "from-env-0123456789"
+    )
+    assert redis_password(settings, {"YARN_ADAPT_REDIS_PASSWORD": "env"}) == "env"
+
+
+def _read_secret(settings: Settings, key: str) -> str | None:
+    return write_token(settings, {}) if key == "token_file" else redis_password(settings, {})
+
+
+@pytest.mark.parametrize(
+    ("table", "key"), [("http", "token_file"), ("tracing", "redis_password_file")]
+)
+@pytest.mark.parametrize(
+    ("mode", "owner", "refusal"),
+    [
+        (0o600, None, None),
+        (0o400, None, None),
+        (0o644, None, "mode 0644 lets group or others access it; chmod 600"),
+        (0o640, None, "mode 0640 lets group or others access it"),
+        (0o604, None, "mode 0604 lets group or others access it"),
+        (0o600, 65534, "owned by uid 65534, who may rewrite it; it must belong to"),
+    ],
+)
+def test_a_secret_file_must_be_private_to_the_services_user(
+    tmp_path: Path, table: str, key: str, mode: int, owner: int | None, refusal: str | None
+) -> None:
+    secret = secret_file(tmp_path, "secret-0123456789abcdef\n", mode)
+    if owner is not None:
+        os.chown(secret, owner, -1)  # the tests run as root
+    settings = load_settings(write(tmp_path, f'[{table}]\n{key} = "{secret}"\n'))
+    if refusal is None:
+        assert _read_secret(settings, key) == "secret-0123456789abcdef"
+        return
+    with pytest.raises(SettingsError) as raised:
+        _read_secret(settings, key)
+    message = raised.value.one_line()
+    assert f"[{table}] {key} {secret}: {refusal}" in message
+    assert "secret-0123" not in message and "\n" not in message

@@ -122,6 +122,7 @@ def test_serve_refuses_an_off_loopback_host_before_starting(
 def _settings_file(tmp_path: Path, http: str) -> Path:
     path = tmp_path / "yarn-adapt.toml"
     path.write_text(f"[http]\n{http}\n")
+    path.chmod(0o600)  # an inline token is refused in a file others may read
     return path
 
 

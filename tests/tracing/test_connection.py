@@ -105,6 +105,7 @@ def write_settings(tmp_path: Path, server: SecuredRedis, lines: str) -> Path:
     path.write_text(
         f'[tracing]\nredis_url = "{server.url}"\nprefix = "c{uuid.uuid4().hex[:8]}"\n{lines}'
     )
+    path.chmod(0o600)  # an inline redis_password is refused in a file others may read
     return path
 
 
@@ -225,6 +226,7 @@ def test_a_refused_certificate_through_the_cli_is_one_line(
         f'[tracing]\nredis_url = "rediss://127.0.0.1:{secured.tls_port}/0"\n'
         f'redis_password = "{PASSWORD}"\nca_bundle = "{other_ca}"\ntimeout_s = 3\n'
     )
+    config.chmod(0o600)  # an inline redis_password is refused in a file others may read
     code, err = trace_risk(config, capsys)
     assert code == 3 and err.count("\n") == 1 and "CERTIFICATE_VERIFY_FAILED" in err
     config.write_text(

@@ -8,6 +8,7 @@ queue's maximum capacity) and served to the node agents as reclaim requests.
 - ``demand``   where the demand bound comes from (learners, or usage plus headroom)
 - ``observe``  the edges read: RM nodes, the trace store's risk and QoS
 - ``originals``the journal of each node's original total, written before any change
+- ``follow``   which journal entries the nodes the RM lists make obsolete (pure)
 - ``actuate``  acting on the RM (node totals, or a queue cap) and putting it all back
 - ``guard``    one round (observe -> decide -> act -> record) and the guard's state
 """

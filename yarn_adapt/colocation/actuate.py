@@ -4,13 +4,17 @@
 through :class:`~yarn_adapt.yarn.apply.node_resource.NodeResourceApplier`, with an
 overcommit timeout of -1 so the RM never preempts a running container because the
 total went below what runs there (the node simply gets nothing new until it drains).
-For every change, in this order: validate the target, journal the node's original
-total and the intention (:mod:`~yarn_adapt.colocation.originals`), POST, poll
-``/nodes/{id}`` until the total is confirmed (or put the previous one back), record
-the confirmed total. Each call returns an :class:`ActOutcome` -- a refusal, a node
-that vanished, a lock held elsewhere are outcomes with a clear status, never a crash
-of the round.
+The guard kills nothing itself; whether a node agent ever kills is the agent's own
+``[yarn] kill`` setting. For every change, in this order: validate the target (never
+negative, never above the node's capacity, never a zero total of a node that has
+capacity), journal the node's original total and the intention
+(:mod:`~yarn_adapt.colocation.originals`), POST, poll ``/nodes/{id}`` until the total
+is confirmed (or put the previous one back), record the confirmed total. Each call
+returns an :class:`ActOutcome` -- a refusal, a node that vanished, a lock held
+elsewhere are outcomes with a clear status, never a crash of the round.
 
+:meth:`RmNodeTotals.follow` keeps the journal true to the nodes as the RM lists them
+(:mod:`~yarn_adapt.colocation.follow`): before each round, and before every restore.
 :meth:`RmNodeTotals.restore_all` gives every journalled node its original total
 back: at stop, when the guard is disabled, and from ``yarn-adapt recover``.
 """
@@ -18,12 +22,14 @@ back: at stop, when the guard is disabled, and from ``yarn-adapt recover``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from yarn_adapt.colocation.model import Action, GuardPlan, NodeDecision
+from yarn_adapt.colocation.follow import Followed, JournalChange, follow_nodes, words
+from yarn_adapt.colocation.model import GuardPlan, NodeDecision
 from yarn_adapt.colocation.originals import NodeOriginal, OriginalTotals
 from yarn_adapt.errors import (
     ApplyError,
@@ -32,7 +38,7 @@ from yarn_adapt.errors import (
     YarnError,
     YarnHTTPError,
 )
-from yarn_adapt.model import Resources
+from yarn_adapt.model import Node, Resources
 from yarn_adapt.yarn.apply import ApplySettings, MemoryJournal, PollSettings
 from yarn_adapt.yarn.apply.node_resource import NodeResourceApplier, NodeResourceTarget
 from yarn_adapt.yarn.rm import ResourceManagerClient
@@ -72,6 +78,10 @@ class Actuator(Protocol):
         """Nodes whose original total is journalled (their real capacity)."""
         ...
 
+    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+        """Drop what the nodes the RM lists show to be no longer the guard's."""
+        ...
+
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
         """Carry out the plan's changes; an outcome per node acted on."""
         ...
@@ -103,16 +113,19 @@ class RmNodeTotals:
     def journalled(self) -> dict[str, NodeOriginal]:
         return self.originals.load()
 
+    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+        with self.originals.editing() as entries:
+            changes = follow_nodes(entries, nodes)
+            for change in changes:
+                del entries[change.node_id]
+        for change in changes:
+            level = logging.INFO if change.followed is Followed.WHOLE else logging.WARNING
+            log.log(level, "guard journal: node %s %s: %s", change.node_id, change.followed,
+                    change.detail)  # fmt: skip
+        return list(changes)
+
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
-        journalled = self.originals.load()
-        outcomes: dict[str, ActOutcome] = {}
-        for decision in plan.decisions:
-            if decision.changes:
-                outcomes[decision.node_id] = self.apply(decision)
-            elif decision.node_id in journalled and decision.action is not Action.SKIP:
-                # re-registered whole, or given back by someone: the journal forgets it
-                self.originals.confirmed(decision.node_id, decision.current)
-        return outcomes
+        return {d.node_id: self.apply(d) for d in plan.decisions if d.changes}
 
     # ------------------------------------------------------------------ one node
 
@@ -144,7 +157,7 @@ class RmNodeTotals:
             self.originals.abandoned(node_id)
             return ActOutcome(node_id, Result.NOT_CONFIRMED, exc.one_line(), previous)
         self.originals.confirmed(node_id, target)
-        return ActOutcome(node_id, Result.DONE, f"set to {_words(target)}", target)
+        return ActOutcome(node_id, Result.DONE, f"set to {words(target)}", target)
 
     def _refused(self, node_id: str, exc: YarnHTTPError, previous: Resources) -> ActOutcome:
         if exc.status == 404:
@@ -161,8 +174,20 @@ class RmNodeTotals:
 
     def restore_all(self) -> list[ActOutcome]:
         """Every journalled node back to its original total (those still at a total
-        the guard set); the journal keeps a node it could not restore."""
-        return [self.restore(entry) for entry in self.originals.load().values()]
+        the guard set), after following the nodes the RM lists (when it answers);
+        the journal keeps a node it could not restore."""
+        followed = [_followed(change) for change in self._follow_listed()]
+        return followed + [self.restore(entry) for entry in self.originals.load().values()]
+
+    def _follow_listed(self) -> list[JournalChange]:
+        if not self.originals.load():
+            return []
+        try:
+            nodes = self.rm.nodes()
+        except YarnError as exc:  # each restore then says what it cannot read
+            log.warning("guard restore: cannot list the nodes: %s", exc.one_line())
+            return []
+        return self.follow(nodes)
 
     def restore(self, entry: NodeOriginal) -> ActOutcome:
         node_id = entry.node_id
@@ -180,29 +205,36 @@ class RmNodeTotals:
             return ActOutcome(node_id, Result.UNCHANGED, "already at its original total", current)
         if not entry.set_by_guard(current):
             self.originals.forget(node_id)
-            why = (f"its total {_words(current)} was changed outside the guard (it set "
-                   f"{_words(entry.last_set or entry.intended or current)}); left alone, "
-                   f"original was {_words(entry.original)}")  # fmt: skip
+            why = (f"its total {words(current)} was set outside the guard (it had set "
+                   f"{words(entry.last_set or entry.intended or current)}): that is its "
+                   f"capacity now; left alone (journalled original "
+                   f"{words(entry.original)})")  # fmt: skip
             log.warning("node %s: %s", node_id, why)
             return ActOutcome(node_id, Result.LEFT_ALONE, why, current)
         self.originals.intend(node_id, current, entry.original)
         outcome = self._set(node_id, entry.original, current)
         if outcome.result is Result.DONE:
-            return ActOutcome(node_id, Result.DONE, f"restored {_words(entry.original)}",
+            return ActOutcome(node_id, Result.DONE, f"restored {words(entry.original)}",
                               entry.original)  # fmt: skip
         return outcome
 
 
 def _invalid(target: Resources, capacity: Resources) -> str:
     if target.memory_mb < 0 or target.vcores < 0:
-        return f"negative total {_words(target)}"
+        return f"negative total {words(target)}"
     if not target.fits_in(capacity):
-        return f"{_words(target)} exceeds the node's capacity {_words(capacity)}"
+        return f"{words(target)} exceeds the node's capacity {words(capacity)}"
+    if (target.memory_mb == 0 < capacity.memory_mb) or (target.vcores == 0 < capacity.vcores):
+        return f"{words(target)} would empty the node (capacity {words(capacity)})"
     return ""
 
 
-def _words(resources: Resources) -> str:
-    return f"{resources.memory_mb} MB / {resources.vcores} vcores"
+def _followed(change: JournalChange) -> ActOutcome:
+    """A journal entry dropped before restoring, as the outcome ``recover`` prints."""
+    if change.followed is Followed.WHOLE:
+        return ActOutcome(change.node_id, Result.UNCHANGED, change.detail, change.total)
+    return ActOutcome(change.node_id, Result.LEFT_ALONE, f"{change.followed}: {change.detail}",
+                      change.total)  # fmt: skip
 
 
 def restore_journalled(rm: ResourceManagerClient, state_dir: Path) -> list[ActOutcome]:

@@ -4,24 +4,37 @@ Per node, in this order (each step adds to the decision's reason):
 
 1. **Usable input.** A node that is not RUNNING is skipped. Risk that cannot be
    trusted -- the trace store unreadable, no traces in the window, the newest trace
-   older than ``stale_after_s``, no traces from this node, a risk that is not a
-   number in [0, 1] -- gives the node back whole at once (``restore``; ``hold`` if
-   it is whole already): bad data never leaves a node throttled.
-2. **Risk** (TopoSch eq. in §4.2.2): ``wanted = capacity * (1 - clip(nu * R, 0, 1))``.
-3. **Demand**: never above ``capacity - demand`` where demand is the latency-critical
+   older than ``stale_after_s``, no traces from this node, a normalised risk that is
+   not a number in [0, 1], a raw risk that is not a number >= 0 -- gives the node
+   back whole at once (``restore``; ``hold`` if it is whole already): bad data never
+   leaves a node throttled.
+2. **Gate** (before normalising): a node whose raw risk ``R_n`` is below
+   ``min_raw_risk`` is not throttled at all -- batch may see the whole node (through
+   the safety steps of 7, so a node lowered earlier grows back gradually). Min-max
+   normalisation makes the riskiest node 1 however small its lead; the gate keeps
+   crumbs of risk from emptying a node.
+3. **Risk** (TopoSch eq. in §4.2.2): ``wanted = capacity * (1 - clip(nu * R, 0, 1))``.
+4. **Demand**: never above ``capacity - demand`` where demand is the latency-critical
    applications' pessimistic demand on the node (a learner's upper bound, or
    observed usage plus headroom).
-4. **Floor**: never below ``capacity * min_visible_fraction``.
 5. **Zero-violation** (optional): while an application with a service on the node
    misses its QoS target, nothing new becomes visible (``wanted <= used``).
-6. **Safety** against what the scheduler sees now: decreases happen at once;
+6. **Floor**: never below ``capacity * min_visible_fraction``, rounded up (a node with
+   any capacity keeps at least 1 MB and 1 vcore when the fraction is above 0). It
+   comes after zero-violation: a QoS miss holds a node at what batch uses, never
+   below the floor.
+7. **Safety** against what the scheduler sees now: decreases happen at once;
    increases wait ``cooldown_s`` after the last decrease and then grow by at most
    ``max_step_up_fraction`` of capacity per round; a change within the dead-band
    (``dead_band_fraction`` of capacity in every dimension) is skipped, unless it
-   gives the node back whole.
+   gives the node back whole. A total below the floor (set by an older guard) is
+   raised to it at once.
 
 The node agent's reclaim request comes from the same decision: what batch uses now
-above what it may see (``used - target``, never negative).
+above what it may see, counted from no lower than the floor
+(``used - max(total, floor)``, never negative) -- never more than batch uses above
+the target, and with a floor never everything batch runs on the node. It asks the
+agent to squeeze; the guard never asks for a kill.
 """
 
 from __future__ import annotations
@@ -64,7 +77,9 @@ def decide_node(
         return _unchanged(node, Action.SKIP, f"node is {node.state}: no action")
     risk, problem = node_risk(node, inputs, settings)
     if risk is None:
-        return _released(node, problem)
+        return _released(node, problem, settings)
+    if risk.raw < settings.min_raw_risk:
+        return _below_gate(node, risk, memory, inputs.now_s, settings)
     reserved = min(1.0, max(0.0, settings.nu * risk.normalized))
     demand = inputs.demand_of(node.node_id)
     readings = qos_on_node(node, inputs)
@@ -77,7 +92,18 @@ def decide_node(
     if safety:
         why.append(safety)
     worst = violated or (readings[0] if readings else None)
-    return _decision(node, target, wanted, "; ".join(why), risk.normalized, reserved, demand, worst)
+    return _decision(node, target, wanted, "; ".join(why), settings, risk.normalized, reserved,
+                     demand, worst)  # fmt: skip
+
+
+def _below_gate(
+    node: NodeView, risk: NodeRisk, memory: NodeMemory, now_s: float, settings: GuardSettings
+) -> NodeDecision:
+    """Risk too small to act on: the whole node, through the safety steps."""
+    why = f"raw risk {risk.raw:.3g} below the gate {settings.min_raw_risk:g}: not throttled"
+    target, safety = safe_target(node, node.capacity, memory, now_s, settings)
+    reason = f"{why}; {safety}" if safety else why
+    return _decision(node, target, node.capacity, reason, settings, risk.normalized, 0.0)
 
 
 # --------------------------------------------------------------------------- input
@@ -100,6 +126,8 @@ def node_risk(
         return None, "no traces from this node in the window"
     if not (math.isfinite(risk.normalized) and 0.0 <= risk.normalized <= 1.0):
         return None, f"risk {risk.normalized!r} is not a number in [0, 1]"
+    if not (math.isfinite(risk.raw) and risk.raw >= 0.0):
+        return None, f"raw risk {risk.raw!r} is not a number >= 0"
     return risk, ""
 
 
@@ -155,20 +183,31 @@ def wanted_visible(
     elif demand is not None:
         why.append(f"demand ignored: not finite ({demand.source})")
     wanted = Resources(math.floor(max(0.0, memory)), math.floor(max(0.0, vcores)))
-    floor = Resources(
-        math.ceil(capacity.memory_mb * settings.min_visible_fraction),
-        math.ceil(capacity.vcores * settings.min_visible_fraction),
-    )
-    if not floor.fits_in(wanted):
-        why.append(f"floor {settings.min_visible_fraction:.0%} of the node")
-        wanted = wanted.component_max(floor)
     if qos is not None:
         wanted = wanted.component_min(node.used.clamped())
         why.append(
             f"zero-violation: {qos.application} p{qos.percentile:g} {qos.latency_ms:.0f} ms "
             f"> {qos.target_ms:g} ms, nothing new visible"
         )
+    floor = visible_floor(capacity, settings)
+    if not floor.fits_in(wanted):
+        why.append(f"floor {settings.min_visible_fraction:.0%} of the node")
+        wanted = wanted.component_max(floor)
     return wanted.component_min(capacity), why
+
+
+def visible_floor(capacity: Resources, settings: GuardSettings) -> Resources:
+    """What batch always sees of a node: ``min_visible_fraction`` of it, rounded up."""
+    return Resources(
+        math.ceil(capacity.memory_mb * settings.min_visible_fraction),
+        math.ceil(capacity.vcores * settings.min_visible_fraction),
+    )
+
+
+def reclaim_above(used: Resources, visible: Resources, floor: Resources) -> Resources:
+    """What the node agent is asked to hold back from batch: what batch uses above
+    what it may see, counted from no lower than the floor."""
+    return (used - visible.component_max(floor)).clamped()
 
 
 # --------------------------------------------------------------------------- safety
@@ -194,7 +233,12 @@ def safe_target(
     elif target != wanted and _grows(current, wanted):
         notes.append(f"step limit: grows at most {settings.max_step_up_fraction:.0%} a round")
     if target != current and target != capacity and _within_band(current, target, node, settings):
-        return current, f"within the dead-band ({settings.dead_band_fraction:.0%}): unchanged"
+        target = current
+        notes = [f"within the dead-band ({settings.dead_band_fraction:.0%}): unchanged"]
+    floor = visible_floor(capacity, settings)
+    if not floor.fits_in(target):
+        target = target.component_max(floor).component_min(capacity)
+        notes.append(f"below the floor {settings.min_visible_fraction:.0%}: raised to it at once")
     return target, "; ".join(notes)
 
 
@@ -234,6 +278,7 @@ def _decision(
     target: Resources,
     wanted: Resources,
     reason: str,
+    settings: GuardSettings,
     risk: float | None = None,
     reserved: float | None = None,
     demand: NodeDemand | None = None,
@@ -246,7 +291,7 @@ def _decision(
         target=target,
         wanted=wanted,
         used=node.used,
-        reclaim=(node.used - target).clamped(),
+        reclaim=reclaim_above(node.used, target, visible_floor(node.capacity, settings)),
         action=_action(node, target),
         reason=reason,
         risk=risk,
@@ -265,10 +310,10 @@ def _action(node: NodeView, target: Resources) -> Action:
     return Action.LOWER if lower else Action.RAISE
 
 
-def _released(node: NodeView, problem: str) -> NodeDecision:
+def _released(node: NodeView, problem: str, settings: GuardSettings) -> NodeDecision:
     """Bad or stale input: the node whole again (no reclaim), whatever it was."""
     reason = f"{problem}: full capacity" if node.throttled else f"{problem}: left whole"
-    return _decision(node, node.capacity, node.capacity, reason)
+    return _decision(node, node.capacity, node.capacity, reason, settings)
 
 
 def _unchanged(node: NodeView, action: Action, reason: str) -> NodeDecision:

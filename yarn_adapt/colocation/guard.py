@@ -1,6 +1,8 @@
 """One round of the co-location guard, and what it keeps between rounds.
 
-A round: observe (the nodes the loop read from the RM, risk and QoS from the trace
+A round: follow the nodes (the journal drops what is no longer the guard's: a node
+whole again, changed outside the guard, back under a new id -- each said in the audit
+log) -> observe (the nodes the loop read from the RM, risk and QoS from the trace
 store, the demand bound) -> decide (pure) -> act (``auto`` only: each changed node
 through the actuator) -> record. The service runs it inside its own round (the same
 loop as the configurator); the testbed and its benchmark run exactly this class.
@@ -9,12 +11,17 @@ By mode: ``off`` decides nothing and gives back every node the guard changed;
 ``recommend`` decides and records, changes nothing (the page shows what it would do);
 ``auto`` acts, and serves each node agent its reclaim request. Leaving ``auto`` (to
 ``off`` or ``recommend``) and :meth:`ColocationGuard.stop` give every node back.
+``auto`` is refused with ``min_visible_fraction = 0``: the guard never empties a node.
 
 Reclaim requests (``GET /api/agent/nodes/{node}/reclaim``) come from the same
-decision: what batch uses on the node above the total it now has. A new decision
-for a node gets a new ``generation`` (milliseconds since the epoch, so it keeps
-growing across restarts); an agent that stops hearing from the service lets the
-request expire after ``ttl_s`` and gives the resources back gradually.
+decision: what batch uses on the node above the total it now has, counted from no
+lower than the floor -- never more than batch uses above the target, and with a floor
+never all of it. A request asks the agent to squeeze batch containers by that much;
+the guard never asks for a kill (an agent kills only where its own ``[yarn] kill``
+allows it). A new amount for a node gets a new ``generation`` (milliseconds since the
+epoch, so it keeps growing across restarts), logged with what it asks; an agent that
+stops hearing from the service lets the request expire after ``ttl_s`` and gives the
+resources back gradually.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from yarn_adapt.colocation.actuate import ActOutcome, Actuator, Result
-from yarn_adapt.colocation.decide import decide
+from yarn_adapt.colocation.decide import decide, reclaim_above, visible_floor
+from yarn_adapt.colocation.follow import Followed, JournalChange, words
 from yarn_adapt.colocation.model import (
     Action,
     GuardMode,
@@ -38,6 +46,7 @@ from yarn_adapt.colocation.model import (
     QosReading,
 )
 from yarn_adapt.colocation.observe import GuardObserver
+from yarn_adapt.errors import InputError
 from yarn_adapt.model import Node, Resources
 
 log = logging.getLogger(__name__)
@@ -45,7 +54,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ReclaimRequest:
-    """What one node's agent is asked to hold back from batch now."""
+    """What one node's agent is asked to hold back from batch now: batch's use above
+    what it may see (``batch_used`` above ``visible``, the node's total or the floor,
+    whichever is larger) -- a squeeze, never a kill order."""
 
     node_id: str
     generation: int
@@ -54,9 +65,24 @@ class ReclaimRequest:
     ttl_s: float
     decided_at_s: float
     qos: QosReading | None = None
+    batch_used: Resources | None = None
+    visible: Resources | None = None
+
+    def asks(self) -> str:
+        """What the request asks, in words (the log line of a new generation)."""
+        if self.cpu_millicores == 0 and self.memory_mb == 0:
+            return f"{self.node_id}: nothing to reclaim"
+        basis = ""
+        if self.batch_used is not None and self.visible is not None:
+            basis = f" (batch uses {words(self.batch_used)}, may see {words(self.visible)})"
+        return (
+            f"{self.node_id}: squeeze batch by {self.cpu_millicores} millicores / "
+            f"{self.memory_mb} MB{basis}; no kill is asked"
+        )
 
     def to_json(self) -> dict[str, object]:
-        """The agent's contract (``preemption/targets.py``)."""
+        """The agent's contract (``preemption/targets.py``): its keys only -- the agent
+        refuses any other."""
         body: dict[str, object] = {
             "node": self.node_id,
             "generation": self.generation,
@@ -142,6 +168,7 @@ class ColocationGuard:
         self.recorder = recorder
         self.reclaim_ttl_s = reclaim_ttl_s
         self.clock = clock
+        _check_mode(mode, settings)
         self._mode = mode
         self._memory: dict[str, NodeMemory] = {}
         self._reclaims: dict[str, ReclaimRequest] = {}
@@ -170,6 +197,8 @@ class ColocationGuard:
             return report
 
     def _decide_and_act(self, nodes: Sequence[Node]) -> GuardRoundReport:
+        for change in self.actuator.follow(nodes):
+            self._audit_followed(change)
         inputs = self.observer.inputs(nodes, self.actuator.journalled())
         plan = decide(inputs, self._memory, self.settings)
         restored: tuple[ActOutcome, ...] = ()
@@ -207,38 +236,57 @@ class ColocationGuard:
         self.recorder.audit(f"guard {decision.action} node", detail)
         log.info("guard: %s", detail)
 
+    def _audit_followed(self, change: JournalChange) -> None:
+        detail = f"{change.node_id}: {change.followed}: {change.detail}"
+        if change.followed is not Followed.WHOLE:
+            detail += "; the journal no longer holds its old original"
+        self.recorder.audit("guard journal follows node", detail)
+
     def _reclaim_requests(
         self, plan: GuardPlan, outcomes: Mapping[str, ActOutcome]
     ) -> dict[str, ReclaimRequest]:
         requests: dict[str, ReclaimRequest] = {}
-        generation = int(plan.decided_at_s * 1000)
         for decision in plan.decisions:
             if decision.action is Action.SKIP:
                 continue
-            outcome = outcomes.get(decision.node_id)
-            total = decision.target if outcome is None or outcome.ok else decision.current
-            reclaim = (decision.used - total).clamped()
-            previous = self._reclaims.get(decision.node_id)
-            millicores = reclaim.vcores * self.settings.millicores_per_vcore
-            same = previous is not None and (previous.cpu_millicores, previous.memory_mb) == (
-                millicores,
-                reclaim.memory_mb,
-            )
-            requests[decision.node_id] = ReclaimRequest(
-                node_id=decision.node_id,
-                generation=previous.generation if same and previous else generation,
-                cpu_millicores=millicores,
-                memory_mb=reclaim.memory_mb,
-                ttl_s=self.reclaim_ttl_s,
-                decided_at_s=plan.decided_at_s,
-                qos=decision.qos,
-            )
+            request = self._reclaim_request(decision, outcomes.get(decision.node_id), plan)
+            requests[decision.node_id] = request
         return requests
+
+    def _reclaim_request(
+        self, decision: NodeDecision, outcome: ActOutcome | None, plan: GuardPlan
+    ) -> ReclaimRequest:
+        """Batch's use above the total the node has after the round (the target once
+        it is set, else the one it kept), never counted from below the floor."""
+        total = decision.target if outcome is None or outcome.ok else decision.current
+        floor = visible_floor(decision.capacity, self.settings)
+        reclaim = reclaim_above(decision.used, total, floor)
+        millicores = reclaim.vcores * self.settings.millicores_per_vcore
+        previous = self._reclaims.get(decision.node_id)
+        same = previous is not None and (previous.cpu_millicores, previous.memory_mb) == (
+            millicores,
+            reclaim.memory_mb,
+        )
+        request = ReclaimRequest(
+            node_id=decision.node_id,
+            generation=previous.generation if same and previous else int(plan.decided_at_s * 1000),
+            cpu_millicores=millicores,
+            memory_mb=reclaim.memory_mb,
+            ttl_s=self.reclaim_ttl_s,
+            decided_at_s=plan.decided_at_s,
+            qos=decision.qos,
+            batch_used=decision.used,
+            visible=total.component_max(floor),
+        )
+        if not same and (previous is not None or millicores or reclaim.memory_mb):
+            log.info("guard: reclaim request %d for %s", request.generation, request.asks())
+        return request
 
     # ------------------------------------------------------------------ mode, stop
 
     def set_mode(self, mode: GuardMode, actor: str) -> list[ActOutcome]:
         """Switch modes; leaving ``auto`` gives every node back at once."""
+        _check_mode(mode, self.settings)
         with self._lock:
             previous, self._mode = self._mode, mode
             self.recorder.audit("guard mode", f"{actor}: {previous} -> {mode}")
@@ -279,3 +327,13 @@ class ColocationGuard:
 
 def _amount(resources: Resources) -> str:
     return f"{resources.memory_mb} MB/{resources.vcores} vcores"
+
+
+def _check_mode(mode: GuardMode, settings: GuardSettings) -> None:
+    """``auto`` never runs without a floor: it would empty the riskiest node."""
+    if mode is GuardMode.AUTO and settings.min_visible_fraction <= 0:
+        raise InputError(
+            "co-location guard: mode auto needs [colocation] min_visible_fraction above 0 "
+            "(0 empties the riskiest node); set it (e.g. 0.25) and restart, or stay in "
+            "recommend"
+        )

@@ -4,9 +4,11 @@ with its reason).
 
 Resources are YARN's two dimensions (:class:`~yarn_adapt.model.Resources`, memory in
 MiB and vcores). A node's *capacity* is its real total -- the one journalled before
-the guard first changed it, else what the RM reports -- and its *total* is what the
-scheduler sees now. Everything here is plain data: :mod:`yarn_adapt.colocation.decide`
-reads it without touching the RM, Redis or the file system.
+the guard first changed it, else what the RM reports; a total the guard did not set
+is the node's capacity from then on (``capacity`` follows the node) -- and its
+*total* is what the scheduler sees now. Everything here is plain data:
+:mod:`yarn_adapt.colocation.decide` reads it without touching the RM, Redis or the
+file system.
 """
 
 from __future__ import annotations
@@ -20,13 +22,32 @@ from types import MappingProxyType
 from tracing.model import RiskSnapshot
 from yarn_adapt.model import Resources
 
+# Batch always sees at least this share of a node (Koordinator keeps a floor for batch
+# too): the riskiest node has normalised risk 1 however small its lead, so without a
+# floor nu = 1 would empty it and the agent would be asked to reclaim everything batch
+# runs there. A quarter leaves every node schedulable (on a 4-vcore / 4 GB node: 1
+# vcore, 1 GB, YARN's default minimum allocation) while the guard can still take three
+# quarters of it away from batch.
+DEFAULT_MIN_VISIBLE_FRACTION = 0.25
+
+# The raw node risk R_n (tracing/risk.py, before min-max normalising) under which a
+# node is not throttled at all. R_n sums r_k = alpha WSP_k + (1 - alpha) WFP_k over the
+# services on the node: WSP_k is k's share of the critical services' sojourn (the
+# shares add up to 1 over the window), WFP_k the fraction of k's requests that failed.
+# With the default alpha = 0.5, R_n < 0.05 is a node whose services' share of the
+# critical path plus their failed fraction stays under 10 %: throttling it can buy the
+# application little, while normalising would make the larger of two such crumbs
+# (0.0011 against 0.0010) a risk of 1.
+DEFAULT_MIN_RAW_RISK = 0.05
+
 
 @dataclass(frozen=True, kw_only=True)
 class GuardSettings:
     """How the visibility decision behaves (``[colocation]`` in the settings file).
 
     ``nu`` is TopoSch's reservation coefficient: batch sees ``capacity * (1 - nu*R)``
-    of a node of normalised risk ``R`` (``nu*R`` clipped to [0, 1]). The rest are
+    of a node of normalised risk ``R`` (``nu*R`` clipped to [0, 1]), on nodes whose
+    raw risk is at least ``min_raw_risk`` (the others are not throttled). The rest are
     Koordinator's safety margins: a floor batch always keeps, a dead-band under which
     changes are skipped, a per-round limit on how fast visibility grows back, a
     cool-down after a decrease before it may grow, and how old risk data may be
@@ -35,7 +56,8 @@ class GuardSettings:
 
     nu: float = 1.0
     zero_violation: bool = False
-    min_visible_fraction: float = 0.0
+    min_visible_fraction: float = DEFAULT_MIN_VISIBLE_FRACTION
+    min_raw_risk: float = DEFAULT_MIN_RAW_RISK
     dead_band_fraction: float = 0.05
     max_step_up_fraction: float = 0.25
     cooldown_s: float = 60.0
@@ -46,6 +68,7 @@ class GuardSettings:
         problems = [
             ("nu", self.nu >= 0 and math.isfinite(self.nu), "must be a number >= 0"),
             ("min_visible_fraction", 0 <= self.min_visible_fraction <= 1, "in [0, 1]"),
+            ("min_raw_risk", 0 <= self.min_raw_risk < math.inf, "must be a number >= 0"),
             ("dead_band_fraction", 0 <= self.dead_band_fraction < 1, "in [0, 1)"),
             ("max_step_up_fraction", 0 < self.max_step_up_fraction <= 1, "in (0, 1]"),
             ("cooldown_s", self.cooldown_s >= 0, "must be 0 or more"),

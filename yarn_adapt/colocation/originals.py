@@ -7,6 +7,12 @@ guard -- a clean stop, ``yarn-adapt recover`` after kill -9, disabling it -- put
 every node back from this file, and only a node whose total is still one the guard
 set: a total someone else changed since is theirs, and is left alone (and said so).
 
+The original is the node's capacity only while nobody else changes the node: every
+round (and every restore) first drops the entries of nodes that are whole again,
+were changed outside the guard, or came back under a new id
+(:mod:`~yarn_adapt.colocation.follow`), so a NodeManager that re-registers smaller is
+never "restored" to its old size.
+
 Every write replaces the whole file atomically (a temporary file in the same
 directory, fsynced, renamed, the directory fsynced), under an ``flock`` so the
 service and ``yarn-adapt recover`` never interleave.
@@ -112,6 +118,10 @@ class OriginalTotals:
     def forget(self, node_id: str) -> None:
         with self._locked() as entries:
             entries.pop(node_id, None)
+
+    def editing(self) -> contextlib.AbstractContextManager[dict[str, NodeOriginal]]:
+        """The entries, to change in place under the lock; written back on exit."""
+        return self._locked()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, NodeOriginal]]:

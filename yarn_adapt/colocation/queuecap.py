@@ -18,15 +18,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from yarn_adapt.colocation.actuate import ActOutcome, Result
+from yarn_adapt.colocation.follow import JournalChange
 from yarn_adapt.colocation.model import GuardPlan
 from yarn_adapt.colocation.originals import GuardStateDamaged, NodeOriginal
 from yarn_adapt.errors import ApplyError, SettingsError, YarnError
-from yarn_adapt.model import CapacitySchedulerConfig, Percentage, SchedulerConfig
+from yarn_adapt.model import CapacitySchedulerConfig, Node, Percentage, SchedulerConfig
 from yarn_adapt.model.capacity import Capacity, CapacityQueue, parse_capacity
 from yarn_adapt.yarn.apply import Applier, ApplyResult
 from yarn_adapt.yarn.confxml import SchedulerDocument
@@ -54,6 +55,9 @@ class QueueCap:
 
     def journalled(self) -> dict[str, NodeOriginal]:
         return {}  # node totals are never changed here
+
+    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+        return []  # the cap follows each round's plan; no node's total is journalled
 
     def pending_nodes(self) -> list[str]:
         return [f"{QUEUE_KEY} {self.queue}"] if self._original() is not None else []

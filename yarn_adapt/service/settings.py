@@ -7,11 +7,18 @@ wrong type or out of range, or a file that is not TOML raises
 :class:`~yarn_adapt.errors.SettingsError` naming the file and the key, on one line;
 nothing starts with half-read settings.
 
-The write token is never a plain setting that ends up in logs: it comes from the
-``YARN_ADAPT_TOKEN`` environment variable, else ``[http] token_file``, else
-``[http] token``; the dataclass' ``repr`` masks it. It must be at least
-:data:`MIN_TOKEN_LENGTH` characters, and a token file that group or others may
-access is refused (as ssh refuses such a key).
+Secrets -- the write token, the trace store's password -- never end up in logs: the
+token comes from the ``YARN_ADAPT_TOKEN`` environment variable, else ``[http]
+token_file``, else ``[http] token``; the password from ``YARN_ADAPT_REDIS_PASSWORD``,
+else ``[tracing] redis_password_file``, else ``[tracing] redis_password``; the
+dataclasses' ``repr`` masks them. The token must be at least
+:data:`MIN_TOKEN_LENGTH` characters. As ssh refuses such a key, a secret file is
+refused unless only its owner may access it (mode 0600 or stricter) and that owner
+is the service's user or root; and a secret written inline (``token``,
+``redis_password``) is refused while group or others may read the settings file --
+the message names both fixes (a ``*_file`` setting of mode 0600, or ``chmod 600`` on
+the settings file). The environment variables are never checked: they are the
+operator's own.
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
-from yarn_adapt.colocation.model import GuardMode
+from yarn_adapt.colocation.model import (
+    DEFAULT_MIN_RAW_RISK,
+    DEFAULT_MIN_VISIBLE_FRACTION,
+    GuardMode,
+)
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
 from yarn_adapt.tuning.executors import parse_executor_spec
@@ -171,7 +182,8 @@ class ColocationSection:
     batch_queue: str = ""
     nu: float = 1.0
     zero_violation: bool = False
-    min_visible_fraction: float = 0.0
+    min_visible_fraction: float = DEFAULT_MIN_VISIBLE_FRACTION
+    min_raw_risk: float = DEFAULT_MIN_RAW_RISK
     dead_band_fraction: float = 0.05
     max_step_up_fraction: float = 0.25
     cooldown_s: float = 300.0
@@ -239,6 +251,7 @@ def load_settings(path: str | os.PathLike[str]) -> Settings:
     source = os.fspath(path)
     try:
         with Path(source).open("rb") as stream:
+            file_mode = os.fstat(stream.fileno()).st_mode & 0o777
             raw = tomllib.load(stream)
     except FileNotFoundError as exc:
         raise SettingsError(f"{source}: no such settings file") from exc
@@ -246,7 +259,30 @@ def load_settings(path: str | os.PathLike[str]) -> Settings:
         raise SettingsError(f"{source}: cannot read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
-    return settings_from_mapping(raw, source)
+    settings = settings_from_mapping(raw, source)
+    check_inline_secrets(settings, file_mode)
+    return settings
+
+
+# (table, key, where to put it instead, its environment variable)
+INLINE_SECRETS = (
+    ("http", "token", "[http] token_file", TOKEN_ENV),
+    ("tracing", "redis_password", "[tracing] redis_password_file", REDIS_PASSWORD_ENV),
+)
+
+
+def check_inline_secrets(settings: Settings, file_mode: int) -> None:
+    """A secret written in the settings file, while group or others may read it, is
+    refused (naming both fixes)."""
+    if not file_mode & 0o077:
+        return
+    for table, key, instead, variable in INLINE_SECRETS:
+        if getattr(getattr(settings, table), key):
+            raise SettingsError(
+                f"{settings.source}: [{table}] {key} is written in a file group or others may "
+                f"read (mode {file_mode:04o}): move it to {instead} (a file of mode 0600) or "
+                f"${variable}, or chmod 600 {settings.source}"
+            )
 
 
 def settings_from_mapping(raw: Mapping[str, Any], source: str = "<settings>") -> Settings:
@@ -376,6 +412,12 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
          "must name the batch queue for actuator = queue-cap"),
         ("[colocation] nu", 0 <= guard.nu < float("inf"), "must be a number >= 0"),
         ("[colocation] min_visible_fraction", 0 <= guard.min_visible_fraction <= 1, "[0, 1]"),
+        ("[colocation] min_visible_fraction",
+         guard.mode is not GuardMode.AUTO or guard.min_visible_fraction > 0,
+         f'empties the riskiest node in mode = "auto": set it above 0 (the default is '
+         f"{DEFAULT_MIN_VISIBLE_FRACTION:g}), or use mode = \"recommend\""),
+        ("[colocation] min_raw_risk", 0 <= guard.min_raw_risk < float("inf"),
+         "must be a number >= 0"),
         ("[colocation] dead_band_fraction", 0 <= guard.dead_band_fraction < 1, "in [0, 1)"),
         ("[colocation] max_step_up_fraction", 0 < guard.max_step_up_fraction <= 1, "(0, 1]"),
         ("[colocation] cooldown_s", guard.cooldown_s >= 0, "must be 0 or more"),
@@ -496,17 +538,7 @@ def redis_password(settings: Settings, environ: Mapping[str, str] | None = None)
         return environ[REDIS_PASSWORD_ENV].strip()
     if settings.tracing.redis_password_file:
         path = Path(settings.tracing.redis_password_file).expanduser()
-        where = f"{settings.source}: [tracing] redis_password_file {path}"
-        try:
-            with path.open(encoding="utf-8") as stream:
-                mode = os.fstat(stream.fileno()).st_mode & 0o777
-                lines = stream.read().splitlines()
-        except OSError as exc:
-            raise SettingsError(f"{where}: {exc.strerror or exc}") from exc
-        if mode & 0o077:
-            raise SettingsError(
-                f"{where}: mode {mode:04o} lets group or others access it; chmod 600 {path}"
-            )
+        lines = secret_lines(path, f"{settings.source}: [tracing] redis_password_file {path}")
         return lines[0].strip() if lines else ""
     return settings.tracing.redis_password
 
@@ -544,21 +576,35 @@ def write_token(settings: Settings, environ: Mapping[str, str] | None = None) ->
 
 
 def token_from_file(path: Path, where: str) -> str:
-    """The first line of ``path``, refused when group or others may access the file."""
-    try:
-        with path.open(encoding="utf-8") as stream:
-            mode = os.fstat(stream.fileno()).st_mode & 0o777
-            lines = stream.read().splitlines()
-    except OSError as exc:
-        raise SettingsError(f"{where}: {exc.strerror or exc}") from exc
-    if mode & 0o077:
-        raise SettingsError(
-            f"{where}: mode {mode:04o} lets group or others access it; chmod 600 {path}"
-        )
+    """The first line of ``path`` (a secret file: :func:`secret_lines`)."""
+    lines = secret_lines(path, where)
     token = lines[0].strip() if lines else ""
     if not token:
         raise SettingsError(f"{where}: the file is empty")
     return checked_token(token, where)
+
+
+def secret_lines(path: Path, where: str) -> list[str]:
+    """The lines of a secret file, refused unless only its owner may access it (mode
+    0600 or stricter) and that owner is the service's user or root."""
+    try:
+        with path.open(encoding="utf-8") as stream:
+            status = os.fstat(stream.fileno())
+            lines = stream.read().splitlines()
+    except OSError as exc:
+        raise SettingsError(f"{where}: {exc.strerror or exc}") from exc
+    mode = status.st_mode & 0o777
+    if mode & 0o077:
+        raise SettingsError(
+            f"{where}: mode {mode:04o} lets group or others access it; chmod 600 {path}"
+        )
+    user = os.geteuid()
+    if status.st_uid not in (user, 0):
+        raise SettingsError(
+            f"{where}: owned by uid {status.st_uid}, who may rewrite it; it must belong to "
+            f"the service's user (uid {user}) or root: chown {user} {path}"
+        )
+    return lines
 
 
 def checked_token(token: str, where: str) -> str:
