@@ -23,8 +23,9 @@ counts once. Traces are then kept when their end falls in the window.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,11 +46,14 @@ from tracing.redisconn import Keys, RedisConfig, as_bytes, as_text, store_errors
 from tracing.segment import (
     SHARED_NAMES_MAGIC,
     Segment,
+    SegmentError,
     decode_segment,
     encode_segment,
     segment_bounds,
     segment_trace_ids,
 )
+
+log = logging.getLogger(__name__)
 
 _FETCH_CHUNK = 64
 _LOOKUP_CHUNK = 1000
@@ -89,6 +93,7 @@ class LoadedTraces:
     names: NameTable
     segments: int
     merged_traces: int  # traces that were stored in more than one piece
+    unreadable_segments: int = 0  # stored bytes that are not a segment: skipped, logged
 
 
 class TraceStore:
@@ -195,15 +200,11 @@ class TraceStore:
             low = "-inf" if start_us is None else start_us
             keys = [as_bytes(k) for k in self.client.zrangebyscore(self.keys.segments, low, "+inf")]
             payloads = self._fetch(keys)
-        segments = [
-            decode_segment(p)
-            for p in payloads
-            if p is not None and (end_us is None or segment_bounds(p)[0] <= end_us)
-        ]
+        segments, unreadable = _readable(zip(keys, payloads, strict=True), end_us)
         parts, names = self._named(segments)
         columns, merged = merge_duplicates(concat_columns(parts))
         columns = within(columns, start_us, end_us)
-        return LoadedTraces(columns, names, len(parts), merged)
+        return LoadedTraces(columns, names, len(parts), merged, unreadable)
 
     def _named(self, segments: Sequence[Segment]) -> tuple[list[TraceColumns], NameTable]:
         """The segments' columns with their names merged into one table."""
@@ -249,11 +250,11 @@ class TraceStore:
         with store_errors(self.config, "looking for a trace"):
             keys = [as_bytes(k) for k in self.client.zrange(self.keys.segments, 0, -1)]
             for first in range(0, len(keys), _FETCH_CHUNK):
-                for payload in self._fetch(keys[first : first + _FETCH_CHUNK]):
-                    if payload is not None and bool((segment_trace_ids(payload) == wanted).any()):
-                        segment = decode_segment(payload)
-                        hits = np.flatnonzero(segment.columns.trace_ids == wanted)
-                        pieces.append(Segment(select_traces(segment.columns, hits), segment.names))
+                chunk = keys[first : first + _FETCH_CHUNK]
+                for key, payload in zip(chunk, self._fetch(chunk), strict=True):
+                    piece = _piece_of(key, payload, wanted)
+                    if piece is not None:
+                        pieces.append(piece)
         if not pieces:
             raise TraceNotFound(f"no stored trace has id {trace_id}")
         parts, names = self._named(pieces)
@@ -264,6 +265,41 @@ class TraceStore:
         with store_errors(self.config, "reading the trace index"):
             newest = self.client.zrange(self.keys.segments, -1, -1, withscores=True)
         return int(newest[0][1]) if newest else None
+
+
+def _readable(
+    stored: Iterable[tuple[bytes, bytes | None]], end_us: int | None
+) -> tuple[list[Segment], int]:
+    """The segments that may hold traces ending by ``end_us``; bytes that are not a
+    segment (another writer, a damaged value) are skipped, counted and logged by key,
+    so one bad value never hides every other trace."""
+    segments: list[Segment] = []
+    unreadable = 0
+    for key, payload in stored:
+        if payload is None:
+            continue  # expired between the index and the fetch
+        try:
+            if end_us is None or segment_bounds(payload)[0] <= end_us:
+                segments.append(decode_segment(payload))
+        except SegmentError as exc:
+            unreadable += 1
+            log.warning("trace store: %r is not a trace segment (%s); skipped", key, exc)
+    return segments, unreadable
+
+
+def _piece_of(key: bytes, payload: bytes | None, wanted: np.void) -> Segment | None:
+    """The part of one stored segment that belongs to trace ``wanted``, if any."""
+    if payload is None:
+        return None
+    try:
+        if not bool((segment_trace_ids(payload) == wanted).any()):
+            return None
+        segment = decode_segment(payload)
+    except SegmentError as exc:
+        log.warning("trace store: %r is not a trace segment (%s); skipped", key, exc)
+        return None
+    hits = np.flatnonzero(segment.columns.trace_ids == wanted)
+    return Segment(select_traces(segment.columns, hits), segment.names)
 
 
 def dead_letter_fields(

@@ -265,3 +265,27 @@ def test_failures_at_the_agents_endpoint_are_charged_to_the_client(
     locked = client.post("/api/guard/mode", headers=OPERATOR, json={"mode": "off"})
     assert locked.status_code == 429
     assert guarded.guard is not None and guarded.guard.guard.mode is GuardMode.AUTO
+
+
+def test_the_page_refuses_auto_without_a_floor_in_words(tmp_path: Path) -> None:
+    """Auto with no floor is refused by the settings; turning it on from the page later
+    is refused the same way, as a page, not an unhandled error."""
+    settings = settings_for(
+        tmp_path,
+        yarn={"rm": ["http://127.0.0.1:1"]},
+        scheduler={"via": "mutation"},
+        colocation={"enabled": True, "mode": "recommend", "demand": "none",
+                    "min_visible_fraction": 0.0},
+    )  # fmt: skip
+    service = Service.build(settings, YarnBackend(settings), NothingToPropose(), token=TOKEN)
+    try:
+        client = create_app(service).test_client()
+        assert client.post("/login", data={"token": TOKEN}).status_code == 302
+        page = client.get("/").get_data(as_text=True)
+        csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        reply = client.post("/guard/mode", data={"mode": "auto", "csrf": csrf})
+        assert reply.status_code == 400 and reply.mimetype == "text/html"  # a page, not JSON
+        assert "mode auto needs" in reply.get_data(as_text=True)
+        assert service.guard is not None and service.guard.guard.mode is GuardMode.RECOMMEND
+    finally:
+        service.close()

@@ -79,6 +79,8 @@ def test_values_are_read_into_their_types(tmp_path: Path) -> None:
             r"\[tuning\] executor: --executor 'threads': expected 'serial', 'process'",
         ),
         ("[backoff]\ninitial_s = 60\nmax_s = 10\n", r"\[backoff\] max_s: 10\.0 >= initial_s"),
+        ("[tracing]\ndead_letter_entries = 0\n", r"\[tracing\] dead_letter_entries: 0 >= 1"),
+        ("[tracing]\nmax_clock_ahead_s = -1\n", r"\[tracing\] max_clock_ahead_s: -1\.0 0 or more"),
         ("service = 3\n", r"service must be a table"),
         ("[service\nmode = 1\n", r"yarn-adapt\.toml: not valid TOML: .*line 1"),
     ],

@@ -150,3 +150,25 @@ def test_names_expire_with_their_traces_and_a_guard_round_reads_only_its_windows
     store.maintain()
     left = {as_text(k) for k in client.scan_iter(f"{store_config.prefix}:*")}
     assert left <= {keys.stream, keys.seq}, left  # no name survives its traces
+
+
+# --------------------------------------------------------------------------- damaged values
+
+
+def test_a_damaged_segment_is_skipped_and_counted_not_a_failed_read(
+    client: redis.Redis, store_config: RedisConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys = Keys(store_config.prefix)
+    store = TraceStore(client, store_config)
+    publish([s for t in make_traces(4) for s in t], client, keys.stream)
+    worker_for(store).drain()
+    damaged = keys.segment(10_000)
+    client.set(damaged, b"YTG2 not a segment at all")
+    client.zadd(keys.segments, {damaged: 1_700_000_000_000_000})
+    with caplog.at_level(logging.WARNING, logger="tracing.store"):
+        loaded = store.load()
+        found = store.find(f"{1:032x}")
+    assert loaded.unreadable_segments == 1 and loaded.segments >= 1
+    assert len(set(loaded.columns.trace_ids.tolist())) == 4  # every good trace still read
+    assert found.segments >= 1
+    assert any(damaged in record.getMessage() for record in caplog.records)

@@ -30,9 +30,9 @@ from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import CriticalPath, RiskSnapshot
 from tracing.redisconn import make_client
 from tracing.risk import RiskSettings
-from tracing.store import StoreLimits, TraceStore
+from tracing.store import TraceStore
 from yarn_adapt.errors import InputError, YarnAdaptError
-from yarn_adapt.service.guard import redis_config
+from yarn_adapt.service.guard import redis_config, store_limits
 from yarn_adapt.service.settings import Settings, TracingSection, load_settings
 
 
@@ -76,17 +76,18 @@ class _Context:
         self.config = redis_config(settings, redis_url)
 
     def store(self) -> TraceStore:
-        limits = StoreLimits(
-            retention_s=self.section.retention_s,
-            memory_budget_bytes=int(self.section.memory_budget_mb * (1 << 20)),
-        )
         with tracing_errors():
-            return TraceStore(make_client(self.config), self.config, limits)
+            return TraceStore(make_client(self.config), self.config, store_limits(self.section))
 
     def worker(self, store: TraceStore) -> IngestWorker:
         quiet = self.section.quiet_s
         return IngestWorker(
-            store, IngestConfig(quiet_s=quiet, claim_idle_s=max(60.0, 4 * quiet + 1))
+            store,
+            IngestConfig(
+                quiet_s=quiet,
+                claim_idle_s=max(60.0, 4 * quiet + 1),
+                max_clock_ahead_s=self.section.max_clock_ahead_s,
+            ),
         )
 
     def risk_settings(self, alpha: float | None, min_share: float | None) -> RiskSettings:

@@ -89,12 +89,17 @@ class TraceStoreRisk:
         since_us = max(start_us, self._tallied_to_us or start_us)
         tallies = request_tallies(analysis.forest, self.targets_ms, since_us, end_us)
         self._tallied_to_us = max(end_us, self._tallied_to_us or end_us)
-        return RiskReading(analysis.risk, qos, analysis.risk.clock_note(), tallies)
+        notes = [analysis.risk.clock_note(), unreadable_note(loaded.unreadable_segments)]
+        return RiskReading(analysis.risk, qos, "; ".join(n for n in notes if n), tallies)
 
     def close(self) -> None:
         if self._store is not None:
             self._store.client.close()
             self._store = None
+
+
+def unreadable_note(count: int) -> str:
+    return f"{count} stored trace segment(s) unreadable and skipped" if count else ""
 
 
 def window_end_us(newest_us: int | None, now_s: float) -> int:

@@ -41,6 +41,7 @@ from yarn_adapt.service.records import Decision, DecisionKind
 from yarn_adapt.service.settings import (
     ColocationSection,
     Settings,
+    TracingSection,
     pairs,
     redis_password,
     redis_password_setting,
@@ -92,11 +93,17 @@ def redis_config(settings: Settings, url: str | None = None) -> RedisConfig:
 def trace_store_opener(settings: Settings) -> TraceStoreOpener:
     section = settings.tracing
     config = redis_config(settings)
-    limits = StoreLimits(
+    return TraceStoreOpener(config, store_limits(section))
+
+
+def store_limits(section: TracingSection) -> StoreLimits:
+    """The trace store's bounds from ``[tracing]``: retention, the memory budget (traces,
+    their names and the dead-letter records) and the dead-letter stream's length."""
+    return StoreLimits(
         retention_s=section.retention_s,
         memory_budget_bytes=int(section.memory_budget_mb * (1 << 20)),
+        dead_letter_entries=section.dead_letter_entries,
     )
-    return TraceStoreOpener(config, limits)
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,8 @@ class TracingSection:
     quiet_s: float = 5.0
     retention_s: float = 3600.0
     memory_budget_mb: float = 256.0
+    dead_letter_entries: int = 1000
+    max_clock_ahead_s: float = 5.0
     window_s: float = 60.0
     alpha: float = 0.5
     critical_min_share: float = 0.0
@@ -389,6 +391,8 @@ def check_settings(settings: Settings) -> None:
         ("[tracing] quiet_s", settings.tracing.quiet_s >= 0, "must be 0 or more"),
         ("[tracing] retention_s", settings.tracing.retention_s > 0, "must be positive"),
         ("[tracing] memory_budget_mb", settings.tracing.memory_budget_mb > 0, "positive"),
+        ("[tracing] dead_letter_entries", settings.tracing.dead_letter_entries >= 1, ">= 1"),
+        ("[tracing] max_clock_ahead_s", settings.tracing.max_clock_ahead_s >= 0, "0 or more"),
         ("[tracing] window_s", settings.tracing.window_s > 0, "must be positive"),
         ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
         ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),

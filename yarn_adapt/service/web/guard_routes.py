@@ -161,9 +161,9 @@ def guard_blueprint(service: Service) -> Blueprint:
             return render_template("error.html", message="the form is stale or foreign"), 403
         try:
             mode = _mode(request.form.get("mode"))
-        except InputError as exc:
+            restored = step().guard.set_mode(mode, "operator (web)")
+        except InputError as exc:  # an unknown mode, or auto refused by the settings
             return render_template("error.html", message=exc.one_line()), 400
-        restored = step().guard.set_mode(mode, "operator (web)")
         back = f"; {len(restored)} node(s) given back" if restored else ""
         flash(f"co-location guard: {mode}{back}")
         return redirect(url_for("pages.index") + "#guard")
