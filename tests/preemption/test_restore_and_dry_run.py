@@ -20,10 +20,14 @@ from preemption.cgroups.procfile import cgroup_membership
 from preemption.statefile import StateJournal
 
 from .conftest import BURNER, HOLDER, container_id, place
+from .factories import ListedBy
 from .test_cgroup_v1 import (
+    LAUNCHER,
+    LISTED,
     ROOT,
     UNLIMITED,
     agent_for,
+    launch_script,
     settings_for,
     started,
     wait_for,
@@ -91,6 +95,7 @@ def _dry_agent(hierarchy: str, state: Path, **changes: object) -> Agent:
     settings = settings_for(hierarchy, state, cpu=600, **changes)
     agent = Agent.build(settings, dry_run=True)
     assert isinstance(agent.backend, DryRunBackend)
+    agent.nodemanager = ListedBy(os.getpid(), LISTED)  # this test process stands for it
     return agent
 
 
@@ -135,13 +140,7 @@ def test_a_dry_run_decides_the_squeeze_of_a_cgroup_container_and_changes_nothing
 def test_a_dry_run_would_adopt_a_container_without_a_cgroup_but_moves_nothing(
     v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
 ) -> None:
-    launcher = processes(
-        "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', {BURNER!r}])\n"
-        "print('ready', flush=True)\n"
-        "child.wait()\n",
-        env={"CONTAINER_ID": container_id(14)},
-    )
+    launcher = processes(LAUNCHER, launch_script(container_id(14)))
     started(launcher)
     state = tmp_path / "state.json"
     agent = _dry_agent(hierarchy, state, source="process-tree", nodemanager_pid=os.getpid())

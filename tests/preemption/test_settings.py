@@ -78,13 +78,14 @@ def test_a_file_that_is_not_toml_or_missing_is_named(tmp_path: Path) -> None:
 def test_the_token_comes_from_the_environment_or_the_token_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service: dict[str, str] = {"url": "http://svc:8765"}
+    service: dict[str, str] = {"url": "https://svc:8765"}
     raw = {"agent": {"mode": "service"}, "service": service}
     settings = agent_settings_from_mapping(raw, "agent.toml")
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(SettingsError, match="needs a token"):
         settings.token()
     (tmp_path / "token").write_text("from-file-token\n")
+    (tmp_path / "token").chmod(0o600)
     service["token_file"] = str(tmp_path / "token")
     assert agent_settings_from_mapping(raw, "agent.toml").token() == "from-file-token"
     monkeypatch.setenv(TOKEN_ENV, "from-env-token")
