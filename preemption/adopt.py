@@ -56,7 +56,7 @@ class Adopter:
                 self.journal.remember_created(group)
                 self.backend.create(group)
         for process in processes:
-            self._move_in(Expected(process.pid, process.start_ticks), group)
+            self._move_in(Expected.of(process), group)
         return group
 
     def _move_in(self, expected: Expected, group: Cgroup) -> None:

@@ -6,8 +6,10 @@ its pid to an unrelated one, which the write would then move. So every move is
 checked around the write:
 
 1. **before**: a pidfd (``os.pidfd_open``) pins the process the pid names now, and
-   its start time (``/proc/<pid>/stat``) must be the one the scan saw: a pid reused
-   since the scan is not moved at all;
+   its start time and parent (``/proc/<pid>/stat``) must be the ones the scan saw: a
+   pid reused since the scan is not moved at all (start times are clock ticks, 10 ms:
+   the newcomer would have to start in the same tick its predecessor did and take its
+   parent too);
 2. **the write** (the caller's);
 3. **after**: the pinned process must still be alive
    (``signal.pidfd_send_signal(fd, 0)``): alive after the write means the pid named
@@ -32,7 +34,7 @@ from enum import StrEnum
 
 from preemption.cgroups.base import CgroupBackend
 from preemption.errors import CgroupError, CgroupVanished
-from preemption.procfs import ProcFs
+from preemption.procfs import ProcessInfo, ProcFs
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +48,16 @@ class Moved(StrEnum):
 
 @dataclass(frozen=True)
 class Expected:
-    """The process a move is meant for: its pid and its start (clock ticks after boot)."""
+    """The process a move is meant for: its pid, start (clock ticks after boot) and
+    parent as a scan saw them."""
 
     pid: int
     start_ticks: int
+    ppid: int
+
+    @classmethod
+    def of(cls, info: ProcessInfo) -> Expected:
+        return cls(info.pid, info.start_ticks, info.ppid)
 
 
 class _Pin:
@@ -72,7 +80,7 @@ class _Pin:
 
 def _same(procfs: ProcFs, expected: Expected) -> bool:
     info = procfs.process(expected.pid)
-    return info is not None and info.start_ticks == expected.start_ticks
+    return info is not None and Expected.of(info) == expected
 
 
 @contextmanager
@@ -106,7 +114,7 @@ def _pidfd(pid: int) -> int | None:
 def start_of(procfs: ProcFs, pid: int) -> Expected | None:
     """The process the pid names now (for moves of pids read from ``cgroup.procs``)."""
     info = procfs.process(pid)
-    return Expected(pid, info.start_ticks) if info is not None else None
+    return Expected.of(info) if info is not None else None
 
 
 def checked_move(
@@ -137,7 +145,7 @@ def _undo_newcomer(
     backend: CgroupBackend, procfs: ProcFs, expected: Expected, destination: Mapping[str, str]
 ) -> Moved:
     newcomer = procfs.process(expected.pid)
-    if newcomer is None or newcomer.start_ticks == expected.start_ticks:
+    if newcomer is None or Expected.of(newcomer) == expected:
         return Moved.GONE
     try:
         where = backend.membership(newcomer.pid)

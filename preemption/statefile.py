@@ -107,7 +107,7 @@ def parse_content(text: str, where: str) -> JournalContent:
         content.adopted = [_relpath(g, f"adopted[{n}]") for n, g in enumerate(adopted)]
         for n, entry in enumerate(raw["moved"]):
             origin = {
-                str(k): _relpath(v, f"moved[{n}].from.{k}", root_allowed=True)
+                str(k): _relpath(v, f"moved[{n}].from[{k!r}]", root_allowed=True)
                 for k, v in entry["from"].items()
             }
             group = _relpath(entry["group"], f"moved[{n}].group")

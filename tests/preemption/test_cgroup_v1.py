@@ -24,7 +24,7 @@ from preemption.metrics import AgentMetrics
 from preemption.settings import AgentSettings, agent_settings_from_mapping
 from preemption.statefile import StateJournal
 
-from .conftest import BURNER, HOLDER, container_id, cpu_share, place
+from .conftest import BURNER, CONTROLLERS, HOLDER, container_id, cpu_share, place
 from .factories import ListedBy
 
 pytestmark = pytest.mark.slow
@@ -227,6 +227,30 @@ def test_processes_of_a_container_without_a_cgroup_are_adopted_and_moved_back(
     assert not (tmp_path / "state.json").exists()
 
 
+def test_processes_moved_into_a_cgroup_that_already_existed_go_back_on_restore(
+    v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    started(processes(LAUNCHER, launch_script(container_id(15))))
+    state = tmp_path / "state.json"
+    settings = settings_for(hierarchy, state, cpu=400, source="process-tree")
+    agent = agent_for(settings, v1)
+    group = agent.adopter.group_for(container_id(15))
+    for controller in CONTROLLERS:  # there before the agent (a lost state file, by hand)
+        (v1.mounts[controller] / group.relpath).mkdir(parents=True)
+    found = wait_for(lambda: [c for c in agent.discover() if c.container_id == group.name], 10)
+    pids = found[0].pids
+    before = {pid: cgroup_membership(Path("/proc"), pid, CONTROLLERS) for pid in pids}
+    agent.tick()
+    assert sorted(v1.pids(group)) == sorted(pids)
+    recorded = json.loads(state.read_text())
+    assert (recorded["adopted"], recorded["created"]) == ([group.relpath], [])
+    agent.shutdown()
+    for pid in pids:
+        assert cgroup_membership(Path("/proc"), pid, CONTROLLERS) == before[pid]
+    assert v1.exists(group) and v1.pids(group) == ()  # left as found: there, and empty
+    assert not state.exists()
+
+
 class VanishesOnQuotaWrite(CgroupFiles):
     """The container exits and its cgroup is removed right before the agent's write."""
 
@@ -315,7 +339,6 @@ LAUNCHER = (
 def launch_script(container: str) -> str:
     """Where the DefaultContainerExecutor's launch script of ``container`` lives."""
     return f"/nm-local/usercache/u/appcache/application_1/{container}/default_container_executor.sh"
-
 
 
 def write_config(path: Path, hierarchy: str, state: Path, *, cpu: int, memory: int) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from preemption.agent import Agent, AgentParts, target_source
-from preemption.cgroups import Cgroup, V2Backend
+from preemption.cgroups import Cgroup, Usage, V2Backend
 from preemption.errors import CgroupUnsupported
 from preemption.metrics import AgentMetrics
 from preemption.model import Amount, ReclaimTarget
@@ -208,3 +208,27 @@ def test_a_process_with_no_recorded_origin_stays_rather_than_going_to_the_root(
     assert (root / "cgroup.procs").read_text() == ""
     assert f"yarn-adapt/{CID}: process 4242 has no recorded origin" in report.failures
     assert group.relpath in journal.content.created  # still journalled: tried again later
+
+
+@pytest.mark.parametrize(
+    ("limit_mb", "usage_mb", "original", "high"),
+    [
+        (64, 300, "max", str((300 + 128) * MIB)),  # never below usage + headroom
+        (400, 10, "max", str(400 * MIB)),  # above the floor: the limit itself
+        (64, 300, str(400 * MIB), str(400 * MIB)),  # never above the original
+        (64, 10, str(100 * MIB), str(100 * MIB)),
+        (512, 10, "max", "max"),  # back at the baseline: the original
+    ],
+)
+def test_v2_memory_high_is_never_set_below_usage_plus_headroom(
+    limit_mb: int, usage_mb: int, original: str, high: str, tmp_path: Path
+) -> None:
+    # As v1's memory.limit_in_bytes: memory.high throttles and reclaims hard, so the
+    # agent never puts it under what the container holds now plus the headroom.
+    backend = V2Backend(tmp_path)  # default policy: 128 MiB headroom
+    originals = {"cpu.max": "max 100000", "cpu.weight": "100", "memory.high": original,
+                 "memory.max": "max"}  # fmt: skip
+    values = backend.desired_values(
+        Amount(1000, limit_mb), Amount(1000, 512), originals, Usage(0, usage_mb * MIB)
+    )
+    assert values["memory.high"] == high

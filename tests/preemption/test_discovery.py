@@ -17,7 +17,7 @@ import pytest
 
 from preemption.classify import AppFacts, ClassifySettings, classify
 from preemption.discovery import containers_in_tree
-from preemption.model import Amount, ContainerRef, TaskKind
+from preemption.model import Amount, ContainerRef, TaskKind, is_container_id
 from preemption.procfs import ProcFs, parse_stat
 from preemption.yarnedge import attempt_of_container, attempt_progress, parse_nm_containers
 
@@ -119,8 +119,8 @@ def test_a_container_whose_working_process_is_stopped_is_not_running(
     try:
         deadline = time.monotonic() + 5
         while True:
-            found = {c.container_id: c
-                     for c in containers_in_tree(os.getpid(), ProcFs(), {CID_A, CID_B})}  # fmt: skip
+            listed = {CID_A, CID_B}
+            found = {c.container_id: c for c in containers_in_tree(os.getpid(), ProcFs(), listed)}
             if not found[CID_B].running or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -203,3 +203,20 @@ def test_mapreduce_attempts_map_containers_and_report_progress_in_percent() -> N
     assert attempt_progress({"taskAttempt": {**attempt, "progress": 42.5}}) == pytest.approx(0.425)
     assert attempt_progress({"taskAttempt": {}}) is None
     assert attempt_progress("nonsense") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{CID_B}\n",  # "$" would take it: a trailing newline
+        f"{CID_B}\n\n",
+        f" {CID_B}",
+        f"{CID_B}x",
+        "container_1700000000000_\u0660\u0660\u0664\u0662_01_000003",  # Arabic-Indic digits
+        "container_e17__1700000000000_0042_01_000002",
+    ],
+)
+def test_only_a_whole_container_id_is_one(text: str) -> None:
+    assert not is_container_id(text)
+    with pytest.raises(ValueError, match="not a YARN container id"):
+        ContainerRef.parse(text)
