@@ -7,10 +7,13 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from preemption.model import Amount, BatchTask, Locality, QosSignal, ReclaimTarget
-from preemption.nodemanager import NodeManagerView, VerifiedNodeManager
 from preemption.yarnedge import parse_nm_containers
+
+if TYPE_CHECKING:
+    from preemption.nodemanager import NodeManagerView
 
 APP = "application_1700000000000_0001"
 
@@ -82,6 +85,8 @@ class ListedBy:
     uid: int = 0
 
     def observe(self) -> NodeManagerView:
+        from preemption.nodemanager import NodeManagerView, VerifiedNodeManager
+
         listed = parse_nm_containers(nm_answer(self.container_ids), "recorded")
         process = VerifiedNodeManager(self.pid, self.uid, start_ticks=0)
         return NodeManagerView(process, {c: n for c, n in listed.items() if n.state == "RUNNING"})

@@ -60,6 +60,15 @@ def test_an_empty_file_reclaims_nothing_and_squeezes_only_known_batch(tmp_path: 
         ({"classify": {"unknown": "maybe"}}, "[classify] unknown must be"),
         ({"qos": {"model": "gbrt"}}, "[qos] samples_file is required"),
         ({"discovery": {"agent_hierarchy": "hadoop-yarn"}}, "agent_hierarchy must be set"),
+        ({"discovery": {"nodemanager_user": ""}}, "[discovery] nodemanager_user must name"),
+        ({"discovery": {"nodemanager_pid_file": "nm.pid"}}, "must be an absolute path"),
+        ({"discovery": {"nodemanager_pid": -1}}, "[discovery] nodemanager_pid must be > 0"),
+        (
+            {"discovery": {"nodemanager_match": "NodeManager"}},
+            "unknown setting [discovery] nodemanager_match",
+        ),
+        ({"yarn": {"nodemanager_url": ""}}, "[yarn] nodemanager_url must be an http(s)://"),
+        ({"yarn": {"nodemanager_url": "127.0.0.1:8042"}}, "[yarn] nodemanager_url must be"),
     ],
 )
 def test_bad_settings_are_one_line_errors_naming_the_key(
