@@ -147,7 +147,9 @@ class NodeView:
 
     @property
     def problem(self) -> str | None:
-        return self.nodemanager.problem if not self.nodemanager.trusted else None
+        if self.nodemanager.trusted:
+            return None
+        return self.nodemanager.problem or "no verified NodeManager"
 
 
 class Agent:

@@ -12,7 +12,7 @@
                                                             kill-failed, vanished,
                                                             denied, error
 ``yarn_adapt_agent_request_errors_total{kind}``             counter: unreachable, malformed
-``yarn_adapt_agent_yarn_errors_total``                      counter: RM/NM calls that failed
+``yarn_adapt_agent_yarn_errors_total``                      counter: RM calls that failed
 ``yarn_adapt_agent_untrusted_intervals_total``              counter: intervals the agent
                                                             acted on nothing (the
                                                             NodeManager unverified, or
@@ -63,7 +63,7 @@ class AgentMetrics:
             "yarn_adapt_agent_request_errors", "Failed target requests", ["kind"], registry=r
         )
         self.yarn_errors = Counter(
-            "yarn_adapt_agent_yarn_errors", "Failed calls to the RM or NM", registry=r
+            "yarn_adapt_agent_yarn_errors", "Failed calls to the RM", registry=r
         )
         self.untrusted = Counter(
             "yarn_adapt_agent_untrusted_intervals",

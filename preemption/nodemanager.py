@@ -142,8 +142,7 @@ def read_pid_file(path: str, allowed_owners: frozenset[int]) -> int:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise NodeManagerUntrusted(
-            f"pid file {path}: {exc.strerror or exc} (is the NodeManager running? "
-            "[discovery] nodemanager_pid_file)"
+            f"pid file {path} ([discovery] nodemanager_pid_file): {exc.strerror or exc}"
         ) from None
     try:
         info = os.fstat(fd)
@@ -171,22 +170,27 @@ def verify_nodemanager(identity: NodeManagerIdentity, procfs: ProcFs) -> Verifie
     uid = user_uid(identity.user)
     pid = identity.pid or read_pid_file(identity.pid_file, frozenset({0, uid}))
     info = procfs.process(pid)
-    uids = procfs.uids(pid)
-    if info is None or uids is None:
+    if info is None:
         raise NodeManagerUntrusted(f"pid {pid}: no such process")
-    if any(owner != uid for owner in uids):
-        raise NodeManagerUntrusted(
-            f"pid {pid} runs as uid {'/'.join(map(str, uids))}, not {identity.user} (uid {uid})"
-        )
-    argv = procfs.cmdline(pid)
+    _check_owner(pid, procfs.uids(pid) or (), uid, identity.user)
+    _check_main_class(pid, procfs.cmdline(pid))
+    again = procfs.process(pid)  # the same process throughout the checks
+    if again is None or again.start_ticks != info.start_ticks:
+        raise NodeManagerUntrusted(f"pid {pid}: exited while being checked")
+    return VerifiedNodeManager(pid, uid, info.start_ticks)
+
+
+def _check_owner(pid: int, uids: Sequence[int], uid: int, user: str) -> None:
+    if not uids or any(owner != uid for owner in uids):
+        shown = "/".join(map(str, uids)) or "unknown"
+        raise NodeManagerUntrusted(f"pid {pid} runs as uid {shown}, not {user} (uid {uid})")
+
+
+def _check_main_class(pid: int, argv: Sequence[str]) -> None:
     main_class = java_main_class(argv)
     if main_class != NODEMANAGER_CLASS:
         what = f"main class {main_class!r}" if main_class else f"{argv[:1]!r}, no java main class"
         raise NodeManagerUntrusted(f"pid {pid} runs {what}, not {NODEMANAGER_CLASS}")
-    again = procfs.process(pid)
-    if again is None or again.start_ticks != info.start_ticks:
-        raise NodeManagerUntrusted(f"pid {pid}: exited while being checked")
-    return VerifiedNodeManager(pid, uid, info.start_ticks)
 
 
 # ----------------------------------------------------------------- the watch
