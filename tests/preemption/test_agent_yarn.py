@@ -17,6 +17,7 @@ and pointing NM_HOST at a trap: it is never moved, and the trap never asked.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import pwd
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import requests
 
 from preemption.agent import Agent, AgentParts, target_source
 from preemption.cgroups import Cgroup, V1Backend
@@ -43,6 +45,7 @@ from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 
 from .conftest import CONTROLLERS, Replay, remove_tree
+from .factories import RECORDED_NM
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 BURNER = Path(__file__).with_name("ds_burner.py")
@@ -145,6 +148,7 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
     try:
         app.wait_running(120)
         claimed = wait_for_task_container(agent)
+        assert_recorded_answer_matches(settings.yarn.nodemanager_url)
         # Its command line has what used to find the NodeManager (its class, this
         # NodeManager's directory property); its child claims a running container.
         impostor = subprocess.Popen(
@@ -220,6 +224,18 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
     # Everything the agent changed is back: its cgroups are gone, no state left.
     assert not backend.exists(Cgroup(f"{own}/{steady}"))
     assert not (tmp_path / "state.json").exists()
+
+
+def assert_recorded_answer_matches(nodemanager: str) -> None:
+    """The recorded NM answer the fast tests give the agent (factories.ListedBy) has
+    the live NodeManager's shape: every field of a running container, same types."""
+    live = requests.get(f"{nodemanager}/ws/v1/node/containers", timeout=30).json()
+    recorded = json.loads(RECORDED_NM.read_text())
+    [template, *_] = recorded["containers"]["container"]
+    running = [c for c in live["containers"]["container"] if c["state"] == "RUNNING"]
+    assert running, live
+    for field, value in template.items():
+        assert type(running[0][field]) is type(value), field
 
 
 def wait_for_task_container(agent: Agent) -> str:
