@@ -182,8 +182,12 @@ class Agent:
     # ----------------------------------------------------------------- life cycle
 
     @classmethod
-    def build(cls, settings: AgentSettings, *, dry_run: bool | None = None) -> Agent:
-        """The agent for this host, as the settings describe it."""
+    def build(
+        cls, settings: AgentSettings, *, dry_run: bool | None = None, restore_only: bool = False
+    ) -> Agent:
+        """The agent for this host, as the settings describe it. ``restore_only``: for
+        ``agent restore``, which must work whatever the service's address or token
+        (it asks the service nothing)."""
         dry = settings.agent.dry_run if dry_run is None else dry_run
         backend: CgroupBackend = host_backend(settings)
         procfs = ProcFs()
@@ -203,7 +207,7 @@ class Agent:
         parts = AgentParts(
             backend=backend,
             journal=journal,
-            target=target_source(settings),
+            target=StandaloneTarget(NOTHING) if restore_only else target_source(settings),
             procfs=procfs,
             yarn=yarn,
             killer=killer,

@@ -78,7 +78,7 @@ def restore_command(config_path: Path) -> None:
     from preemption.agent import Agent
     from preemption.settings import load_agent_settings
 
-    agent = Agent.build(load_agent_settings(config_path), dry_run=False)
+    agent = Agent.build(load_agent_settings(config_path), dry_run=False, restore_only=True)
     if agent.journal.empty:
         click.echo("nothing to restore")
         return

@@ -139,7 +139,7 @@ class YarnEdge:
 
     rm_addresses: Sequence[str]
     http: HttpSettings = field(default_factory=HttpSettings)
-    kill_mode: str = "container"
+    kill_mode: str = "never"
     millicores_per_vcore: int = 1000
     cache_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
