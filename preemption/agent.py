@@ -2,13 +2,16 @@
 
 Every ``interval_s``:
 
-1. **observe**: find the YARN containers (:mod:`preemption.discovery`), classify
-   each through the RM (:mod:`preemption.classify`; an RM outage keeps the last
-   known kind), give batch containers their own cgroup when YARN did not
-   (:mod:`preemption.adopt`), read allocations from the NodeManager and MapReduce
-   progress from the AM for squeezed tasks, read the target
-   (:mod:`preemption.targets`) and, with a QoS model, infer the reclaim it needs
-   (:mod:`preemption.qos`);
+0. **trust**: verify the NodeManager process and read the containers it lists as
+   running (:mod:`preemption.nodemanager`); if either fails, act on nothing this
+   interval (the reason is logged once, and counted);
+1. **observe**: find those containers' processes or cgroups
+   (:mod:`preemption.discovery`), classify each through the RM
+   (:mod:`preemption.classify`; an RM outage keeps the last known kind), give batch
+   containers their own cgroup when YARN did not (:mod:`preemption.adopt`), take
+   allocations from the NodeManager's list and MapReduce progress from the AM for
+   squeezed tasks, read the target (:mod:`preemption.targets`) and, with a QoS
+   model, infer the reclaim it needs (:mod:`preemption.qos`);
 2. **decide and act**: one interval of Algorithm 2 through
    :class:`~preemption.node.NodeReclaimer` (the same code the simulator runs);
 3. **record**: log and count every event (:mod:`preemption.metrics`), append a QoS
@@ -17,7 +20,9 @@ Every ``interval_s``:
 On start it restores whatever a previous run left in the state file (a crash); on
 stop (SIGTERM) it restores every limit it changed and moves adopted processes back.
 An unexpected exception restores everything before it propagates, so no limit is
-left behind by a bug either.
+left behind by a bug either. A kill is asked of the RM only for a container the
+NodeManager lists as running in that same interval (:class:`ListedOnly`), and only
+when ``[yarn] kill`` enables kills (off by default).
 """
 
 from __future__ import annotations
@@ -32,21 +37,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from preemption.adopt import Adopter
-from preemption.cgroups.base import MIB, Cgroup, CgroupBackend
+from preemption.cgroups.base import MIB, Cgroup, CgroupBackend, OwnerAware
 from preemption.cgroups.dryrun import DryRunBackend
 from preemption.cgroups.files import CgroupFiles
 from preemption.cgroups.v1 import V1Backend, v1_mounts
 from preemption.cgroups.v2 import V2Backend
 from preemption.classify import AppFacts, classify
-from preemption.discovery import (
-    FoundContainer,
-    containers_in_hierarchy,
-    containers_in_tree,
-    nodemanager_pids,
-)
+from preemption.discovery import FoundContainer, containers_in_hierarchy, containers_in_tree
 from preemption.errors import CgroupError, CgroupUnsupported, KillFailed, RestoreIncomplete
 from preemption.metrics import AgentMetrics
-from preemption.model import Amount, ContainerRef, Locality, TaskKind
+from preemption.model import NOTHING, Amount, ContainerRef, Locality, TaskKind
 from preemption.node import (
     Event,
     Killer,
@@ -55,12 +55,20 @@ from preemption.node import (
     NodeSettings,
     TickReport,
 )
+from preemption.nodemanager import (
+    NodeManagerSource,
+    NodeManagerView,
+    NodeManagerWatch,
+    VerifiedNodeManager,
+)
 from preemption.procfs import ProcFs
+from preemption.reclaim import Decision, Status
 from preemption.settings import AgentSettings
 from preemption.statefile import RestoreReport, StateJournal, restore
 from preemption.targets import Fetched, ServiceTarget, StandaloneTarget
-from preemption.yarnedge import NmContainer, YarnEdge
+from preemption.yarnedge import NodeManagerClient, YarnEdge
 from yarn_adapt.errors import YarnError
+from yarn_adapt.yarn.http import HttpSettings
 
 if TYPE_CHECKING:
     from preemption.qos import QosSample
@@ -77,8 +85,6 @@ class YarnView(Protocol):
 
     def app_facts(self, application_id: str) -> AppFacts | None: ...
 
-    def allocations(self, nodemanager_url: str) -> dict[str, NmContainer]: ...
-
     def task_progress(self, application_id: str, container_id: str) -> float | None: ...
 
     def locality(self, container_id: str) -> Locality: ...
@@ -91,6 +97,20 @@ class LoggingKiller:
 
     def kill(self, container_id: str, application_id: str, reason: str) -> None:
         raise KillFailed(f"{container_id}: no ResourceManager to kill through ({reason})")
+
+
+class ListedOnly:
+    """A killer that passes on only kills of containers the NodeManager lists as
+    running this interval (the agent updates ``listed`` every interval)."""
+
+    def __init__(self, killer: Killer) -> None:
+        self.killer = killer
+        self.listed: frozenset[str] = frozenset()
+
+    def kill(self, container_id: str, application_id: str, reason: str) -> None:
+        if container_id not in self.listed:
+            raise KillFailed(f"{container_id}: the NodeManager does not list it as running")
+        self.killer.kill(container_id, application_id, reason)
 
 
 class DryRunKiller:
@@ -112,8 +132,24 @@ class AgentParts:
     procfs: ProcFs = field(default_factory=ProcFs)
     yarn: YarnView | None = None
     killer: Killer | None = None
+    nodemanager: NodeManagerSource | None = None  # None: the settings' (verified)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     clock: Callable[[], float] = time.time
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One interval's view of the node: what the NodeManager vouches for, and where
+    those containers are. No containers when the NodeManager is not trusted."""
+
+    nodemanager: NodeManagerView
+    containers: tuple[FoundContainer, ...] = ()
+
+    @property
+    def problem(self) -> str | None:
+        if self.nodemanager.trusted:
+            return None
+        return self.nodemanager.problem or "no verified NodeManager"
 
 
 class Agent:
@@ -123,12 +159,15 @@ class Agent:
         self.backend = parts.backend
         self.journal = parts.journal
         self.metrics = parts.metrics
-        self.adopter = Adopter(self.backend, self.journal, settings.discovery.agent_hierarchy)
-        killer: Killer = parts.killer or parts.yarn or LoggingKiller()
+        self.adopter = Adopter(
+            self.backend, self.journal, settings.discovery.agent_hierarchy, parts.procfs
+        )
+        self.nodemanager = parts.nodemanager or host_nodemanager(settings, parts.procfs)
+        self.killer = ListedOnly(parts.killer or parts.yarn or LoggingKiller())
         self.reclaimer = NodeReclaimer(
             self.backend,
             self.journal,
-            killer,
+            self.killer,
             settings.reclaim_settings(),
             NodeSettings(
                 node_cpu_millicores=node_cpu_millicores(settings),
@@ -136,8 +175,6 @@ class Agent:
             ),
         )
         self._kinds: dict[str, TaskKind] = {}
-        self._nm_pids: set[int] = set()
-        self._allocations: dict[str, tuple[float, dict[str, Amount]]] = {}
         self._progress: dict[str, tuple[float, float | None]] = {}
         self._qos = QosTraining(settings) if settings.qos.model != "off" else None
         self.last_report: TickReport | None = None
@@ -145,23 +182,19 @@ class Agent:
     # ----------------------------------------------------------------- life cycle
 
     @classmethod
-    def build(cls, settings: AgentSettings, *, dry_run: bool | None = None) -> Agent:
-        """The agent for this host, as the settings describe it."""
+    def build(
+        cls, settings: AgentSettings, *, dry_run: bool | None = None, restore_only: bool = False
+    ) -> Agent:
+        """The agent for this host, as the settings describe it. ``restore_only``: for
+        ``agent restore``, which must work whatever the service's address or token
+        (it asks the service nothing)."""
         dry = settings.agent.dry_run if dry_run is None else dry_run
         backend: CgroupBackend = host_backend(settings)
         procfs = ProcFs()
         yarn = None
         if settings.yarn.rm:
-            from yarn_adapt.yarn.http import HttpSettings
-
-            http = HttpSettings(
-                read_timeout_s=settings.yarn.timeout_s,
-                retries=settings.yarn.retries,
-                auth="kerberos" if settings.yarn.kerberos else "simple",
-                user=settings.yarn.user or None,
-            )
             yarn = YarnEdge(
-                settings.yarn.rm, http, kill_mode=settings.yarn.kill,
+                settings.yarn.rm, yarn_http(settings), kill_mode=settings.yarn.kill,
                 millicores_per_vcore=settings.yarn.millicores_per_vcore,
                 jobhistory=settings.yarn.jobhistory,
             )  # fmt: skip
@@ -174,10 +207,11 @@ class Agent:
         parts = AgentParts(
             backend=backend,
             journal=journal,
-            target=target_source(settings),
+            target=StandaloneTarget(NOTHING) if restore_only else target_source(settings),
             procfs=procfs,
             yarn=yarn,
             killer=killer,
+            nodemanager=host_nodemanager(settings, procfs),
         )
         return cls(settings, parts)
 
@@ -185,7 +219,7 @@ class Agent:
         """Restore what a previous run left behind (it crashed or was SIGKILLed)."""
         if self.journal.empty:
             return RestoreReport()
-        report = restore(self.journal, self.backend)
+        report = restore(self.journal, self.backend, self.parts.procfs)
         self._count_restore(report, "leftovers of a previous run")
         return report
 
@@ -193,7 +227,7 @@ class Agent:
         """Every limit back to its original, adopted processes back (SIGTERM, stop)."""
         for event in self.reclaimer.restore_all():
             self._record(event)
-        report = restore(self.journal, self.backend)
+        report = restore(self.journal, self.backend, self.parts.procfs)
         self._count_restore(report, "on stop")
         return report
 
@@ -230,8 +264,11 @@ class Agent:
 
     def _tick(self) -> TickReport:
         now = self.parts.clock()
-        found = self.discover()
-        managed = self._managed(now, found)
+        view = self.observe()
+        if view.problem is not None:
+            return self._held(view.problem)
+        self.killer.listed = frozenset(view.nodemanager.running)
+        managed = self._managed(now, view)
         fetched = self.parts.target.current()
         if fetched.problem is not None:
             self.metrics.request_errors.labels(fetched.problem_kind or "malformed").inc()
@@ -241,29 +278,61 @@ class Agent:
         self.metrics.record_tick(report)
         for event in report.events:
             self._log(event)
-        self._release_finished({container.container_id for container in found})
+        self._release_finished({container.container_id for container in view.containers})
         self._sample_qos(fetched, report)
         self.last_report = report
         return report
 
+    def _held(self, problem: str) -> TickReport:
+        """An interval the NodeManager could not vouch for: nothing is written, moved,
+        restored or killed; every limit stays as it is until it can."""
+        self.killer.listed = frozenset()
+        self.metrics.untrusted.inc()
+        last = self.last_report
+        status = Status(
+            desired=last.decision.status.desired if last else NOTHING,
+            reclaimed=last.reclaimed if last else NOTHING,
+            in_flight=NOTHING,
+            mode="untrusted",
+            unmet_since_s=None,
+        )
+        decision = Decision(self.reclaimer.state, (), status)
+        return TickReport(decision, (), last.managed if last else 0, status.reclaimed)
+
+    def observe(self) -> NodeView:
+        """What the verified NodeManager runs, and where (nothing if not verified)."""
+        nodemanager = self.nodemanager.observe()
+        if not nodemanager.trusted or nodemanager.process is None:
+            return NodeView(nodemanager)
+        return NodeView(nodemanager, tuple(self._locate(nodemanager, nodemanager.process)))
+
     def discover(self) -> list[FoundContainer]:
+        return list(self.observe().containers)
+
+    def _locate(
+        self, nodemanager: NodeManagerView, process: VerifiedNodeManager
+    ) -> list[FoundContainer]:
         d = self.settings.discovery
         procfs = self.parts.procfs
+        listed = frozenset(nodemanager.running)
         if d.source in ("auto", "cgroup"):
-            found = containers_in_hierarchy(self.backend, d.yarn_hierarchy, procfs)
+            found = containers_in_hierarchy(
+                self.backend, d.yarn_hierarchy, procfs, listed,
+                lambda group: self._owned_by(group, process.uid),
+            )  # fmt: skip
             if found or d.source == "cgroup":
                 return found
-        table = procfs.processes()
-        if not self._nm_pids or not self._nm_pids <= set(table):
-            if d.nodemanager_pid:
-                self._nm_pids = {d.nodemanager_pid} & set(table)
-            else:
-                self._nm_pids = nodemanager_pids(table, procfs, d.nodemanager_match)
-        return containers_in_tree(self._nm_pids, procfs, table)
+        return containers_in_tree(process.pid, procfs, listed)
 
-    def _managed(self, now: float, found: list[FoundContainer]) -> list[ManagedContainer]:
+    def _owned_by(self, group: Cgroup, nodemanager_uid: int) -> bool:
+        """Root or the NodeManager's user made this cgroup (no tenant could have)."""
+        if not isinstance(self.backend, OwnerAware):
+            return False
+        return self.backend.owner_uid(group) in (0, nodemanager_uid)
+
+    def _managed(self, now: float, view: NodeView) -> list[ManagedContainer]:
         managed = []
-        for container in found:
+        for container in view.containers:
             try:
                 ref = ContainerRef.parse(container.container_id)
             except ValueError:
@@ -273,13 +342,14 @@ class Agent:
             group = container.cgroup or self._adopt(container)
             if group is None:
                 continue
+            listed = view.nodemanager.running.get(container.container_id)
             managed.append(
                 ManagedContainer(
                     container_id=container.container_id,
                     application_id=ref.application_id,
                     group=group,
                     started_at_s=container.started_at_s,
-                    allocation=self._allocation(now, container),
+                    allocation=listed.allocation if listed is not None else None,
                     locality=self._locality(container.container_id),
                     alive=container.running,
                     progress=self._task_progress(now, ref),
@@ -305,26 +375,11 @@ class Agent:
 
     def _adopt(self, container: FoundContainer) -> Cgroup | None:
         try:
-            return self.adopter.adopt(container.container_id, container.pids)
+            return self.adopter.adopt(container.container_id, container.processes)
         except CgroupError as error:
             self._record(Event("error", container.container_id, error.one_line()))
             log.warning("cannot give %s its own cgroup: %s", container.container_id, error)
             return None
-
-    def _allocation(self, now: float, container: FoundContainer) -> Amount | None:
-        url = self.settings.yarn.nodemanager_url or container.nodemanager_url
-        if self.parts.yarn is None or not url:
-            return None
-        fetched_at, allocations = self._allocations.get(url, (-1e18, {}))
-        if now - fetched_at > 30.0 or container.container_id not in allocations:
-            try:
-                listed = self.parts.yarn.allocations(url)
-                allocations = {cid: nm.allocation for cid, nm in listed.items()}
-            except YarnError as error:
-                self.metrics.yarn_errors.inc()
-                log.warning("NodeManager: %s", error.one_line())
-            self._allocations[url] = (now, allocations)
-        return allocations.get(container.container_id)
 
     def _squeezed(self, container_id: str) -> bool:
         tracked = self.reclaimer.tracked.get(container_id)
@@ -465,21 +520,40 @@ def node_cpu_millicores(settings: AgentSettings) -> int:
     return configured if configured > 0 else (os.cpu_count() or 1) * 1000
 
 
+def yarn_http(settings: AgentSettings) -> HttpSettings:
+    return HttpSettings(
+        read_timeout_s=settings.yarn.timeout_s,
+        retries=settings.yarn.retries,
+        auth="kerberos" if settings.yarn.kerberos else "simple",
+        user=settings.yarn.user or None,
+    )
+
+
+def host_nodemanager(settings: AgentSettings, procfs: ProcFs) -> NodeManagerSource:
+    """The NodeManager named by the settings, verified every interval."""
+    client = NodeManagerClient(
+        settings.yarn.nodemanager_url, yarn_http(settings),
+        millicores_per_vcore=settings.yarn.millicores_per_vcore,
+    )  # fmt: skip
+    return NodeManagerWatch(settings.nodemanager_identity(), client, procfs)
+
+
 def host_backend(settings: AgentSettings) -> CgroupBackend:
     """The v1 or v2 backend the settings ask for, or the one this host has."""
     d = settings.discovery
     root = Path(d.cgroup_root)
     files = CgroupFiles()
+    memory = settings.memory_policy()
     if d.cgroup_version == "v2":
-        return V2Backend(root, files=files)
+        return V2Backend(root, files=files, memory=memory)
     mounts = v1_mounts(Path("/proc/mounts").read_text())
     if root != Path("/sys/fs/cgroup"):
         mounts = {c: root / c for c in ("cpu", "cpuacct", "memory") if (root / c).is_dir()}
     if d.cgroup_version == "v1" or {"cpu", "cpuacct", "memory"} <= set(mounts):
-        return V1Backend(mounts, files=files, memory=settings.memory_policy())
+        return V1Backend(mounts, files=files, memory=memory)
     controllers = root / "cgroup.controllers"
     if controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split()):
-        return V2Backend(root, files=files)
+        return V2Backend(root, files=files, memory=memory)
     raise CgroupUnsupported(
         str(root), "neither cgroup v1 (cpu, cpuacct, memory) nor v2 with cpu and memory"
     )

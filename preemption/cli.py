@@ -78,7 +78,7 @@ def restore_command(config_path: Path) -> None:
     from preemption.agent import Agent
     from preemption.settings import load_agent_settings
 
-    agent = Agent.build(load_agent_settings(config_path), dry_run=False)
+    agent = Agent.build(load_agent_settings(config_path), dry_run=False, restore_only=True)
     if agent.journal.empty:
         click.echo("nothing to restore")
         return
@@ -95,7 +95,10 @@ def discover_command(config_path: Path, as_json: bool) -> None:
     from preemption.settings import load_agent_settings
 
     agent = Agent.build(load_agent_settings(config_path), dry_run=True)
-    for found in agent.discover():
+    view = agent.observe()
+    if view.problem is not None:
+        click.echo(f"no containers: {view.problem}", err=True)
+    for found in view.containers:
         kind = agent.kind_of(ContainerRef.parse(found.container_id))
         row = {
             "container": found.container_id,

@@ -18,6 +18,7 @@ state file, :mod:`preemption.requests` for the service's answers.
     │   │   ├── CgroupVanished (+FileNotFoundError) the cgroup went away (container exited)
     │   │   ├── CgroupPermissionDenied (+PermissionError)
     │   │   └── CgroupUnsupported                   no such controller / file on this host
+    │   ├── NodeManagerUntrusted                    the named process is not the NodeManager
     │   ├── ServiceUnreachable (+ConnectionError)   the service did not answer
     │   └── KillFailed                              the RM refused or did not answer a kill
     └── ApplyError / RollbackFailed        exit 5
@@ -25,9 +26,10 @@ state file, :mod:`preemption.requests` for the service's answers.
             └── StateFileCorrupt                    the state file cannot be read: an
                                                     operator must restore by hand
 
-Inside the agent's loop, ``CgroupVanished``, ``CgroupPermissionDenied`` and
-``ReclaimRequestError`` are data, not crashes: they are logged, counted and the task
-or request is set aside (see :mod:`preemption.actuator`).
+Inside the agent's loop, ``CgroupVanished``, ``CgroupPermissionDenied``,
+``NodeManagerUntrusted`` and ``ReclaimRequestError`` are data, not crashes: they are
+logged, counted and the task, request or interval is set aside (see
+:mod:`preemption.node`, :mod:`preemption.nodemanager`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ class CgroupPermissionDenied(CgroupError, PermissionError):
 
 class CgroupUnsupported(CgroupError):
     """The controller or interface file does not exist on this host."""
+
+
+class NodeManagerUntrusted(AgentError):
+    """The process named as the NodeManager failed a check (one line: which)."""
 
 
 class ServiceUnreachable(AgentError, ConnectionError):

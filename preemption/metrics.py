@@ -12,7 +12,11 @@
                                                             kill-failed, vanished,
                                                             denied, error
 ``yarn_adapt_agent_request_errors_total{kind}``             counter: unreachable, malformed
-``yarn_adapt_agent_yarn_errors_total``                      counter: RM/NM calls that failed
+``yarn_adapt_agent_yarn_errors_total``                      counter: RM calls that failed
+``yarn_adapt_agent_untrusted_intervals_total``              counter: intervals the agent
+                                                            acted on nothing (the
+                                                            NodeManager unverified, or
+                                                            its list unreadable)
 ``yarn_adapt_agent_restores_total{outcome}``                counter: complete, incomplete
 ``yarn_adapt_agent_tick_seconds``                           histogram: one interval's work
 ==========================================================  ===========================
@@ -59,7 +63,12 @@ class AgentMetrics:
             "yarn_adapt_agent_request_errors", "Failed target requests", ["kind"], registry=r
         )
         self.yarn_errors = Counter(
-            "yarn_adapt_agent_yarn_errors", "Failed calls to the RM or NM", registry=r
+            "yarn_adapt_agent_yarn_errors", "Failed calls to the RM", registry=r
+        )
+        self.untrusted = Counter(
+            "yarn_adapt_agent_untrusted_intervals",
+            "Intervals without a verified NodeManager and its container list: nothing done",
+            registry=r,
         )
         self.restores = Counter(
             "yarn_adapt_agent_restores", "Restores of every changed limit", ["outcome"], registry=r

@@ -15,8 +15,10 @@ from enum import StrEnum
 
 from preemption.errors import ReclaimRequestError
 
-# container_[e<epoch>_]<cluster ts>_<app seq>_<attempt>_<container seq> (YARN's ContainerId)
-CONTAINER_ID = re.compile(r"^container_(?:e\d+_)?(\d+)_(\d+)_(\d+)_(\d+)$")
+# container_[e<epoch>_]<cluster ts>_<app seq>_<attempt>_<container seq> (YARN's ContainerId).
+# Matched whole (fullmatch: "$" would accept a trailing newline) and ASCII digits only
+# ("\d" also takes other scripts' digits, which YARN never writes).
+CONTAINER_ID = re.compile(r"container_(?:e[0-9]+_)?([0-9]+)_([0-9]+)_([0-9]+)_([0-9]+)")
 
 
 @dataclass(frozen=True, order=True)
@@ -99,7 +101,7 @@ class ContainerRef:
 
     @classmethod
     def parse(cls, container_id: str) -> ContainerRef:
-        match = CONTAINER_ID.match(container_id)
+        match = CONTAINER_ID.fullmatch(container_id)
         if match is None:
             raise ValueError(f"not a YARN container id: {container_id!r}")
         cluster_ts, app_seq, attempt, sequence = match.groups()
@@ -113,7 +115,7 @@ class ContainerRef:
 
 
 def is_container_id(text: str) -> bool:
-    return CONTAINER_ID.match(text) is not None
+    return CONTAINER_ID.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Reading ``/proc``: process tree, states, start times, environments, command lines.
+"""Reading ``/proc``: process tree, states, start times, owners, command lines, working
+directories.
 
 The edge the process-tree discovery and the "process alive" check stand on. A process
 that exits while it is being read is simply absent from the answer (every reader
@@ -66,10 +67,19 @@ class ProcFs:
                 found[pid] = info
         return found
 
-    def environ(self, pid: int) -> dict[str, str]:
-        raw = self._read_bytes(pid, "environ")
-        pairs = (item.partition(b"=") for item in raw.split(b"\0") if b"=" in item)
-        return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+    def uids(self, pid: int) -> tuple[int, ...] | None:
+        """Real, effective, saved and file-system uid (``Uid:`` of ``status``)."""
+        for line in self._read(pid, "status").splitlines():
+            if line.startswith("Uid:"):
+                return tuple(int(field) for field in line.split()[1:])
+        return None
+
+    def cwd(self, pid: int) -> str | None:
+        """The process's working directory (root may read any process's)."""
+        try:
+            return str((self.root / str(pid) / "cwd").readlink())
+        except OSError:
+            return None
 
     def cmdline(self, pid: int) -> list[str]:
         raw = self._read_bytes(pid, "cmdline")

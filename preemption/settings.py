@@ -6,25 +6,39 @@ table or key, a value of the wrong type or out of range, or a file that is not T
 raises :class:`~yarn_adapt.errors.SettingsError` naming the file and the key, on one
 line; the agent never starts on half-read settings.
 
-The service token is read from ``YARN_ADAPT_AGENT_TOKEN``, else ``[service]
-token_file``; it is never a plain setting and never logged.
+The service token (a per-node agent token the service issued for this node) is read
+from ``YARN_ADAPT_AGENT_TOKEN``, else ``[service] token_file``, which must be mode
+0600 (or stricter) and owned by the agent's user; it is never a plain setting and
+never logged. A ``[service] url`` that is not on this host (loopback) must be
+``https``: the token must not cross the network in clear.
+
+Kills: the agent never kills by default (``[yarn] kill = "never"``). Only with
+``kill = "container"`` or ``"application"`` *and* ``[yarn] rm`` set, in either mode
+(``standalone``, or ``service``: the guard's reclaim requests), does it ask the RM to
+kill, and only a container the NodeManager lists as running: with a gradual strategy
+after the demand has stayed unmet for ``[reclaim] grace_period_s`` with nothing left
+to squeeze (one per ``kill_cooldown_s``); with ``strategy = "Kill"`` at once.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
+import stat
 import tomllib
 import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
+from urllib.parse import urlsplit
 
 from preemption.aliveness import AlivenessSettings
 from preemption.cgroups.base import MemoryPolicy
 from preemption.classify import ClassifySettings
 from preemption.model import Amount, TaskKind
+from preemption.nodemanager import NodeManagerIdentity
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.errors import SettingsError
@@ -67,10 +81,10 @@ class YarnSection:
     kerberos: bool = False
     timeout_s: float = 10.0
     retries: int = 2
-    kill: str = "container"  # "container", "application" or "never"
+    kill: str = "never"  # "never", "container" or "application" (needs rm)
     task_progress: bool = True
     jobhistory: str = ""  # JobHistory web address: finished attempts' final progress
-    nodemanager_url: str = ""  # default: from the containers' environment
+    nodemanager_url: str = "http://127.0.0.1:8042"  # this node's NM web address
     millicores_per_vcore: int = 1000  # the CPU one YARN vcore stands for on this node
 
 
@@ -81,8 +95,9 @@ class DiscoverySection:
     cgroup_root: str = "/sys/fs/cgroup"
     yarn_hierarchy: str = "hadoop-yarn"
     agent_hierarchy: str = "yarn-adapt"
-    nodemanager_pid: int = 0
-    nodemanager_match: str = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+    nodemanager_user: str = "yarn"
+    nodemanager_pid_file: str = "/var/run/hadoop-yarn/hadoop-yarn-nodemanager.pid"
+    nodemanager_pid: int = 0  # 0: read nodemanager_pid_file
     node_cpu_millicores: int = 0  # 0: this host's CPUs
 
 
@@ -176,6 +191,12 @@ class AgentSettings:
             squeeze_application_masters=c.squeeze_application_masters,
         )
 
+    def nodemanager_identity(self) -> NodeManagerIdentity:
+        d = self.discovery
+        return NodeManagerIdentity(
+            user=d.nodemanager_user, pid_file=d.nodemanager_pid_file, pid=d.nodemanager_pid
+        )
+
     def memory_policy(self) -> MemoryPolicy:
         return MemoryPolicy(
             hard_limit=self.reclaim.memory_hard_limit,
@@ -183,20 +204,62 @@ class AgentSettings:
         )
 
     def token(self) -> str:
-        """The service token: ``$YARN_ADAPT_AGENT_TOKEN``, else ``[service] token_file``."""
+        """The service token: ``$YARN_ADAPT_AGENT_TOKEN``, else ``[service] token_file``
+        (which only the agent's user may read or write)."""
         token = os.environ.get(TOKEN_ENV, "")
         if not token and self.service.token_file:
-            try:
-                token = Path(self.service.token_file).read_text().strip()
-            except OSError as exc:
-                raise SettingsError(
-                    f"{self.source}: [service] token_file {self.service.token_file}: "
-                    f"{exc.strerror or exc}"
-                ) from exc
+            token = read_token_file(self.service.token_file, self.source)
         if not token:
             where = f"{TOKEN_ENV} or [service] token_file"
             raise SettingsError(f"{self.source}: mode = 'service' needs a token ({where})")
         return token
+
+
+def read_token_file(path: str, source: str) -> str:
+    """The token in ``path``; ``SettingsError`` (one line, with the fix) unless the file
+    is owned by the agent's user and readable by no one else."""
+    where = f"{source}: [service] token_file {path}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SettingsError(f"{where}: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SettingsError(f"{where}: not a regular file")
+        if info.st_uid != os.geteuid():
+            raise SettingsError(
+                f"{where}: owned by uid {info.st_uid}, not the agent's user (uid "
+                f"{os.geteuid()}); fix: chown {os.geteuid()} {path} && chmod 600 {path}"
+            )
+        if info.st_mode & 0o077:
+            raise SettingsError(
+                f"{where}: mode {info.st_mode & 0o777:o} lets others read or change the "
+                f"token; fix: chmod 600 {path}"
+            )
+        return stream.read().decode(errors="replace").strip()
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_problem(url: str, key: str, *, https_off_host: bool) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{key} must be an http(s)://host[:port] address, got {url!r}"
+    if https_off_host and parts.scheme != "https" and not is_loopback(parts.hostname):
+        return (
+            f"{key} {url!r} must use https: the agent's token would cross the network in "
+            "clear (http is allowed for a loopback address only)"
+        )
+    return None
 
 
 SECTIONS: dict[str, type] = {
@@ -287,6 +350,21 @@ def _problems(settings: AgentSettings) -> Iterator[str]:
         yield f"[agent] mode must be 'service' or 'standalone', got {a.mode!r}"
     if a.mode == "service" and not settings.service.url:
         yield "[service] url is required with mode = 'service'"
+    if settings.service.url:
+        problem = _url_problem(settings.service.url, "[service] url", https_off_host=True)
+        if problem:
+            yield problem
+    if problem := _url_problem(y.nodemanager_url, "[yarn] nodemanager_url", https_off_host=False):
+        yield problem
+    if not d.nodemanager_user:
+        yield "[discovery] nodemanager_user must name the user the NodeManager runs as"
+    if d.nodemanager_pid < 0:
+        yield f"[discovery] nodemanager_pid must be > 0 (0: the pid file), got {d.nodemanager_pid}"
+    if not d.nodemanager_pid and not d.nodemanager_pid_file.startswith("/"):
+        yield (
+            "[discovery] nodemanager_pid_file must be an absolute path, got "
+            f"{d.nodemanager_pid_file!r}"
+        )
     if a.interval_s <= 0 or not 0 <= a.metrics_port <= 65535:
         yield "[agent] interval_s must be > 0 and metrics_port in 0..65535"
     if d.source not in ("auto", "cgroup", "process-tree"):

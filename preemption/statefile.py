@@ -15,8 +15,17 @@ Format (JSON, one object)::
      "originals": [{"group": "hadoop-yarn/container_..", "key": "cpu.cfs_quota_us",
                     "value": "-1"}, ...],
      "created": ["yarn-adapt/container_..", ...],
+     "adopted": ["yarn-adapt/container_..", ...],
      "moved": [{"pid": 4242, "group": "yarn-adapt/container_..",
                 "from": {"cpu": "", "cpuacct": "", "memory": "system.slice/nm"}}]}
+
+``created`` are the cgroups the agent made (removed on restore); ``adopted`` the ones
+it found already there and moved processes into (emptied of them on restore, not
+removed). ``adopted`` may be missing (files written before it existed).
+
+Every cgroup path in the file is relative to the backend's root: one that is
+absolute, has a ``..`` (or ``.``, or empty) component would reach outside the
+hierarchy, and the file is refused as corrupt, naming the entry.
 
 A journal without a path (the simulator's) keeps the same records in memory only.
 """
@@ -32,8 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from preemption.cgroups.base import Cgroup, CgroupBackend
+from preemption.cgroups.base import Cgroup, CgroupBackend, relpath_problem
 from preemption.errors import CgroupError, CgroupVanished, StateFileCorrupt
+from preemption.pinned import Moved as MoveOutcome
+from preemption.pinned import checked_move, start_of
+from preemption.procfs import ProcFs
 
 log = logging.getLogger(__name__)
 FORMAT = 1
@@ -51,11 +63,17 @@ class JournalContent:
     backend: dict[str, str] = field(default_factory=dict)
     originals: dict[tuple[str, str], str] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
     moved: dict[int, Moved] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not (self.originals or self.created or self.moved)
+        return not (self.originals or self.created or self.adopted or self.moved)
+
+    @property
+    def owned(self) -> list[str]:
+        """The cgroups the agent put processes into: made by it, or found and adopted."""
+        return [*self.created, *self.adopted]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +84,7 @@ class JournalContent:
                 for (group, key), value in sorted(self.originals.items())
             ],
             "created": sorted(self.created),
+            "adopted": sorted(self.adopted),
             "moved": [
                 {"pid": m.pid, "group": m.group, "from": dict(m.origin)}
                 for m in sorted(self.moved.values(), key=lambda m: m.pid)
@@ -80,15 +99,32 @@ def parse_content(text: str, where: str) -> JournalContent:
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise ValueError(f"not a format-{FORMAT} state file")
         content = JournalContent(backend={str(k): str(v) for k, v in raw["backend"].items()})
-        for entry in raw["originals"]:
-            content.originals[(str(entry["group"]), str(entry["key"]))] = str(entry["value"])
-        content.created = [str(group) for group in raw["created"]]
-        for entry in raw["moved"]:
-            origin = {str(k): str(v) for k, v in entry["from"].items()}
-            content.moved[int(entry["pid"])] = Moved(int(entry["pid"]), str(entry["group"]), origin)
+        for n, entry in enumerate(raw["originals"]):
+            group = _relpath(entry["group"], f"originals[{n}].group")
+            content.originals[(group, str(entry["key"]))] = str(entry["value"])
+        content.created = [_relpath(g, f"created[{n}]") for n, g in enumerate(raw["created"])]
+        adopted = raw.get("adopted", [])
+        content.adopted = [_relpath(g, f"adopted[{n}]") for n, g in enumerate(adopted)]
+        for n, entry in enumerate(raw["moved"]):
+            origin = {
+                str(k): _relpath(v, f"moved[{n}].from[{k!r}]", root_allowed=True)
+                for k, v in entry["from"].items()
+            }
+            group = _relpath(entry["group"], f"moved[{n}].group")
+            content.moved[int(entry["pid"])] = Moved(int(entry["pid"]), group, origin)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StateFileCorrupt(where, f"{exc.__class__.__name__}: {exc}") from exc
     return content
+
+
+def _relpath(value: object, entry: str, *, root_allowed: bool = False) -> str:
+    """A cgroup path of the file, checked: ``ValueError`` naming the entry if it is not
+    a path below the backend's root (``root_allowed``: the root itself, ``""``)."""
+    text = str(value)
+    problem = relpath_problem(text, root_allowed=root_allowed)
+    if problem:
+        raise ValueError(f"{entry} {text!r}: {problem}")
+    return text
 
 
 class StateJournal:
@@ -126,13 +162,19 @@ class StateJournal:
             self.content.created.append(group.relpath)
             self.save()
 
+    def remember_adopted(self, group: Cgroup) -> None:
+        """A cgroup that existed before the agent moved processes into it."""
+        if group.relpath not in self.content.owned:
+            self.content.adopted.append(group.relpath)
+            self.save()
+
     def remember_moved(self, pid: int, group: Cgroup, origin: Mapping[str, str]) -> None:
         if pid not in self.content.moved:
             self.content.moved[pid] = Moved(pid, group.relpath, dict(origin))
             self.save()
 
     def owns(self, group: Cgroup) -> bool:
-        return group.relpath in self.content.created
+        return group.relpath in self.content.owned
 
     def forget_values(self, group: Cgroup) -> None:
         """The group's files hold their originals again (or the group is gone)."""
@@ -149,6 +191,7 @@ class StateJournal:
             k: v for k, v in self.content.originals.items() if k[0] != group.relpath
         }
         self.content.created = [g for g in self.content.created if g != group.relpath]
+        self.content.adopted = [g for g in self.content.adopted if g != group.relpath]
         self.content.moved = {
             pid: moved for pid, moved in self.content.moved.items() if moved.group != group.relpath
         }
@@ -227,12 +270,14 @@ class RestoreReport:
         return text
 
 
-def restore(journal: StateJournal, backend: CgroupBackend) -> RestoreReport:
+def restore(
+    journal: StateJournal, backend: CgroupBackend, procfs: ProcFs | None = None
+) -> RestoreReport:
     """Put back every recorded original; keep in the journal what could not be."""
     report = RestoreReport()
     _restore_values(journal, backend, report)
-    for relpath in list(journal.content.created):
-        dissolve(journal, backend, Cgroup(relpath), report)
+    for relpath in journal.content.owned:
+        dissolve(journal, backend, Cgroup(relpath), report, procfs)
     journal.save()
     return report
 
@@ -272,9 +317,17 @@ def origin_outside(
 
 
 def dissolve(
-    journal: StateJournal, backend: CgroupBackend, group: Cgroup, report: RestoreReport
+    journal: StateJournal,
+    backend: CgroupBackend,
+    group: Cgroup,
+    report: RestoreReport,
+    procfs: ProcFs | None = None,
 ) -> None:
-    """Move the processes of an agent-owned cgroup back, then remove it."""
+    """Move the processes of an agent-owned cgroup back; remove it if the agent made
+    it (an adopted one stays, as the agent found it)."""
+    procfs = procfs or ProcFs()
+    made = group.relpath in journal.content.created
+    failures_before = len(report.failures)
     origin = journal.origin_of(group) or {}
     try:
         pids = backend.pids(group)
@@ -284,24 +337,46 @@ def dissolve(
         moved = journal.content.moved.get(pid)
         back_to = (origin_outside(moved.origin, group, origin) or {}) if moved else origin
         if not back_to:
-            # Nothing says where it came from: the root cgroup would free it from the
-            # NodeManager's limits, so it stays (the group stays journalled, and named).
-            report.failures.append(f"{group.relpath}: process {pid} has no recorded origin")
-            continue
+            if made:
+                # Nothing says where it came from: the root cgroup would free it from
+                # the NodeManager's limits, so it stays (the group stays journalled).
+                report.failures.append(f"{group.relpath}: process {pid} has no recorded origin")
+            continue  # in an adopted group: it was there before the agent
+        _move_back(backend, procfs, pid, back_to, report)
+    if not made and len(report.failures) > failures_before:
+        return  # some processes are still in it: stays journalled, tried again later
+    if made:
         try:
-            backend.move_back(pid, back_to)
-            report.moved_back += 1
-        except CgroupVanished:
-            continue  # the process exited meanwhile
+            backend.remove(group)
         except CgroupError as error:
             report.failures.append(error.one_line())
-    try:
-        backend.remove(group)
-    except CgroupError as error:
-        report.failures.append(error.one_line())
-        return
-    report.removed_groups += 1
-    journal.content.created.remove(group.relpath)
+            return
+        report.removed_groups += 1
+    journal.content.created = [g for g in journal.content.created if g != group.relpath]
+    journal.content.adopted = [g for g in journal.content.adopted if g != group.relpath]
     journal.content.moved = {
         p: m for p, m in journal.content.moved.items() if m.group != group.relpath
     }
+
+
+def _move_back(
+    backend: CgroupBackend, procfs: ProcFs, pid: int, back_to: Mapping[str, str],
+    report: RestoreReport,
+) -> None:  # fmt: skip
+    """One process back to its origin, never another that took its pid meanwhile."""
+    expected = start_of(procfs, pid)
+    if expected is None:
+        return  # exited since the group was listed
+    try:
+        outcome = checked_move(
+            backend, procfs, expected, back_to, lambda: backend.move_back(pid, back_to)
+        )
+    except CgroupVanished:
+        return  # the process exited meanwhile
+    except CgroupError as error:
+        report.failures.append(error.one_line())
+        return
+    if outcome is MoveOutcome.MOVED:
+        report.moved_back += 1
+    elif outcome is MoveOutcome.STRAY:
+        report.failures.append(f"pid {pid} was reused during its move back; see the log")

@@ -7,9 +7,11 @@ typed RM client; the agent does not import the service.
 
 * Application facts (queue, type, tags): ``GET /ws/v1/cluster/apps/{id}``, cached
   for ``cache_s`` (an application can be moved to another queue).
-* Allocations: the NodeManager's own ``GET /ws/v1/node/containers``
-  (``totalVCoresNeeded``, ``totalMemoryNeededMB``), at the NM address the container
-  environment names.
+* The NodeManager's containers (:class:`NodeManagerClient`): its own ``GET
+  /ws/v1/node/containers`` at ``[yarn] nodemanager_url`` (the agent's configuration,
+  never a container's environment): each container's state and allocation
+  (``totalVCoresNeeded``, ``totalMemoryNeededMB``). :mod:`preemption.nodemanager`
+  reads it every interval: only what it lists as running is acted on.
 * MapReduce progress: the AM through the RM's web proxy,
   ``/proxy/{app}/ws/v1/mapreduce/jobs/{job}/tasks/{task}/attempts/{attempt}``; the
   container → attempt mapping (``assignedContainerId``) is looked up once per job.
@@ -100,6 +102,30 @@ def _listed(document: object, outer: str, inner: str) -> list[dict[str, object]]
     return [items] if isinstance(items, dict) else [i for i in items if isinstance(i, dict)]
 
 
+class NodeManagerClient:
+    """The NodeManager's container list, at the address the agent is configured with."""
+
+    def __init__(
+        self, base_url: str, http: HttpSettings, *, millicores_per_vcore: int = 1000
+    ) -> None:
+        self.url = f"{base_url.rstrip('/')}/ws/v1/node/containers"
+        self.transport = Transport(http)
+        self.millicores_per_vcore = millicores_per_vcore
+
+    def containers(self) -> dict[str, NmContainer]:
+        """Every container the NM knows, by id; ``YarnError`` if it cannot say."""
+        reply = self.transport.request("GET", self.url, retries=0)
+        try:
+            return parse_nm_containers(
+                reply.json(), self.url, millicores_per_vcore=self.millicores_per_vcore
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise YarnError(f"{self.url}: unexpected answer: {exc}") from exc
+
+    def close(self) -> None:
+        self.transport.close()
+
+
 @dataclass
 class _Cached:
     facts: AppFacts | None
@@ -113,7 +139,7 @@ class YarnEdge:
 
     rm_addresses: Sequence[str]
     http: HttpSettings = field(default_factory=HttpSettings)
-    kill_mode: str = "container"
+    kill_mode: str = "never"
     millicores_per_vcore: int = 1000
     cache_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
@@ -147,16 +173,6 @@ class YarnEdge:
             facts = None
         self._apps[application_id] = _Cached(facts, self.clock())
         return facts
-
-    def allocations(self, nodemanager_url: str) -> dict[str, NmContainer]:
-        url = f"{nodemanager_url.rstrip('/')}/ws/v1/node/containers"
-        reply = self.transport.request("GET", url, retries=1)
-        try:
-            return parse_nm_containers(
-                reply.json(), url, millicores_per_vcore=self.millicores_per_vcore
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise YarnError(f"{url}: unexpected answer: {exc}") from exc
 
     # ----------------------------------------------------------------- progress
 

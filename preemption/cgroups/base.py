@@ -14,17 +14,24 @@ Rules every backend keeps:
 * a limit back at the baseline writes the *original* values (nothing invented stays);
 * CPU: quota = limit × period, never below 1 ms per period (the kernel's minimum);
   the weight (``cpu.shares`` / ``cpu.weight``) shrinks in proportion to the quota;
-* memory: the soft limit (v1 ``memory.soft_limit_in_bytes``, v2 ``memory.high``)
-  follows the limit; a hard limit (v1 ``memory.limit_in_bytes`` only) is never
-  set below current usage plus headroom, and v2's ``memory.max`` is never written.
+* memory: v1's soft limit (``memory.soft_limit_in_bytes``) follows the limit; a
+  limit that throttles or kills (v1 ``memory.limit_in_bytes``, v2 ``memory.high``)
+  is never set below current usage plus headroom, nor above its original; v2's
+  ``memory.max`` is never written;
+* a cgroup path is relative and stays below the root: an absolute one, or one with a
+  ``..``, ``.`` or empty component, is refused (:func:`below_root`) before any file
+  is touched.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
+from preemption.errors import CgroupError
 from preemption.model import Amount
 
 MIB = 1 << 20
@@ -63,7 +70,8 @@ class Originals:
 @dataclass(frozen=True, kw_only=True)
 class MemoryPolicy:
     """How far memory limits may go. ``hard_limit`` enables v1's
-    ``memory.limit_in_bytes``, never below usage + ``hard_headroom_mb``."""
+    ``memory.limit_in_bytes``; it and v2's ``memory.high`` never go below usage +
+    ``hard_headroom_mb``."""
 
     hard_limit: bool = True
     hard_headroom_mb: int = 128
@@ -115,6 +123,43 @@ class CgroupBackend(Protocol):
     ) -> dict[str, str]: ...
 
 
+@runtime_checkable
+class OwnerAware(Protocol):
+    """A backend that can say who owns a cgroup (the host's v1 and v2 backends)."""
+
+    def owner_uid(self, group: Cgroup) -> int: ...
+
+
+# ----------------------------------------------------------------- paths
+
+
+def relpath_problem(relpath: str, *, root_allowed: bool = False) -> str | None:
+    """Why ``relpath`` is not a cgroup path below the root, or None if it is one."""
+    if relpath == "":
+        return None if root_allowed else "empty (the hierarchy's root)"
+    if relpath.startswith("/"):
+        return "an absolute path (it would replace the cgroup root)"
+    if "\0" in relpath:
+        return "a NUL byte"
+    if any(part in ("", ".", "..") for part in relpath.split("/")):
+        return "a '..', '.' or empty component (it could reach outside the cgroup root)"
+    return None
+
+
+def below_root(root: Path, relpath: str) -> Path:
+    """``root / relpath``, or ``CgroupError`` if that is not inside ``root`` (checked
+    lexically and, where the path exists, with its symbolic links resolved)."""
+    problem = relpath_problem(relpath, root_allowed=True)
+    if problem:
+        raise CgroupError(f"{root}/{relpath}", f"refused cgroup path {relpath!r}: {problem}")
+    path = root / relpath
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
+        raise CgroupError(str(path), f"refused cgroup path {relpath!r}: resolves outside {root}")
+    return path
+
+
 # ----------------------------------------------------------------- shared rules
 
 
@@ -130,12 +175,13 @@ def scaled_weight(original: int, limit: int, baseline: int, lowest: int) -> int:
 
 
 def hard_limit_bytes(
-    limit_mb: int, usage_bytes: int, original_bytes: int, policy: MemoryPolicy
+    limit_mb: int, usage_bytes: int, original_bytes: int | None, policy: MemoryPolicy
 ) -> int:
-    """A hard memory limit that never cuts below usage + headroom, nor rises above
-    the original."""
+    """A throttling or killing memory limit that never cuts below usage + headroom,
+    nor rises above the original (None: there was none)."""
     floor = usage_bytes + policy.hard_headroom_mb * MIB
-    return min(original_bytes, max(limit_mb * MIB, floor))
+    wanted = max(limit_mb * MIB, floor)
+    return wanted if original_bytes is None else min(original_bytes, wanted)
 
 
 def page_aligned(value: int, page: int = 4096) -> int:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from preemption.cgroups.base import Cgroup, CgroupBackend, Originals, Usage
+from preemption.cgroups.base import Cgroup, CgroupBackend, Originals, OwnerAware, Usage
+from preemption.errors import CgroupUnsupported
 from preemption.model import Amount
 from preemption.procfs import ProcFs
 
@@ -51,6 +52,11 @@ class DryRunBackend:
 
     def exists(self, group: Cgroup) -> bool:
         return group.relpath in self.virtual or self.real.exists(group)
+
+    def owner_uid(self, group: Cgroup) -> int:
+        if isinstance(self.real, OwnerAware):
+            return self.real.owner_uid(group)
+        raise CgroupUnsupported(group.relpath, "this backend cannot tell who owns a cgroup")
 
     def read(self, group: Cgroup, key: str) -> str:
         if (group.relpath, key) in self.overlay:

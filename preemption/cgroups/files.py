@@ -64,6 +64,11 @@ class CgroupFiles:
     def exists(self, path: Path) -> bool:
         return path.exists()
 
+    def owner_uid(self, path: Path) -> int:
+        """Who owns the cgroup directory (who could create it)."""
+        with _mapped(path, "stat"):
+            return path.lstat().st_uid
+
     def make_dir(self, path: Path) -> bool:
         """Create the cgroup (and its parents); False when it already existed."""
         with _mapped(path, "mkdir"):

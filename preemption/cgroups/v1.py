@@ -26,6 +26,7 @@ from preemption.cgroups.base import (
     MemoryPolicy,
     Originals,
     Usage,
+    below_root,
     hard_limit_bytes,
     quota_us,
     scaled_weight,
@@ -100,7 +101,7 @@ class V1Backend:
     # ----------------------------------------------------------------- paths
 
     def directory(self, group: Cgroup, controller: str) -> Path:
-        return self.mounts[controller] / group.relpath
+        return below_root(self.mounts[controller], group.relpath)
 
     def _file(self, group: Cgroup, key: str) -> Path:
         controller = "cpu" if key.startswith("cgroup.") else key.split(".", 1)[0]
@@ -112,6 +113,9 @@ class V1Backend:
 
     def exists(self, group: Cgroup) -> bool:
         return self.files.exists(self.directory(group, "cpu"))
+
+    def owner_uid(self, group: Cgroup) -> int:
+        return self.files.owner_uid(self.directory(group, "cpu"))
 
     def read(self, group: Cgroup, key: str) -> str:
         path = self._file(group, key)

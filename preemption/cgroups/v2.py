@@ -6,6 +6,8 @@ Files the agent changes (and restores), after Koordinator's v1 → v2 mapping:
 ``cpu.max``       ``"<quota> <period>"``; the original (``"max 100000"``) on release
 ``cpu.weight``    shrunk with the quota (1..10000; YARN gives 100 per vcore)
 ``memory.high``   the memory limit: above it the kernel throttles and reclaims
+                  hard, so, as v1's hard limit, never below current usage +
+                  headroom (``memory_hard_headroom_mb``) nor above its original
 ================  ===========================================================
 
 ``memory.max`` is read (a fallback original) and never written: the agent never
@@ -24,8 +26,11 @@ from pathlib import Path
 from preemption.cgroups.base import (
     MIB,
     Cgroup,
+    MemoryPolicy,
     Originals,
     Usage,
+    below_root,
+    hard_limit_bytes,
     page_aligned,
     quota_us,
     scaled_weight,
@@ -50,22 +55,27 @@ class V2Backend:
         root: Path = DEFAULT_ROOT,
         *,
         files: CgroupFiles | None = None,
+        memory: MemoryPolicy | None = None,
         proc: Path = Path("/proc"),
     ) -> None:
         self.root = root
         self.files = files or CgroupFiles()
+        self.memory = memory or MemoryPolicy()
         self.proc = proc
 
     def describe(self) -> dict[str, str]:
         return {"version": self.version, "root": str(self.root)}
 
     def directory(self, group: Cgroup) -> Path:
-        return self.root / group.relpath
+        return below_root(self.root, group.relpath)
 
     # ----------------------------------------------------------------- files
 
     def exists(self, group: Cgroup) -> bool:
         return self.files.exists(self.directory(group))
+
+    def owner_uid(self, group: Cgroup) -> int:
+        return self.files.owner_uid(self.directory(group))
 
     def read(self, group: Cgroup, key: str) -> str:
         path = self.directory(group) / key
@@ -161,11 +171,25 @@ class V2Backend:
                 int(originals["cpu.weight"]), limit.cpu_millicores, baseline.cpu_millicores, 1
             )
             values["cpu.weight"] = str(weight)
-        if limit.memory_mb >= baseline.memory_mb:
-            values["memory.high"] = originals["memory.high"]
-        else:
-            values["memory.high"] = str(page_aligned(limit.memory_mb * MIB))
+        values["memory.high"] = v2_memory_high(limit, baseline, originals, usage, self.memory)
         return values
+
+
+def v2_memory_high(
+    limit: Amount,
+    baseline: Amount,
+    originals: Mapping[str, str],
+    usage: Usage,
+    policy: MemoryPolicy,
+) -> str:
+    """``memory.high`` for ``limit``: the original at the baseline, else the limit
+    raised to usage + headroom and capped by the original (v1's hard-limit rule)."""
+    original = originals["memory.high"]
+    if limit.memory_mb >= baseline.memory_mb:
+        return original
+    ceiling = None if original == "max" else int(original)
+    high = page_aligned(hard_limit_bytes(limit.memory_mb, usage.memory_bytes, ceiling, policy))
+    return original if ceiling is not None and high >= ceiling else str(high)
 
 
 def _stat_value(text: str, name: str) -> int:

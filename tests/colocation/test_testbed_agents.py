@@ -19,7 +19,8 @@ PLAN = AgentPlan(
 
 def test_the_agents_configuration_is_one_the_agent_loads(tmp_path: Path) -> None:
     agent = NodeAgent(
-        index=0, node_id="host:1", nodemanager_match="-Dyarn.nodemanager.x=/nm0",
+        index=0, node_id="host:1", nodemanager_pid=4242,
+        nodemanager_url="http://127.0.0.1:8042",
         rm_url="http://127.0.0.1:8088", endpoint_url="http://127.0.0.1:9", token="t",
         plan=PLAN, work_dir=tmp_path, cluster_root=tmp_path, package_parent=str(tmp_path),
     )  # fmt: skip
@@ -31,6 +32,8 @@ def test_the_agents_configuration_is_one_the_agent_loads(tmp_path: Path) -> None
     assert settings.reclaim.per_task_cpu_millicores == 150
     assert settings.yarn.millicores_per_vcore == 250
     assert settings.discovery.agent_hierarchy == "testbed-weight"
+    assert settings.discovery.nodemanager_pid == 4242
+    assert settings.yarn.nodemanager_url == "http://127.0.0.1:8042"
 
 
 def test_metrics_are_read_back() -> None:

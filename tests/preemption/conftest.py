@@ -11,6 +11,9 @@ neighbours.
 
 Without root or without writable v1 hierarchies these tests fail under ``CI=true``
 and are skipped elsewhere.
+
+``serve`` starts local HTTP servers that replay recorded YARN answers by path (and
+count every request, so a test can show that an address was never asked).
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -158,3 +164,49 @@ def cpu_share(v1: V1Backend, group: Cgroup, window_s: float) -> float:
     start_ns, start = v1.usage(group).cpu_usage_ns, time.monotonic()
     time.sleep(window_s)
     return (v1.usage(group).cpu_usage_ns - start_ns) / 1e9 / (time.monotonic() - start)
+
+
+@dataclass
+class Replay:
+    """Answers recorded bodies by path; anything else 404, as YARN's Jersey does."""
+
+    routes: dict[str, str]
+    asked: list[str] = field(default_factory=list)
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        replay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                replay.asked.append(path)
+                body = replay.routes.get(path)
+                status = 200 if body is not None else 404
+                data = (body or '{"RemoteException": {"message": "not found"}}').encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[dict[str, str]], tuple[str, Replay]]]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(routes: dict[str, str]) -> tuple[str, Replay]:
+        replay = Replay(routes)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), replay.handler())
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}", replay
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

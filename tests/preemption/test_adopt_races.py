@@ -2,16 +2,23 @@
 that group in some controllers only. Its recorded origin must still lie outside the
 agent's groups, or putting it back would leave it there and the group could never
 be removed (seen on the testbed: an agent exiting 5 with its group left). Laid-out
-v1 directories stand in for the kernel's files; the real moves are tested against
-real cgroups in test_cgroup_v1.py."""
+v1 directories stand in for the kernel's files (the processes are real: every move is
+checked against the process it is meant for); the real moves are tested against real
+cgroups in test_cgroup_v1.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from preemption.adopt import Adopter
 from preemption.cgroups.base import Cgroup
 from preemption.cgroups.v1 import CONTROLLERS, V1Backend
+from preemption.procfs import ProcessInfo, ProcFs
 from preemption.statefile import RestoreReport, StateJournal, dissolve
 
 CID = "container_1_0001_01_000002"
@@ -29,6 +36,24 @@ def layout(tmp_path: Path) -> V1Backend:
     return V1Backend(mounts, proc=tmp_path / "proc")
 
 
+@pytest.fixture
+def sleepers() -> Iterator[Callable[[], ProcessInfo]]:
+    """Real processes to stand for a container's (their pids are what is moved)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> ProcessInfo:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        started.append(child)
+        info = ProcFs().process(child.pid)
+        assert info is not None
+        return info
+
+    yield start
+    for child in started:
+        child.kill()
+        child.wait()
+
+
 def place(tmp_path: Path, pid: int, where: dict[str, str]) -> None:
     directory = tmp_path / "proc" / str(pid)
     directory.mkdir(parents=True)
@@ -36,40 +61,47 @@ def place(tmp_path: Path, pid: int, where: dict[str, str]) -> None:
     (directory / "cgroup").write_text("\n".join(lines) + "\n")
 
 
-def test_a_child_forked_mid_move_is_recorded_with_its_siblings_origin(tmp_path: Path) -> None:
+def test_a_child_forked_mid_move_is_recorded_with_its_siblings_origin(
+    tmp_path: Path, sleepers: Callable[[], ProcessInfo]
+) -> None:
     backend = layout(tmp_path)
     journal = StateJournal.open(tmp_path / "state.json", backend.describe())
     adopter = Adopter(backend, journal, "yarn-adapt")
-    place(tmp_path, 100, dict.fromkeys(CONTROLLERS, NM))
-    adopter.adopt(CID, [100])
-    # 101 forked after the parent's cpu write, before the others
-    place(tmp_path, 101, {"cpu": GROUP, "cpuacct": NM, "memory": NM})
-    adopter.adopt(CID, [101])
-    assert journal.content.moved[101].origin == dict.fromkeys(CONTROLLERS, NM)
+    parent, child = sleepers(), sleepers()
+    place(tmp_path, parent.pid, dict.fromkeys(CONTROLLERS, NM))
+    adopter.adopt(CID, [parent])
+    # the child forked after the parent's cpu write, before the others
+    place(tmp_path, child.pid, {"cpu": GROUP, "cpuacct": NM, "memory": NM})
+    adopter.adopt(CID, [child])
+    assert journal.content.moved[child.pid].origin == dict.fromkeys(CONTROLLERS, NM)
 
 
-def test_a_half_moved_process_with_no_sibling_to_go_by_waits(tmp_path: Path) -> None:
+def test_a_half_moved_process_with_no_sibling_to_go_by_waits(
+    tmp_path: Path, sleepers: Callable[[], ProcessInfo]
+) -> None:
     backend = layout(tmp_path)
     journal = StateJournal.open(tmp_path / "state.json", backend.describe())
-    place(tmp_path, 102, {"cpu": GROUP, "cpuacct": NM, "memory": NM})
-    Adopter(backend, journal, "yarn-adapt").adopt(CID, [102])
+    half = sleepers()
+    place(tmp_path, half.pid, {"cpu": GROUP, "cpuacct": NM, "memory": NM})
+    Adopter(backend, journal, "yarn-adapt").adopt(CID, [half])
     assert not (tmp_path / "memory" / GROUP / "cgroup.procs").read_text()  # not moved
-    assert 102 not in journal.content.moved
+    assert half.pid not in journal.content.moved
 
 
 def test_restore_sends_a_process_recorded_inside_the_group_to_the_groups_origin(
-    tmp_path: Path,
+    tmp_path: Path, sleepers: Callable[[], ProcessInfo]
 ) -> None:
-    # A state file written before the adopter checked: 101's cpu origin is the group.
+    # A state file written before the adopter checked: the child's cpu origin is the group.
     backend = layout(tmp_path)
     journal = StateJournal.open(tmp_path / "state.json", backend.describe())
     group = Cgroup(GROUP)
+    parent, child = sleepers(), sleepers()
     journal.remember_created(group)
-    journal.remember_moved(101, group, {"cpu": GROUP, "cpuacct": NM, "memory": NM})
-    journal.remember_moved(100, group, dict.fromkeys(CONTROLLERS, NM))
-    (tmp_path / "cpu" / GROUP / "cgroup.procs").write_text("101\n")
+    journal.remember_moved(child.pid, group, {"cpu": GROUP, "cpuacct": NM, "memory": NM})
+    journal.remember_moved(parent.pid, group, dict.fromkeys(CONTROLLERS, NM))
+    (tmp_path / "cpu" / GROUP / "cgroup.procs").write_text(f"{child.pid}\n")
     dissolve(journal, backend, group, RestoreReport())
-    assert (tmp_path / "cpu" / NM / "cgroup.procs").read_text().split() == ["101"]
+    assert (tmp_path / "cpu" / NM / "cgroup.procs").read_text().split() == [str(child.pid)]
 
 
 def test_the_groups_processes_are_those_of_every_controller(tmp_path: Path) -> None:

@@ -24,12 +24,16 @@ from preemption.metrics import AgentMetrics
 from preemption.settings import AgentSettings, agent_settings_from_mapping
 from preemption.statefile import StateJournal
 
-from .conftest import BURNER, HOLDER, container_id, cpu_share, place
+from .conftest import BURNER, CONTROLLERS, HOLDER, container_id, cpu_share, place
+from .factories import ListedBy
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 UNLIMITED = "9223372036854771712"
 MIB = 1 << 20
+# The containers these tests make, as the NodeManager would list them (this test
+# process stands for the NodeManager: the process-tree tests' launchers are its children).
+LISTED = [container_id(n) for n in range(1, 40)]
 
 
 def settings_for(hierarchy: str, state_file: Path, **reclaim: object) -> AgentSettings:
@@ -67,8 +71,9 @@ def agent_for(settings: AgentSettings, v1: V1Backend, files: CgroupFiles | None 
     backend = V1Backend(v1.mounts, files=files, memory=settings.memory_policy())
     journal = StateJournal.open(Path(settings.agent.state_file), backend.describe())
     parts = AgentParts(
-        backend=backend, journal=journal, target=target_source(settings), metrics=AgentMetrics()
-    )
+        backend=backend, journal=journal, target=target_source(settings),
+        nodemanager=ListedBy(os.getpid(), LISTED), metrics=AgentMetrics(),
+    )  # fmt: skip
     return Agent(settings, parts)
 
 
@@ -197,15 +202,10 @@ def test_sigterm_restores_and_after_sigkill_the_next_start_restores_every_limit(
 def test_processes_of_a_container_without_a_cgroup_are_adopted_and_moved_back(
     v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
 ) -> None:
-    # A stand-in NodeManager: a process whose child carries CONTAINER_ID, as a
-    # container launched by the DefaultContainerExecutor does.
-    launcher = processes(
-        "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', {BURNER!r}])\n"
-        "print('ready', flush=True)\n"
-        "child.wait()\n",
-        env={"CONTAINER_ID": container_id(6)},
-    )
+    # This test process stands for the NodeManager: the launcher is its child and
+    # names its container in its command line, as the DefaultContainerExecutor's
+    # launch script does; the burner below it belongs to that container.
+    launcher = processes(LAUNCHER, launch_script(container_id(6)))
     started(launcher)
     settings = settings_for(
         hierarchy, tmp_path / "state.json", cpu=400, source="process-tree",
@@ -225,6 +225,30 @@ def test_processes_of_a_container_without_a_cgroup_are_adopted_and_moved_back(
         assert cgroup_membership(Path("/proc"), pid, ("cpu", "memory")) == before[pid]
     assert not v1.exists(group)
     assert not (tmp_path / "state.json").exists()
+
+
+def test_processes_moved_into_a_cgroup_that_already_existed_go_back_on_restore(
+    v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    started(processes(LAUNCHER, launch_script(container_id(15))))
+    state = tmp_path / "state.json"
+    settings = settings_for(hierarchy, state, cpu=400, source="process-tree")
+    agent = agent_for(settings, v1)
+    group = agent.adopter.group_for(container_id(15))
+    for controller in CONTROLLERS:  # there before the agent (a lost state file, by hand)
+        (v1.mounts[controller] / group.relpath).mkdir(parents=True)
+    found = wait_for(lambda: [c for c in agent.discover() if c.container_id == group.name], 10)
+    pids = found[0].pids
+    before = {pid: cgroup_membership(Path("/proc"), pid, CONTROLLERS) for pid in pids}
+    agent.tick()
+    assert sorted(v1.pids(group)) == sorted(pids)
+    recorded = json.loads(state.read_text())
+    assert (recorded["adopted"], recorded["created"]) == ([group.relpath], [])
+    agent.shutdown()
+    for pid in pids:
+        assert cgroup_membership(Path("/proc"), pid, CONTROLLERS) == before[pid]
+    assert v1.exists(group) and v1.pids(group) == ()  # left as found: there, and empty
+    assert not state.exists()
 
 
 class VanishesOnQuotaWrite(CgroupFiles):
@@ -304,6 +328,18 @@ def test_permission_denied_mid_step_is_rolled_back_counted_and_set_aside(
 
 # ----------------------------------------------------------------- helpers
 
+LAUNCHER = (
+    "import subprocess, sys, time\n"
+    f"child = subprocess.Popen([sys.executable, '-c', {BURNER!r}])\n"
+    "print('ready', flush=True)\n"
+    "child.wait()\n"
+)
+
+
+def launch_script(container: str) -> str:
+    """Where the DefaultContainerExecutor's launch script of ``container`` lives."""
+    return f"/nm-local/usercache/u/appcache/application_1/{container}/default_container_executor.sh"
+
 
 def write_config(path: Path, hierarchy: str, state: Path, *, cpu: int, memory: int) -> Path:
     path.write_text(
@@ -337,10 +373,11 @@ settle_s = 0.0
 
 
 def run_agent(config: Path, *extra: str) -> subprocess.Popen[str]:
-    # python -m preemption: the agent's own entry point (yarn-adapt agent's commands
-    # without importing the rest of the CLI, which loads the tuner).
+    # python -m preemption's main (yarn-adapt agent's commands without the rest of the
+    # CLI, which loads the tuner), with the NodeManager's recorded view listing LISTED.
     return subprocess.Popen(
-        [sys.executable, "-m", "preemption", "run", "--config", str(config), *extra],
+        [sys.executable, "-m", "tests.preemption.listed_run", ",".join(LISTED),
+         "run", "--config", str(config), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip

@@ -4,6 +4,7 @@ the processes are real)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from preemption.agent import Agent, AgentParts, target_source
-from preemption.cgroups import Cgroup, V2Backend
+from preemption.cgroups import Cgroup, Usage, V2Backend
 from preemption.errors import CgroupUnsupported
 from preemption.metrics import AgentMetrics
 from preemption.model import Amount, ReclaimTarget
 from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import RestoreReport, StateJournal, dissolve
 from preemption.targets import Fetched
+
+from .factories import ListedBy
 
 CID = "container_1700000000000_0007_01_000002"
 MIB = 1 << 20
@@ -70,6 +73,7 @@ def agent_on(root: Path, tmp_path: Path, *, cpu: int, memory: int) -> Agent:
         "per_task_memory_mb": 512,
         "step_memory_mb": 128,
         "floor_memory_mb": 16,
+        "memory_hard_headroom_mb": 32,
         "settle_s": 0.0,
     }
     settings = agent_settings_from_mapping(
@@ -82,10 +86,11 @@ def agent_on(root: Path, tmp_path: Path, *, cpu: int, memory: int) -> Agent:
         },
         "test",
     )
-    backend = V2Backend(root)
+    backend = V2Backend(root, memory=settings.memory_policy())
     journal = StateJournal.open(tmp_path / "state.json", backend.describe())
     parts = AgentParts(backend=backend, journal=journal, target=target_source(settings),
-                       metrics=AgentMetrics(), clock=Clock())  # fmt: skip
+                       nodemanager=ListedBy(os.getpid(), [CID]), metrics=AgentMetrics(),
+                       clock=Clock())  # fmt: skip
     return Agent(settings, parts)
 
 
@@ -103,17 +108,19 @@ def test_v2_limits_go_to_cpu_max_weight_and_memory_high_and_come_back(
 ) -> None:
     root = tmp_path / "cgroup"
     group = lay_out(root, sleeper)
+    (group / "memory.current").write_text(str(40 * MIB))
     agent = agent_on(root, tmp_path, cpu=1000, memory=256)
     agent.tick()
     burn(group, 1_000_000)  # one full core over the 1 s interval
-    agent.tick()  # baseline 1000m / 300 MiB; first mini-step
+    agent.tick()  # baseline 1000m / 256 MiB (the NM's allocation); first mini-step
     assert (group / "cpu.max").read_text() == "50000 100000"
     assert (group / "cpu.weight").read_text() == "50"
-    assert (group / "memory.high").read_text() == str(172 * MIB)
+    assert (group / "memory.high").read_text() == str(128 * MIB)
     burn(group, 500_000)
     agent.tick()
     assert (group / "cpu.max").read_text() == str(10000) + " 100000"  # at the 100m floor
-    assert (group / "memory.high").read_text() == str(44 * MIB)
+    # The limit is 16 MiB (the floor) but memory.high stays at usage + headroom.
+    assert (group / "memory.high").read_text() == str((40 + 32) * MIB)
     assert (group / "memory.max").read_text() == "max"  # never written on v2
     agent.shutdown()
     assert [(group / f).read_text() for f in ("cpu.max", "cpu.weight", "memory.high")] == [
@@ -201,3 +208,27 @@ def test_a_process_with_no_recorded_origin_stays_rather_than_going_to_the_root(
     assert (root / "cgroup.procs").read_text() == ""
     assert f"yarn-adapt/{CID}: process 4242 has no recorded origin" in report.failures
     assert group.relpath in journal.content.created  # still journalled: tried again later
+
+
+@pytest.mark.parametrize(
+    ("limit_mb", "usage_mb", "original", "high"),
+    [
+        (64, 300, "max", str((300 + 128) * MIB)),  # never below usage + headroom
+        (400, 10, "max", str(400 * MIB)),  # above the floor: the limit itself
+        (64, 300, str(400 * MIB), str(400 * MIB)),  # never above the original
+        (64, 10, str(100 * MIB), str(100 * MIB)),
+        (512, 10, "max", "max"),  # back at the baseline: the original
+    ],
+)
+def test_v2_memory_high_is_never_set_below_usage_plus_headroom(
+    limit_mb: int, usage_mb: int, original: str, high: str, tmp_path: Path
+) -> None:
+    # As v1's memory.limit_in_bytes: memory.high throttles and reclaims hard, so the
+    # agent never puts it under what the container holds now plus the headroom.
+    backend = V2Backend(tmp_path)  # default policy: 128 MiB headroom
+    originals = {"cpu.max": "max 100000", "cpu.weight": "100", "memory.high": original,
+                 "memory.max": "max"}  # fmt: skip
+    values = backend.desired_values(
+        Amount(1000, limit_mb), Amount(1000, 512), originals, Usage(0, usage_mb * MIB)
+    )
+    assert values["memory.high"] == high

@@ -1,4 +1,5 @@
-"""Finding containers among real processes, container ids, classification."""
+"""Finding containers among real processes (only below the NodeManager, only the ones
+it lists), container ids, classification."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from preemption.classify import AppFacts, ClassifySettings, classify
 from preemption.discovery import containers_in_tree
-from preemption.model import Amount, ContainerRef, TaskKind
+from preemption.model import Amount, ContainerRef, TaskKind, is_container_id
 from preemption.procfs import ProcFs, parse_stat
 from preemption.yarnedge import attempt_of_container, attempt_progress, parse_nm_containers
 
@@ -23,70 +25,102 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "preemption"
 JHS = Path(__file__).resolve().parents[1] / "fixtures" / "jhs"
 CID_A = "container_e17_1700000000000_0042_01_000002"
 CID_B = "container_1700000000000_0042_01_000003"
+CID_C = "container_1700000000000_0042_01_000004"  # launched, but not listed by the NM
+OTHER_APP = "container_1700000000000_0099_01_000002"  # another application's
 
 LAUNCHER = """
-import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+import os, subprocess, sys, time
+claim = os.environ.pop("CLAIM")
+lying = {**os.environ, "CONTAINER_ID": claim, "NM_HOST": "203.0.113.9", "NM_HTTP_PORT": "9"}
+child = subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(600)", f"/tmp/{claim}/x.sh"], env=lying
+)
 print(child.pid, flush=True)
 time.sleep(600)
 """
 
 
+@dataclass
+class Launched:
+    """Launch processes under this test process (it stands for the NodeManager)."""
+
+    by_cwd: subprocess.Popen[str]  # names CID_A by its working directory only
+    by_argv: subprocess.Popen[str]  # names CID_B in its command line
+    unlisted: subprocess.Popen[str]  # names CID_C, which the NM does not list
+    children: dict[int, int]  # launcher pid -> its child's pid
+
+
 @pytest.fixture
-def launched() -> Iterator[tuple[subprocess.Popen[str], subprocess.Popen[str], int]]:
-    """Two "containers" under this test process: A names itself in its environment
-    (as launch_container.sh does), B only in its command line (as the
-    DefaultContainerExecutor's script path does); each has a child."""
-    env_launcher = subprocess.Popen(
-        [sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "CONTAINER_ID": CID_A, "NM_HOST": "worker-7", "NM_HTTP_PORT": "8042"},
-    )  # fmt: skip
-    argv_launcher = subprocess.Popen(
-        [sys.executable, "-c", LAUNCHER, f"/local/appcache/{CID_B}/default_container_executor.sh"],
-        stdout=subprocess.PIPE, text=True,
-        env={k: v for k, v in os.environ.items() if k != "CONTAINER_ID"},
-    )  # fmt: skip
-    assert env_launcher.stdout is not None and argv_launcher.stdout is not None
-    child_of_b = int(argv_launcher.stdout.readline())
-    env_launcher.stdout.readline()
-    yield env_launcher, argv_launcher, child_of_b
-    for launcher in (env_launcher, argv_launcher):
-        for pid in _children(launcher.pid):
-            os.kill(pid, signal.SIGKILL)
+def launched(tmp_path: Path) -> Iterator[Launched]:
+    """Three "containers" started by this process, as the DefaultContainerExecutor
+    starts them: each launch process names its container, in its working directory
+    (``by_cwd``) or its command line (``by_argv``, ``unlisted``). Every launcher's
+    child claims another application's container in its environment and command line
+    and points NM_HOST elsewhere, as any tenant could."""
+    work = tmp_path / CID_A
+    work.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "CONTAINER_ID"}, "CLAIM": OTHER_APP}
+    launchers = [
+        subprocess.Popen([sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE,
+                         text=True, cwd=work, env=env),
+        subprocess.Popen([sys.executable, "-c", LAUNCHER,
+                          f"/local/appcache/{CID_B}/default_container_executor.sh"],
+                         stdout=subprocess.PIPE, text=True, env=env),
+        subprocess.Popen([sys.executable, "-c", LAUNCHER,
+                          f"/local/appcache/{CID_C}/default_container_executor.sh"],
+                         stdout=subprocess.PIPE, text=True, env=env),
+    ]  # fmt: skip
+    children = {}
+    for launcher in launchers:
+        assert launcher.stdout is not None
+        children[launcher.pid] = int(launcher.stdout.readline())
+    yield Launched(*launchers, children=children)
+    for launcher in launchers:
+        os.kill(children[launcher.pid], signal.SIGKILL)
         launcher.kill()
         launcher.wait()
         assert launcher.stdout is not None
         launcher.stdout.close()
 
 
-def _children(pid: int) -> list[int]:
-    table = ProcFs().processes()
-    return [p for p, info in table.items() if info.ppid == pid]
-
-
-def test_containers_are_found_in_the_process_tree_by_environment_or_command_line(
-    launched: tuple[subprocess.Popen[str], subprocess.Popen[str], int],
+def test_containers_are_found_below_the_nodemanager_by_their_launch_process_only(
+    launched: Launched,
 ) -> None:
-    env_launcher, argv_launcher, child_of_b = launched
-    found = {c.container_id: c for c in containers_in_tree([os.getpid()], ProcFs())}
+    listed = {CID_A, CID_B, OTHER_APP}
+    found = {c.container_id: c for c in containers_in_tree(os.getpid(), ProcFs(), listed)}
+    # The launch process names the container (cwd or command line); its child belongs
+    # to it whatever its own environment and command line claim.
     assert set(found) == {CID_A, CID_B}
-    assert env_launcher.pid in found[CID_A].pids and len(found[CID_A].pids) == 2
-    assert set(found[CID_B].pids) == {argv_launcher.pid, child_of_b}
-    assert found[CID_A].nodemanager_url == "http://worker-7:8042"
-    assert found[CID_B].nodemanager_url is None
+    for container, launcher in ((CID_A, launched.by_cwd), (CID_B, launched.by_argv)):
+        assert set(found[container].pids) == {launcher.pid, launched.children[launcher.pid]}
     assert found[CID_A].running and found[CID_B].running
     assert abs(found[CID_A].started_at_s - time.time()) < 120
+    # Not listed by the NodeManager: never found, though launched below it.
+    assert all(launched.unlisted.pid not in c.pids for c in found.values())
+
+
+def test_a_process_that_is_not_below_the_nodemanager_belongs_to_no_container(
+    launched: Launched,
+) -> None:
+    # The launchers' children claim OTHER_APP; seen from their own parents (as if each
+    # were the NodeManager) they are launch processes naming it, so the claim counts
+    # only for a child of the NodeManager itself.
+    listed = {OTHER_APP}
+    assert containers_in_tree(os.getpid(), ProcFs(), listed) == []
+    as_if = containers_in_tree(launched.by_argv.pid, ProcFs(), listed)
+    assert [c.pids for c in as_if] == [(launched.children[launched.by_argv.pid],)]
 
 
 def test_a_container_whose_working_process_is_stopped_is_not_running(
-    launched: tuple[subprocess.Popen[str], subprocess.Popen[str], int],
+    launched: Launched,
 ) -> None:
-    _, _, child_of_b = launched
+    child_of_b = launched.children[launched.by_argv.pid]
     os.kill(child_of_b, signal.SIGSTOP)
     try:
         deadline = time.monotonic() + 5
         while True:
-            found = {c.container_id: c for c in containers_in_tree([os.getpid()], ProcFs())}
+            listed = {CID_A, CID_B}
+            found = {c.container_id: c for c in containers_in_tree(os.getpid(), ProcFs(), listed)}
             if not found[CID_B].running or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -169,3 +203,20 @@ def test_mapreduce_attempts_map_containers_and_report_progress_in_percent() -> N
     assert attempt_progress({"taskAttempt": {**attempt, "progress": 42.5}}) == pytest.approx(0.425)
     assert attempt_progress({"taskAttempt": {}}) is None
     assert attempt_progress("nonsense") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{CID_B}\n",  # "$" would take it: a trailing newline
+        f"{CID_B}\n\n",
+        f" {CID_B}",
+        f"{CID_B}x",
+        "container_1700000000000_\u0660\u0660\u0664\u0662_01_000003",  # Arabic-Indic digits
+        "container_e17__1700000000000_0042_01_000002",
+    ],
+)
+def test_only_a_whole_container_id_is_one(text: str) -> None:
+    assert not is_container_id(text)
+    with pytest.raises(ValueError, match="not a YARN container id"):
+        ContainerRef.parse(text)

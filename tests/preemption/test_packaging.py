@@ -126,3 +126,20 @@ def test_metrics_are_served_for_prometheus(tmp_path: Path) -> None:
         "yarn_adapt_agent_tick_seconds",
     ):
         assert name in text, name  # fmt: skip
+
+
+def test_restore_needs_no_service_token(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A token file the agent refuses (others may read it) stops `agent run`, but never
+    # the restore that puts limits back (the unit's ExecStopPost).
+    token = tmp_path / "agent-token"
+    token.write_text("per-node-token\n")
+    token.chmod(0o644)
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        f'[agent]\nmode = "service"\nstate_file = "{tmp_path / "state.json"}"\n'
+        f'[service]\nurl = "https://svc.example:8765"\ntoken_file = "{token}"\n'
+    )
+    assert main(["agent", "run", "--config", str(config), "--ticks", "1"]) == 2
+    assert "chmod 600" in capsys.readouterr().err
+    assert main(["agent", "restore", "--config", str(config)]) == 0
+    assert "nothing to restore" in capsys.readouterr().out

@@ -11,6 +11,7 @@ an M/M/1 queue, P95 = 3 · 5 ms / (1 − load / capacity), read off the cgroup's
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,8 +25,9 @@ from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import StateJournal
 from preemption.targets import Fetched
 
+from .factories import ListedBy
 from .test_cgroup_v1 import started
-from .test_cgroup_v2 import Clock, burn, lay_out
+from .test_cgroup_v2 import CID, Clock, burn, lay_out
 
 NODE_CPU = 4000
 SLEEPER = "import time; print('ready', flush=True); time.sleep(600)"
@@ -87,8 +89,9 @@ def agent_on(root: Path, tmp_path: Path, service: Service) -> Agent:
     backend = V2Backend(root)
     journal = StateJournal.open(tmp_path / "state.json", backend.describe())
     parts = AgentParts(
-        backend=backend, journal=journal, target=service, metrics=AgentMetrics(), clock=Clock()
-    )
+        backend=backend, journal=journal, target=service, metrics=AgentMetrics(), clock=Clock(),
+        nodemanager=ListedBy(os.getpid(), [CID]),
+    )  # fmt: skip
     return Agent(settings, parts)
 
 

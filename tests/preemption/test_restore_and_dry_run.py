@@ -1,8 +1,10 @@
 """``restore`` with a state file a run left behind, and dry runs that would squeeze a
-container, on real cgroup v1 hierarchies (root) with real short-lived processes."""
+container, on real cgroup v1 hierarchies (root) with real short-lived processes; a
+state file whose cgroup paths would reach outside the hierarchy is refused."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -14,16 +16,21 @@ from pathlib import Path
 import pytest
 
 from preemption.agent import Agent
-from preemption.cgroups import Cgroup, V1Backend
+from preemption.cgroups import Cgroup, V1Backend, V2Backend
 from preemption.cgroups.dryrun import DryRunBackend
 from preemption.cgroups.procfile import cgroup_membership
-from preemption.statefile import StateJournal
+from preemption.errors import CgroupError, StateFileCorrupt
+from preemption.statefile import StateJournal, restore
 
 from .conftest import BURNER, HOLDER, container_id, place
+from .factories import ListedBy
 from .test_cgroup_v1 import (
+    LAUNCHER,
+    LISTED,
     ROOT,
     UNLIMITED,
     agent_for,
+    launch_script,
     settings_for,
     started,
     wait_for,
@@ -91,6 +98,7 @@ def _dry_agent(hierarchy: str, state: Path, **changes: object) -> Agent:
     settings = settings_for(hierarchy, state, cpu=600, **changes)
     agent = Agent.build(settings, dry_run=True)
     assert isinstance(agent.backend, DryRunBackend)
+    agent.nodemanager = ListedBy(os.getpid(), LISTED)  # this test process stands for it
     return agent
 
 
@@ -135,13 +143,7 @@ def test_a_dry_run_decides_the_squeeze_of_a_cgroup_container_and_changes_nothing
 def test_a_dry_run_would_adopt_a_container_without_a_cgroup_but_moves_nothing(
     v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
 ) -> None:
-    launcher = processes(
-        "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', {BURNER!r}])\n"
-        "print('ready', flush=True)\n"
-        "child.wait()\n",
-        env={"CONTAINER_ID": container_id(14)},
-    )
+    launcher = processes(LAUNCHER, launch_script(container_id(14)))
     started(launcher)
     state = tmp_path / "state.json"
     agent = _dry_agent(hierarchy, state, source="process-tree", nodemanager_pid=os.getpid())
@@ -166,3 +168,50 @@ def test_a_dry_run_would_adopt_a_container_without_a_cgroup_but_moves_nothing(
     assert not state.exists()
     agent.shutdown()
     assert not state.exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "entry", "named"),
+    [
+        ("originals", {"group": "/escape", "key": "cpu.max", "value": "max 100000"},
+         "originals[0].group '/escape': an absolute path"),
+        ("originals", {"group": "hadoop-yarn/../../escape", "key": "cpu.max",
+                       "value": "max 100000"},
+         "originals[0].group 'hadoop-yarn/../../escape': a '..'"),
+        ("created", "yarn-adapt/../..", "created[0] 'yarn-adapt/../..': a '..'"),
+        ("adopted", "./x", "adopted[0] './x': a '..', '.' or empty component"),
+        ("moved", {"pid": 1, "group": "yarn-adapt/c", "from": {"": "../escape"}},
+         "moved[0].from[''] '../escape': a '..'"),
+    ],
+)  # fmt: skip
+def test_a_state_file_path_outside_the_cgroup_root_is_refused_naming_the_entry(
+    field: str, entry: object, named: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    outside = tmp_path / "escape" / "cpu.max"  # what a joined path would overwrite
+    outside.parent.mkdir()
+    outside.write_text("untouched")
+    content = {"format": 1, "backend": {"version": "v2", "root": str(root)},
+               "originals": [], "created": [], "moved": [], field: [entry]}  # fmt: skip
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(content))
+    with pytest.raises(StateFileCorrupt) as caught:
+        journal = StateJournal.open(state, {"version": "v2", "root": str(root)})
+        restore(journal, V2Backend(root))
+    line = caught.value.one_line()
+    assert line.startswith(f"{state}: ") and named in line and "\n" not in line
+    assert outside.read_text() == "untouched"
+
+
+def test_a_cgroup_path_that_resolves_outside_the_root_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "cpu.max").write_text("max 100000")
+    (root / "link").symlink_to(tmp_path / "elsewhere")
+    backend = V2Backend(root)
+    for relpath in ("link", "../elsewhere", "/elsewhere"):
+        with pytest.raises(CgroupError, match="refused cgroup path"):
+            backend.write(Cgroup(relpath), "cpu.max", "1000 100000")
+    assert (tmp_path / "elsewhere" / "cpu.max").read_text() == "max 100000"

@@ -1,12 +1,15 @@
-"""The agent's TOML settings: defaults, and one-line errors naming file and key."""
+"""The agent's TOML settings: defaults (which never kill), the service's address and
+token file, and one-line errors naming file and key."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from preemption.model import Amount, TaskKind
+from preemption.reclaim import EngineState, Kill, Observation, decide
 from preemption.settings import (
     TOKEN_ENV,
     AgentSettings,
@@ -15,6 +18,8 @@ from preemption.settings import (
 )
 from preemption.strategies import Strategy
 from yarn_adapt.errors import SettingsError
+
+from .factories import target, task
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +60,15 @@ def test_an_empty_file_reclaims_nothing_and_squeezes_only_known_batch(tmp_path: 
         ({"classify": {"unknown": "maybe"}}, "[classify] unknown must be"),
         ({"qos": {"model": "gbrt"}}, "[qos] samples_file is required"),
         ({"discovery": {"agent_hierarchy": "hadoop-yarn"}}, "agent_hierarchy must be set"),
+        ({"discovery": {"nodemanager_user": ""}}, "[discovery] nodemanager_user must name"),
+        ({"discovery": {"nodemanager_pid_file": "nm.pid"}}, "must be an absolute path"),
+        ({"discovery": {"nodemanager_pid": -1}}, "[discovery] nodemanager_pid must be > 0"),
+        (
+            {"discovery": {"nodemanager_match": "NodeManager"}},
+            "unknown setting [discovery] nodemanager_match",
+        ),
+        ({"yarn": {"nodemanager_url": ""}}, "[yarn] nodemanager_url must be an http(s)://"),
+        ({"yarn": {"nodemanager_url": "127.0.0.1:8042"}}, "[yarn] nodemanager_url must be"),
     ],
 )
 def test_bad_settings_are_one_line_errors_naming_the_key(
@@ -78,14 +92,100 @@ def test_a_file_that_is_not_toml_or_missing_is_named(tmp_path: Path) -> None:
 def test_the_token_comes_from_the_environment_or_the_token_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service: dict[str, str] = {"url": "http://svc:8765"}
+    service: dict[str, str] = {"url": "https://svc:8765"}
     raw = {"agent": {"mode": "service"}, "service": service}
     settings = agent_settings_from_mapping(raw, "agent.toml")
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(SettingsError, match="needs a token"):
         settings.token()
     (tmp_path / "token").write_text("from-file-token\n")
+    (tmp_path / "token").chmod(0o600)
     service["token_file"] = str(tmp_path / "token")
     assert agent_settings_from_mapping(raw, "agent.toml").token() == "from-file-token"
     monkeypatch.setenv(TOKEN_ENV, "from-env-token")
     assert agent_settings_from_mapping(raw, "agent.toml").token() == "from-env-token"
+
+
+RM = ["http://rm:8088"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"yarn": {"rm": RM}},  # standalone
+        {"agent": {"mode": "service"}, "service": {"url": "https://svc:8765"}, "yarn": {"rm": RM}},
+        {"yarn": {"rm": RM}, "reclaim": {"strategy": "Kill"}},
+    ],
+    ids=["standalone", "service (the guard's requests)", "the Kill strategy"],
+)
+def test_no_default_configuration_kills(raw: dict[str, object]) -> None:
+    settings = agent_settings_from_mapping(raw, "agent.toml")
+    assert settings.yarn.kill == "never"
+    reclaim = settings.reclaim_settings()
+    assert not reclaim.kill_enabled
+    # Demand no squeeze can meet, far past the grace period: the engine only waits.
+    state, victim = EngineState(), task(1, 100.0, limit=(100, 256))
+    for second in range(0, 600, 5):
+        seen = Observation(1000.0 + second, (victim,), target(5000))
+        decision = decide(state, seen, reclaim)
+        state = decision.state
+        assert not any(isinstance(action, Kill) for action in decision.actions), second
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://svc.example:8765", True),
+        ("http://127.0.0.1:8765", True),
+        ("http://127.8.0.1:8765", True),
+        ("http://[::1]:8765", True),
+        ("http://localhost:8765", True),
+        ("http://svc.example:8765", False),
+        ("http://10.0.0.7:8765", False),
+        ("http://127.0.0.1.nip.io:8765", False),
+        ("ftp://svc.example", False),
+    ],
+)
+def test_a_service_url_off_this_host_must_be_https(url: str, allowed: bool) -> None:
+    raw = {"agent": {"mode": "service"}, "service": {"url": url}}
+    if allowed:
+        assert agent_settings_from_mapping(raw, "agent.toml").service.url == url
+        return
+    with pytest.raises(SettingsError) as caught:
+        agent_settings_from_mapping(raw, "agent.toml")
+    assert "[service] url" in caught.value.one_line()
+    assert "\n" not in caught.value.one_line()
+
+
+@pytest.mark.parametrize(
+    ("mode", "owner", "fix"),
+    [
+        (0o644, None, "mode 644 lets others read or change the token; fix: chmod 600 {path}"),
+        (0o640, None, "mode 640 lets others read or change the token; fix: chmod 600 {path}"),
+        (0o600, 65534, "owned by uid 65534, not the agent's user"),
+        (0o400, None, None),
+        (0o600, None, None),
+    ],
+)
+def test_the_token_file_must_be_the_agents_alone(
+    mode: int, owner: int | None, fix: str | None, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    path = tmp_path / "agent-token"
+    path.write_text("per-node-token\n")
+    path.chmod(mode)
+    if owner is not None:
+        os.chown(path, owner, owner)
+    raw = {"agent": {"mode": "service"},
+           "service": {"url": "https://svc:8765", "token_file": str(path)}}  # fmt: skip
+    settings = agent_settings_from_mapping(raw, "agent.toml")
+    if fix is None:
+        assert settings.token() == "per-node-token"
+        return
+    with pytest.raises(SettingsError) as caught:
+        settings.token()
+    line = caught.value.one_line()
+    assert line.startswith(f"agent.toml: [service] token_file {path}: ") and "\n" not in line
+    assert fix.format(path=path) in line
+    assert "per-node-token" not in line

@@ -7,6 +7,7 @@ here a real HTTP server on 127.0.0.1 answers with the bodies under test."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from preemption.model import Amount
 from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import StateJournal
 from preemption.targets import ServiceTarget, parse_reclaim
+
+from .factories import ListedBy
 
 NODE = "worker-7:8041"
 TOKEN = "s3cret-token-for-tests"
@@ -183,6 +186,7 @@ def test_the_agent_counts_bad_answers_and_keeps_running(
         backend=backend,
         journal=StateJournal.open(tmp_path / "s.json", backend.describe()),
         target=ServiceTarget(url, NODE, TOKEN, poll_interval_s=0.0),
+        nodemanager=ListedBy(os.getpid()),
         metrics=AgentMetrics(),
     )
     agent = Agent(settings, parts)

@@ -1,18 +1,15 @@
 """MapReduce task progress over HTTP: :class:`~preemption.yarnedge.YarnEdge` asks the AM
 through the RM's web proxy and, where the AM has no running attempt for the container
-(gone, or the attempt ended), JobHistory. A local HTTP server replays answers recorded
-from Hadoop 3.4.3 (tests/fixtures/rm, tests/fixtures/jhs: one finished SleepJob); the
-only hand-made answers are the faults (a 404 from a proxy whose AM is gone, a closed
-port)."""
+(gone, or the attempt ended), JobHistory. A local HTTP server (conftest's ``serve``)
+replays answers recorded from Hadoop 3.4.3 (tests/fixtures/rm, tests/fixtures/jhs: one
+finished SleepJob); the only hand-made answers are the faults (a 404 from a proxy
+whose AM is gone, a closed port)."""
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,8 @@ import pytest
 from preemption.model import Locality
 from preemption.yarnedge import YarnEdge
 from yarn_adapt.yarn.http import HttpSettings
+
+from .conftest import Replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 APP = "application_1795312196869_0001"
@@ -38,52 +37,6 @@ def _recorded_jhs() -> dict[str, str]:
         _, path = entry["request"].split(" ", 1)
         routes[path] = (FIXTURES / "jhs" / name).read_text()
     return routes
-
-
-@dataclass
-class Replay:
-    """Answers recorded bodies by path; anything else 404, as YARN's Jersey does."""
-
-    routes: dict[str, str]
-    asked: list[str] = field(default_factory=list)
-
-    def handler(self) -> type[BaseHTTPRequestHandler]:
-        replay = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                replay.asked.append(path)
-                body = replay.routes.get(path)
-                status = 200 if body is not None else 404
-                data = (body or '{"RemoteException": {"message": "not found"}}').encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        return Handler
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[dict[str, str]], tuple[str, Replay]]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(routes: dict[str, str]) -> tuple[str, Replay]:
-        replay = Replay(routes)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), replay.handler())
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}", replay
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def _rm_info() -> dict[str, str]:

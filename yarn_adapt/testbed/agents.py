@@ -9,9 +9,11 @@ guard's reclaim requests from the service's own endpoint.
   what it may see, and the QoS of the application most over its target.
 * :class:`NodeAgent` is the agent process of one NodeManager, as an operator runs it:
   ``python -m preemption run --config agent-<i>.toml``, its node's agent token in
-  ``YARN_ADAPT_AGENT_TOKEN``, its own state file, its Prometheus endpoint. It finds
-  its NodeManager's containers by the process tree (DefaultContainerExecutor), gives
-  each batch container a cgroup of its own and squeezes it by Algorithm 2.
+  ``YARN_ADAPT_AGENT_TOKEN``, its own state file, its Prometheus endpoint. It is
+  given its NodeManager's pid and web address (it verifies the process and reads the
+  containers it lists), finds those containers below it in the process tree
+  (DefaultContainerExecutor), gives each batch container a cgroup of its own and
+  squeezes it by Algorithm 2.
 * :func:`stop_agents` sends SIGTERM and checks that every limit is back: the agent
   exited cleanly, its state file is gone, no container cgroup of the agents is left,
   and every process the agents had moved (per the state file read just before the
@@ -29,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -205,7 +209,8 @@ class NodeAgent:
         *,
         index: int,
         node_id: str,
-        nodemanager_match: str,
+        nodemanager_pid: int,
+        nodemanager_url: str,
         rm_url: str,
         endpoint_url: str,
         token: str,
@@ -221,7 +226,8 @@ class NodeAgent:
         self.state_file = self.directory / "state.json"
         self.config = self.directory / "agent.toml"
         self.metrics_port = 0
-        self._match = nodemanager_match
+        self._nodemanager_pid = nodemanager_pid
+        self._nodemanager_url = nodemanager_url
         self._rm_url = rm_url
         self._endpoint_url = endpoint_url
         self._token = token
@@ -255,8 +261,10 @@ class NodeAgent:
             "service": {"url": self._endpoint_url, "poll_interval_s": p.interval_s,
                         "ttl_s": 10.0, "timeout_s": 2.0},
             "yarn": {"rm": [self._rm_url], "kill": "never", "task_progress": False,
-                     "millicores_per_vcore": p.millicores_per_vcore},
-            "discovery": {"source": "process-tree", "nodemanager_match": self._match,
+                     "millicores_per_vcore": p.millicores_per_vcore,
+                     "nodemanager_url": self._nodemanager_url},
+            "discovery": {"source": "process-tree", "nodemanager_pid": self._nodemanager_pid,
+                          "nodemanager_user": pwd.getpwuid(os.geteuid()).pw_name,
                           "agent_hierarchy": p.hierarchy,
                           "node_cpu_millicores": p.node_cpu_millicores},
             "classify": {"batch_queues": [p.batch_queue]},

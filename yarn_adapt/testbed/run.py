@@ -68,6 +68,8 @@ from pathlib import Path
 from typing import Any
 
 from preemption.cgroups.v1 import v1_mounts
+from preemption.nodemanager import NODEMANAGER_CLASS, java_main_class
+from preemption.procfs import ProcFs
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
@@ -506,10 +508,12 @@ class Testbed:
             millicores_per_vcore=MILLICORES_PER_VCORE, batch_queue=BATCH_QUEUE,
             hierarchy=str(self.weight_group.relative_to(cpusets.cpu_root())),
         )  # fmt: skip
+        web = {node.id: node.http_address for node in self.rm.nodes()}
         for index, node_id in enumerate(self.node_ids):
-            nm_dir = self.cluster.layout.nodemanager_dir(index)
             agent = NodeAgent(
-                index=index, node_id=node_id, nodemanager_match=f"{NM_DIR_PROPERTY}={nm_dir}",
+                index=index, node_id=node_id,
+                nodemanager_pid=nodemanager_pid(self.cluster, index),
+                nodemanager_url=f"http://{web[node_id]}",
                 rm_url=self.cluster.rm_url, endpoint_url=self.endpoint.url,
                 token=self.endpoint.agent_token(node_id),
                 plan=plan, work_dir=self.work_dir, cluster_root=self.cluster.root,
@@ -771,6 +775,18 @@ def nodemanager_id(cluster: MiniCluster, index: int, timeout_s: float = 30.0) ->
                 return line.split(marker, 1)[1].split()[0]
         time.sleep(0.2)
     raise MiniClusterError(f"nodemanager-{index} did not log its node id ({log_path})")
+
+
+def nodemanager_pid(cluster: MiniCluster, index: int) -> int:
+    """NodeManager ``index``'s JVM, for its agent to verify (the agent trusts no process
+    by its command line: it is given this pid)."""
+    marker = f"-D{NM_DIR_PROPERTY}={cluster.layout.nodemanager_dir(index)}"
+    procfs = ProcFs()
+    for pid in procfs.pids():
+        argv = procfs.cmdline(pid)
+        if marker in argv and java_main_class(argv) == NODEMANAGER_CLASS:
+            return pid
+    raise MiniClusterError(f"nodemanager-{index}: no JVM with {marker}")
 
 
 def _await_answer(url: str, timeout_s: float) -> None:
