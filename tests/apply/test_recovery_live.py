@@ -85,7 +85,9 @@ def test_recover_after_a_crash_between_the_refresh_and_the_verification_says_app
         assert mismatches(desired, rm.scheduler()) == []
         assert read_capacity(target).config == desired
         assert main(["recover", *common]) == 0
-        assert capsys.readouterr().out == "no interrupted applies\n"
+        assert capsys.readouterr().out == (
+            "nothing to recover: no interrupted applies, no node or queue the guard changed\n"
+        )
 
 
 LATIN1_CAPACITY = (

@@ -22,6 +22,8 @@ from yarn_adapt.model import Resources
 UNIT = Path(__file__).resolve().parents[2] / "conf" / "yarn-adapt.service"
 DEAD_RM = "127.0.0.1:1"  # nothing listens there
 
+NOTHING = "nothing to recover: no interrupted applies, no node or queue the guard changed\n"
+
 
 def _service_section() -> configparser.SectionProxy:
     unit = configparser.ConfigParser(interpolation=None, strict=False)
@@ -75,8 +77,16 @@ def test_with_nothing_journalled_it_succeeds_quietly_though_the_rm_is_down(
     began = time.monotonic()
     assert main(_stop_post_argv()) == 0
     out, err = capsys.readouterr()
-    assert (out, err) == ("no interrupted applies\n", "")
+    assert (out, err) == (NOTHING, "")
     assert time.monotonic() - began < 30
+
+
+def test_with_nothing_journalled_it_needs_no_rm_address_at_all(
+    unit_environment: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(unit_environment / "no-such-conf"))
+    assert main(_stop_post_argv()) == 0  # was exit 2: the RM address was resolved first
+    assert capsys.readouterr() == (NOTHING, "")
 
 
 def test_a_node_it_cannot_put_back_fails_the_stop_in_one_line(

@@ -178,12 +178,17 @@ def recover_command(
     --state-dir: each is compared with the file (or the RM's scheduler-conf) and
     what the RM reports, then activated and verified, or restored, activated and
     confirmed. Prints what runs now for each; exit 5 if one needs the operator. Then
-    every node the co-location guard changed gets its original total back."""
-    endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
-    restore_guarded_nodes(endpoints, state_dir, refresh_command)  # the co-location guard's
+    every node the co-location guard changed gets its original total back. With nothing
+    journalled it says so and exits 0 without asking for (or reaching) an RM: the
+    service's unit runs it on every stop."""
     settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
     journal = settings.default_journal()
     pending = interrupted(journal)
+    if not pending and not guard_left_changes(state_dir):
+        click.echo("nothing to recover: no interrupted applies, no node or queue the guard changed")
+        return
+    endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
+    restore_guarded_nodes(endpoints, state_dir, refresh_command)  # the co-location guard's
     if not pending:
         click.echo("no interrupted applies")
         return
@@ -210,6 +215,15 @@ def _recover(
 
 def _writes_a_file(desired: SchedulerConfig, via: str) -> bool:
     return via == "file" or not isinstance(desired, CapacitySchedulerConfig)
+
+
+def guard_left_changes(state_dir: Path) -> bool:
+    """The co-location guard's journals name a node or a queue cap to put back."""
+    from yarn_adapt.colocation.originals import OriginalTotals
+    from yarn_adapt.colocation.queuecap import journalled_queue_cap
+
+    guard_dir = state_dir / "guard"
+    return bool(OriginalTotals(guard_dir).load()) or journalled_queue_cap(state_dir) is not None
 
 
 def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: str) -> None:
