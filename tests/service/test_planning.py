@@ -11,17 +11,33 @@ from pathlib import Path
 
 import pytest
 
-from tests.service.live import live_settings
+from tests.service.live import api, live_service, live_settings, reported_capacities
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
 from yarn_adapt.colocation.model import Action, NodeDecision
 from yarn_adapt.colocation.originals import NodeOriginal
 from yarn_adapt.minicluster import MiniCluster
-from yarn_adapt.model import ClusterSnapshot, Node, NodeState, Resources
+from yarn_adapt.model import (
+    CapacitySchedulerConfig,
+    ClusterSnapshot,
+    Node,
+    NodeState,
+    Percentage,
+    Resources,
+)
 from yarn_adapt.service.backend import Observed, YarnBackend
-from yarn_adapt.service.planning import GuardCapacity, OnRealCapacity, planning_nodes
+from yarn_adapt.service.planning import (
+    GuardCapacity,
+    GuardOwned,
+    OnRealCapacity,
+    planning_nodes,
+)
 from yarn_adapt.service.proposer import snapshot_proposer
 from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.runner import serving
+from yarn_adapt.service.service import Service
+from yarn_adapt.service.store import SqliteJournal
 from yarn_adapt.yarn.apply import PollSettings
+from yarn_adapt.yarn.confxml import diff_configs, parse_capacity_xml
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -113,3 +129,80 @@ def test_the_proposer_plans_on_the_capacity_the_guard_lowered_on_the_real_rm(
         finally:
             actuator.restore_all()
             backend.close()
+
+
+# --------------------------------------------------------------------------- the guard's setting
+
+
+def test_a_proposal_made_before_the_guard_caps_the_batch_queue_still_applies_and_keeps_the_cap(
+    capacity_cluster: MiniCluster, tmp_path: Path
+) -> None:
+    """The queue-cap actuator owns the batch queue's maximum-capacity: a cap set after a
+    proposal was made neither makes the proposal stale nor is undone by applying it
+    (or by rolling it back)."""
+    service = live_service(capacity_cluster, tmp_path)  # proposes default 20, a 50, b 30
+    service.desk.guard_owned = GuardOwned("b")  # [colocation] actuator = "queue-cap", b batch
+    assert service.start() == []
+    try:
+        with serving(service) as server:
+            assert server is not None
+            reply = api(server.url, "POST", "/api/rounds")
+            assert reply.json()["decisions"][0]["kind"] == "proposed", reply.text
+            cap_batch_queue(service, 45.0)  # the guard's cycle, between proposal and approval
+            assert maximum_of(capacity_cluster, "b") == 45.0
+            approved = api(server.url, "POST", "/api/proposals/1/approve")
+            assert approved.json()["state"] == "applied", approved.text  # was: superseded
+            assert reported_capacities(capacity_cluster)["a"] == 50.0
+            assert maximum_of(capacity_cluster, "b") == 45.0  # the cap stays the guard's
+            rolled = api(server.url, "POST", "/api/proposals/1/rollback")
+            assert rolled.json()["state"] == "rolled-back", rolled.text
+            assert reported_capacities(capacity_cluster)["a"] == 30.0
+            assert maximum_of(capacity_cluster, "b") == 45.0
+    finally:
+        service.close()
+
+
+def cap_batch_queue(service: Service, percent: float) -> None:
+    """What the queue-cap actuator writes: b's maximum-capacity, through the service's
+    own applier and journal."""
+    document = service.backend.document()
+    config = document.config
+    assert isinstance(config, CapacitySchedulerConfig)
+    queue = config.find("root.b")
+    assert queue is not None
+    capped = config.with_queue(replace(queue, maximum_capacity=Percentage(percent)))
+    service.backend.applier(SqliteJournal(service.store)).apply(capped)
+
+
+def maximum_of(cluster: MiniCluster, queue: str) -> float:
+    queues = cluster.rm_get("scheduler")["scheduler"]["schedulerInfo"]["queues"]["queue"]
+    return float(next(q for q in queues if q["queueName"] == queue)["maxCapacity"])
+
+
+def test_the_guards_setting_is_apart_from_the_configurators_changes() -> None:
+    base = parse_capacity_xml(CAPACITY_XML).config
+    assert isinstance(base, CapacitySchedulerConfig)
+    b = base.find("root.b")
+    assert b is not None
+    capped = base.with_queue(replace(b, maximum_capacity=Percentage(45.0)))
+    owned = GuardOwned("b")
+    changes = diff_configs(base, capped)
+    assert len(changes) == 1 and owned.apart(changes, base) == []
+    assert GuardOwned().apart(changes, base) == changes  # the default actuator owns nothing
+    a = base.find("root.a")
+    assert a is not None
+    moved = base.with_queue(replace(a, capacity=Percentage(40.0)))
+    assert owned.apart(diff_configs(base, moved), base) == diff_configs(base, moved)
+    rebased = owned.rebased(moved, capped)
+    assert rebased.find("root.b").maximum_capacity == Percentage(45.0)  # type: ignore[union-attr]
+    assert rebased.find("root.a").capacity == Percentage(40.0)  # type: ignore[union-attr]
+    grown = base.with_queue(replace(b, capacity=Percentage(60.0)))
+    raised = owned.rebased(grown, capped)  # YARN refuses a maximum under the capacity
+    assert raised.find("root.b").maximum_capacity == Percentage(60.0)  # type: ignore[union-attr]
+
+
+CAPACITY_XML = """<configuration>
+<property><name>yarn.scheduler.capacity.root.queues</name><value>a,b</value></property>
+<property><name>yarn.scheduler.capacity.root.a.capacity</name><value>70</value></property>
+<property><name>yarn.scheduler.capacity.root.b.capacity</name><value>30</value></property>
+</configuration>"""

@@ -28,9 +28,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yarn_adapt.colocation.originals import NodeOriginal, OriginalTotals
-from yarn_adapt.model import ClusterSnapshot, Node, Resources
+from yarn_adapt.model import (
+    CapacitySchedulerConfig,
+    ClusterSnapshot,
+    Node,
+    Percentage,
+    Resources,
+    SchedulerConfig,
+)
 from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.settings import Settings
+from yarn_adapt.yarn.schedconf.capacity_xml import MAXIMUM_CAPACITY
+from yarn_adapt.yarn.schedconf.diff import ConfigChange
 
 if TYPE_CHECKING:
     from yarn_adapt.service.proposer import Proposer
@@ -101,3 +111,56 @@ class OnRealCapacity:
         if nodes == tuple(snapshot.nodes):
             return observed
         return replace(observed, view=replace(snapshot, nodes=nodes))
+
+
+# --------------------------------------------------------------------------- what the guard owns
+
+
+@dataclass(frozen=True)
+class GuardOwned:
+    """The one scheduler setting the guard may own: with ``[colocation] actuator =
+    "queue-cap"`` the batch queue's ``maximum-capacity`` (its cap follows the guard's
+    plan every cycle). The configurator leaves it alone: a change of it is no reason
+    to call a pending proposal stale, and applying (or rolling back) a proposal keeps
+    the cap the guard set, instead of the one in force when the proposal was made.
+    ``batch_queue`` None (the default actuator, node totals): the guard owns no
+    scheduler setting."""
+
+    batch_queue: str | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> GuardOwned:
+        section = settings.colocation
+        owns = section.enabled and section.actuator == "queue-cap" and section.batch_queue
+        return cls(section.batch_queue if owns else None)
+
+    def owns(self, change: ConfigChange, config: SchedulerConfig) -> bool:
+        path = self._path(config)
+        return path is not None and (change.queue, change.prop) == (path, MAXIMUM_CAPACITY)
+
+    def apart(self, changes: Sequence[ConfigChange], config: SchedulerConfig) -> list[ConfigChange]:
+        """The changes that are the configurator's (those of the guard's setting left out)."""
+        return [change for change in changes if not self.owns(change, config)]
+
+    def rebased(self, config: SchedulerConfig, running: SchedulerConfig) -> SchedulerConfig:
+        """``config`` with the guard's setting as it runs now (raised to the queue's
+        capacity in ``config`` where it is below: YARN refuses a maximum under it)."""
+        if not isinstance(config, CapacitySchedulerConfig):
+            return config
+        if not isinstance(running, CapacitySchedulerConfig):
+            return config
+        path = self._path(config)
+        ours = config.find(path) if path else None
+        theirs = running.find(path) if path else None
+        if ours is None or theirs is None:
+            return config
+        maximum = theirs.maximum_capacity
+        if isinstance(maximum, Percentage) and isinstance(ours.capacity, Percentage):
+            maximum = Percentage(max(maximum.percent, ours.capacity.percent))
+        return config.with_queue(replace(ours, maximum_capacity=maximum))
+
+    def _path(self, config: SchedulerConfig) -> str | None:
+        if self.batch_queue is None or not isinstance(config, CapacitySchedulerConfig):
+            return None
+        queue = config.find_leaf_by_name(self.batch_queue)
+        return queue.path if queue is not None else None

@@ -15,6 +15,7 @@ from yarn_adapt.service.desk import ProposalDesk
 from yarn_adapt.service.guard import GuardCollector, GuardStep, GuardStore, build_guard
 from yarn_adapt.service.loop import TuningLoop
 from yarn_adapt.service.metrics import ServiceMetrics
+from yarn_adapt.service.planning import GuardOwned
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.reconcile import reconcile
 from yarn_adapt.service.settings import Settings
@@ -46,7 +47,7 @@ class Service:
     ) -> Service:
         store = store or Store(settings.state.database_path)
         metrics = ServiceMetrics(store)
-        desk = ProposalDesk(store, backend, metrics)
+        desk = ProposalDesk(store, backend, metrics, guard_owned=GuardOwned.of(settings))
         actuator = actuator_for(
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
