@@ -24,6 +24,7 @@ FAIR_SCHEDULER = "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.F
 # Resolved by Hadoop's Configuration from a -D system property of each NodeManager JVM,
 # so several NodeManagers share one yarn-site.xml but not their directories.
 NM_DIR_PROPERTY = "yarn.adapt.nm.dir"
+NM_PORT_PROPERTY = "yarn.adapt.nm.port"  # the NM's RPC port, the port of its node id
 
 # Small JVMs for MR containers; C1 only and the serial GC keep their start cheap.
 TASK_JAVA_OPTS = "-Xmx200m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
@@ -102,9 +103,12 @@ def _resourcemanager_properties(ports: Ports) -> dict[str, str]:
 
 def _nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
     nm_dir = "${" + NM_DIR_PROPERTY + "}"
+    nm_port = "${" + NM_PORT_PROPERTY + "}"
     return {
         "yarn.nodemanager.hostname": HOST,
-        "yarn.nodemanager.address": f"{HOST}:0",
+        # 0 at first start; the same port again when a NodeManager is restarted, so it
+        # registers under the same node id (host:port)
+        "yarn.nodemanager.address": f"{HOST}:{nm_port}",
         "yarn.nodemanager.localizer.address": f"{HOST}:0",
         "yarn.nodemanager.webapp.address": f"{HOST}:0",
         "yarn.nodemanager.local-dirs": f"{nm_dir}/local",
