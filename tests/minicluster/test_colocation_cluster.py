@@ -31,3 +31,15 @@ def test_a_restarted_nodemanager_comes_back_under_its_id_and_yarn_forgets_its_lo
     assert cluster.nodemanager_id(0) == node_id
     assert total_of(cluster, node_id) == whole
     assert cluster.healthy()
+
+
+def test_a_restarted_resourcemanager_gets_the_lowered_total_back_from_the_nodemanager(
+    colocation_cluster: MiniCluster,
+) -> None:
+    """The RM keeps ``updateNodeResource`` in memory only, but the NodeManager was told
+    the new total in its heartbeat answer and registers with it again."""
+    cluster = colocation_cluster
+    node_id = cluster.nodemanager_id(0)
+    cluster.set_node_resource(node_id, 1024, 1)
+    cluster.restart_resourcemanager()
+    assert total_of(cluster, node_id) == (1024, 1)

@@ -72,7 +72,7 @@ def yarn_site(
 ) -> dict[str, str]:
     properties = {
         **_resourcemanager_properties(ports),
-        **_nodemanager_properties(spec),
+        **nodemanager_properties(spec),
         **_scheduler_properties(spec, layout),
         "yarn.application.classpath": application_classpath(layout, jars),
         "yarn.log-aggregation-enable": "false",
@@ -101,7 +101,7 @@ def _resourcemanager_properties(ports: Ports) -> dict[str, str]:
     }
 
 
-def _nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
+def nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
     nm_dir = "${" + NM_DIR_PROPERTY + "}"
     nm_port = "${" + NM_PORT_PROPERTY + "}"
     return {
