@@ -24,6 +24,7 @@ from yarn_adapt.colocation.model import (
     GuardInputs,
     GuardMode,
     GuardPlan,
+    GuardPolicy,
     GuardSettings,
     QosReading,
 )
@@ -34,6 +35,10 @@ from yarn_adapt.demand.model import Demand, DemandSnapshot
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Node, NodeState, NodeUtilization, Resources
 from yarn_adapt.yarn.parse import parse_nodes
+
+# The guard's mechanics below (modes, acting, reclaim requests) on the published
+# TopoSch policy, whose risk alone lowers a node (the slack policy: test_slack.py).
+PAPER = GuardSettings(policy=GuardPolicy.TOPOSCH_PAPER)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rm"
 R = Resources
@@ -240,7 +245,7 @@ def test_the_reclaim_request_is_the_agents_contract() -> None:
 
 def test_the_queue_cap_is_the_visible_share_of_the_running_nodes() -> None:
     views = [node("a:1"), node("b:1"), node("c:1", state="LOST")]
-    plan = decide(inputs(views, risk({"a:1": 1.0, "b:1": 0.0})), {}, GuardSettings())
+    plan = decide(inputs(views, risk({"a:1": 1.0, "b:1": 0.0})), {}, PAPER)
     assert visible_percent(plan) == pytest.approx(62.5)  # a quarter of a:1 (the floor), all b:1
     assert visible_percent(GuardPlan(NOW_S, ())) is None
 
@@ -323,7 +328,7 @@ def _guard(
     actuator = actuator or RecordingActuator()
     observer = GuardObserver(FixedRisk(RiskReading(risk({"a:1": 1.0}))), NoDemands(),
                              clock=lambda: NOW_S)  # fmt: skip
-    guard = ColocationGuard(GuardSettings(), observer, actuator, MemoryRecorder(), mode=mode,
+    guard = ColocationGuard(PAPER, observer, actuator, MemoryRecorder(), mode=mode,
                             clock=lambda: NOW_S)  # fmt: skip
     return guard, actuator
 
