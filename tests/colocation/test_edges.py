@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -197,15 +198,23 @@ def test_learned_upper_bounds_spread_over_the_nodes_the_services_ran_on() -> Non
 # --------------------------------------------------------------------------- observe
 
 
-def test_qos_is_the_percentile_of_each_entry_services_requests() -> None:
+def _entry_requests(count: int, ended_s_ago: float, ms_each: int = 1) -> list[Span]:
+    """``count`` frontend (a:1) -> pricing (b:1) requests, the n-th taking n x
+    ``ms_each`` ms, all ending ``ended_s_ago`` before NOW_S."""
     spans = []
-    for number in range(20):
-        trace = f"{number + 1:032x}"
-        spans.append(Span(trace, f"{1:016x}", None, "frontend", "GET /", 0, (number + 1) * 1000,
+    end_us = int((NOW_S - ended_s_ago) * 1e6)
+    for number in range(count):
+        trace = uuid.uuid4().hex
+        start = end_us - (number + 1) * 1000 * ms_each
+        spans.append(Span(trace, f"{1:016x}", None, "frontend", "GET /", start, end_us,
                           SpanKind.SERVER, host="a:1"))  # fmt: skip
-        spans.append(Span(trace, f"{2:016x}", f"{1:016x}", "pricing", "GET /", 10, 500,
-                          SpanKind.SERVER, host="b:1"))  # fmt: skip
-    columns, names = columns_from_spans(spans)
+        spans.append(Span(trace, f"{2:016x}", f"{1:016x}", "pricing", "GET /", start + 10,
+                          start + 500, SpanKind.SERVER, host="b:1"))  # fmt: skip
+    return spans
+
+
+def test_qos_is_the_percentile_of_each_entry_services_requests() -> None:
+    columns, names = columns_from_spans(_entry_requests(20, ended_s_ago=1.0))
     (reading,) = qos_readings(build_forest(columns, names), 95.0, 10.0, NOW_S,
                               {"frontend": 15.0})  # fmt: skip
     assert reading.application == "frontend"
@@ -213,6 +222,17 @@ def test_qos_is_the_percentile_of_each_entry_services_requests() -> None:
     assert (reading.requests, reading.load_rps) == (20, 2.0)
     assert set(reading.nodes) == {"a:1", "b:1"}
     assert reading.violated is True
+
+
+def test_qos_counts_only_the_requests_of_the_slo_window() -> None:
+    """Slow requests 50 s ago are in the risk window but not in a 10 s SLO window."""
+    old = _entry_requests(20, ended_s_ago=50.0, ms_each=100)
+    columns, names = columns_from_spans(old + _entry_requests(20, ended_s_ago=1.0))
+    (reading,) = qos_readings(build_forest(columns, names), 95.0, 10.0, NOW_S,
+                              {"frontend": 15.0})  # fmt: skip
+    assert reading.requests == 20 and reading.latency_ms == pytest.approx(19.05)
+    (whole,) = qos_readings(build_forest(columns, names), 95.0, 60.0, NOW_S, {})
+    assert whole.requests == 40 and whole.latency_ms > 1000.0
 
 
 def test_node_views_use_the_journalled_original_and_list_vanished_nodes() -> None:
