@@ -57,8 +57,10 @@ def test_status_prints_the_api_object_or_lines_for_an_operator(tmp_path: Path) -
         assert text.exit_code == 0, text.output
         assert "guard recommend, policy slack: NOT healthy" in text.output  # never cycled
         assert "application frontend: P95 19.0 ms of 20 ms, slack 5%: throttle" in text.output
-        assert ("node a:1 [throttle]: batch sees 4 vcores / 4096 MB of 4 vcores / 4096 MB -> "
-                "3 vcores / 3276 MB (recommended)") in text.output
+        assert (
+            "node a:1 [throttle]: batch sees 4 vcores / 4096 MB of 4 vcores / 4096 MB -> "
+            "3 vcores / 3276 MB (recommended)"
+        ) in text.output
         assert "path frontend 4.0 ms (20%) throttle" in text.output
         config = tmp_path / "yarn-adapt.toml"
         config.write_text(f"[http]\nport = {server.url.rsplit(':', 1)[1]}\n")

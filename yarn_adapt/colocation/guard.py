@@ -210,6 +210,9 @@ class ColocationGuard:
         self._lock = threading.RLock()  # rounds, mode switches and stop never interleave
         self.last_report: GuardRoundReport | None = None
         self.counts: dict[tuple[str, str], int] = {}
+        # when the guard last changed a node (acted or gave back): nodes read before
+        # then are stale to it
+        self.last_change_at_s: float | None = None
 
     @property
     def mode(self) -> GuardMode:
@@ -248,6 +251,8 @@ class ColocationGuard:
 
     def _act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
         outcomes = self.actuator.act(plan)
+        if outcomes:
+            self.last_change_at_s = self.clock()
         for decision in plan.decisions:
             outcome = outcomes.get(decision.node_id)
             if outcome is None:
@@ -352,6 +357,7 @@ class ColocationGuard:
         if not self.actuator.pending_nodes():
             return ()
         outcomes = tuple(self.actuator.restore_all())
+        self.last_change_at_s = self.clock()
         for outcome in outcomes:
             self._count("restore", str(outcome.result))
             self.recorder.audit("guard restore node", f"{outcome.node_id}: {outcome.status}")

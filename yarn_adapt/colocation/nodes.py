@@ -4,9 +4,13 @@ The guard (every few seconds) and the configurator (every round) read the nodes
 through one :class:`NodeCache`: a read younger than ``max_age_s`` is handed out
 again, an older one is replaced by a fresh ``GET /nodes`` (one at a time: a reader
 that waited for another's read gets that one). Every reader gets a
-:class:`NodeSnapshot`, which says when it was read, so each can say how old the
-nodes it decided on were. A failed read raises (a
-:class:`~yarn_adapt.errors.YarnError`) and leaves the last good snapshot in place.
+:class:`NodeSnapshot`, which says when it was read -- when the read began, so a list
+that was on its way while a node changed counts as older than the change -- and each
+can say how old the nodes it decided on were. A reader that changed a node itself
+asks for a list read after that (``newer_than_s``): the guard never decides twice on a
+total it has since changed (a stale total would be journalled as a node's capacity).
+A failed read raises (a :class:`~yarn_adapt.errors.YarnError`) and leaves the last
+good snapshot in place.
 """
 
 from __future__ import annotations
@@ -47,16 +51,23 @@ class NodeCache:
         self._latest: NodeSnapshot | None = None
         self.reads = 0  # how many times the RM was asked
 
-    def read(self) -> NodeSnapshot:
-        """The nodes, at most ``max_age_s`` old (read from the RM when older)."""
+    def read(self, *, newer_than_s: float | None = None) -> NodeSnapshot:
+        """The nodes, at most ``max_age_s`` old and read after ``newer_than_s`` (read
+        from the RM otherwise)."""
         with self._lock:
             latest = self._latest
-            if latest is not None and latest.age_s(self.clock()) < self.max_age_s:
+            if latest is not None and self._fresh(latest, newer_than_s):
                 return latest
+            began_s = self.clock()
             nodes = tuple(self._fetch())
             self.reads += 1
-            self._latest = NodeSnapshot(nodes, self.clock())
+            self._latest = NodeSnapshot(nodes, began_s)
             return self._latest
+
+    def _fresh(self, snapshot: NodeSnapshot, newer_than_s: float | None) -> bool:
+        if newer_than_s is not None and snapshot.read_at_s <= newer_than_s:
+            return False
+        return snapshot.age_s(self.clock()) < self.max_age_s
 
     def nodes(self) -> tuple[Node, ...]:
         """The node list alone (the configurator's observe reads it so)."""

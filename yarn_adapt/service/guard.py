@@ -414,7 +414,7 @@ class GuardLoop:
             cycle = self._cycles
         if self.guard.mode is GuardMode.OFF:
             return self.guard.run_round((), cycle)  # gives back; reads no node
-        snapshot = self.nodes.read()
+        snapshot = self.nodes.read(newer_than_s=self.guard.last_change_at_s)
         return self.guard.run_round(snapshot.nodes, cycle)
 
     def _succeeded(self, at_s: float, seconds: float) -> None:
