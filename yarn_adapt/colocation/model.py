@@ -72,7 +72,7 @@ class GuardSettings:
     much: nodes below ``min_path_fraction`` never give way; the others are lowered by
     ``nu`` x that share of their capacity a step (at most ``max_step_down_fraction``),
     at most once every ``throttle_settle_s``; in an emergency nothing new becomes
-    visible there at once (zero-violation).
+    visible there at once (zero-violation) and the step comes every cycle.
 
     ``policy`` ``toposch-paper``: TopoSch as published. ``nu`` is the reservation
     coefficient: batch sees ``capacity * (1 - nu*R)`` of a node of normalised risk

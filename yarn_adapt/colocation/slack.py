@@ -36,7 +36,9 @@ What a state asks of the node (:func:`wanted_for`), before the safety steps of
   demand -- once every ``throttle_settle_s`` (the last step needs time to show in the
   window's P95);
 - emergency: zero-violation at once -- nothing new visible (``<= used``) -- and the
-  throttle step as well when not settling.
+  throttle step every cycle, without settling (a miss is not waited out: Heracles
+  disables batch on one), so the node agent is asked to squeeze what batch uses above
+  the lowered total, down to the floor within a few cycles.
 
 Every decision says, in words, each application's slack and state, the node's share
 of its path, and what that asked. A node never goes below the floor; one carrying no
@@ -165,8 +167,9 @@ def wanted_for(
         return node.capacity, ["every latency-critical slack is comfortable: batch may see more"]
     if state is SlackState.HOLD:
         return node.total, ["hold: no slack below the low watermark where its path runs here"]
-    wanted, why = _stepped_down(node, acting, memory, now_s, settings)
-    if state is SlackState.EMERGENCY:
+    emergency = state is SlackState.EMERGENCY
+    wanted, why = _stepped_down(node, acting, memory, now_s, settings, settle=not emergency)
+    if emergency:
         wanted = wanted.component_min(node.used.clamped())
         missed = [p.application for p in acting if p.state is SlackState.EMERGENCY]
         why.append(f"zero-violation: {', '.join(missed)} over target, nothing new visible")
@@ -179,8 +182,10 @@ def _stepped_down(
     memory: NodeMemory,
     now_s: float,
     settings: GuardSettings,
+    *,
+    settle: bool,
 ) -> tuple[Resources, list[str]]:
-    settling = _settling_for_s(memory, now_s, settings)
+    settling = _settling_for_s(memory, now_s, settings) if settle else None
     if settling is not None:
         return node.total, [f"settling: lowered {settling:.0f} s ago, no further step yet"]
     share = max(p.share for p in acting)
