@@ -484,6 +484,7 @@ class Testbed:
         )  # fmt: skip
         settings = GuardSettings(
             nu=options.nu, cooldown_s=3 * options.guard_interval_s,
+            throttle_settle_s=3 * options.guard_interval_s,
             stale_after_s=max(30.0, 5 * options.risk_window_s), max_step_up_fraction=0.5,
             millicores_per_vcore=MILLICORES_PER_VCORE,
         )  # fmt: skip
