@@ -259,3 +259,15 @@ def test_from_spans_the_slack_policy_throttles_the_callee_the_paper_the_caller(
         assert frontend is not None and frontend.risk == pytest.approx(0.01)
     else:
         assert lowered == [A]  # min-max of inclusive sojourn: the caller ranks first
+
+
+def test_one_traced_node_the_paper_never_acts_on_and_the_slack_policy_does() -> None:
+    """TopoSch's min-max normalising makes one node's risk 0 whatever its latency."""
+    view = node(A)
+    snapshot = risk({A: 0.0}, paths={("frontend", A): 19.0})  # normalised: 0, alone
+    missed = [qos(30.0, TARGET_MS, [A])]
+    paper = decide(inputs([view], snapshot, qos=missed), {},
+                   GuardSettings(policy=GuardPolicy.TOPOSCH_PAPER))  # fmt: skip
+    assert paper.decisions[0].action is Action.HOLD
+    slack = decide(inputs([view], snapshot, qos=missed), {}, GuardSettings())
+    assert slack.decisions[0].action is Action.LOWER
