@@ -32,7 +32,13 @@ from yarn_adapt.cli import cli
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
 from yarn_adapt.colocation.demand import NoDemand
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import Action, GuardMode, GuardSettings, NodeDecision
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardMode,
+    GuardPolicy,
+    GuardSettings,
+    NodeDecision,
+)
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import Resources
@@ -60,7 +66,10 @@ def make_guard(rm: ResourceManagerClient, config: RedisConfig, state_dir: Path) 
     risk = TraceStoreRisk(lambda: open_store(config), window_s=120.0,
                           risk_settings=RiskSettings(alpha=0.5))  # fmt: skip
     return ColocationGuard(
-        GuardSettings(nu=1.0),
+        # the paper's rank lowers the risky node with no QoS target: these tests are
+        # about acting on the RM, journalling and giving back (the slack policy's
+        # decision: test_slack.py; live: test_service_live.py)
+        GuardSettings(nu=1.0, policy=GuardPolicy.TOPOSCH_PAPER),
         GuardObserver(risk, NoDemand()),
         RmNodeTotals(rm, state_dir, verify=PollSettings(timeout_s=15.0, interval_s=0.1)),
         MemoryRecorder(),
