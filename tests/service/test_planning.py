@@ -6,14 +6,17 @@ mini YARN: the guard lowers a node, and the proposer still reads its whole capac
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.service.factories import settings_for
 from tests.service.live import api, live_service, live_settings, reported_capacities
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
-from yarn_adapt.colocation.model import Action, NodeDecision
+from yarn_adapt.colocation.guard import NodeAllowance
+from yarn_adapt.colocation.model import Action, GuardMode, NodeDecision, NodeDemand
 from yarn_adapt.colocation.originals import NodeOriginal
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import (
@@ -29,7 +32,9 @@ from yarn_adapt.service.planning import (
     GuardCapacity,
     GuardOwned,
     OnRealCapacity,
+    no_reservation,
     planning_nodes,
+    services_reserved,
 )
 from yarn_adapt.service.proposer import snapshot_proposer
 from yarn_adapt.service.records import Suggestion
@@ -206,3 +211,37 @@ CAPACITY_XML = """<configuration>
 <property><name>yarn.scheduler.capacity.root.a.capacity</name><value>70</value></property>
 <property><name>yarn.scheduler.capacity.root.b.capacity</name><value>30</value></property>
 </configuration>"""
+
+
+def test_what_services_keep_is_the_guards_demand_bound_rounded_up() -> None:
+    class LastCycle:
+        def allowances(self) -> dict[str, NodeAllowance]:
+            def allowance(node_id: str, demand: NodeDemand | None) -> NodeAllowance:
+                return NodeAllowance(node_id, WHOLE, LOWERED, LOWERED, demand, 0.0,
+                                     GuardMode.AUTO)  # fmt: skip
+
+            return {
+                "a:1": allowance("a:1", NodeDemand("a:1", 1.2, 700.5, "observed")),
+                "b:1": allowance("b:1", None),  # no demand known: nothing kept back
+                "c:1": allowance("c:1", NodeDemand("c:1", math.nan, 1.0, "learned")),
+            }
+
+    reserved = services_reserved(LastCycle())()  # type: ignore[arg-type]
+    assert reserved == {"a:1": Resources(701, 2)}
+
+
+def test_the_service_plans_on_what_its_guard_keeps_for_services(tmp_path: Path) -> None:
+    settings = settings_for(
+        tmp_path,
+        yarn={"rm": ["http://127.0.0.1:1"]},
+        scheduler={"via": "mutation"},
+        colocation={"enabled": True, "mode": "recommend", "demand": "none"},
+    )
+    proposer = snapshot_proposer(settings)
+    assert isinstance(proposer, OnRealCapacity)
+    service = Service.build(settings, YarnBackend(settings), proposer, token=None)
+    try:
+        assert proposer.capacity.reserved is not no_reservation
+        assert proposer.capacity.reserved() == {}  # no cycle yet
+    finally:
+        service.close()

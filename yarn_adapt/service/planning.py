@@ -22,6 +22,7 @@ totals and the tuner never tunes those, so the two controllers no longer fight.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +44,7 @@ from yarn_adapt.yarn.schedconf.capacity_xml import MAXIMUM_CAPACITY
 from yarn_adapt.yarn.schedconf.diff import ConfigChange
 
 if TYPE_CHECKING:
+    from yarn_adapt.colocation.guard import ColocationGuard
     from yarn_adapt.service.proposer import Proposer
 
 NOTHING = Resources(0, 0)
@@ -80,6 +82,21 @@ def planning_nodes(
     )
 
 
+def services_reserved(guard: ColocationGuard) -> Reserved:
+    """What the guard's last cycle bounds the latency-critical services' demand at, per
+    node (whole MB and vcores, rounded up): the part of a node the configurator must
+    not count on for batch, however much the guard lets batch see this minute."""
+
+    def reserved() -> Mapping[str, Resources]:
+        return {
+            node_id: Resources(math.ceil(a.demand.memory_mb), math.ceil(a.demand.vcores))
+            for node_id, a in guard.allowances().items()
+            if a.demand is not None and a.demand.usable
+        }
+
+    return reserved
+
+
 @dataclass(frozen=True)
 class GuardCapacity:
     """The guard's journal (read fresh each time: the guard's own loop writes it) and
@@ -99,6 +116,10 @@ class OnRealCapacity:
     def __init__(self, inner: Proposer, capacity: GuardCapacity) -> None:
         self.inner = inner
         self.capacity = capacity
+
+    def reserve_for(self, reserved: Reserved) -> None:
+        """Plan on the capacity minus what ``reserved`` keeps for services."""
+        self.capacity = replace(self.capacity, reserved=reserved)
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         return self.inner.propose(self._planned(observed), frozen)

@@ -29,7 +29,7 @@ from yarn_adapt.service.guard import (
 )
 from yarn_adapt.service.loop import TuningLoop
 from yarn_adapt.service.metrics import ServiceMetrics
-from yarn_adapt.service.planning import GuardOwned
+from yarn_adapt.service.planning import GuardOwned, OnRealCapacity, services_reserved
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.reconcile import reconcile
 from yarn_adapt.service.settings import Settings
@@ -69,6 +69,8 @@ class Service:
             settings, store, backend, proposer, actuator, metrics, in_flight=desk.in_flight
         )
         guard = _guard_step(settings, backend, store, metrics, proposer)
+        if guard is not None and isinstance(proposer, OnRealCapacity):
+            proposer.reserve_for(services_reserved(guard.guard))
         return cls(settings, store, backend, desk, loop, metrics, token, guard)
 
     def start(self) -> list[str]:
