@@ -109,13 +109,15 @@ def _lowered(node_id: str) -> NodeOriginal:
         (_lowered("w1:8041"), [rm_node("w1:8041", total=LOWERED)], None),
         (NodeOriginal("w1:8041", BIG, 0.0, intended=LOWERED), [rm_node("w1:8041", total=LOWERED)],
          None),
-        (_lowered("w1:8041"), [rm_node("w1:8041", total=BIG)], Followed.WHOLE),
+        (_lowered("w1:8041"), [rm_node("w1:8041", total=BIG)], Followed.FORGOTTEN),
+        (NodeOriginal("w1:8041", BIG, 0.0, last_set=LOWERED, intended=BIG),
+         [rm_node("w1:8041", total=BIG)], Followed.WHOLE),
         (_lowered("w1:8041"), [rm_node("w1:8041", total=SMALL)], Followed.OUTSIDE),
         (_lowered("w1:8041"), [], None),  # gone: may come back under its id
         (_lowered("w1:8041"), [rm_node("w2:8041")], None),  # another host
         (_lowered("w1:8041"), [rm_node("w1:9999", total=SMALL)], Followed.NEW_ID),
     ],
-    ids=["at the guard's total", "at the intended total", "whole again",
+    ids=["at the guard's total", "at the intended total", "yarn forgot", "given back",
          "re-registered smaller", "not listed", "not listed, other host", "new port"],
 )  # fmt: skip
 def test_the_journal_follows_the_nodes_the_rm_lists(

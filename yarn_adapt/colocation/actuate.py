@@ -22,8 +22,9 @@ back: at stop, when the guard is disabled, and from ``yarn-adapt recover``.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -79,7 +80,8 @@ class Actuator(Protocol):
         ...
 
     def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
-        """Drop what the nodes the RM lists show to be no longer the guard's."""
+        """Drop what the nodes the RM lists show to be no longer the guard's; push again
+        what YARN forgot (a ``FORGOTTEN`` change's ``total`` is what the node has now)."""
         ...
 
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
@@ -105,6 +107,7 @@ class RmNodeTotals:
     ) -> None:
         self.rm = rm
         self.originals = OriginalTotals(state_dir / "guard")
+        self._rm_started_ms: int | None = None
         self.apply_settings = ApplySettings(
             state_dir=state_dir / "guard",
             verify=verify or PollSettings(timeout_s=20.0, interval_s=0.2),
@@ -113,16 +116,58 @@ class RmNodeTotals:
     def journalled(self) -> dict[str, NodeOriginal]:
         return self.originals.load()
 
-    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+    def follow(self, nodes: Sequence[Node], *, repush: bool = True) -> list[JournalChange]:
+        """The journal follows the nodes the RM lists (:mod:`.follow`): entries no longer
+        the guard's go; a node YARN gave its registered total back is pushed to the
+        guard's total again at once (``repush``; on restore it is simply whole, and its
+        entry goes). A new ResourceManager (restart, fail-over) is said first."""
         with self.originals.editing() as entries:
+            kept = dict(entries)
             changes = follow_nodes(entries, nodes)
             for change in changes:
-                del entries[change.node_id]
+                if change.followed is not Followed.FORGOTTEN or not repush:
+                    del entries[change.node_id]
+        followed = [*self._new_rm(bool(kept))]
         for change in changes:
+            if change.followed is Followed.FORGOTTEN:
+                change = self._pushed_again(change, kept[change.node_id], repush=repush)
+            followed.append(change)
+        for change in followed:
             level = logging.INFO if change.followed is Followed.WHOLE else logging.WARNING
             log.log(level, "guard journal: node %s %s: %s", change.node_id, change.followed,
                     change.detail)  # fmt: skip
-        return list(changes)
+        return followed
+
+    def _pushed_again(
+        self, change: JournalChange, entry: NodeOriginal, *, repush: bool
+    ) -> JournalChange:
+        assert entry.last_set is not None
+        if not repush:  # giving nodes back: YARN already did
+            return replace(change, followed=Followed.WHOLE)
+        self.originals.intend(entry.node_id, entry.original, entry.last_set)
+        outcome = self._set(entry.node_id, entry.last_set, entry.original)
+        detail = f"{change.detail}; pushed again: {outcome.result}: {outcome.status}"
+        return replace(change, detail=detail, total=outcome.total or entry.original)
+
+    def _new_rm(self, watching: bool) -> list[JournalChange]:
+        """A record when the RM answering is not the one of the last look (its start
+        time changed): a restart or a fail-over, which the audit log should show
+        beside what it did to the guard's totals. Read only while nodes are journalled."""
+        if not watching:
+            return []
+        try:
+            info = self.rm.cluster_info()
+        except YarnError:
+            return []  # the node reads say what is wrong
+        seen, self._rm_started_ms = self._rm_started_ms, info.started_ms
+        if seen is None or seen == info.started_ms:
+            return []
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_ms / 1000))
+        detail = (
+            f"the RM answering now started at {started} ({info.ha_state}), not the one "
+            "that took the guard's totals; each journalled node is checked below"
+        )
+        return [JournalChange("", Followed.RM_RESTARTED, detail)]
 
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
         return {d.node_id: self.apply(d) for d in plan.decisions if d.changes}
@@ -187,7 +232,7 @@ class RmNodeTotals:
         except YarnError as exc:  # each restore then says what it cannot read
             log.warning("guard restore: cannot list the nodes: %s", exc.one_line())
             return []
-        return self.follow(nodes)
+        return self.follow(nodes, repush=False)
 
     def restore(self, entry: NodeOriginal) -> ActOutcome:
         node_id = entry.node_id

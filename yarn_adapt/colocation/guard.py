@@ -210,6 +210,7 @@ class ColocationGuard:
         self._lock = threading.RLock()  # rounds, mode switches and stop never interleave
         self.last_report: GuardRoundReport | None = None
         self.counts: dict[tuple[str, str], int] = {}
+        self.repushes: dict[str, int] = {}  # per node: totals YARN forgot, pushed again
         # when the guard last changed a node (acted or gave back): nodes read before
         # then are stale to it
         self.last_change_at_s: float | None = None
@@ -235,8 +236,10 @@ class ColocationGuard:
             return report
 
     def _decide_and_act(self, nodes: Sequence[Node]) -> GuardRoundReport:
-        for change in self.actuator.follow(nodes):
+        followed = self.actuator.follow(nodes)
+        for change in followed:
             self._audit_followed(change)
+        nodes = _as_pushed_again(nodes, followed)
         inputs = self.observer.inputs(nodes, self.actuator.journalled())
         plan = decide(inputs, self._memory, self.settings)
         restored: tuple[ActOutcome, ...] = ()
@@ -277,7 +280,14 @@ class ColocationGuard:
         log.info("guard: %s", detail)
 
     def _audit_followed(self, change: JournalChange) -> None:
+        if change.followed is Followed.RM_RESTARTED:
+            self.recorder.audit("guard sees a new ResourceManager", change.detail)
+            return
         detail = f"{change.node_id}: {change.followed}: {change.detail}"
+        if change.followed is Followed.FORGOTTEN:
+            self.repushes[change.node_id] = self.repushes.get(change.node_id, 0) + 1
+            self.recorder.audit("guard pushes a forgotten total again", detail)
+            return
         if change.followed is not Followed.WHOLE:
             detail += "; the journal no longer holds its old original"
         self.recorder.audit("guard journal follows node", detail)
@@ -390,6 +400,17 @@ class ColocationGuard:
                                      d.target, d.demand, report.at_s, report.mode)
             for d in report.plan.decisions
         }  # fmt: skip
+
+
+def _as_pushed_again(nodes: Sequence[Node], followed: Sequence[JournalChange]) -> list[Node]:
+    """``nodes`` with the totals of the nodes just pushed again (the list was read
+    before): the decision starts from what the node has now."""
+    pushed = {
+        c.node_id: c.total
+        for c in followed
+        if c.followed is Followed.FORGOTTEN and c.total is not None
+    }
+    return [replace(n, total=pushed[n.id]) if n.id in pushed else n for n in nodes]
 
 
 def _effective_total(report: GuardRoundReport, decision: NodeDecision) -> Resources:

@@ -856,7 +856,14 @@ class GuardCollector(Collector):
             f"{prefix}_journalled_nodes", "Nodes not known to be back at their original total."
         )
         journalled.add_metric([], len(self.guard.actuator.pending_nodes()))
-        yield from (mode, actions, journalled, *self._health(), *self._applications())
+        repushes = CounterMetricFamily(
+            f"{prefix}_repushes",
+            "Totals YARN forgot (the node registered again) that the guard pushed again.",
+            labels=["node"],
+        )
+        for node_id, count in sorted(dict(self.guard.repushes).items()):
+            repushes.add_metric([node_id], count)
+        yield from (mode, actions, journalled, repushes, *self._health(), *self._applications())
         yield from self._nodes()
 
     def _health(self) -> Iterator[Metric]:
