@@ -218,12 +218,18 @@ def _writes_a_file(desired: SchedulerConfig, via: str) -> bool:
 
 
 def guard_left_changes(state_dir: Path) -> bool:
-    """The co-location guard's journals name a node or a queue cap to put back."""
+    """The co-location guard's journals name a node, a queue cap or a mirrored
+    ``dynamic-resources.xml`` to put back."""
+    from yarn_adapt.colocation.mirror import journalled_mirror
     from yarn_adapt.colocation.originals import OriginalTotals
     from yarn_adapt.colocation.queuecap import journalled_queue_cap
 
     guard_dir = state_dir / "guard"
-    return bool(OriginalTotals(guard_dir).load()) or journalled_queue_cap(state_dir) is not None
+    return (
+        bool(OriginalTotals(guard_dir).load())
+        or journalled_queue_cap(state_dir) is not None
+        or journalled_mirror(guard_dir) is not None
+    )
 
 
 def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: str) -> None:

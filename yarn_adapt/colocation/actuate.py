@@ -30,12 +30,14 @@ from pathlib import Path
 from typing import Protocol
 
 from yarn_adapt.colocation.follow import Followed, JournalChange, follow_nodes, words
+from yarn_adapt.colocation.mirror import DynamicResourcesMirror, journalled_mirror
 from yarn_adapt.colocation.model import GuardPlan, NodeDecision
 from yarn_adapt.colocation.originals import NodeOriginal, OriginalTotals
 from yarn_adapt.errors import (
     ApplyError,
     ApplyInProgress,
     RollbackFailed,
+    YarnAdaptError,
     YarnError,
     YarnHTTPError,
 )
@@ -104,9 +106,11 @@ class RmNodeTotals:
         state_dir: Path,
         *,
         verify: PollSettings | None = None,
+        mirror: DynamicResourcesMirror | None = None,
     ) -> None:
         self.rm = rm
         self.originals = OriginalTotals(state_dir / "guard")
+        self.mirror = mirror
         self._rm_started_ms: int | None = None
         self.apply_settings = ApplySettings(
             state_dir=state_dir / "guard",
@@ -136,6 +140,7 @@ class RmNodeTotals:
             level = logging.INFO if change.followed is Followed.WHOLE else logging.WARNING
             log.log(level, "guard journal: node %s %s: %s", change.node_id, change.followed,
                     change.detail)  # fmt: skip
+        self.sync_mirror()
         return followed
 
     def _pushed_again(
@@ -170,7 +175,22 @@ class RmNodeTotals:
         return [JournalChange("", Followed.RM_RESTARTED, detail)]
 
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
-        return {d.node_id: self.apply(d) for d in plan.decisions if d.changes}
+        outcomes = {d.node_id: self.apply(d) for d in plan.decisions if d.changes}
+        self.sync_mirror()
+        return outcomes
+
+    def sync_mirror(self) -> None:
+        """``dynamic-resources.xml`` says the totals the guard holds now (if mirrored);
+        a file that cannot be written is logged: the RM's totals are what count."""
+        if self.mirror is None:
+            return
+        held = {n: e.last_set for n, e in self.originals.load().items() if e.last_set is not None}
+        try:
+            if self.mirror.sync(held):
+                log.info("guard: %s now lists %d node(s)", self.mirror.path, len(held))
+        except (OSError, YarnAdaptError) as exc:
+            message = exc.one_line() if isinstance(exc, YarnAdaptError) else str(exc)
+            log.warning("guard: cannot mirror into %s: %s", self.mirror.path, message)
 
     # ------------------------------------------------------------------ one node
 
@@ -222,7 +242,9 @@ class RmNodeTotals:
         the guard set), after following the nodes the RM lists (when it answers);
         the journal keeps a node it could not restore."""
         followed = [_followed(change) for change in self._follow_listed()]
-        return followed + [self.restore(entry) for entry in self.originals.load().values()]
+        restored = [self.restore(entry) for entry in self.originals.load().values()]
+        self.sync_mirror()
+        return followed + restored
 
     def _follow_listed(self) -> list[JournalChange]:
         if not self.originals.load():
@@ -283,8 +305,10 @@ def _followed(change: JournalChange) -> ActOutcome:
 
 
 def restore_journalled(rm: ResourceManagerClient, state_dir: Path) -> list[ActOutcome]:
-    """``yarn-adapt recover``: every journalled node back to its original total."""
-    actuator = RmNodeTotals(rm, state_dir)
+    """``yarn-adapt recover``: every journalled node back to its original total, and
+    the operator's ``dynamic-resources.xml`` back once no node is held."""
+    actuator = RmNodeTotals(rm, state_dir, mirror=journalled_mirror(state_dir / "guard"))
     if not actuator.pending_nodes():
+        actuator.sync_mirror()
         return []
     return actuator.restore_all()

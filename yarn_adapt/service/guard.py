@@ -47,6 +47,7 @@ from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
 from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
 from yarn_adapt.colocation.lra import LearnedLraDemand, NodeUtilizationUsage, load_warm_start
+from yarn_adapt.colocation.mirror import DynamicResourcesMirror
 from yarn_adapt.colocation.model import (
     AppSlack,
     GuardMode,
@@ -260,10 +261,16 @@ def guard_actuator(settings: Settings, backend: YarnBackend, store: Store) -> Ac
             via="mutation" if backend.path is None else str(backend.path),
             dead_band_percent=100 * section.dead_band_fraction,
         )
+    mirror = None
+    if section.dynamic_resources_file:
+        mirror = DynamicResourcesMirror(
+            Path(section.dynamic_resources_file).expanduser(), settings.state.state_dir / "guard"
+        )
     return RmNodeTotals(
         backend.rm,
         settings.state.state_dir,
         verify=PollSettings(timeout_s=section.verify_timeout_s, interval_s=0.25),
+        mirror=mirror,
     )
 
 

@@ -214,6 +214,7 @@ class ColocationSection:
     node_hosts: tuple[str, ...] = ()
     reclaim_ttl_s: float = 0.0
     verify_timeout_s: float = 30.0
+    dynamic_resources_file: str = ""  # mirror the guard's totals there ("": off)
     stated_demand: tuple[str, ...] = ()
     warm_start: tuple[str, ...] = ()
     reserve: str = "upper"
