@@ -68,6 +68,7 @@ def test_a_total_yarn_forgets_is_pushed_again_and_an_rm_restart_is_said(
                       " again"]  # fmt: skip
             assert len(pushed) == 1 and risky in pushed[0] and "pushed again: done" in pushed[0]
             assert guard.repushes == {risky: 1}
+            assert 0 < guard.repush_gap_s[risky] < 120  # since the cycle that saw it held
 
             # An RM restart: the NodeManager registers again with the total it was last
             # told in a heartbeat answer -- the guard's, or (a restart right after the

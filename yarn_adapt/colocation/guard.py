@@ -211,6 +211,10 @@ class ColocationGuard:
         self.last_report: GuardRoundReport | None = None
         self.counts: dict[tuple[str, str], int] = {}
         self.repushes: dict[str, int] = {}  # per node: totals YARN forgot, pushed again
+        # per node: at most how long its throttle was missing before it was pushed again
+        # (since the last cycle that saw the node at the guard's total)
+        self.repush_gap_s: dict[str, float] = {}
+        self._held_seen_at_s: dict[str, float] = {}
         # when the guard last changed a node (acted or gave back): nodes read before
         # then are stale to it
         self.last_change_at_s: float | None = None
@@ -240,6 +244,7 @@ class ColocationGuard:
         for change in followed:
             self._audit_followed(change)
         nodes = _as_pushed_again(nodes, followed)
+        self._note_held(nodes)
         inputs = self.observer.inputs(nodes, self.actuator.journalled())
         plan = decide(inputs, self._memory, self.settings)
         restored: tuple[ActOutcome, ...] = ()
@@ -268,6 +273,7 @@ class ColocationGuard:
     def _remember(self, decision: NodeDecision, outcome: ActOutcome, at_s: float) -> None:
         if outcome.result is not Result.DONE:
             return
+        self._held_seen_at_s[decision.node_id] = self.clock()
         before = self._memory.get(decision.node_id, NodeMemory())
         self._memory[decision.node_id] = before.after(decision, at_s)
 
@@ -279,6 +285,15 @@ class ColocationGuard:
         self.recorder.audit(f"guard {decision.action} node", detail)
         log.info("guard: %s", detail)
 
+    def _note_held(self, nodes: Sequence[Node]) -> None:
+        """When each journalled node was last seen at the total the guard set."""
+        journalled = self.actuator.journalled()
+        now = self.clock()
+        for node in nodes:
+            entry = journalled.get(node.id)
+            if entry is not None and entry.last_set == node.total:
+                self._held_seen_at_s[node.id] = now
+
     def _audit_followed(self, change: JournalChange) -> None:
         if change.followed is Followed.RM_RESTARTED:
             self.recorder.audit("guard sees a new ResourceManager", change.detail)
@@ -286,6 +301,9 @@ class ColocationGuard:
         detail = f"{change.node_id}: {change.followed}: {change.detail}"
         if change.followed is Followed.FORGOTTEN:
             self.repushes[change.node_id] = self.repushes.get(change.node_id, 0) + 1
+            held_at = self._held_seen_at_s.get(change.node_id)
+            if held_at is not None:
+                self.repush_gap_s[change.node_id] = round(self.clock() - held_at, 3)
             self.recorder.audit("guard pushes a forgotten total again", detail)
             return
         if change.followed is not Followed.WHOLE:

@@ -870,7 +870,16 @@ class GuardCollector(Collector):
         )
         for node_id, count in sorted(dict(self.guard.repushes).items()):
             repushes.add_metric([node_id], count)
-        yield from (mode, actions, journalled, repushes, *self._health(), *self._applications())
+        gap = GaugeMetricFamily(
+            f"{prefix}_repush_gap_seconds",
+            "At most how long a node's throttle was missing before the guard pushed it "
+            "again (the last push; from the last cycle that saw it held).",
+            labels=["node"],
+        )
+        for node_id, seconds in sorted(dict(self.guard.repush_gap_s).items()):
+            gap.add_metric([node_id], seconds)
+        yield from (mode, actions, journalled, repushes, gap, *self._health(),
+                    *self._applications())  # fmt: skip
         yield from self._nodes()
 
     def _health(self) -> Iterator[Metric]:
