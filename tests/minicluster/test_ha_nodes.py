@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from yarn_adapt.cli import cli
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
+from yarn_adapt.colocation.follow import Followed
 from yarn_adapt.colocation.model import Action, NodeDecision
 from yarn_adapt.colocation.originals import OriginalTotals
 from yarn_adapt.minicluster.ha import HAResourceManagerPair
@@ -94,3 +95,31 @@ def make_active(pair: HAResourceManagerPair, wanted: str) -> None:
             pair.transition(rm_id, "standby")
     if pair.ha_state(wanted) != "ACTIVE":
         pair.transition(wanted, "active")
+
+
+def test_the_guards_actuator_follows_a_fail_over(
+    pair: HAResourceManagerPair, tmp_path: Path
+) -> None:
+    """After a fail-over the actuator's next look says a new RM answers, and the node
+    has the guard's total (carried by its NodeManager, or pushed again)."""
+    make_active(pair, "rm1")
+    pair.wait_for_nodes("rm1", 2)
+    with ResourceManagerClient(list(pair.web_urls), HttpSettings(retries=1)) as rm:
+        actuator = RmNodeTotals(rm, tmp_path, verify=PollSettings(timeout_s=20.0))
+        node_id = sorted(totals(pair, "rm1"))[1]
+        lowered = Resources(1024, 1)
+        decision = NodeDecision(
+            node_id=node_id, capacity=WHOLE, current=WHOLE, target=lowered, wanted=lowered,
+            used=Resources(0, 0), reclaim=Resources(0, 0), action=Action.LOWER, reason="test",
+        )  # fmt: skip
+        assert actuator.apply(decision).result is Result.DONE
+        assert actuator.follow(rm.nodes()) == []  # the RM that took it: nothing to say
+        make_active(pair, "rm2")
+        pair.wait_for_nodes("rm2", 2)
+        followed = actuator.follow(rm.nodes())
+        assert followed[0].followed is Followed.RM_RESTARTED, followed
+        assert all(c.followed is Followed.FORGOTTEN for c in followed[1:]), followed
+        assert totals(pair, "rm2")[node_id] == lowered
+        assert actuator.journalled()[node_id].original == WHOLE
+        assert [o.result for o in actuator.restore_all()] == [Result.DONE]
+    assert totals(pair, "rm2")[node_id] == WHOLE
