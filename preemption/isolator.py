@@ -282,8 +282,10 @@ class NodeIsolator:
         if not self.pressure:
             self.frozen.clear()
             return info
-        for relpath, usage in readings.items():
-            self.frozen.setdefault(relpath, math.ceil(usage.memory_bytes / MIB))
+        self.frozen = {
+            relpath: self.frozen.get(relpath, math.ceil(usage.memory_bytes / MIB))
+            for relpath, usage in readings.items()
+        }  # what each batch cgroup held when the pressure began (or it appeared)
         return info
 
     def _caps(
