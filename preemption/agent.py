@@ -54,7 +54,7 @@ from preemption.cgroups.v2 import V2Backend
 from preemption.classify import AppFacts, classify
 from preemption.discovery import FoundContainer, containers_in_hierarchy, containers_in_tree
 from preemption.errors import CgroupError, CgroupUnsupported, KillFailed, RestoreIncomplete
-from preemption.isolator import IsolationReport, NodeIsolator
+from preemption.isolator import IsolationReport, NodeIsolator, batch_cpuset
 from preemption.metrics import AgentMetrics
 from preemption.model import NOTHING, Amount, ContainerRef, Locality, TaskKind
 from preemption.node import (
@@ -185,11 +185,12 @@ class Agent:
         self.nodemanager = parts.nodemanager or host_nodemanager(settings, parts.procfs)
         self.killer = ListedOnly(parts.killer or parts.yarn or LoggingKiller())
         isolation = settings.isolation_settings()
+        batch_cpus = batch_cpuset(isolation, parts.nodestat)
+        extra_keys = _checked_isolation(settings, self.backend.version, batch_cpus)
         self.isolator = NodeIsolator(
             self.backend, self.journal, self.killer, isolation, nodestat=parts.nodestat,
+            extra_keys=extra_keys,
         )  # fmt: skip
-        extra_keys = _checked_isolation(settings, self.backend.version, self.isolator.batch_cpus)
-        self.isolator.extra_keys = extra_keys
         self.reclaimer = NodeReclaimer(
             self.backend,
             self.journal,

@@ -163,15 +163,7 @@ class NodeIsolator:
         self._read_at: float | None = None
         self._said: set[str] = set()
         self._services_protected = 0
-        self.batch_cpus = self._batch_cpus()
-
-    def _batch_cpus(self) -> str | None:
-        """Batch's cpuset (the node's CPUs without the services'), if one is asked."""
-        priority = self.settings.priority
-        if not priority.enabled or not priority.service_cpus:
-            return None
-        node = self.settings.suppress.cpus or self.nodestat.all_cpus()
-        return cpu_list(frozenset(node) - priority.service_cpus)
+        self.batch_cpus = batch_cpuset(settings, self.nodestat)
 
     # ----------------------------------------------------------------- plan
 
@@ -477,6 +469,16 @@ class NodeIsolator:
             plan.mode, self.quota, plan.step, plan.use, weighted, plan.memory, plan.pressure,
             capped, self._services_protected, plan.refused, tuple(self._once(list(events))),
         )  # fmt: skip
+
+
+def batch_cpuset(settings: IsolationSettings, nodestat: NodeStat) -> str | None:
+    """Batch's cpuset (the node's CPUs without the services'), if one is asked; an
+    empty string when the services would take every CPU."""
+    priority = settings.priority
+    if not priority.enabled or not priority.service_cpus:
+        return None
+    node = settings.suppress.cpus or nodestat.all_cpus()
+    return cpu_list(frozenset(node) - priority.service_cpus)
 
 
 def _vcore_weight(container: ManagedContainer) -> int:
