@@ -261,7 +261,12 @@ def test_under_memory_pressure_batch_is_capped_services_protected_and_released_a
     assert node.read(BATCH, "memory.high") == "max"
     assert (node.root / SERVICE / "memory.low").read_text() == "0"
     assert agent.killer.killer.killed == []  # type: ignore[attr-defined]
+    node.meminfo(total_mb=16000, available_mb=1000)  # pressure again, then a stop
+    tick(agent, node, node_mc=500, batch_mc=100)
+    assert (node.root / SERVICE / "memory.low").read_text() == str(700 * MIB)
     agent.shutdown()
+    assert node.read(BATCH, "memory.high") == "max"
+    assert (node.root / SERVICE / "memory.low").read_text() == "0"
     assert not (tmp_path / "state.json").exists()
 
 

@@ -209,3 +209,78 @@ cpus = "{LAST_CPU}"
     assert restored.returncode == 0, restored.stderr
     assert (v1.read(parent, "cpu.shares"), v1.read(parent, "cpu.cfs_quota_us")) == ("1024", "-1")
     assert not state.exists(), restored.stdout
+
+
+def test_on_a_laid_out_v2_tree_sigterm_restores_and_after_sigkill_agent_restore_does(
+    tmp_path: Path, processes: Callable[..., subprocess.Popen[str]]
+) -> None:
+    # cgroup v2 (its controllers are not delegated here: a directory laid out like a v2
+    # hierarchy, as in test_cgroup_v2.py), LinuxContainerExecutor cgroups: the batch
+    # container's cpu.weight and cpu.max, journalled, put back by SIGTERM and, after a
+    # SIGKILL, by `agent restore`.
+    sleeper = processes("import sys, time; print('ready', flush=True); time.sleep(600)")
+    started(sleeper)
+    root = tmp_path / "cgroup"
+    group = root / "hadoop-yarn" / container_id(25)
+    group.mkdir(parents=True)
+    files = {"cgroup.procs": f"{sleeper.pid}\n", "cpu.stat": "usage_usec 0\n",
+             "memory.current": str(64 << 20), "memory.events": "oom_kill 0\n",
+             "cpu.max": "max 100000", "cpu.weight": "100", "memory.high": "max",
+             "memory.max": "max"}  # fmt: skip
+    for name, text in files.items():
+        (group / name).write_text(text)
+    state = tmp_path / "state.json"
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        f"""
+[agent]
+state_file = "{state}"
+interval_s = 0.2
+
+[discovery]
+source = "cgroup"
+cgroup_version = "v2"
+cgroup_root = "{root}"
+node_cpu_millicores = 1000
+
+[classify]
+unknown = "batch"
+
+[suppress]
+cpus = "{LAST_CPU}"
+"""
+    )
+
+    def isolated() -> bool:
+        return (group / "cpu.weight").read_text() == "1" and (
+            (group / "cpu.max").read_text() != "max 100000"
+        )
+
+    def original() -> list[str]:
+        return [(group / name).read_text() for name in ("cpu.weight", "cpu.max")]
+
+    agent = run_agent(config)
+    try:
+        wait_for(isolated, 30)
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=30)
+    assert agent.returncode == 0, stderr
+    assert original() == ["100", "max 100000"] and not state.exists(), stderr
+    agent = run_agent(config)
+    try:
+        wait_for(isolated, 30)
+    finally:
+        agent.send_signal(signal.SIGKILL)
+        agent.communicate(timeout=10)
+    assert isolated()  # left by the kill, and journalled
+    recorded = json.loads(state.read_text())
+    assert {(e["key"], e["value"]) for e in recorded["originals"]} >= {
+        ("cpu.weight", "100"), ("cpu.max", "max 100000"),
+    }  # fmt: skip
+    restored = subprocess.run(
+        [sys.executable, "-m", "preemption", "restore", "--config", str(config)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert restored.returncode == 0, restored.stderr
+    assert original() == ["100", "max 100000"] and not state.exists()
