@@ -218,7 +218,10 @@ class Agent:
     ) -> Agent:
         """The agent for this host, as the settings describe it. ``restore_only``: for
         ``agent restore``, which must work whatever the service's address or token
-        (it asks the service nothing)."""
+        (it asks the service nothing) and whatever the isolation settings this host's
+        cgroups cannot do (it isolates nothing)."""
+        if restore_only:
+            settings = settings.without_isolation()
         dry = settings.agent.dry_run if dry_run is None else dry_run
         backend: CgroupBackend = host_backend(settings)
         procfs = ProcFs()

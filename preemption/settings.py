@@ -37,7 +37,7 @@ import stat
 import tomllib
 import types
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
@@ -276,6 +276,16 @@ class AgentSettings:
             per_container_only=self.discovery.source == "cgroup",
             memory_policy=self.memory_policy(),
         )  # fmt: skip
+
+    def without_isolation(self) -> AgentSettings:
+        """These settings with the isolation loop off (``agent restore`` isolates
+        nothing, so nothing of it may stop a restore)."""
+        return replace(
+            self,
+            priority=PrioritySection(enabled=False),
+            suppress=SuppressSection(enabled=False),
+            memory=MemorySection(enabled=False),
+        )
 
     def memory_policy(self) -> MemoryPolicy:
         return MemoryPolicy(

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from preemption.cgroups import Cgroup, V1Backend
+from preemption.cli import main as agent_main
 from preemption.isolator import IsolationSettings
 from preemption.settings import AgentSettings, agent_settings_from_mapping
 
@@ -284,3 +285,22 @@ cpus = "{LAST_CPU}"
     )  # fmt: skip
     assert restored.returncode == 0, restored.stderr
     assert original() == ["100", "max 100000"] and not state.exists()
+
+
+def test_agent_restore_is_never_stopped_by_what_this_hosts_cgroups_cannot_isolate(
+    v1: V1Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A cpuset for the services needs cgroup v2; this host has v1. `agent run` refuses
+    # to start (one line, exit 2); `agent restore`, which puts limits back, still works.
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        f'[agent]\nstate_file = "{tmp_path / "state.json"}"\n'
+        '[discovery]\ncgroup_version = "v1"\n[priority]\nservice_cpus = "0"\n'
+    )
+    assert agent_main(["restore", "--config", str(config)]) == 0
+    assert "nothing to restore" in capsys.readouterr().out
+    assert agent_main(["run", "--config", str(config), "--ticks", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("[priority] service_cpus needs cgroup v2 (v1's cpuset is a hierarchy "
+                        "of its own, which the agent does not manage)")  # fmt: skip
+    assert len(err.splitlines()) == 1
