@@ -15,8 +15,8 @@ from pathlib import Path
 
 from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION
 from yarn_adapt.minicluster import MiniCluster
-from yarn_adapt.testbed.cluster import NODE_VCORES
 from yarn_adapt.testbed import run as testbed
+from yarn_adapt.testbed.cluster import NODE_VCORES
 
 # The guard never empties a node: batch keeps a quarter of it (1 of its 4 vcores).
 FLOOR_VCORES = DEFAULT_MIN_VISIBLE_FRACTION * NODE_VCORES
