@@ -89,4 +89,6 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     assert max(windows[0]["batch_cpu_share"]) < 0.1, windows[0]
     risky = {name: statistics.fmean(w["batch_cpu_share"][0] for w in windows if w["name"] == name)
              for name in ("off", "on")}  # fmt: skip
-    assert risky["off"] > 0.2 and risky["off"] > 2 * risky["on"], risky
+    # (the guard keeps batch a quarter of the node since issue 23: one burner of four
+    # still runs there in "on", and alone on the CPU it gets more than a quarter of it)
+    assert risky["off"] > 0.2 and risky["off"] > 1.5 * risky["on"], risky

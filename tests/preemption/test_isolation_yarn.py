@@ -323,7 +323,9 @@ def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_n
         assert all(s["quota_millicores"] < 1000 for s in suppress), suppress
         used = statistics.fmean(s["batch_used_millicores"] for s in suppress)
         allowed = statistics.fmean(s["quota_millicores"] for s in suppress)
-        assert used <= 1.15 * allowed + 20, (used, allowed)
+        # (each sample sets the CPU used over the last second beside the quota at its
+        # end, and the quota moves every second: a margin, far below the 1000 wanted)
+        assert used <= 1.3 * allowed + 50 and used < 700, (used, allowed)
         assert all(s["isolation"]["weighted_groups"] == 1 for s in window.samples)
         # Beside the agent the service is within its target; on the other node, in
         # the same window, it misses its own.

@@ -17,18 +17,27 @@ guard's totals win). Before the guard's first write the operator's file is copie
 ``<state dir>/guard/dynamic-resources.orig.xml`` (a note says whether there was one);
 once the guard holds no node, that file is put back (or removed, if there was none)
 and the note goes. Every write is atomic and durable, keeping the file's owner and
-mode. The mirror never asks the RM to refresh: the guard's own pushes do that.
+mode.
+
+The RM keeps what it read of the file in memory (ResourceTrackerService's copy, used
+at every registration) until ``yarn rmadmin -refreshNodesResources``. A file changed
+without that refresh is worse than none: a NodeManager restarting after the guard had
+given its node back would register with the total the RM read long ago. So every
+write (and putting the file back) is followed by the refresh command; one that fails
+is said and retried on the next sync. The refresh also pushes the file's totals to
+their nodes, which are the guard's own (and the operator's, as the operator set them).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from yarn_adapt.errors import ConfigFileError
 from yarn_adapt.model import Resources
+from yarn_adapt.yarn.apply.activation import ActivationFailed, RefreshCommand
 from yarn_adapt.yarn.schedconf.xmlio import write_bytes_atomically
 from yarn_adapt.yarn.site import read_properties
 
@@ -36,6 +45,7 @@ PREFIX = "yarn.resource.dynamic."
 NODES = PREFIX + "nodes"
 NOTE_NAME = "dynamic-resources.json"
 ORIGINAL_NAME = "dynamic-resources.orig.xml"
+DEFAULT_REFRESH_COMMAND = ("yarn", "rmadmin", "-refreshNodesResources")
 
 
 def mirrored_properties(
@@ -67,26 +77,35 @@ def render(properties: Mapping[str, str]) -> bytes:
 
 
 class DynamicResourcesMirror:
-    def __init__(self, path: Path, guard_dir: Path) -> None:
+    def __init__(
+        self, path: Path, guard_dir: Path, refresh: Sequence[str] = DEFAULT_REFRESH_COMMAND
+    ) -> None:
         self.path = path
         self.guard_dir = guard_dir
         self.note = guard_dir / NOTE_NAME
         self.original = guard_dir / ORIGINAL_NAME
+        self.refresh = tuple(refresh)
+        self.unrefreshed = False  # written, but the RM has not re-read it yet
 
     def sync(self, totals: Mapping[str, Resources]) -> bool:
-        """Make the file say ``totals`` (the guard's lowered nodes); True if it wrote."""
+        """Make the file say ``totals`` (the guard's lowered nodes) and the RM re-read
+        it; True if it wrote."""
         if not totals:
             return self.clear()
         operators = self._operators()
         wanted = render(mirrored_properties(operators, totals))
         if self._current() == wanted:
+            self._refresh_if_owed()
             return False
         write_bytes_atomically(self.path, wanted)
+        self._refresh()
         return True
 
     def clear(self) -> bool:
-        """The operator's file back as it was before the guard's first write."""
+        """The operator's file back as it was before the guard's first write, re-read
+        by the RM."""
         if not self.note.exists():
+            self._refresh_if_owed()
             return False
         had_file = bool(json.loads(self.note.read_text(encoding="utf-8"))["had_file"])
         if had_file:
@@ -95,7 +114,21 @@ class DynamicResourcesMirror:
             self.path.unlink(missing_ok=True)
         self.original.unlink(missing_ok=True)
         self.note.unlink()
+        self._refresh()
         return True
+
+    def _refresh_if_owed(self) -> None:
+        if self.unrefreshed:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self.unrefreshed = True
+        try:
+            RefreshCommand(self.refresh, timeout_s=60.0).activate()
+        except ActivationFailed as exc:
+            problem = f"written, but the RM did not re-read it ({exc}); refreshed again next cycle"
+            raise ConfigFileError(str(self.path), problem) from exc
+        self.unrefreshed = False
 
     def _operators(self) -> dict[str, str]:
         """The operator's own properties: from the copy once the guard has written."""
@@ -112,7 +145,8 @@ class DynamicResourcesMirror:
             read_properties(self.path)  # refuses a file that is not a configuration
             write_bytes_atomically(self.original, self.path.read_bytes())
         partial = self.note.with_name(f".{self.note.name}.partial")
-        partial.write_text(json.dumps({"path": str(self.path), "had_file": had_file}))
+        note = {"path": str(self.path), "had_file": had_file, "refresh": list(self.refresh)}
+        partial.write_text(json.dumps(note))
         partial.replace(self.note)
 
     def _current(self) -> bytes | None:
@@ -129,5 +163,6 @@ def journalled_mirror(guard_dir: Path) -> DynamicResourcesMirror | None:
     note = guard_dir / NOTE_NAME
     if not note.exists():
         return None
-    return DynamicResourcesMirror(Path(json.loads(note.read_text(encoding="utf-8"))["path"]),
-                                  guard_dir)  # fmt: skip
+    written = json.loads(note.read_text(encoding="utf-8"))
+    refresh = written.get("refresh") or DEFAULT_REFRESH_COMMAND
+    return DynamicResourcesMirror(Path(written["path"]), guard_dir, refresh)

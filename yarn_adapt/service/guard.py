@@ -264,7 +264,9 @@ def guard_actuator(settings: Settings, backend: YarnBackend, store: Store) -> Ac
     mirror = None
     if section.dynamic_resources_file:
         mirror = DynamicResourcesMirror(
-            Path(section.dynamic_resources_file).expanduser(), settings.state.state_dir / "guard"
+            Path(section.dynamic_resources_file).expanduser(),
+            settings.state.state_dir / "guard",
+            section.refresh_nodes_resources_command,
         )
     return RmNodeTotals(
         backend.rm,

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
+from yarn_adapt.colocation.mirror import DEFAULT_REFRESH_COMMAND as MIRROR_REFRESH_COMMAND
 from yarn_adapt.colocation.model import (
     DEFAULT_HIGH_SLACK_RATIO,
     DEFAULT_LOW_SLACK_RATIO,
@@ -215,6 +216,7 @@ class ColocationSection:
     reclaim_ttl_s: float = 0.0
     verify_timeout_s: float = 30.0
     dynamic_resources_file: str = ""  # mirror the guard's totals there ("": off)
+    refresh_nodes_resources_command: tuple[str, ...] = MIRROR_REFRESH_COMMAND
     stated_demand: tuple[str, ...] = ()
     warm_start: tuple[str, ...] = ()
     reserve: str = "upper"
@@ -467,6 +469,11 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
          'entries "trace-host=node-id"'),
         ("[colocation] reclaim_ttl_s", guard.reclaim_ttl_s >= 0, "must be 0 or more"),
         ("[colocation] verify_timeout_s", guard.verify_timeout_s > 0, "must be positive"),
+        (
+            "[colocation] refresh_nodes_resources_command",
+            bool(guard.refresh_nodes_resources_command) or not guard.dynamic_resources_file,
+            "is empty (the RM must re-read the mirrored dynamic_resources_file)",
+        ),
         *_learning_rules(guard),
     ]  # fmt: skip
 
