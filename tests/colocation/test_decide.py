@@ -54,7 +54,7 @@ class Case:
     raw: float | None = None  # the raw risk (before normalising); None: above the gate
 
 
-NO_FLOOR = paper(min_visible_fraction=0.0)
+NO_FLOOR = paper(min_visible_fraction=0.0, min_total_memory_mb=0, min_total_vcores=0)
 QUARTER = R(2048, 2)  # the default floor of an 8 GB / 8 vcore node
 
 CASES = [
@@ -79,6 +79,9 @@ CASES = [
     Case("floor keeps some for batch", 1.0, R(2048, 2), Action.LOWER, "floor 25%",
          paper(min_visible_fraction=0.25)),
     Case("floor rounds up", 1.0, R(820, 1), Action.LOWER, "floor",
+         paper(min_visible_fraction=0.1, min_total_memory_mb=512)),
+    Case("never below the RM's minimum allocation (it shuts a NodeManager with less down)",
+         1.0, R(1024, 1), Action.LOWER, "at least the RM's minimum allocation 1024 MB / 1",
          paper(min_visible_fraction=0.1)),
     Case("zero-violation: nothing new while QoS is missed", 0.0, R(4096, 4), Action.LOWER,
          "zero-violation", paper(zero_violation=True), used=R(4096, 4),
@@ -105,7 +108,7 @@ CASES = [
     Case("decreases never wait", 1.0, QUARTER, Action.LOWER, "reserve 100%",
          total=R(4096, 4), lowered_ago_s=5.0),
     Case("a total below the floor is raised to it at once", 1.0, QUARTER, Action.RAISE,
-         "below the floor 25%: raised to it at once", total=R(0, 0), lowered_ago_s=5.0),
+         "below the floor 25% of the node: raised to it at once", total=R(0, 0), lowered_ago_s=5.0),
     Case("last step reaches the whole node", 0.0, FULL, Action.RESTORE, "reserve 0%",
          total=R(7000, 7)),
     Case("raw risk below the gate: not throttled", 1.0, FULL, Action.HOLD,

@@ -212,6 +212,8 @@ def test_the_guard_acts_on_its_cadence_through_drift_and_a_failing_tuner(
         # node, 0.2 ms on the other (0.3 %: not where its latency goes)
         write_traces(trace_config, {risky: 60_000, other: 200})
         _until(lambda: _total(cluster, risky) == (1024, 1), 90, "the risky node stepped down")
+        # (the RM shows a total before the guard has verified and recorded the step)
+        _until(lambda: (1024, 1) in _lowered(service, risky), 30, "the step recorded")
         assert service.loop.status()["drift"], "the drift lasted while the guard acted"
         steps = _lowered(service, risky)
         assert steps == [(3072, 3), (2048, 2), (1024, 1)], steps  # 25 % a step, then the floor

@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.colocation.factories import NOW_S, risk
+from tests.colocation.test_edges import FixedRisk, NoDemands
 from yarn_adapt.cli import cli
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
-from yarn_adapt.colocation.follow import Followed
-from yarn_adapt.colocation.model import Action, NodeDecision
+from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
+from yarn_adapt.colocation.model import Action, GuardMode, GuardPolicy, GuardSettings, NodeDecision
+from yarn_adapt.colocation.observe import GuardObserver, RiskReading
 from yarn_adapt.colocation.originals import OriginalTotals
 from yarn_adapt.minicluster.ha import HAResourceManagerPair
 from yarn_adapt.model import Resources
@@ -97,29 +100,43 @@ def make_active(pair: HAResourceManagerPair, wanted: str) -> None:
         pair.transition(wanted, "active")
 
 
-def test_the_guards_actuator_follows_a_fail_over(
+def test_through_a_fail_over_the_guard_keeps_its_node_lowered_and_says_so(
     pair: HAResourceManagerPair, tmp_path: Path
 ) -> None:
-    """After a fail-over the actuator's next look says a new RM answers, and the node
-    has the guard's total (carried by its NodeManager, or pushed again)."""
+    """The guard lowers a node through rm1; rm2 takes over; one guard cycle later the
+    node has the guard's total on rm2 (carried by its NodeManager, or pushed again), the
+    audit log says a new RM answers and when it started, the journal keeps the
+    registered total; the guard's stop gives the node back through rm2."""
     make_active(pair, "rm1")
     pair.wait_for_nodes("rm1", 2)
+    node_id = sorted(totals(pair, "rm1"))[1]
+    recorder = MemoryRecorder()
     with ResourceManagerClient(list(pair.web_urls), HttpSettings(retries=1)) as rm:
-        actuator = RmNodeTotals(rm, tmp_path, verify=PollSettings(timeout_s=20.0))
-        node_id = sorted(totals(pair, "rm1"))[1]
-        lowered = Resources(1024, 1)
-        decision = NodeDecision(
-            node_id=node_id, capacity=WHOLE, current=WHOLE, target=lowered, wanted=lowered,
-            used=Resources(0, 0), reclaim=Resources(0, 0), action=Action.LOWER, reason="test",
-        )  # fmt: skip
-        assert actuator.apply(decision).result is Result.DONE
-        assert actuator.follow(rm.nodes()) == []  # the RM that took it: nothing to say
-        make_active(pair, "rm2")
-        pair.wait_for_nodes("rm2", 2)
-        followed = actuator.follow(rm.nodes())
-        assert followed[0].followed is Followed.RM_RESTARTED, followed
-        assert all(c.followed is Followed.FORGOTTEN for c in followed[1:]), followed
-        assert totals(pair, "rm2")[node_id] == lowered
-        assert actuator.journalled()[node_id].original == WHOLE
-        assert [o.result for o in actuator.restore_all()] == [Result.DONE]
+        guard = ColocationGuard(
+            GuardSettings(nu=1.0, policy=GuardPolicy.TOPOSCH_PAPER),
+            GuardObserver(
+                FixedRisk(RiskReading(risk({node_id: 1.0}))), NoDemands(), clock=lambda: NOW_S
+            ),
+            RmNodeTotals(rm, tmp_path, verify=PollSettings(timeout_s=20.0)),
+            recorder,
+            mode=GuardMode.AUTO,
+            clock=lambda: NOW_S,
+        )
+        try:
+            assert guard.run_round(rm.nodes()).outcomes[node_id].result is Result.DONE
+            lowered = totals(pair, "rm1")[node_id]
+            assert lowered.vcores < WHOLE.vcores
+            time.sleep(2.0)  # a NodeManager heartbeat or two
+            make_active(pair, "rm2")
+            pair.wait_for_nodes("rm2", 2)
+            guard.run_round(rm.nodes())  # one guard period
+            assert totals(pair, "rm2")[node_id] == lowered
+            said = [d for a, d in recorder.audit_log if a == "guard sees a new ResourceManager"]
+            assert len(said) == 1 and "the RM answering now started at" in said[0], said
+            assert "ACTIVE" in said[0].upper()
+            assert guard.actuator.journalled()[node_id].original == WHOLE  # type: ignore[attr-defined]
+        finally:
+            restored = guard.stop()
+            guard.close()
+    assert [o.result for o in restored] == [Result.DONE]
     assert totals(pair, "rm2")[node_id] == WHOLE

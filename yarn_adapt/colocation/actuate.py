@@ -201,8 +201,19 @@ class RmNodeTotals:
         problem = _invalid(target, decision.capacity)
         if problem:
             return ActOutcome(node_id, Result.REFUSED, f"not sent: {problem}", decision.current)
+        self._know_the_rm()
         self.originals.intend(node_id, decision.current, target)
         return self._set(node_id, target, decision.current)
+
+    def _know_the_rm(self) -> None:
+        """The start time of the RM that takes the guard's first total, so that the
+        next look can tell a restart or a fail-over from it (read once)."""
+        if self._rm_started_ms is not None:
+            return
+        try:
+            self._rm_started_ms = self.rm.cluster_info().started_ms
+        except YarnError:
+            return  # the push says what is wrong
 
     def _set(self, node_id: str, target: Resources, previous: Resources) -> ActOutcome:
         applier = NodeResourceApplier(self.rm, self.apply_settings, MemoryJournal())

@@ -122,7 +122,7 @@ def decide_slack_node(
     why += more
     floor = visible_floor(node.capacity, settings)
     if not floor.fits_in(wanted):
-        why.append(f"floor {settings.min_visible_fraction:.0%} of the node")
+        why.append(floor_words(node.capacity, settings))
         wanted = wanted.component_max(floor)
     wanted = wanted.component_min(node.capacity)
     target, safety = safe_target(node, wanted, memory, inputs.now_s, settings)
@@ -275,16 +275,34 @@ def wanted_visible(
         )
     floor = visible_floor(capacity, settings)
     if not floor.fits_in(wanted):
-        why.append(f"floor {settings.min_visible_fraction:.0%} of the node")
+        why.append(floor_words(capacity, settings))
         wanted = wanted.component_max(floor)
     return wanted.component_min(capacity), why
 
 
 def visible_floor(capacity: Resources, settings: GuardSettings) -> Resources:
-    """What batch always sees of a node: ``min_visible_fraction`` of it, rounded up."""
-    return Resources(
+    """What batch always sees of a node: ``min_visible_fraction`` of it, rounded up, and
+    never less than the RM's minimum allocation (a NodeManager registering with less is
+    shut down by the RM), nor more than the node has."""
+    fraction = Resources(
         math.ceil(capacity.memory_mb * settings.min_visible_fraction),
         math.ceil(capacity.vcores * settings.min_visible_fraction),
+    )
+    registrable = Resources(settings.min_total_memory_mb, settings.min_total_vcores)
+    return fraction.component_max(registrable).component_min(capacity)
+
+
+def floor_words(capacity: Resources, settings: GuardSettings) -> str:
+    """Which floor binds: the share of the node, or the RM's minimum allocation."""
+    share = Resources(
+        math.ceil(capacity.memory_mb * settings.min_visible_fraction),
+        math.ceil(capacity.vcores * settings.min_visible_fraction),
+    )
+    if visible_floor(capacity, settings) == share:
+        return f"floor {settings.min_visible_fraction:.0%} of the node"
+    return (
+        f"floor {settings.min_visible_fraction:.0%} of the node, at least the RM's minimum "
+        f"allocation {settings.min_total_memory_mb} MB / {settings.min_total_vcores} vcores"
     )
 
 
@@ -322,7 +340,7 @@ def safe_target(
     floor = visible_floor(capacity, settings)
     if not floor.fits_in(target):
         target = target.component_max(floor).component_min(capacity)
-        notes.append(f"below the floor {settings.min_visible_fraction:.0%}: raised to it at once")
+        notes.append(f"below the {floor_words(capacity, settings)}: raised to it at once")
     return target, "; ".join(notes)
 
 

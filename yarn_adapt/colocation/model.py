@@ -101,6 +101,11 @@ class GuardSettings:
     cooldown_s: float = 60.0
     stale_after_s: float = 180.0
     millicores_per_vcore: int = 1000
+    # The RM's yarn.scheduler.minimum-allocation-{mb,vcores}: a NodeManager that
+    # registers (an RM restart, a fail-over, its own restart) with a total below it is
+    # told to SHUT DOWN, so the guard never sets a total below it.
+    min_total_memory_mb: int = 1024
+    min_total_vcores: int = 1
 
     def __post_init__(self) -> None:
         problems = [
@@ -122,6 +127,8 @@ class GuardSettings:
             ("cooldown_s", self.cooldown_s >= 0, "must be 0 or more"),
             ("stale_after_s", self.stale_after_s > 0, "must be positive"),
             ("millicores_per_vcore", self.millicores_per_vcore > 0, "must be positive"),
+            ("min_total_memory_mb", self.min_total_memory_mb >= 0, "must be 0 or more"),
+            ("min_total_vcores", self.min_total_vcores >= 0, "must be 0 or more"),
         ]
         for name, ok, expectation in problems:
             if not ok:

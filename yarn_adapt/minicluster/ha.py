@@ -66,6 +66,11 @@ def ha_yarn_site(ports: dict[str, Ports], rm_id: str | None) -> dict[str, str]:
         # to land on the active RM.
         "yarn.scheduler.configuration.store.class": "memory",
         "yarn.timeline-service.enabled": "false",
+        # A NodeManager (or client) that finds the standby fails over to the other
+        # member after a back-off that defaults to the RM retry interval (30 s in the
+        # NodeManager); 0.2-1 s here, or each fail-over costs the tests a minute.
+        "yarn.client.failover-sleep-base-ms": "200",
+        "yarn.client.failover-sleep-max-ms": "1000",
     }
     for member, member_ports in ports.items():
         properties[f"yarn.resourcemanager.hostname.{member}"] = HOST

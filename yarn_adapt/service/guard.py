@@ -104,6 +104,8 @@ def decision_settings(section: ColocationSection) -> GuardSettings:
             cooldown_s=section.cooldown_s,
             stale_after_s=section.stale_after_s,
             millicores_per_vcore=section.millicores_per_vcore,
+            min_total_memory_mb=section.min_total_memory_mb,
+            min_total_vcores=section.min_total_vcores,
         )
     except ValueError as exc:  # also an unknown policy
         raise SettingsError(f"[colocation] {exc}") from exc

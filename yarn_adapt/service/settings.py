@@ -216,6 +216,8 @@ class ColocationSection:
     reclaim_ttl_s: float = 0.0
     verify_timeout_s: float = 30.0
     dynamic_resources_file: str = ""  # mirror the guard's totals there ("": off)
+    min_total_memory_mb: int = 1024  # the RM's yarn.scheduler.minimum-allocation-mb
+    min_total_vcores: int = 1  # the RM's yarn.scheduler.minimum-allocation-vcores
     refresh_nodes_resources_command: tuple[str, ...] = MIRROR_REFRESH_COMMAND
     stated_demand: tuple[str, ...] = ()
     warm_start: tuple[str, ...] = ()
