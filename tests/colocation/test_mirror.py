@@ -1,10 +1,12 @@
 """The guard's totals mirrored into ``dynamic-resources.xml`` (issue 30): the operator's
 own entries kept, the file put back as it was once the guard holds no node; on the real
-mini YARN, a ResourceManager restarted after its NodeManager forgot the guard's total
-(a NodeManager restart) gives the node the guard's total from its first answer."""
+mini YARN, the RM re-reads the file after every change, so a NodeManager that restarts
+registers with the guard's total, and a restarted ResourceManager gives the node the
+guard's total from its first answer."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -112,9 +114,15 @@ def test_a_restarted_rm_starts_from_the_mirrored_total(
         try:
             assert actuator.act(GuardPlan(0.0, (decision,)))[node_id].result is Result.DONE
             assert read_properties(mirrored)[NODES] == node_id
-            cluster.restart_nodemanager(0)  # forgets: registers with its own total
-            assert totals(cluster)[node_id] == WHOLE
-            cluster.restart_resourcemanager()  # reads dynamic-resources.xml as it starts
+            # the RM re-read the file at once: a restarting NodeManager registers with
+            # the guard's total (without the mirror YARN forgets it: test_guard_restarts)
+            cluster.restart_nodemanager(0)
+            assert totals(cluster)[node_id] == FLOOR
+            # a restarted RM reads the file as it starts: the guard's total at once, even
+            # when the NodeManager was last told another one (here: its whole total)
+            cluster.set_node_resource(node_id, WHOLE.memory_mb, WHOLE.vcores)
+            time.sleep(2.0)  # a heartbeat or two: the NodeManager now carries WHOLE
+            cluster.restart_resourcemanager()
             assert totals(cluster)[node_id] == FLOOR
         finally:
             outcomes = restore_journalled(rm, state_dir)

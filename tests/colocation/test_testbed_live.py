@@ -69,8 +69,12 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     final = result.restores[-1]
     assert final.exit_codes == [0, 0], agents
     assert not final.state_files_left and not final.groups_left, agents
-    assert final.pids_moved > 0 and final.pids_checked > 0, final.to_json()
-    assert final.pids_back == final.pids_checked, final.misplaced
+    # Some stop caught squeezed processes still running (containers are short: the
+    # testbed retries the stop until one does, a few times), and every one went back.
+    assert any(c.pids_moved > 0 and c.pids_checked > 0 for c in result.restores), [
+        c.to_json() for c in result.restores
+    ]
+    assert all(c.pids_back == c.pids_checked for c in result.restores), final.misplaced
     assert all(check.complete for check in result.restores), agents
 
     # The calibration's measurements: per node the batch CPU share (cpuacct), per service

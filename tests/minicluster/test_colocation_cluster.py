@@ -5,6 +5,8 @@ fact the guard must notice after a restart."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from yarn_adapt.minicluster import MiniCluster
@@ -41,5 +43,6 @@ def test_a_restarted_resourcemanager_gets_the_lowered_total_back_from_the_nodema
     cluster = colocation_cluster
     node_id = cluster.nodemanager_id(0)
     cluster.set_node_resource(node_id, 1024, 1)
+    time.sleep(2.0)  # a NodeManager heartbeat or two: its answer tells the new total
     cluster.restart_resourcemanager()
     assert total_of(cluster, node_id) == (1024, 1)

@@ -6,8 +6,9 @@ registers afresh (after its restart; or after an RM restart that follows one) br
 the total it is configured with -- unless the RM lists the node in
 ``dynamic-resources.xml`` (YARN-998), which it reads when it starts (and on ``yarn
 rmadmin -refreshNodesResources``) and applies to a node as it registers. With the
-mirror, a restarted RM starts from the guard's totals instead of waiting for the
-guard's next cycle to push them again.
+mirror (re-read at once, below), a restarted RM starts from the guard's totals and a
+restarting NodeManager registers with them, instead of waiting for the guard's next
+cycle to push them again.
 
 The file holds, for every node the guard holds lowered, its total with an overcommit
 timeout of -1 (``yarn.resource.dynamic.<node>.memory`` / ``.vcores`` /
