@@ -38,7 +38,9 @@ SAMPLES = [
 
 
 @pytest.mark.parametrize(
-    ("path", "fmt", "loader"), SAMPLES, ids=lambda v: getattr(v, "name", str(v))
+    ("path", "fmt", "loader"),
+    SAMPLES,
+    ids=lambda v: getattr(v, "name", None) or getattr(v, "__name__", str(v)),
 )
 def test_detect_and_load_every_sample(path: Path, fmt: str, loader: object) -> None:
     assert detect_format(path) == fmt
