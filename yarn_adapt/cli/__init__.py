@@ -44,7 +44,7 @@ def cli(debug: bool, verbose: bool) -> None:
 @click.argument("name", required=False)
 @click.option("--quick", is_flag=True, help="A small version that finishes in under a minute.")
 @click.option("--trace", type=click.Path(path_type=Path), help="Another workload file.")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--set",
     "settings",

@@ -29,7 +29,7 @@ SECONDS = "SECONDS"
 
 @dataclass(frozen=True)
 class Meaning:
-    metavar: str
+    metavar: str | None  # None: click's own (INTEGER for an int)
     what: str
     default: object = None  # checked when not None
 
@@ -43,6 +43,7 @@ MEANINGS: dict[str, Meaning] = {
     "--history": Meaning("URL", "the JobHistory web address"),
     "--interval": Meaning(SECONDS, "the tuning interval"),
     "--min-improvement": Meaning("FRACTION", "the gain a group needs (0.05 = 5 %)", 0.05),
+    "--seed": Meaning(None, "the random seed, 0 everywhere", 0),
 }
 
 TIME_WORDS = frozenset(

@@ -109,9 +109,12 @@ def sim_command(
     trace: Path | None, config_path: Path, nodes: int, containers_per_node: int, queues: str | None,
     until_s: float | None, lenient: bool, seed: int, placement: str, as_json: bool,
 ) -> None:  # fmt: skip
-    """Print job latency statistics per queue for TRACE under CONFIG."""
+    """Replay a trace (--trace, default the bundled FB-2009 day) on a simulated
+    cluster running --scheduler-file; print job latency per queue."""
     if nodes <= 0 or containers_per_node <= 0:
         raise InputError("--nodes and --containers-per-node must be positive")
+    if until_s is not None and not until_s > 0:
+        raise InputError(f"--until must be a positive number of seconds, got {until_s:g}")
     config = load_scheduler_config(config_path)
     workload = within_hours(
         load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed),

@@ -14,7 +14,8 @@ SHORT_NOTE = 90
 
 
 def duration(seconds: float | None) -> str:
-    """``1 m 12 s``, ``2 h 5 m``, ``8.4 s``, ``0.35 s``; ``-`` when unknown."""
+    """``1 m 12 s``, ``2 h 5 m``, ``3 d 4 h``, ``8.4 s``, ``0.35 s``; ``-`` when
+    unknown, ``never`` when infinite."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:
         return "-" if seconds is None or math.isnan(seconds) or seconds < 0 else "never"
     if seconds < 0.01:
@@ -24,6 +25,9 @@ def duration(seconds: float | None) -> str:
     whole = round(seconds)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
+    if hours >= 48:
+        days, hours = divmod(hours, 24)
+        return f"{days:,} d {hours} h" if hours else f"{days:,} d"
     if hours:
         return f"{hours} h {minutes} m" if minutes else f"{hours} h"
     if minutes:
