@@ -40,7 +40,7 @@ from yarn_adapt.service.web.console import (
     latency_chart,
     open_proposal,
     paired_chart,
-    predicted_vs_realized,
+    predicted_vs_realised,
     queue_rows,
     running_config,
     standing_words,
@@ -88,7 +88,7 @@ def build_charts(service: Service) -> dict[str, Any]:
     return {
         "latency": latency_chart(store.latency_series(CHART_ROUNDS), applies, rounds),
         "usage": usage_chart(store.usage_series(CHART_ROUNDS), leaves),
-        "predicted": paired_chart(predicted_vs_realized(proposals, store.realized())),
+        "predicted": paired_chart(predicted_vs_realised(proposals, store.prediction_errors())),
     }
 
 
@@ -196,7 +196,7 @@ def console_blueprint(service: Service) -> Blueprint:
         if not auth.form_is_genuine(request, current_app.config["PUBLIC_ORIGIN"]):
             return render_template("error.html", message="the form is stale or foreign"), 403
         try:
-            created = revert(service, version_id, "operator (web)")
+            created = revert(service, version_id, access.page_actor())
         except ProposalNotFound as exc:
             return render_template("error.html", message=exc.one_line()), 404
         except YarnAdaptError as exc:
@@ -280,7 +280,7 @@ def console_blueprint(service: Service) -> Blueprint:
         refused = access.operator_refusal(service)
         if refused is not None:
             return refused
-        created = revert(service, version_id, "api")
+        created = revert(service, version_id, access.api_actor(service))
         places = standings(store.all_applies())
         summary = proposal_summary(created, places.get(created.id), store.origins().get(created.id))
         summary["standing"] = standing_words(created, None, store.origins().get(created.id))
