@@ -167,7 +167,7 @@ def test_the_demo_review_loop_waits_for_the_operator(tmp_path: Path, chromium: A
     worker.start()
     try:
         waiting = _line(lines, "waits for your review")
-        assert any(f"with the one-time token: {TOKEN}" in line for line in lines)
+        assert any(f"with this run's token: {TOKEN}" in line for line in lines)
         url = re.search(r"(http://127\.0\.0\.1:\d+)/proposals/(\d+)", waiting)
         assert url is not None
         time.sleep(0.3)

@@ -105,6 +105,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
     from yarn_adapt.cli.observe import observe_command
+    from yarn_adapt.cli.operator_token import operator_token_group
     from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
@@ -124,6 +125,7 @@ def _register_commands() -> None:
         testbed_command,
         agent_group,
         agent_token_group,
+        operator_token_group,
     ):
         cli.add_command(command)
 

@@ -84,14 +84,21 @@ def _queue_lines(root: QueueStatus, depth: int = 0) -> list[str]:
 
 
 def _queue_text(queue: QueueStatus) -> str:
+    """One queue: its guarantee, then what it holds -- as resources, as a share of the
+    cluster (the page's figure) and of its own guarantee (the RM's usedCapacity),
+    each named for what it is."""
     parts = [queue.name, queue.state or ""]
     if queue.capacity is not None:
         parts.append(f"capacity {queue.capacity:g}% (max {queue.maximum_capacity:g}%)")
     if queue.scheduling_policy:
         parts.append(f"policy {queue.scheduling_policy}")
+    shares = []
+    if queue.absolute_used_capacity is not None:
+        shares.append(f"{queue.absolute_used_capacity:.1f}% of the cluster")
     if queue.used_capacity is not None:
-        parts.append(f"used {queue.used_capacity:.1f}%")
-    parts.append(f"used {queue.used}  apps {queue.num_applications}")
+        shares.append(f"{queue.used_capacity:.1f}% of its guarantee")
+    held = f"holds {queue.used}" + (f" ({', '.join(shares)})" if shares else "")
+    parts.append(f"{held}  apps {queue.num_applications}")
     return "  ".join(part for part in parts if part)
 
 

@@ -324,6 +324,10 @@ def submitted_by(cluster: SimulatedCluster, time_s: float) -> list[str]:
     return [job.id for job in cluster.specs.values() if job.submit_s < time_s]
 
 
+class StopJudging(Exception):
+    """Raised by a replay's ``on_segment`` to end the judging early."""
+
+
 def static_replay(
     options: DemoOptions,
     cluster: SimulatedCluster,

@@ -92,7 +92,7 @@ class Section:
     id: str
     title: str
     template: str
-    build: Callable[[Service], dict[str, Any]]
+    build: Callable[[Service], dict[str, Any] | None]  # None: nothing to show
 
 
 SECTIONS: list[Section] = []
@@ -107,6 +107,44 @@ def add_section(section: Section, *, after: str | None = None) -> None:
 
 
 # --------------------------------------------------------------------------- words
+
+
+def run_words(summary: dict[str, Any]) -> dict[str, Any]:
+    """The demo's summary of its run (its last JSON line) in words, for the page."""
+    tuned = summary.get("realised_latency_tuned_s")
+    static = summary.get("realised_latency_static_s")
+    held, checked = summary.get("ranges_held", 0), summary.get("ranges_checked", 0)
+    median = summary.get("prediction_error_median_ratio")
+    utilisation = summary.get("utilisation_ratio")
+    return {
+        "complete": bool(summary.get("complete")),
+        "rounds": summary.get("rounds"),
+        "simulated": duration(summary.get("simulated_s")),
+        "jobs": summary.get("realised_jobs"),
+        "tuned": duration(tuned) if tuned is not None else "",
+        "static": duration(static) if static is not None else "",
+        "tuned_s": tuned,
+        "open_tuned": summary.get("open_jobs_tuned"),
+        "open_static": summary.get("open_jobs_static"),
+        "proposals": summary.get("proposals", 0),
+        "applied": summary.get("applied", 0),
+        "errors": [
+            {
+                "proposal": e["proposal"],
+                "predicted": duration(e.get("predicted_s")),
+                "realised": duration(e.get("realised_s")),
+                "jobs": e.get("jobs"),
+                "off": f"{e.get('error_ratio', 0.0):.0%}",
+            }
+            for e in summary.get("proposal_errors", [])
+        ],
+        "median_error": f"{median:.0%}" if median is not None else "",
+        "ranges": f"{held} of {checked}" if checked else "",
+        "coverage": percent(100.0 * held / checked, 0) if checked else "",
+        "nodes": summary.get("nodes"),
+        "utilisation": percent(100.0 * utilisation, 0) if utilisation is not None else "",
+        "decisions": ", ".join(f"{k} {v}" for k, v in summary.get("decisions", {}).items()),
+    }
 
 
 def change_words(change: ConfigChange) -> dict[str, str]:

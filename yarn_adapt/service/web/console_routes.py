@@ -42,6 +42,7 @@ from yarn_adapt.service.web.console import (
     paired_chart,
     predicted_vs_realised,
     queue_rows,
+    run_words,
     running_config,
     standing_words,
     usage_chart,
@@ -108,8 +109,18 @@ def build_rounds(service: Service) -> dict[str, Any]:
     return {"rounds": [round_view(r) for r in service.store.rounds(limit=10)]}
 
 
+def build_run(service: Service) -> dict[str, Any] | None:
+    """The demo's judgement of its run (None outside the demo: no section)."""
+    found = service.store.run_summary()
+    if found is None:
+        return None
+    at, summary = found
+    return {"at": at, **run_words(summary)}
+
+
 def _register_default_sections() -> None:
     for section in (
+        Section("run", "This demo run, judged", "section_run.html", build_run),
         Section("queues", "Queues", "section_queues.html", build_queues),
         Section("charts", "Latency and usage", "section_charts.html", build_charts),
         Section("proposals-section", "Proposals", "section_proposals.html", build_proposals),
@@ -123,7 +134,9 @@ _register_default_sections()
 
 
 def overview(service: Service) -> list[tuple[Section, dict[str, Any]]]:
-    return [(section, section.build(service)) for section in SECTIONS]
+    """Each section with what it shows (a section with nothing to show is left out)."""
+    built = ((section, section.build(service)) for section in SECTIONS)
+    return [(section, s) for section, s in built if s is not None]
 
 
 # --------------------------------------------------------------------------- reverting
