@@ -65,7 +65,6 @@ OTHER_UNIT_SUFFIXES = frozenset({"min", "mins", "minutes", "hour", "hours", "h",
 NOT_DATA: dict[str, str] = {
     "serve": "runs the service (--once prints its round as JSON)",
     "demo": "a tour; its last line is a JSON summary",
-    "recover": "finishes or rolls back an interrupted apply and says which",
     "agent run": "runs the node agent until stopped (logs on stderr, figures on /metrics)",
     "agent restore": "restores the limits a previous agent run left and says which",
 }
