@@ -238,6 +238,7 @@ def test_json_keys_carry_their_unit(command: str, env: Env) -> None:
         ({"decision_ms_mean": 0.01}, 1),  # the unit goes last
         ({"queues": {"a": {"mean_s": 1.5, "share": 0.4}}}, 0),  # a named score
         ({"errors": [0.1, 0.25]}, 1),
+        ({"error_ratios": [0.1, 0.25]}, 0),  # a list says its unit in the plural
         ({"window_min": 2}, 1),  # minutes are no unit of ours
     ],
 )

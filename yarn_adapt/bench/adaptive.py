@@ -45,9 +45,14 @@ Protocol.
 * ``interval_coverage``: every interval's prediction for the group -- under the
   configuration that then ran its jobs in progress -- carries the likely range the
   service states (:mod:`yarn_adapt.service.intervals`: 80 %, calibrated on the
-  run's predictions already checked, a wide prior before); the share of checked
-  predictions whose jobs' realised mean fell inside it, over every run (none with
-  the forecast, whose hypothetical jobs never realise). ``ranges_checked``: how many.
+  predictions already checked, a wide prior before 3). The record of checks carries
+  over from run to run in the order they run, as a service's carries over from round
+  to round; a run's predictions check only once their jobs finish, so within one
+  short run most would be stated under the prior. ``interval_coverage`` is the share
+  of checked predictions whose jobs' realised mean fell inside the range,
+  ``interval_coverage_calibrated`` the same over those ranged from checks
+  (``ranges_checked``, ``ranges_calibrated``: how many); none with the forecast, whose
+  hypothetical jobs never realise.
 * Google (§4.5.2, paper 1.94x): the same comparison on a multi-group cluster,
   group level and cluster level (the DP), replaying a Google 2011 trace --
   :mod:`yarn_adapt.bench.google_cluster`; its figures are the ``google_*`` keys
@@ -283,12 +288,15 @@ def adaptive_latency(
     cluster: ClusterSpec,
     interval_s: float,
     forecast: int = 0,
+    record: list[float] | None = None,
 ) -> TunedRun:
     """Mean job latency when the tuner re-configures every ``interval_s``
     (``forecast``: how many intervals ahead it forecasts, 0 for none), how many
     times it changed the configuration, how many jobs did not finish, and (without
     the forecast, whose hypothetical jobs are not a population that can realise)
-    each change's |predicted - realised| / realised on the jobs it predicted for."""
+    each change's |predicted - realised| / realised on the jobs it predicted for.
+    ``record``: the log ratios checked before (the likely ranges' calibration),
+    extended with this run's."""
     space = adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
     # start inside the tuner's own space (the even split), not from the base file:
     # a Capacity base lets queues reach 90 %, which the held baselines cannot
@@ -303,7 +311,7 @@ def adaptive_latency(
     )
     changes = 0
     predictions: list[tuple[tuple[str, ...], float]] = []
-    ledger = PredictionLedger()
+    ledger = PredictionLedger(earlier=record or ())
     prior = scenario.model.error.sigma if scenario.model.error is not None else 0.0
     while not simulated.done and simulated.clock_s < 50 * SPAN_S:
         simulated.advance(interval_s)
@@ -320,6 +328,8 @@ def adaptive_latency(
             if not forecast:
                 predictions.append((jobs, proposal.cluster_after_s))
     ledger.observe(_finished(simulated), simulated.config, math.inf)
+    if record is not None:
+        record[:] = ledger.log_ratios()
     latencies = [j.latency_s for j in simulated.finished if j.latency_s is not None]
     unfinished = len(scenario.workload.jobs) - len(latencies)
     latencies += [50 * SPAN_S] * unfinished
@@ -329,6 +339,7 @@ def adaptive_latency(
         unfinished,
         _errors(simulated, predictions),
         ledger.coverage(),
+        ledger.coverage(calibrated_only=True),
     )
 
 
@@ -355,7 +366,7 @@ def _stated(
         RoundPrediction(
             at_s, d.group, jobs, d.before_s, d.after_s,
             calibration.range_of(d.before_s), calibration.range_of(d.after_s),
-            proposed,
+            proposed, calibration.calibrated,
         )
         for d in proposal.groups
         if d.triggered and jobs and math.isfinite(d.before_s)
@@ -369,6 +380,7 @@ class TunedRun:
     unfinished: int
     errors: tuple[float, ...]
     ranges: tuple[int, int] = (0, 0)  # predictions inside their likely range, of checked
+    calibrated: tuple[int, int] = (0, 0)  # the same, of those ranged from checks
 
 
 def _errors(
@@ -427,13 +439,19 @@ class Row:
     wall_s: float
     errors: tuple[float, ...] = ()
     ranges: tuple[int, int] = (0, 0)
+    calibrated: tuple[int, int] = (0, 0)
 
     @property
     def vs_best_static(self) -> float:
         return self.static_best_s / self.adaptive_s
 
 
-def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0) -> list[Row]:
+def run_scenario(
+    scenario: Scenario,
+    intervals: Sequence[int],
+    forecast: int = 0,
+    record: list[float] | None = None,
+) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()
     statics = run_statics(scenario, base, cluster)
@@ -443,7 +461,7 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0
     rows = []
     for minutes in intervals:
         began = time.perf_counter()
-        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast)
+        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast, record)
         adaptive = tuned.latency_s
         ratios = [s / adaptive for s in statics.latencies]
         rows.append(
@@ -464,6 +482,7 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0
                 time.perf_counter() - began,
                 tuned.errors,
                 tuned.ranges,
+                tuned.calibrated,
             )
         )
         log.info("%s", rows[-1])
@@ -513,6 +532,9 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     held, checked = sum(r.ranges[0] for r in rows), sum(r.ranges[1] for r in rows)
     found["interval_coverage"] = round(held / checked, 3) if checked else None
     found["ranges_checked"] = checked
+    held, calibrated = sum(r.calibrated[0] for r in rows), sum(r.calibrated[1] for r in rows)
+    found["interval_coverage_calibrated"] = round(held / calibrated, 3) if calibrated else None
+    found["ranges_calibrated"] = calibrated
     found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3) if rows else None
     return found
 
@@ -566,13 +588,14 @@ def swim_latency(options: BenchOptions) -> BenchResult:
     elastic = options.extra.get("elastic", "no") == "yes"
     only = options.extra.get("scheduler")
     forecast = forecast_setting(options.extra.get("forecast", "no"))
+    record: list[float] = []  # the likely ranges' calibration, carried from run to run
     for scenario in scenarios(path, options.seed, sizes, load):
         scenario = replace(scenario, elastic=elastic)
         if options.quick and scenario.setting.queue_count == 4:
             continue
         if only is not None and scenario.setting.scheduler.value != only:
             continue
-        rows += run_scenario(scenario, intervals, forecast)
+        rows += run_scenario(scenario, intervals, forecast, record)
         report("adaptive-latency scenario", len({r.scenario for r in rows}))
     table = [
         {

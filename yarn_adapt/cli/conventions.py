@@ -177,7 +177,8 @@ def _key_problems(key: str, item: object, path: str) -> list[str]:
     if _MID_UNIT.search(key) or _BAD_SUFFIX.search(key):
         return [f"{path}: a unit in the middle of the key, or one other than {JSON_UNITS}"]
     fractional = any(not float(n).is_integer() for n in numbers)
-    if fractional and not key.endswith(JSON_UNITS) and key not in JSON_SCORES:
+    plural = key.endswith(tuple(f"{unit}s" for unit in JSON_UNITS if not unit.endswith("s")))
+    if fractional and not (key.endswith(JSON_UNITS) or plural) and key not in JSON_SCORES:
         return [f"{path}: {numbers[0]!r} is no whole count: the key must end in its unit"]
     return []
 

@@ -400,7 +400,7 @@ def judged_so_far(service: Service, rounds: int) -> dict[str, Any]:
     found = summary(service, rounds, cluster.elapsed_s)
     checked = checked_proposals(service, cluster)
     errors = [c.error for c in checked]
-    held, stated = range_hits(service, cluster)
+    (held, stated), (held_calibrated, calibrated) = range_hits(service, cluster)
     found.update(
         nodes=len(cluster.cluster.nodes),
         utilisation_ratio=_rounded(utilisation(cluster) or math.nan),
@@ -419,6 +419,10 @@ def judged_so_far(service: Service, rounds: int) -> dict[str, Any]:
         ranges_held=held,
         ranges_checked=stated,
         interval_coverage=round(held / stated, 3) if stated else None,
+        ranges_calibrated=calibrated,
+        interval_coverage_calibrated=(
+            round(held_calibrated / calibrated, 3) if calibrated else None
+        ),
         decisions=decision_counts(service),
         complete=False,
     )
@@ -476,14 +480,17 @@ def ledger_of(service: Service) -> PredictionLedger | None:
     return ledger if isinstance(ledger, PredictionLedger) else None
 
 
-def range_hits(service: Service, cluster: SimulatedCluster) -> tuple[int, int]:
+def range_hits(
+    service: Service, cluster: SimulatedCluster
+) -> tuple[tuple[int, int], tuple[int, int]]:
     """How many checked predictions realised inside the likely range stated when
-    they were made, of how many: every round's, from the proposer's ledger after a
+    they were made, of how many -- all of them, and those whose range came from
+    checks rather than the prior: every round's, from the proposer's ledger after a
     last check on every job the replay finished so far (a proposer without a ledger:
-    the proposals' own checks)."""
+    the proposals' own checks, none calibrated)."""
     ledger = ledger_of(service)
     if ledger is None:
         judged = [c.inside for c in service.store.prediction_errors() if c.inside is not None]
-        return sum(1 for inside in judged if inside), len(judged)
+        return (sum(1 for inside in judged if inside), len(judged)), (0, 0)
     ledger.observe(finished_jobs(cluster).values(), cluster.config, cluster.clock_s)
-    return ledger.coverage()
+    return ledger.coverage(), ledger.coverage(calibrated_only=True)

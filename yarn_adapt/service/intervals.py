@@ -25,7 +25,11 @@ is calibrated on outcomes:
   ``p · exp(±z · σ)`` with ``σ`` the larger of the task-time model's measured error
   and :data:`PRIOR_SIGMA`: wide on purpose, until outcomes say otherwise.
 * **Coverage**: how many checked predictions realised inside the range stated when
-  they were made (the demo's and ``bench adaptive-latency``'s ``interval_coverage``).
+  they were made (the demo's and ``bench adaptive-latency``'s ``interval_coverage``),
+  and of those stated from checks rather than the prior
+  (``interval_coverage_calibrated``). A ledger may start from an earlier record of
+  checked log ratios (``earlier``): the bench carries one from run to run, as a
+  service carries its own from round to round.
 
 The ledger lives with the proposer (in memory: a restarted service starts from the
 prior again); the proposals' own checks are stored
@@ -183,6 +187,7 @@ class RoundPrediction:
     running_range: Range | None
     proposed_range: Range | None
     proposed: SchedulerConfig | None = None
+    calibrated: bool = False  # the ranges came from checks, not the prior
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,7 @@ class LedgerCheck:
     jobs: int
     low_s: float | None
     high_s: float | None
+    calibrated: bool = False
 
     @property
     def inside(self) -> bool | None:
@@ -229,6 +235,7 @@ def round_predictions(
             calibration.range_of(group.before_s),
             calibration.range_of(group.after_s),
             proposed if changes else None,
+            calibration.calibrated,
         )
         for group in groups
         if group.population
@@ -239,7 +246,8 @@ class PredictionLedger:
     """Every round's predictions, checked once their jobs finished; the calibration
     and the coverage they give (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, earlier: Sequence[float] = ()) -> None:
+        self.earlier = tuple(earlier)  # log ratios checked before this ledger began
         self._open: dict[tuple[float, str], tuple[RoundPrediction, str | None]] = {}
         self._finished: dict[str, FinishedJob] = {}
         self.checks: list[LedgerCheck] = []
@@ -278,13 +286,21 @@ class PredictionLedger:
         for stale in list(self._finished)[: max(excess, 0)]:
             del self._finished[stale]
 
-    def calibration(self, prior_sigma: float = PRIOR_SIGMA) -> Calibration:
-        ratios = tuple(c.log_ratio for c in self.checks if c.predicted_s > 0)
-        return Calibration(ratios, prior_sigma)
+    def log_ratios(self) -> tuple[float, ...]:
+        """Every checked log ratio, the earlier record's first."""
+        return (*self.earlier, *(c.log_ratio for c in self.checks if c.predicted_s > 0))
 
-    def coverage(self) -> tuple[int, int]:
-        """How many checked predictions realised inside their stated range, of how many."""
-        judged = [c.inside for c in self.checks if c.inside is not None]
+    def calibration(self, prior_sigma: float = PRIOR_SIGMA) -> Calibration:
+        return Calibration(self.log_ratios(), prior_sigma)
+
+    def coverage(self, *, calibrated_only: bool = False) -> tuple[int, int]:
+        """How many checked predictions realised inside their stated range, of how
+        many (``calibrated_only``: of those whose range came from checks)."""
+        judged = [
+            c.inside
+            for c in self.checks
+            if c.inside is not None and (c.calibrated or not calibrated_only)
+        ]
         return sum(1 for inside in judged if inside), len(judged)
 
     @property
@@ -310,5 +326,6 @@ def _check(prediction: RoundPrediction, ran: str, realised: Realised) -> LedgerC
     bounds = prediction.proposed_range if proposed else prediction.running_range
     low, high = bounds if bounds is not None else (None, None)
     return LedgerCheck(
-        prediction.at_s, prediction.group, ran, predicted, realised.mean_s, realised.jobs, low, high
-    )
+        prediction.at_s, prediction.group, ran, predicted, realised.mean_s, realised.jobs,
+        low, high, prediction.calibrated,
+    )  # fmt: skip

@@ -141,6 +141,7 @@ def run_words(summary: dict[str, Any]) -> dict[str, Any]:
         "median_error": f"{median:.0%}" if median is not None else "",
         "ranges": f"{held} of {checked}" if checked else "",
         "coverage": percent(100.0 * held / checked, 0) if checked else "",
+        "calibrated": summary.get("ranges_calibrated", 0),
         "nodes": summary.get("nodes"),
         "utilisation": percent(100.0 * utilisation, 0) if utilisation is not None else "",
         "decisions": ", ".join(f"{k} {v}" for k, v in summary.get("decisions", {}).items()),
