@@ -119,6 +119,13 @@ def test_an_older_database_gains_the_token_table(tmp_path: Path) -> None:
     Store(path).close()
     connection = sqlite3.connect(path)
     connection.execute("DROP TABLE agent_tokens")
+    for later in (  # what came after it
+        "DROP TABLE operator_tokens",
+        "DROP TABLE run_summary",
+        "ALTER TABLE audit DROP COLUMN reason",
+        "ALTER TABLE applies DROP COLUMN reason",
+    ):
+        connection.execute(later)
     connection.execute(f"PRAGMA user_version = {MIGRATIONS.index(SCHEMA_AGENT_TOKENS)}")
     connection.commit()
     connection.close()

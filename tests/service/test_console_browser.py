@@ -138,7 +138,8 @@ def test_a_version_diff_and_a_revert_through_the_review(
     assert "revert to version 1" in text_of(chromium, "standing")
     assert "(unset" not in text_of(chromium, "property-changes")
     assert service.backend.cluster.config.find("root.q1").capacity.percent == 70.0  # type: ignore[attr-defined]
-    click(chromium, "approve")
+    click(chromium, "approve")  # opens the confirmation
+    click(chromium, "confirm")
     assert text_of(chromium, "state") == "applied"
     assert service.backend.cluster.config.find("root.q1").capacity.percent == 50.0  # type: ignore[attr-defined]
 
@@ -175,7 +176,8 @@ def test_the_demo_review_loop_waits_for_the_operator(tmp_path: Path, chromium: A
         assert service.store.count_proposals(ProposalState.PENDING) == 1  # the rounds wait
         chromium.get(url.group(0))
         sign_in(chromium, TOKEN)
-        click(chromium, "approve")
+        click(chromium, "approve")  # opens the confirmation
+        click(chromium, "confirm")
         assert text_of(chromium, "state") == "applied"
         _line(lines, "rounds done; the page stays")
         chromium.get(url.group(1) + "/?refresh=off")

@@ -17,15 +17,6 @@ SHORT_NOTE = 90
 """Notes longer than this show their first sentence; the rest is behind a click."""
 
 
-def axis_seconds(seconds: float) -> str:
-    """A compact axis label: ``90 s``, ``300 s``, ``12.5 m``, ``1.5 h``."""
-    if seconds < 600:
-        return f"{seconds:g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f}".rstrip("0").rstrip(".") + " m"
-    return f"{seconds / 3600:.1f}".rstrip("0").rstrip(".") + " h"
-
-
 def when(timestamp: float | None) -> str:
     """Local time with its zone: ``2025-03-01 14:03:07 CET``."""
     if timestamp is None or not math.isfinite(timestamp) or timestamp <= 0:
