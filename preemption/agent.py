@@ -12,10 +12,18 @@ Every ``interval_s``:
    allocations from the NodeManager's list and MapReduce progress from the AM for
    squeezed tasks, read the target (:mod:`preemption.targets`) and, with a QoS
    model, infer the reclaim it needs (:mod:`preemption.qos`);
-2. **decide and act**: one interval of Algorithm 2 through
-   :class:`~preemption.node.NodeReclaimer` (the same code the simulator runs);
-3. **record**: log and count every event (:mod:`preemption.metrics`), append a QoS
-   sample, remove the cgroups of containers that ended.
+2. **isolate**: the isolation loop (:mod:`preemption.isolator`) reads the node's CPU
+   and memory counters and batch's own, and decides batch's caps (low CPU weight,
+   the suppress quota, a memory cap under pressure), whatever the target asks;
+3. **decide and act**: one interval of Algorithm 2 through
+   :class:`~preemption.node.NodeReclaimer` (the same code the simulator runs), which
+   writes each container's squeeze under its caps (the stricter of the two); the
+   agent's hierarchy gets its caps before the containers when its quota rises and
+   after them when it falls; then the services' memory protection and, only where
+   kills are allowed, the memory eviction;
+4. **record**: log and count every event (:mod:`preemption.metrics`), write the
+   status file (:mod:`preemption.status`), append a QoS sample, remove the cgroups of
+   containers that ended.
 
 On start it restores whatever a previous run left in the state file (a crash); on
 stop (SIGTERM) it restores every limit it changed and moves adopted processes back.
@@ -31,6 +39,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +54,7 @@ from preemption.cgroups.v2 import V2Backend
 from preemption.classify import AppFacts, classify
 from preemption.discovery import FoundContainer, containers_in_hierarchy, containers_in_tree
 from preemption.errors import CgroupError, CgroupUnsupported, KillFailed, RestoreIncomplete
+from preemption.isolator import IsolationReport, NodeIsolator, batch_cpuset
 from preemption.metrics import AgentMetrics
 from preemption.model import NOTHING, Amount, ContainerRef, Locality, TaskKind
 from preemption.node import (
@@ -61,13 +71,21 @@ from preemption.nodemanager import (
     NodeManagerWatch,
     VerifiedNodeManager,
 )
+from preemption.nodestat import NodeStat
 from preemption.procfs import ProcFs
 from preemption.reclaim import Decision, Status
 from preemption.settings import AgentSettings
 from preemption.statefile import RestoreReport, StateJournal, restore
+from preemption.status import (
+    Eviction,
+    SqueezedContainer,
+    squeeze_json,
+    status_document,
+    write_status,
+)
 from preemption.targets import Fetched, ServiceTarget, StandaloneTarget
 from preemption.yarnedge import NodeManagerClient, YarnEdge
-from yarn_adapt.errors import YarnError
+from yarn_adapt.errors import SettingsError, YarnError
 from yarn_adapt.yarn.http import HttpSettings
 
 if TYPE_CHECKING:
@@ -135,6 +153,8 @@ class AgentParts:
     nodemanager: NodeManagerSource | None = None  # None: the settings' (verified)
     metrics: AgentMetrics = field(default_factory=AgentMetrics)
     clock: Callable[[], float] = time.time
+    nodestat: NodeStat = field(default_factory=NodeStat)
+    status_file: Path | None = None  # None: no status file (dry run, most tests)
 
 
 @dataclass(frozen=True)
@@ -164,6 +184,13 @@ class Agent:
         )
         self.nodemanager = parts.nodemanager or host_nodemanager(settings, parts.procfs)
         self.killer = ListedOnly(parts.killer or parts.yarn or LoggingKiller())
+        isolation = settings.isolation_settings()
+        batch_cpus = batch_cpuset(isolation, parts.nodestat)
+        extra_keys = _checked_isolation(settings, self.backend.version, batch_cpus)
+        self.isolator = NodeIsolator(
+            self.backend, self.journal, self.killer, isolation, nodestat=parts.nodestat,
+            extra_keys=extra_keys,
+        )  # fmt: skip
         self.reclaimer = NodeReclaimer(
             self.backend,
             self.journal,
@@ -172,12 +199,16 @@ class Agent:
             NodeSettings(
                 node_cpu_millicores=node_cpu_millicores(settings),
                 retry_after_s=settings.reclaim.retry_after_s,
+                memory=settings.memory_policy(),
+                extra_keys=extra_keys,
             ),
         )
         self._kinds: dict[str, TaskKind] = {}
         self._progress: dict[str, tuple[float, float | None]] = {}
         self._qos = QosTraining(settings) if settings.qos.model != "off" else None
         self.last_report: TickReport | None = None
+        self.last_isolation: IsolationReport | None = None
+        self.evictions: deque[Eviction] = deque(maxlen=20)
 
     # ----------------------------------------------------------------- life cycle
 
@@ -187,7 +218,10 @@ class Agent:
     ) -> Agent:
         """The agent for this host, as the settings describe it. ``restore_only``: for
         ``agent restore``, which must work whatever the service's address or token
-        (it asks the service nothing)."""
+        (it asks the service nothing) and whatever the isolation settings this host's
+        cgroups cannot do (it isolates nothing)."""
+        if restore_only:
+            settings = settings.without_isolation()
         dry = settings.agent.dry_run if dry_run is None else dry_run
         backend: CgroupBackend = host_backend(settings)
         procfs = ProcFs()
@@ -212,6 +246,7 @@ class Agent:
             yarn=yarn,
             killer=killer,
             nodemanager=host_nodemanager(settings, procfs),
+            status_file=None if dry else settings.status_path(),
         )
         return cls(settings, parts)
 
@@ -266,7 +301,7 @@ class Agent:
         now = self.parts.clock()
         view = self.observe()
         if view.problem is not None:
-            return self._held(view.problem)
+            return self._held(now, view.problem)
         self.killer.listed = frozenset(view.nodemanager.running)
         managed = self._managed(now, view)
         fetched = self.parts.target.current()
@@ -274,20 +309,28 @@ class Agent:
             self.metrics.request_errors.labels(fetched.problem_kind or "malformed").inc()
             log.warning("reclaim target: %s (keeping the last valid one)", fetched.problem)
         inferred = self._infer(fetched, managed)
-        report = self.reclaimer.tick(now, managed, fetched.target, inferred)
+        plan = self.isolator.plan(managed)
+        early = self.isolator.before_children(plan)
+        report = self.reclaimer.tick(now, managed, fetched.target, inferred, plan.containers)
+        late = self.isolator.after_children(now, plan, managed)
+        isolation = self.isolator.report(plan, [*early, *late])
         self.metrics.record_tick(report)
-        for event in report.events:
+        self.metrics.record_isolation(isolation)
+        for event in (*report.events, *isolation.events):
             self._log(event)
+            self._remember_eviction(now, event)
         self._release_finished({container.container_id for container in view.containers})
         self._sample_qos(fetched, report)
-        self.last_report = report
+        self.last_report, self.last_isolation = report, isolation
+        self._write_status(now, None)
         return report
 
-    def _held(self, problem: str) -> TickReport:
+    def _held(self, now: float, problem: str) -> TickReport:
         """An interval the NodeManager could not vouch for: nothing is written, moved,
         restored or killed; every limit stays as it is until it can."""
         self.killer.listed = frozenset()
         self.metrics.untrusted.inc()
+        self._write_status(now, problem)
         last = self.last_report
         status = Status(
             desired=last.decision.status.desired if last else NOTHING,
@@ -441,12 +484,13 @@ class Agent:
         batch_cpu = 0.0
         batch_limits = 0
         batch_memory = 0.0
-        for tracked in self.reclaimer.tracked.values():
+        for container_id, tracked in self.reclaimer.tracked.items():
             if tracked.baseline is None:
                 return None
             batch_cpu += tracked.rate_millicores
             batch_memory += tracked.usage.memory_bytes / MIB
-            batch_limits += tracked.limit.cpu_millicores
+            # What batch may use: its squeeze, or the suppress loop's share if stricter.
+            batch_limits += self.reclaimer.effective_cpu_millicores(container_id)
         node = node_cpu_millicores(self.settings)
         return QosSample(load, max(0, node - batch_limits), batch_cpu, batch_memory, latency_ms)
 
@@ -459,6 +503,31 @@ class Agent:
             self._qos.add(sample)
 
     # ----------------------------------------------------------------- records
+
+    def _remember_eviction(self, now: float, event: Event) -> None:
+        if event.kind == "killed":
+            self.evictions.append(Eviction(now, event.container_id, event.cause, event.detail))
+
+    def _write_status(self, now: float, problem: str | None) -> None:
+        """The status file (:mod:`preemption.status`); a failure to write it is logged,
+        never fatal."""
+        path = self.parts.status_file
+        if path is None:
+            return
+        squeezed = [
+            SqueezedContainer(cid, t.baseline, t.limit, cid in self.reclaimer.state.blacklist)
+            for cid, t in sorted(self.reclaimer.tracked.items())
+            if t.baseline is not None and t.limit != t.baseline
+        ]
+        document = status_document(
+            node=self.settings.node_id, at_s=now, problem=problem,
+            isolation=self.last_isolation, squeeze=squeeze_json(self.last_report, squeezed),
+            evictions=list(self.evictions),
+        )  # fmt: skip
+        try:
+            write_status(path, document)
+        except OSError as error:
+            log.warning("status file %s not written: %s", path, error)
 
     def _record(self, event: Event) -> None:
         self.metrics.record_event(event)
@@ -513,6 +582,26 @@ class QosTraining:
 
 
 # ----------------------------------------------------------------- construction
+
+
+def _checked_isolation(
+    settings: AgentSettings, version: str, batch_cpus: str | None
+) -> tuple[str, ...]:
+    """The files the caps write beyond the backend's own; ``SettingsError`` for what
+    this host's cgroups cannot do."""
+    where = settings.source
+    if version == "v1" and settings.priority.service_cpus:
+        raise SettingsError(
+            f"{where}: [priority] service_cpus needs cgroup v2 (v1's cpuset is a hierarchy "
+            "of its own, which the agent does not manage)"
+        )
+    if version == "v1" and settings.memory.service_cgroups:
+        raise SettingsError(f"{where}: [memory] service_cgroups needs cgroup v2 (memory.low)")
+    if batch_cpus is None:
+        return ()
+    if not batch_cpus:
+        raise SettingsError(f"{where}: [priority] service_cpus leaves batch no CPU")
+    return ("cpuset.cpus",)
 
 
 def node_cpu_millicores(settings: AgentSettings) -> int:

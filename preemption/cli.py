@@ -2,10 +2,11 @@
 
 ``run`` starts the agent (restoring first what a crashed run left), ``restore`` puts
 back every limit a previous run changed, ``discover`` lists the containers the agent
-sees and how it classifies them. This module only parses options and prints; it
-lives in the agent's package so a node can run it without loading the rest of
-yarn-adapt's CLI (``yarn_adapt.cli`` imports the tuner), and ``yarn_adapt.cli``
-registers the same group as ``yarn-adapt agent``.
+sees and how it classifies them, ``status`` prints what the running agent does now
+(its status file: batch's quota, weights, memory caps, squeezes, evictions). This
+module only parses options and prints; it lives in the agent's package so a node
+can run it without loading the rest of yarn-adapt's CLI (``yarn_adapt.cli`` imports
+the tuner), and ``yarn_adapt.cli`` registers the same group as ``yarn-adapt agent``.
 """
 
 from __future__ import annotations
@@ -110,6 +111,22 @@ def discover_command(config_path: Path, as_json: bool) -> None:
     elif not rows:
         why = f": {view.problem}" if view.problem is not None else ""
         click.echo(f"no YARN containers on this node{why}")
+
+
+@agent_group.command("status")
+@CONFIG
+@click.option("--json", "as_json", is_flag=True, help="The status file as it is.")
+def status_command(config_path: Path, as_json: bool) -> None:
+    """What the running agent does now: isolation, squeezes, evictions."""
+    from preemption.settings import load_agent_settings
+    from preemption.status import read_status, status_lines
+
+    document = read_status(load_agent_settings(config_path).status_path())
+    if as_json:
+        click.echo(json.dumps(document, indent=1))
+        return
+    for line in status_lines(document):
+        click.echo(line)
 
 
 def _metrics_server(agent: Agent) -> WSGIServer | None:

@@ -19,6 +19,8 @@ state file, :mod:`preemption.requests` for the service's answers.
     │   │   ├── CgroupPermissionDenied (+PermissionError)
     │   │   └── CgroupUnsupported                   no such controller / file on this host
     │   ├── NodeManagerUntrusted                    the named process is not the NodeManager
+    │   ├── NodeStatError                           /proc/stat or /proc/meminfo unreadable
+    │   ├── StatusUnavailable                       no status file (is the agent running?)
     │   ├── ServiceUnreachable (+ConnectionError)   the service did not answer
     │   └── KillFailed                              the RM refused or did not answer a kill
     └── ApplyError / RollbackFailed        exit 5
@@ -72,6 +74,14 @@ class CgroupUnsupported(CgroupError):
 
 class NodeManagerUntrusted(AgentError):
     """The process named as the NodeManager failed a check (one line: which)."""
+
+
+class NodeStatError(AgentError):
+    """``/proc/stat`` or ``/proc/meminfo`` lacks what the isolation loop needs."""
+
+
+class StatusUnavailable(AgentError):
+    """The agent's status file is missing or is not one (``agent status``)."""
 
 
 class ServiceUnreachable(AgentError, ConnectionError):

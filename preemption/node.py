@@ -15,7 +15,17 @@ Per interval, :meth:`NodeReclaimer.tick`:
 4. calls :func:`preemption.reclaim.decide`;
 5. applies each ``SetLimit`` with :func:`apply_limit` (originals journalled first,
    only changed files written, a failed action rolled back), sends each ``Kill``;
-6. restores and forgets containers that are gone.
+6. brings every other container's files to its limit under the isolation loop's
+   :class:`ContainerCaps` (:mod:`preemption.isolator`: suppress quota, batch weight,
+   memory cap), through the same :func:`apply_limit`;
+7. restores and forgets containers that are gone.
+
+The isolation loop and Algorithm 2 meet in :func:`apply_limit` alone: the squeeze's
+file values tightened by the caps (:func:`preemption.cgroups.caps.capped`), so a
+container's effective limit is the stricter of the two, and its aliveness is judged
+against that effective limit (a task the suppress loop holds back is not hanging).
+A group's originals are forgotten only when every file it changed holds its original
+again.
 
 Failures are data: a vanished cgroup drops the task, a permission or other cgroup
 error sets the task aside for ``retry_after_s`` (excluded from selection) after
@@ -32,7 +42,8 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from preemption.aliveness import Verdict, check, cpu_rate_millicores
-from preemption.cgroups.base import MIB, Cgroup, CgroupBackend, Usage
+from preemption.cgroups.base import MIB, Cgroup, CgroupBackend, MemoryPolicy, Usage
+from preemption.cgroups.caps import NO_CAPS, Caps, capped
 from preemption.errors import CgroupError, CgroupPermissionDenied, CgroupVanished, KillFailed
 from preemption.model import NOTHING, Amount, BatchTask, Locality, ReclaimTarget, TaskSample
 from preemption.reclaim import (
@@ -65,6 +76,19 @@ class ManagedContainer:
     progress: float | None = None
 
 
+@dataclass(frozen=True)
+class ContainerCaps:
+    """What the isolation loop puts on one batch container this interval: ``caps``
+    written with its squeeze limit, and ``cpu_share_millicores``, the CPU the suppress
+    loop leaves it (its share of batch's quota), which its aliveness is judged against."""
+
+    caps: Caps = NO_CAPS
+    cpu_share_millicores: int | None = None
+
+
+NO_CONTAINER_CAPS = ContainerCaps()
+
+
 class Killer(Protocol):
     def kill(self, container_id: str, application_id: str, reason: str) -> None:
         """Kill the container the way YARN does; ``KillFailed`` if it could not."""
@@ -75,11 +99,13 @@ class Killer(Protocol):
 class Event:
     """Something worth a log line and a counter: ``kind`` is one of ``step``,
     ``blacklisted``, ``killed``, ``kill-failed``, ``vanished``, ``denied``, ``error``,
-    ``released``."""
+    ``released``. ``cause`` says why a container was killed: ``reclaim`` (Algorithm
+    2's last resort) or ``memory-pressure`` (the isolation loop's eviction)."""
 
     kind: str
     container_id: str
     detail: str = ""
+    cause: str = "reclaim"
 
 
 @dataclass(frozen=True)
@@ -114,6 +140,8 @@ class _Tracked:
 class NodeSettings:
     node_cpu_millicores: int
     retry_after_s: float = 60.0
+    memory: MemoryPolicy = field(default_factory=MemoryPolicy)
+    extra_keys: tuple[str, ...] = ()  # files the caps write beyond the backend's own
 
 
 class NodeReclaimer:
@@ -134,6 +162,7 @@ class NodeReclaimer:
         self.node = node
         self.state = EngineState()
         self.tracked: dict[str, _Tracked] = {}
+        self._caps: Mapping[str, ContainerCaps] = {}
 
     # ----------------------------------------------------------------- one interval
 
@@ -143,7 +172,10 @@ class NodeReclaimer:
         containers: Sequence[ManagedContainer],
         target: ReclaimTarget,
         inferred: Amount | None = None,
+        caps: Mapping[str, ContainerCaps] | None = None,
     ) -> TickReport:
+        """One interval; ``caps``: the isolation loop's, per container (none: no caps)."""
+        self._caps = caps or {}
         events: list[Event] = []
         present = self._observe(now_s, containers, events)
         self._forget_departed(present, events)
@@ -161,7 +193,19 @@ class NodeReclaimer:
         decision = decide(self.state, seen, self.settings)
         self.state = decision.state
         self._act(now_s, decision, tasks, events)
+        self._apply_caps(now_s, present, events)
         return TickReport(decision, tuple(events), len(tasks), self.reclaimed(tasks))
+
+    def caps_of(self, container_id: str) -> ContainerCaps:
+        return self._caps.get(container_id, NO_CONTAINER_CAPS)
+
+    def effective_cpu_millicores(self, container_id: str) -> int:
+        """The CPU a squeezed container may use now: the stricter of its squeeze limit
+        and the share the suppress loop leaves it."""
+        tracked = self.tracked[container_id]
+        share = self.caps_of(container_id).cpu_share_millicores
+        limit = tracked.limit.cpu_millicores
+        return limit if share is None else min(limit, share)
 
     def reclaimed(self, tasks: Mapping[str, BatchTask]) -> Amount:
         """What squeezed tasks give now (limits as applied) plus what kills freed."""
@@ -193,7 +237,8 @@ class NodeReclaimer:
         return present
 
     def _read(self, group: Cgroup) -> tuple[dict[str, str], Usage]:
-        values = {key: self.backend.read(group, key) for key in self.backend.read_keys}
+        keys = (*self.backend.read_keys, *self.node.extra_keys)
+        values = {key: self.backend.read(group, key) for key in keys}
         return values, self.backend.usage(group)
 
     def _track(
@@ -274,7 +319,7 @@ class NodeReclaimer:
                 tracked.previous_sample,
                 tracked.last_sample,
                 rate_before_millicores=tracked.rate_before_step if container_id in planned else 0.0,
-                limit_millicores=tracked.limit.cpu_millicores,
+                limit_millicores=self.effective_cpu_millicores(container_id),
                 progress_moved_at_s=tracked.progress_moved_at_s,
                 settings=self.settings.aliveness,
             )
@@ -316,16 +361,8 @@ class NodeReclaimer:
     def _set_limit(self, now_s: float, action: SetLimit, events: list[Event]) -> None:
         tracked = self.tracked[action.container_id]
         assert tracked.baseline is not None
-        try:
-            written = apply_limit(
-                self.backend, self.journal, tracked.group, action.limit, tracked.baseline,
-                tracked.values, tracked.usage,
-            )  # fmt: skip
-        except CgroupVanished as gone:
-            events.append(Event("vanished", action.container_id, gone.one_line()))
-            return
-        except CgroupError as error:
-            self._set_aside(action.container_id, now_s, error, events)
+        written = self._write(now_s, action.container_id, action.limit, events)
+        if written is None:
             return
         stepping_down = action.limit.cpu_millicores < tracked.limit.cpu_millicores or (
             action.limit.memory_mb < tracked.limit.memory_mb
@@ -337,7 +374,40 @@ class NodeReclaimer:
         kind = "step" if stepping_down else "released"
         events.append(Event(kind, action.container_id, f"{action.limit}: {action.reason}"))
         tracked.limit = action.limit
+
+    def _write(
+        self, now_s: float, container_id: str, limit: Amount, events: list[Event]
+    ) -> dict[str, str] | None:
+        """``limit`` under the container's caps written; None if the write failed
+        (the container vanished, or is set aside)."""
+        tracked = self.tracked[container_id]
+        baseline = tracked.baseline if tracked.baseline is not None else limit
+        try:
+            written = apply_limit(
+                self.backend, self.journal, tracked.group, limit, baseline,
+                tracked.values, tracked.usage, self.caps_of(container_id).caps,
+                self.node.memory,
+            )  # fmt: skip
+        except CgroupVanished as gone:
+            events.append(Event("vanished", container_id, gone.one_line()))
+            return None
+        except CgroupError as error:
+            self._set_aside(container_id, now_s, error, events)
+            return None
         tracked.values.update(written)
+        return written
+
+    def _apply_caps(
+        self, now_s: float, present: Mapping[str, ManagedContainer], events: list[Event]
+    ) -> None:
+        """Every container's files brought to its limit under its caps (only what
+        differs is written; a container set aside is left alone)."""
+        for container_id in present:
+            tracked = self.tracked.get(container_id)
+            if tracked is None or tracked.set_aside_until_s > now_s:
+                continue
+            limit = tracked.limit if tracked.baseline is not None else NOTHING
+            self._write(now_s, container_id, limit, events)
 
     def _set_aside(
         self, container_id: str, now_s: float, error: CgroupError, events: list[Event]
@@ -383,18 +453,24 @@ def apply_limit(
     baseline: Amount,
     current: Mapping[str, str],
     usage: Usage,
+    caps: Caps = NO_CAPS,
+    policy: MemoryPolicy | None = None,
 ) -> dict[str, str]:
-    """Write the files that must change for ``limit``; journal each original first.
+    """Write the files that must change for ``limit`` under ``caps`` (the stricter of
+    the two, :func:`~preemption.cgroups.caps.capped`); journal each original first.
+    A limit at (or above) the baseline and no caps write the originals back.
 
     Returns the values written. If a write fails, the keys already written in this
-    call are put back to the values they had, then the error is raised.
+    call are put back to the values they had, then the error is raised. Once every
+    file holds its original again the group's originals are forgotten.
     """
     recorded = journal.originals_of(group)
     originals = {key: recorded.get(key, value) for key, value in current.items()}
-    desired = backend.desired_values(limit, baseline, originals, usage)
+    desired = desired_for(backend, journal, group, limit, baseline, current, usage, caps, policy)
+    keys = [*backend.limit_keys, *(key for key in desired if key not in backend.limit_keys)]
     written: list[tuple[str, str]] = []
     try:
-        for key in backend.limit_keys:
+        for key in keys:
             if key in desired and desired[key] != current.get(key):
                 journal.remember_original(group, key, current[key])
                 backend.write(group, key, desired[key])
@@ -402,9 +478,28 @@ def apply_limit(
     except CgroupError:
         _roll_back(backend, group, written)
         raise
-    if limit.covers(baseline):
+    if all(desired[key] == originals.get(key, desired[key]) for key in desired):
         journal.forget_values(group)
     return {key: desired[key] for key, _ in written}
+
+
+def desired_for(
+    backend: CgroupBackend,
+    journal: StateJournal,
+    group: Cgroup,
+    limit: Amount,
+    baseline: Amount,
+    current: Mapping[str, str],
+    usage: Usage,
+    caps: Caps = NO_CAPS,
+    policy: MemoryPolicy | None = None,
+) -> dict[str, str]:
+    """The file values for ``limit`` under ``caps``, from the group's originals (the
+    journal's where it has them, else the current values)."""
+    recorded = journal.originals_of(group)
+    originals = {key: recorded.get(key, value) for key, value in current.items()}
+    squeezed = backend.desired_values(limit, baseline, originals, usage)
+    return capped(squeezed, originals, usage, caps, policy or MemoryPolicy())
 
 
 def _roll_back(backend: CgroupBackend, group: Cgroup, written: list[tuple[str, str]]) -> None:

@@ -12,12 +12,20 @@ from ``YARN_ADAPT_AGENT_TOKEN``, else ``[service] token_file``, which must be mo
 never logged. A ``[service] url`` that is not on this host (loopback) must be
 ``https``: the token must not cross the network in clear.
 
+Isolation (``[priority]``, ``[suppress]``, ``[memory]``, :mod:`preemption.isolation`):
+on by default, whatever the guard asks: batch's CPU weight low, its CPU suppressed to
+``capacity x target_utilisation`` minus what everything else uses, and its memory
+capped under memory pressure. ``[priority] service_cpus`` (an exclusive cpuset for
+the services, cgroup v2 only) is off unless set.
+
 Kills: the agent never kills by default (``[yarn] kill = "never"``). Only with
 ``kill = "container"`` or ``"application"`` *and* ``[yarn] rm`` set, in either mode
 (``standalone``, or ``service``: the guard's reclaim requests), does it ask the RM to
 kill, and only a container the NodeManager lists as running: with a gradual strategy
 after the demand has stayed unmet for ``[reclaim] grace_period_s`` with nothing left
-to squeeze (one per ``kill_cooldown_s``); with ``strategy = "Kill"`` at once.
+to squeeze (one per ``kill_cooldown_s``); with ``strategy = "Kill"`` at once. The
+memory eviction (after batch was capped under pressure for ``grace_period_s``)
+follows the same switch.
 """
 
 from __future__ import annotations
@@ -29,14 +37,22 @@ import stat
 import tomllib
 import types
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
 from preemption.aliveness import AlivenessSettings
-from preemption.cgroups.base import MemoryPolicy
+from preemption.cgroups.base import MemoryPolicy, relpath_problem
 from preemption.classify import ClassifySettings
+from preemption.isolation import (
+    EvictionRules,
+    MemorySettings,
+    PrioritySettings,
+    SuppressSettings,
+    parse_cpu_list,
+)
+from preemption.isolator import IsolationSettings
 from preemption.model import Amount, TaskKind
 from preemption.nodemanager import NodeManagerIdentity
 from preemption.reclaim import ReclaimSettings
@@ -53,6 +69,7 @@ class AgentSection:
     mode: str = "standalone"  # "service" or "standalone"
     dry_run: bool = False
     state_file: str = "/var/lib/yarn-adapt-agent/state.json"
+    status_file: str = ""  # empty: status.json beside the state file
     interval_s: float = 1.0
     metrics_address: str = "127.0.0.1"
     metrics_port: int = 0  # 0: no metrics endpoint
@@ -135,6 +152,32 @@ class ReclaimSection:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PrioritySection:
+    enabled: bool = True
+    weight_fraction: float = 0.002  # YARN's 1024 per vcore -> 2 (its opportunistic weight)
+    service_cpus: str = ""  # e.g. "0-1": batch's cpuset excludes them (cgroup v2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuppressSection:
+    enabled: bool = True
+    target_utilisation: float = 0.65
+    reserve_millicores: int = 0
+    floor_millicores: int = 200
+    max_increase_fraction: float = 0.10
+    dead_band_fraction: float = 0.01
+    cpus: str = ""  # the node's CPUs in /proc/stat (e.g. "0-3"); empty: all
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySection:
+    enabled: bool = True
+    pressure_available_fraction: float = 0.10
+    release_margin_fraction: float = 0.02
+    service_cgroups: tuple[str, ...] = ()  # v2, relative to cgroup_root
+
+
+@dataclass(frozen=True, kw_only=True)
 class QosSection:
     model: str = "off"  # "off", "gbrt", "linear" or "elasticnet"
     samples_file: str = ""
@@ -152,12 +195,21 @@ class AgentSettings:
     discovery: DiscoverySection = field(default_factory=DiscoverySection)
     classify: ClassifySection = field(default_factory=ClassifySection)
     reclaim: ReclaimSection = field(default_factory=ReclaimSection)
+    priority: PrioritySection = field(default_factory=PrioritySection)
+    suppress: SuppressSection = field(default_factory=SuppressSection)
+    memory: MemorySection = field(default_factory=MemorySection)
     qos: QosSection = field(default_factory=QosSection)
     source: str = "<defaults>"
 
     @property
     def node_id(self) -> str:
         return self.agent.node_id or socket.getfqdn()
+
+    def status_path(self) -> Path:
+        """Where the running agent says what it does (``agent status`` reads it)."""
+        if self.agent.status_file:
+            return Path(self.agent.status_file)
+        return Path(self.agent.state_file).with_name("status.json")
 
     def reclaim_settings(self) -> ReclaimSettings:
         r = self.reclaim
@@ -195,6 +247,44 @@ class AgentSettings:
         d = self.discovery
         return NodeManagerIdentity(
             user=d.nodemanager_user, pid_file=d.nodemanager_pid_file, pid=d.nodemanager_pid
+        )
+
+    def isolation_settings(self) -> IsolationSettings:
+        """``ValueError`` (one line) for a CPU list that does not parse."""
+        p, s, m = self.priority, self.suppress, self.memory
+        return IsolationSettings(
+            priority=PrioritySettings(
+                enabled=p.enabled, weight_fraction=p.weight_fraction,
+                service_cpus=parse_cpu_list(p.service_cpus),
+            ),
+            suppress=SuppressSettings(
+                enabled=s.enabled, target_utilisation=s.target_utilisation,
+                reserve_millicores=s.reserve_millicores, floor_millicores=s.floor_millicores,
+                max_increase_fraction=s.max_increase_fraction,
+                dead_band_fraction=s.dead_band_fraction, cpus=parse_cpu_list(s.cpus),
+            ),
+            memory=MemorySettings(
+                enabled=m.enabled, pressure_available_fraction=m.pressure_available_fraction,
+                release_margin_fraction=m.release_margin_fraction,
+                service_cgroups=tuple(g.strip("/") for g in m.service_cgroups),
+            ),
+            eviction=EvictionRules(
+                enabled=self.yarn.kill != "never", grace_period_s=self.reclaim.grace_period_s,
+                cooldown_s=self.reclaim.kill_cooldown_s,
+            ),
+            agent_hierarchy=self.discovery.agent_hierarchy.strip("/"),
+            per_container_only=self.discovery.source == "cgroup",
+            memory_policy=self.memory_policy(),
+        )  # fmt: skip
+
+    def without_isolation(self) -> AgentSettings:
+        """These settings with the isolation loop off (``agent restore`` isolates
+        nothing, so nothing of it may stop a restore)."""
+        return replace(
+            self,
+            priority=PrioritySection(enabled=False),
+            suppress=SuppressSection(enabled=False),
+            memory=MemorySection(enabled=False),
         )
 
     def memory_policy(self) -> MemoryPolicy:
@@ -270,6 +360,9 @@ SECTIONS: dict[str, type] = {
     "discovery": DiscoverySection,
     "classify": ClassifySection,
     "reclaim": ReclaimSection,
+    "priority": PrioritySection,
+    "suppress": SuppressSection,
+    "memory": MemorySection,
     "qos": QosSection,
 }
 
@@ -391,3 +484,28 @@ def _problems(settings: AgentSettings) -> Iterator[str]:
         settings.reclaim_settings()
     except ValueError as error:
         yield f"[reclaim] {error}"
+    yield from _isolation_problems(settings)
+
+
+def _isolation_problems(settings: AgentSettings) -> Iterator[str]:
+    cpu_lists = {}
+    for key, text in (("[priority] service_cpus", settings.priority.service_cpus),
+                      ("[suppress] cpus", settings.suppress.cpus)):  # fmt: skip
+        try:
+            cpu_lists[key] = parse_cpu_list(text)
+        except ValueError as error:
+            yield f"{key}: {error}"
+    if len(cpu_lists) < 2:
+        return
+    isolation = settings.isolation_settings()
+    for table, section in (("priority", isolation.priority), ("suppress", isolation.suppress),
+                           ("memory", isolation.memory)):  # fmt: skip
+        for problem in section.problems():
+            yield f"[{table}] {problem}"
+    services, node = isolation.priority.service_cpus, isolation.suppress.cpus
+    if services and node and not services < node:
+        yield "[priority] service_cpus must be some, not all, of [suppress] cpus"
+    for relpath in settings.memory.service_cgroups:
+        outside = relpath_problem(relpath.strip("/"))
+        if outside:
+            yield f"[memory] service_cgroups {relpath!r}: {outside}"

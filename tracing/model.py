@@ -187,6 +187,21 @@ class NodeRisk:
     normalized: float
 
 
+@dataclass(frozen=True, slots=True)
+class PathTime:
+    """Where one entry service's requests spend their critical path on one node: the
+    self time there (each span's own work, its callees excluded) of the spans that
+    were on the path, as a mean per request of the entry service in the window.
+    ``self_us`` summed over an entry's nodes is its mean critical-path latency minus
+    what ran on no known host."""
+
+    entry: str  # the entry service (a trace's root)
+    node: str  # a trace host
+    requests: int  # the entry service's traces in the window
+    self_us: float  # mean self time per request, on this node, on the critical path
+    services: tuple[str, ...]  # whose self time it is
+
+
 @dataclass(frozen=True)
 class RiskSnapshot:
     """Microservice and node risk over one window of traces. Decision code reads this
@@ -197,6 +212,8 @@ class RiskSnapshot:
     ``clock_ahead_spans`` of the window's spans came from ``clock_ahead_hosts``, whose
     clocks ran ahead: the ingest worker moved them back to when they arrived
     (``tracing.clocks``), so their durations are measured but their times estimated.
+    ``path_times`` say, per entry service and node, how much of the entry's critical
+    path ran there (:class:`PathTime`): the co-location guard's "where".
     """
 
     window_start_us: int
@@ -209,6 +226,7 @@ class RiskSnapshot:
     critical_min_share: float = 0.0
     clock_ahead_spans: int = 0
     clock_ahead_hosts: tuple[str, ...] = ()
+    path_times: tuple[PathTime, ...] = ()
 
     def clock_note(self) -> str:
         """A line on the spans whose clock ran ahead, or "" when there were none."""
@@ -224,6 +242,10 @@ class RiskSnapshot:
 
     def node(self, name: str) -> NodeRisk | None:
         return next((n for n in self.nodes if n.node == name), None)
+
+    def paths_of(self, entry: str) -> tuple[PathTime, ...]:
+        """Where ``entry``'s critical path runs: one :class:`PathTime` per node."""
+        return tuple(p for p in self.path_times if p.entry == entry)
 
     def node_risk(self) -> dict[str, float]:
         """Normalised risk per node (the number the co-location guard acts on)."""
@@ -248,6 +270,16 @@ class RiskSnapshot:
                     "normalized": n.normalized,
                 }
                 for n in self.nodes
+            ],
+            "path_times": [
+                {
+                    "entry": p.entry,
+                    "node": p.node,
+                    "requests": p.requests,
+                    "self_us": p.self_us,
+                    "services": list(p.services),
+                }
+                for p in self.path_times
             ],
         }
 

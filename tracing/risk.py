@@ -23,6 +23,13 @@ For a window of traces:
 The snapshot also counts the window's spans whose host clock ran ahead (moved back at
 ingest, ``FLAG_CLOCK_AHEAD``) and names their hosts, so a consumer can say so.
 
+Beside the paper's risk, the snapshot says where each entry service's critical path
+runs (:class:`~tracing.model.PathTime`): per entry service (a trace's root; traces
+under a virtual root have none) and node, the self time on the critical path of the
+spans there -- each span's own work, its callees excluded, so a caller never
+outranks its slow callee -- as a mean per request of the entry. WST above uses each
+request's whole sojourn (eq. 1, callees included), as the paper does.
+
 :func:`assess` is the equations written out over plain records, the reference;
 :func:`assess_paths` computes the same from a :class:`~tracing.fastpath.PathTable` with
 numpy, for whole windows at once.
@@ -33,14 +40,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tracing.fastpath import PathTable
 from tracing.forest import MISSING_ROOT, UNKNOWN_HOST, Forest
 from tracing.graph import request_mask
-from tracing.model import ApiSojourn, NodeRisk, RiskSnapshot, ServiceRisk
+from tracing.model import ApiSojourn, NodeRisk, PathTime, RiskSnapshot, ServiceRisk
 from tracing.npkit import distinct, grouped
 from tracing.wire import FLAG_CLOCK_AHEAD, FLAG_ERROR
 
@@ -83,6 +90,9 @@ class RiskInputs:
     window_end_us: int
     clock_ahead_spans: int = 0
     clock_ahead_hosts: tuple[str, ...] = ()
+    # (entry service, node, service) -> total self time on the entry's critical paths
+    path_self_us: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+    entry_traces: Mapping[str, int] = field(default_factory=dict)  # traces per entry
 
 
 # --------------------------------------------------------------------------- reference
@@ -202,7 +212,25 @@ def _snapshot(inputs: RiskInputs, settings: RiskSettings, risks: list[ServiceRis
         nodes=tuple(sorted(nodes, key=lambda n: (-_ranked(n.normalized), -_ranked(n.raw), n.node))),
         clock_ahead_spans=inputs.clock_ahead_spans,
         clock_ahead_hosts=inputs.clock_ahead_hosts,
+        path_times=path_times(inputs),
     )
+
+
+def path_times(inputs: RiskInputs) -> tuple[PathTime, ...]:
+    """Per entry service and node: the mean self time per request on its critical path
+    (largest first within an entry)."""
+    totals: dict[tuple[str, str], float] = defaultdict(float)
+    services: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for (entry, node, service), self_us in inputs.path_self_us.items():
+        if self_us > 0 and inputs.entry_traces.get(entry, 0) > 0:
+            totals[entry, node] += self_us
+            services[entry, node].add(service)
+    times = [
+        PathTime(entry, node, inputs.entry_traces[entry], total / inputs.entry_traces[entry],
+                 tuple(sorted(services[entry, node])))
+        for (entry, node), total in totals.items()
+    ]  # fmt: skip
+    return tuple(sorted(times, key=lambda p: (p.entry, -_ranked(p.self_us), p.node)))
 
 
 def _ranked(value: float) -> float:
@@ -223,6 +251,7 @@ def assess_paths(
     critical_traces, critical_self = _critical_stats(paths)
     placements = _placements(paths)
     ahead_spans, ahead_hosts = _clock_ahead(forest)
+    path_self, entry_traces = _path_stats(paths)
     inputs = RiskInputs(
         requests=(),
         placements=placements,
@@ -234,6 +263,8 @@ def assess_paths(
         window_end_us=window_end_us,
         clock_ahead_spans=ahead_spans,
         clock_ahead_hosts=ahead_hosts,
+        path_self_us=path_self,
+        entry_traces=entry_traces,
     )
     services = sorted(set(requests) | {s for s, _ in placements})
     wst = {k: _wst(requests.get(k, ((), 0))[0]) for k in services}
@@ -311,6 +342,40 @@ def _critical_stats(paths: PathTable) -> tuple[dict[str, int], dict[str, float]]
     )
 
 
+def _entries(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """Per trace: its entry service (the root's) and whether it has one (a virtual
+    root stands for a trace whose entry is not known)."""
+    entry = forest.service[forest.root].astype(np.int64)
+    virtual = (
+        forest.service_names.index(MISSING_ROOT) if MISSING_ROOT in forest.service_names else -1
+    )
+    known: np.ndarray = entry != virtual
+    return entry, known
+
+
+def _path_stats(
+    paths: PathTable,
+) -> tuple[dict[tuple[str, str, str], float], dict[str, int]]:
+    """Total self time on the critical path per (entry service, node, service), and
+    the traces per entry service."""
+    forest = paths.forest
+    entry, known = _entries(forest)
+    on = paths.on_path & (paths.self_us > 0) & _real(forest) & (forest.host != UNKNOWN_HOST)
+    on &= known[forest.trace]
+    services, hosts = len(forest.service_names), len(forest.host_names)
+    keys = (entry[forest.trace[on]] * hosts + forest.host[on]) * services + forest.service[on]
+    unique, inverse = grouped(keys.astype(np.int64), services * hosts * services)
+    sums = np.bincount(inverse, weights=paths.self_us[on], minlength=len(unique))
+    names, host_names = forest.service_names, forest.host_names
+    path_self = {
+        (names[int(k) // services // hosts], host_names[int(k) // services % hosts],
+         names[int(k) % services]): float(total)
+        for k, total in zip(unique, sums, strict=True)
+    }  # fmt: skip
+    counts = np.bincount(entry[known], minlength=services)
+    return path_self, {names[k]: int(counts[k]) for k in np.flatnonzero(counts)}
+
+
 def _placements(paths: PathTable) -> frozenset[tuple[str, str]]:
     forest = paths.forest
     known = (forest.host != UNKNOWN_HOST) & _real(forest)
@@ -357,6 +422,7 @@ def inputs_from_paths(paths: PathTable, window_start_us: int, window_end_us: int
         for i in np.flatnonzero((forest.host != UNKNOWN_HOST) & real)
     )
     ahead = [i for i in range(forest.n_spans) if forest.flags[i] & FLAG_CLOCK_AHEAD]
+    path_self, entry_traces = _path_records(paths)
     return RiskInputs(
         requests=requests,
         placements=placements,
@@ -368,4 +434,26 @@ def inputs_from_paths(paths: PathTable, window_start_us: int, window_end_us: int
         window_end_us=window_end_us,
         clock_ahead_spans=len(ahead),
         clock_ahead_hosts=tuple(sorted({forest.host_names[int(forest.host[i])] for i in ahead})),
+        path_self_us=path_self,
+        entry_traces=entry_traces,
     )
+
+
+def _path_records(
+    paths: PathTable,
+) -> tuple[dict[tuple[str, str, str], float], dict[str, int]]:
+    """:func:`_path_stats` span by span (the slow reference)."""
+    forest = paths.forest
+    names = forest.service_names
+    entry_of = {t: names[int(forest.service[r])] for t, r in enumerate(forest.root)}
+    path_self: dict[tuple[str, str, str], float] = defaultdict(float)
+    for i in np.flatnonzero(paths.on_path & (paths.self_us > 0) & _real(forest)):
+        entry, host = entry_of[int(forest.trace[i])], int(forest.host[i])
+        if entry != MISSING_ROOT and host != UNKNOWN_HOST:
+            key = (entry, forest.host_names[host], names[int(forest.service[i])])
+            path_self[key] += float(paths.self_us[i])
+    traces: dict[str, int] = defaultdict(int)
+    for entry in entry_of.values():
+        if entry != MISSING_ROOT:
+            traces[entry] += 1
+    return dict(path_self), dict(traces)

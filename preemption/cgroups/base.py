@@ -21,6 +21,9 @@ Rules every backend keeps:
 * a cgroup path is relative and stays below the root: an absolute one, or one with a
   ``..``, ``.`` or empty component, is refused (:func:`below_root`) before any file
   is touched.
+
+The isolation loop's caps (suppress quota, batch weight, memory cap) tighten these
+values afterwards, in one place: :func:`preemption.cgroups.caps.capped`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pytest
 
 from tests.tracing.conftest import start_server
 from yarn_adapt.cli import cli, main
+from yarn_adapt.colocation.mirror import DynamicResourcesMirror
 from yarn_adapt.colocation.originals import OriginalTotals
 from yarn_adapt.minicluster.redis_server import RedisServer
 from yarn_adapt.model import Resources
@@ -137,6 +138,21 @@ def test_recover_json_says_what_the_operator_must_do(
     found = json.loads(out)  # the JSON, though the RM is down
     assert code in (3, 5) and err.count("\n") == 1
     assert found["dry_run"] is False and found["guard_nodes"] == ["worker-1:8041"]
+
+
+def test_recover_puts_back_the_file_the_guard_mirrored_into(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state, path = tmp_path / "state", tmp_path / "dynamic-resources.xml"
+    mirror = DynamicResourcesMirror(path, state / "guard", refresh=["true"])  # no RM re-reads
+    assert mirror.sync({"worker-1:8041": Resources(1024, 1)}) and path.exists()
+    common = ["recover", "--state-dir", str(state), "--rm", DEAD_RM]
+    code, out, _ = run([*common, "--dry-run", "--json"], capsys)
+    assert code == 0 and json.loads(out)["guard_mirror"] == str(path)
+    code, out, err = run(common, capsys)  # no node held: the RM is not asked
+    assert code == 0, err
+    assert f"file {path}: the operator's file is back" in out
+    assert not path.exists()  # there was none before the guard's
 
 
 # --------------------------------------------------------------------------- trace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tracing.model import NodeRisk, RiskSnapshot
+from tracing.model import NodeRisk, PathTime, RiskSnapshot
 from yarn_adapt.colocation.model import GuardInputs, NodeDemand, NodeView, QosReading
 from yarn_adapt.model import Resources
 
@@ -40,8 +40,10 @@ def risk(
     raw: Mapping[str, float] | None = None,
     age_s: float = 5.0,
     traces: int = 100,
+    paths: Mapping[tuple[str, str], float] | None = None,
 ) -> RiskSnapshot:
-    """Normalised risk per node; raw risk per node from ``raw``, else above the gate."""
+    """Normalised risk per node; raw risk per node from ``raw``, else above the gate;
+    ``paths``: (entry service, trace host) -> mean critical-path self time in ms."""
     raws = raw or {}
     end_us = int((NOW_S - age_s) * 1e6)
     return RiskSnapshot(
@@ -54,6 +56,10 @@ def risk(
         nodes=tuple(
             NodeRisk(name, ("svc",), raws.get(name, ABOVE_GATE), value)
             for name, value in values.items()
+        ),
+        path_times=tuple(
+            PathTime(entry, host, traces, self_ms * 1000.0, ("svc",))
+            for (entry, host), self_ms in (paths or {}).items()
         ),
     )
 
@@ -82,9 +88,11 @@ def demand(node_id: str, vcores: float, memory_mb: float = 0.0) -> NodeDemand:
     return NodeDemand(node_id, vcores, memory_mb, "learned upper bound")
 
 
-def qos(latency_ms: float, target_ms: float, nodes: Sequence[str]) -> QosReading:
+def qos(
+    latency_ms: float, target_ms: float, nodes: Sequence[str], application: str = "frontend"
+) -> QosReading:
     return QosReading(
-        application="frontend",
+        application=application,
         latency_ms=latency_ms,
         percentile=95.0,
         requests=500,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from yarn_adapt.colocation.model import (
     GuardInputs,
     GuardMode,
     GuardPlan,
+    GuardPolicy,
     GuardSettings,
     QosReading,
 )
@@ -34,6 +36,10 @@ from yarn_adapt.demand.model import Demand, DemandSnapshot
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Node, NodeState, NodeUtilization, Resources
 from yarn_adapt.yarn.parse import parse_nodes
+
+# The guard's mechanics below (modes, acting, reclaim requests) on the published
+# TopoSch policy, whose risk alone lowers a node (the slack policy: test_slack.py).
+PAPER = GuardSettings(policy=GuardPolicy.TOPOSCH_PAPER)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rm"
 R = Resources
@@ -103,13 +109,15 @@ def _lowered(node_id: str) -> NodeOriginal:
         (_lowered("w1:8041"), [rm_node("w1:8041", total=LOWERED)], None),
         (NodeOriginal("w1:8041", BIG, 0.0, intended=LOWERED), [rm_node("w1:8041", total=LOWERED)],
          None),
-        (_lowered("w1:8041"), [rm_node("w1:8041", total=BIG)], Followed.WHOLE),
+        (_lowered("w1:8041"), [rm_node("w1:8041", total=BIG)], Followed.FORGOTTEN),
+        (NodeOriginal("w1:8041", BIG, 0.0, last_set=LOWERED, intended=BIG),
+         [rm_node("w1:8041", total=BIG)], Followed.WHOLE),
         (_lowered("w1:8041"), [rm_node("w1:8041", total=SMALL)], Followed.OUTSIDE),
         (_lowered("w1:8041"), [], None),  # gone: may come back under its id
         (_lowered("w1:8041"), [rm_node("w2:8041")], None),  # another host
         (_lowered("w1:8041"), [rm_node("w1:9999", total=SMALL)], Followed.NEW_ID),
     ],
-    ids=["at the guard's total", "at the intended total", "whole again",
+    ids=["at the guard's total", "at the intended total", "yarn forgot", "given back",
          "re-registered smaller", "not listed", "not listed, other host", "new port"],
 )  # fmt: skip
 def test_the_journal_follows_the_nodes_the_rm_lists(
@@ -192,15 +200,23 @@ def test_learned_upper_bounds_spread_over_the_nodes_the_services_ran_on() -> Non
 # --------------------------------------------------------------------------- observe
 
 
-def test_qos_is_the_percentile_of_each_entry_services_requests() -> None:
+def _entry_requests(count: int, ended_s_ago: float, ms_each: int = 1) -> list[Span]:
+    """``count`` frontend (a:1) -> pricing (b:1) requests, the n-th taking n x
+    ``ms_each`` ms, all ending ``ended_s_ago`` before NOW_S."""
     spans = []
-    for number in range(20):
-        trace = f"{number + 1:032x}"
-        spans.append(Span(trace, f"{1:016x}", None, "frontend", "GET /", 0, (number + 1) * 1000,
+    end_us = int((NOW_S - ended_s_ago) * 1e6)
+    for number in range(count):
+        trace = uuid.uuid4().hex
+        start = end_us - (number + 1) * 1000 * ms_each
+        spans.append(Span(trace, f"{1:016x}", None, "frontend", "GET /", start, end_us,
                           SpanKind.SERVER, host="a:1"))  # fmt: skip
-        spans.append(Span(trace, f"{2:016x}", f"{1:016x}", "pricing", "GET /", 10, 500,
-                          SpanKind.SERVER, host="b:1"))  # fmt: skip
-    columns, names = columns_from_spans(spans)
+        spans.append(Span(trace, f"{2:016x}", f"{1:016x}", "pricing", "GET /", start + 10,
+                          start + 500, SpanKind.SERVER, host="b:1"))  # fmt: skip
+    return spans
+
+
+def test_qos_is_the_percentile_of_each_entry_services_requests() -> None:
+    columns, names = columns_from_spans(_entry_requests(20, ended_s_ago=1.0))
     (reading,) = qos_readings(build_forest(columns, names), 95.0, 10.0, NOW_S,
                               {"frontend": 15.0})  # fmt: skip
     assert reading.application == "frontend"
@@ -208,6 +224,17 @@ def test_qos_is_the_percentile_of_each_entry_services_requests() -> None:
     assert (reading.requests, reading.load_rps) == (20, 2.0)
     assert set(reading.nodes) == {"a:1", "b:1"}
     assert reading.violated is True
+
+
+def test_qos_counts_only_the_requests_of_the_slo_window() -> None:
+    """Slow requests 50 s ago are in the risk window but not in a 10 s SLO window."""
+    old = _entry_requests(20, ended_s_ago=50.0, ms_each=100)
+    columns, names = columns_from_spans(old + _entry_requests(20, ended_s_ago=1.0))
+    (reading,) = qos_readings(build_forest(columns, names), 95.0, 10.0, NOW_S,
+                              {"frontend": 15.0})  # fmt: skip
+    assert reading.requests == 20 and reading.latency_ms == pytest.approx(19.05)
+    (whole,) = qos_readings(build_forest(columns, names), 95.0, 60.0, NOW_S, {})
+    assert whole.requests == 40 and whole.latency_ms > 1000.0
 
 
 def test_node_views_use_the_journalled_original_and_list_vanished_nodes() -> None:
@@ -240,7 +267,7 @@ def test_the_reclaim_request_is_the_agents_contract() -> None:
 
 def test_the_queue_cap_is_the_visible_share_of_the_running_nodes() -> None:
     views = [node("a:1"), node("b:1"), node("c:1", state="LOST")]
-    plan = decide(inputs(views, risk({"a:1": 1.0, "b:1": 0.0})), {}, GuardSettings())
+    plan = decide(inputs(views, risk({"a:1": 1.0, "b:1": 0.0})), {}, PAPER)
     assert visible_percent(plan) == pytest.approx(62.5)  # a quarter of a:1 (the floor), all b:1
     assert visible_percent(GuardPlan(NOW_S, ())) is None
 
@@ -323,7 +350,7 @@ def _guard(
     actuator = actuator or RecordingActuator()
     observer = GuardObserver(FixedRisk(RiskReading(risk({"a:1": 1.0}))), NoDemands(),
                              clock=lambda: NOW_S)  # fmt: skip
-    guard = ColocationGuard(GuardSettings(), observer, actuator, MemoryRecorder(), mode=mode,
+    guard = ColocationGuard(PAPER, observer, actuator, MemoryRecorder(), mode=mode,
                             clock=lambda: NOW_S)  # fmt: skip
     return guard, actuator
 

@@ -32,7 +32,13 @@ from yarn_adapt.cli import cli
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
 from yarn_adapt.colocation.demand import NoDemand
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import Action, GuardMode, GuardSettings, NodeDecision
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardMode,
+    GuardPolicy,
+    GuardSettings,
+    NodeDecision,
+)
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import Resources
@@ -60,7 +66,10 @@ def make_guard(rm: ResourceManagerClient, config: RedisConfig, state_dir: Path) 
     risk = TraceStoreRisk(lambda: open_store(config), window_s=120.0,
                           risk_settings=RiskSettings(alpha=0.5))  # fmt: skip
     return ColocationGuard(
-        GuardSettings(nu=1.0),
+        # the paper's rank lowers the risky node with no QoS target: these tests are
+        # about acting on the RM, journalling and giving back (the slack policy's
+        # decision: test_slack.py; live: test_service_live.py)
+        GuardSettings(nu=1.0, policy=GuardPolicy.TOPOSCH_PAPER),
         GuardObserver(risk, NoDemand()),
         RmNodeTotals(rm, state_dir, verify=PollSettings(timeout_s=15.0, interval_s=0.1)),
         MemoryRecorder(),
@@ -225,19 +234,28 @@ def test_a_node_the_rm_does_not_know_is_left_alone_and_kept_in_the_journal(
         _unknown_node(rm, state_dir)
 
 
-def test_a_node_back_whole_leaves_the_journal(
+def test_a_node_back_whole_is_a_total_yarn_forgot_and_is_pushed_again(
     colocation_cluster: MiniCluster, trace_config: RedisConfig, state_dir: Path
 ) -> None:
-    """A node the guard had lowered that came back whole without it (its NodeManager
-    re-registered with its configured total): the next round forgets it."""
+    """A node the guard had lowered that YARN reports whole again (what a NodeManager
+    restart does, issue 30): the guard's total was forgotten, not given back -- the
+    same round pushes it again, keeps the node journalled and decides from there; the
+    guard's stop gives the node back whole and empties the journal."""
     risky, _ = colocation_cluster.node_ids()
     write_traces(trace_config, {ELSEWHERE: 60_000, risky: 2_000})  # the node's risk is 0
     with guard_for(colocation_cluster.rm_url, trace_config, state_dir) as guard:
         guard.actuator.originals.intend(risky, WHOLE, NOTHING)  # type: ignore[attr-defined]
         guard.actuator.originals.confirmed(risky, NOTHING)  # type: ignore[attr-defined]
         report = guard.run_round(RmNodes(colocation_cluster).nodes())
-        assert report.plan is not None and not report.plan.changes
+        assert guard.repushes == {risky: 1}
+        assert guard.actuator.pending_nodes() == [risky]
+        assert report.plan is not None
+        (decision,) = [d for d in report.plan.decisions if d.node_id == risky]
+        assert decision.current == NOTHING  # decided from the total pushed again
+        assert totals(colocation_cluster)[risky] == decision.target != WHOLE
+        assert [o.result for o in guard.stop()] == [Result.DONE]
         assert guard.actuator.pending_nodes() == []
+    assert totals(colocation_cluster)[risky] == WHOLE
 
 
 @pytest.mark.parametrize("ending", ["stop", "recover"])

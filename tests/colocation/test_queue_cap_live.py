@@ -13,7 +13,7 @@ from tests.colocation.factories import inputs, node, risk
 from yarn_adapt.cli import cli
 from yarn_adapt.colocation.actuate import Result
 from yarn_adapt.colocation.decide import decide
-from yarn_adapt.colocation.model import GuardSettings
+from yarn_adapt.colocation.model import GuardPolicy, GuardSettings
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import Resources, SchedulerConfig
@@ -40,7 +40,11 @@ def test_the_batch_queue_is_capped_and_recover_gives_the_cap_back(
     first, second = cluster.node_ids()
     whole = Resources(4096, 4)
     views = [node(first, total=whole, capacity=whole), node(second, total=whole, capacity=whole)]
-    plan = decide(inputs(views, risk({first: 1.0, second: 0.0})), {}, GuardSettings())
+    plan = decide(
+        inputs(views, risk({first: 1.0, second: 0.0})),
+        {},
+        GuardSettings(policy=GuardPolicy.TOPOSCH_PAPER),
+    )  # the rank lowers first
     with ResourceManagerClient([cluster.rm_url]) as rm:
         settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=30.0))
         applier: Applier[SchedulerConfig] = MutationApplier(rm, settings, MemoryJournal())  # type: ignore[assignment]

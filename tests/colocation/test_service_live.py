@@ -1,11 +1,16 @@
 """The guard inside the service, against the real two-node YARN and a real Redis: a
-round of the service's loop throttles the risky node; the API, the node agents'
+cycle of the guard's own loop throttles the risky node; the API, the node agents'
 endpoint (over a real HTTP server), the overview section and /metrics show it; every
 change is in the one audit log; switching the guard off over the API, and stopping
-the service, give the node back."""
+the service, give the node back. And ``serve``'s two loops: the guard keeps acting on
+its cadence (the slack policy stepping a node down, then back up) while the
+configurator's scheduler file has drifted and while its tuner step fails."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,10 +26,12 @@ from tests.service.factories import TOKEN
 from tests.service.live import live_service
 from tracing.redisconn import RedisConfig
 from yarn_adapt.colocation.model import GuardMode
+from yarn_adapt.errors import YarnAdaptError
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.agent_tokens import AgentTokens
 from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.records import DecisionKind, Suggestion
+from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer
 
@@ -45,14 +52,17 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
         scheduler={"via": "mutation", "file": ""},
         tracing={"redis_url": trace_config.url, "prefix": trace_config.prefix,
                  "window_s": 120.0},
+        # the paper's rank: this test is about the service around the guard (the slack
+        # policy in the service: the test below)
         colocation={"enabled": True, "mode": "auto", "demand": "none",
-                    "qos_targets": ["frontend=10"]},
+                    "qos_targets": ["frontend=10"], "policy": "toposch-paper"},
     )  # fmt: skip
     closed = False
     try:
-        service.loop.run_round()
-        (guard,) = [d for _, d in service.store.decisions(limit=10) if d.kind is DecisionKind.GUARD]
-        assert f"{risky} lower to 1024 MB/1 vcores (done)" in guard.reason  # the floor
+        report = service.run_guard_cycle()  # the guard's own cycle, not the configurator's
+        assert report is not None
+        assert f"{risky} lower to 1024 MB/1 vcores (done)" in report.summary()  # the floor
+        assert not [d for _, d in service.store.decisions(limit=10) if d.kind is DecisionKind.GUARD]
         assert _total(cluster, risky) == (1024, 1)
 
         client = create_app(service).test_client()
@@ -90,7 +100,7 @@ def test_the_service_runs_the_guard_serves_the_agents_and_gives_the_node_back(
                            headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
         assert auto.status_code == 200 and auto.get_json()["restored"] == []
         assert service.guard is not None and service.guard.guard.mode is GuardMode.AUTO
-        service.loop.run_round()
+        service.run_guard_cycle()
         assert _total(cluster, risky) == (1024, 1)
         service.close()
         closed = True
@@ -148,3 +158,102 @@ def _agent_endpoint(base: str, risky: str, tokens: AgentTokens) -> None:
 def _total(cluster: MiniCluster, node_id: str) -> tuple[int, int]:
     total = cluster.rm_get(f"nodes/{node_id}")["node"]["totalResource"]
     return int(total["memory"]), int(total["vCores"])
+
+
+# --------------------------------------------------------------------------- two loops
+
+
+class SwitchableTuner:
+    """The service's proposer seam: nothing to propose, or a tuner step that fails."""
+
+    def __init__(self) -> None:
+        self.failing = False
+        self.failed = 0
+
+    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
+        if self.failing:
+            self.failed += 1
+            raise TunerBroke("the tuner cannot model this workload")
+        return None
+
+
+class TunerBroke(YarnAdaptError):
+    """What a failing tuner step raises (the round records it and goes on)."""
+
+
+def test_the_guard_acts_on_its_cadence_through_drift_and_a_failing_tuner(
+    colocation_cluster: MiniCluster, trace_config: RedisConfig, tmp_path: Path
+) -> None:
+    cluster = colocation_cluster
+    risky, other = cluster.node_ids()
+    tuner = SwitchableTuner()
+    service = live_service(
+        cluster, tmp_path, tuner,
+        service={"interval_s": 1.0},
+        tracing={"redis_url": trace_config.url, "prefix": trace_config.prefix,
+                 "window_s": 120.0},
+        colocation={"enabled": True, "mode": "auto", "demand": "none", "period_s": 0.5,
+                    "qos_targets": ["frontend=65"], "slo_window_s": 5.0,
+                    "throttle_settle_s": 1.0, "cooldown_s": 1.0},
+    )  # fmt: skip
+    stop = threading.Event()
+    serving = threading.Thread(target=service.run_forever, args=(stop,), daemon=True)
+    try:
+        # 1. The configurator's file drifts (edited, never refreshed): its rounds skip.
+        text = cluster.read_scheduler_xml()
+        cluster.write_scheduler_xml(
+            text.replace("<value>40</value>", "<value>20</value>", 1).replace(
+                "<value>30</value>", "<value>50</value>", 1
+            )
+        )
+        serving.start()
+        _until(lambda: service.loop.status()["drift"], 60, "the configurator to see the drift")
+        # frontend's P95 60.7 ms of 65 (slack 7 %: throttle); 60.5 ms of it on the risky
+        # node, 0.2 ms on the other (0.3 %: not where its latency goes)
+        write_traces(trace_config, {risky: 60_000, other: 200})
+        _until(lambda: _total(cluster, risky) == (1024, 1), 90, "the risky node stepped down")
+        assert service.loop.status()["drift"], "the drift lasted while the guard acted"
+        steps = _lowered(service, risky)
+        assert steps == [(3072, 3), (2048, 2), (1024, 1)], steps  # 25 % a step, then the floor
+        assert _total(cluster, other) == (4096, 4)
+        assert {d.kind for _, d in service.store.decisions(limit=50)} >= {DecisionKind.DRIFT}
+
+        # 2. The drift ends (the file as the RM runs it again); now every tuner step
+        # fails. Slack comes back: the node grows back.
+        cluster.write_scheduler_xml(text)
+        _until(lambda: not service.loop.status()["drift"], 60, "the drift to end")
+        tuner.failing = True
+        _until(lambda: tuner.failed >= 2, 60, "the tuner to fail in two rounds")
+        time.sleep(5.5)  # the slow requests leave the 5 s SLO window
+        write_traces(trace_config, {risky: 5_000, other: 200})
+        _until(lambda: _total(cluster, risky) == (4096, 4), 90, "the risky node grown back")
+        assert tuner.failed >= 3
+        failed = [d for _, d in service.store.decisions(limit=50) if d.kind is DecisionKind.FAILED]
+        assert failed and "the tuner cannot model this workload" in failed[0].reason
+        assert service.guard is not None and service.guard.loop is not None
+        health = service.guard.loop.health()
+        assert health.running and health.consecutive_failures == 0 and health.cycles >= 10
+        status = create_app(service).test_client().get("/api/guard").get_json()
+        assert status["health"]["healthy"] is True and status["policy"] == "slack"
+        assert status["applications"][0]["state"] == "grow"
+    finally:
+        stop.set()
+        serving.join(60)
+        service.close()
+    assert _total(cluster, risky) == (4096, 4) and _total(cluster, other) == (4096, 4)
+
+
+def _lowered(service: Service, node: str) -> list[tuple[int, int]]:
+    assert service.guard is not None
+    rows = reversed(service.guard.store.history(node, 100))
+    return [(r["target_mb"], r["target_vcores"]) for r in rows
+            if r["action"] == "lower" and r["result"] == "done"]  # fmt: skip
+
+
+def _until(check: Callable[[], object], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")

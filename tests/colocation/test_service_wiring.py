@@ -43,13 +43,18 @@ def _service(tmp_path: Path, **colocation: object) -> Service:
 def test_an_enabled_guard_in_auto_acts_on_node_totals_with_observed_demand(
     tmp_path: Path,
 ) -> None:
-    service = _service(tmp_path, enabled=True, mode="auto")
+    service = _service(tmp_path, enabled=True, mode="auto", period_s=2.0)
     try:
         assert service.guard is not None
         guard = service.guard.guard
         assert guard.mode is GuardMode.AUTO
         assert isinstance(guard.actuator, RmNodeTotals)
         assert isinstance(guard.observer.demand, ObservedUsageDemand)
+        assert guard.settings.policy == "slack" and guard.reclaim_ttl_s == 6.0  # 3 periods
+        loop = service.guard.loop
+        assert loop is not None and loop.period_s == 2.0 and loop.nodes.max_age_s == 2.0
+        backend = service.backend
+        assert isinstance(backend, YarnBackend) and backend.node_list == loop.nodes.nodes
     finally:
         service.close()
 
@@ -91,6 +96,11 @@ def test_learned_demand_is_each_applications_own_learner(tmp_path: Path) -> None
         ({"nu": -0.5}, "[colocation] nu: -0.5 must be a number >= 0"),
         ({"applications": ["shop"]}, "[colocation] applications"),
         ({"mode": "enforce"}, "expected one of off, recommend, auto"),
+        ({"policy": "rank"}, "[colocation] policy: expected one of slack, toposch-paper"),
+        ({"period_s": 0.0}, "[colocation] period_s: 0.0 must be positive"),
+        ({"failure_budget": 0}, "[colocation] failure_budget: 0 must be 1 or more"),
+        ({"low_slack_ratio": 0.3}, "[colocation] high_slack_ratio: 0.25 must be above"),
+        ({"max_step_down_fraction": 0.0}, "[colocation] max_step_down_fraction"),
     ],
 )
 def test_impossible_settings_are_refused_in_one_line(

@@ -13,8 +13,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.testbed import run as testbed
+from yarn_adapt.testbed.cluster import NODE_VCORES
+
+# The guard never empties a node: batch keeps a quarter of it (1 of its 4 vcores).
+FLOOR_VCORES = DEFAULT_MIN_VISIBLE_FRACTION * NODE_VCORES
 
 SHORT = testbed.TestbedOptions(
     rate_rps=20.0,
@@ -47,9 +52,9 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
         # at least half the requests the window's length asks (alone windows are shorter)
         length = SHORT.alone_s if window.name == "alone" else SHORT.phase_s
         assert figures.requests >= 0.5 * SHORT.rate_rps * length, report
-        if window.name == "on":  # the risky node keeps no batch, or its agent squeezes it
-            held = window.reclaimed_millicores[0]
-            assert window.risky_node_batch_vcores < 0.5 or held > 0, report
+        if window.name == "on":  # the risky node keeps its floor of batch, or its agent
+            held = window.reclaimed_millicores[0]  # squeezes what runs above it
+            assert window.risky_node_batch_vcores <= FLOOR_VCORES + 0.5 or held > 0, report
         if window.name == "off":  # batch uses it again
             assert window.risky_node_batch_vcores >= 0.5, report
     assert result.guard_rounds > 0 and not result.guard_problems, result.guard_problems
@@ -84,4 +89,6 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     assert max(windows[0]["batch_cpu_share"]) < 0.1, windows[0]
     risky = {name: statistics.fmean(w["batch_cpu_share"][0] for w in windows if w["name"] == name)
              for name in ("off", "on")}  # fmt: skip
-    assert risky["off"] > 0.2 and risky["off"] > 2 * risky["on"], risky
+    # (the guard keeps batch a quarter of the node since issue 23: one burner of four
+    # still runs there in "on", and alone on the CPU it gets more than a quarter of it)
+    assert risky["off"] > 0.2 and risky["off"] > 1.5 * risky["on"], risky

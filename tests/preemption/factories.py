@@ -17,6 +17,20 @@ if TYPE_CHECKING:
 
 APP = "application_1700000000000_0001"
 
+# The isolation loop (batch weight, suppress, memory caps) switched off: for tests of
+# Algorithm 2's own steps, whose quotas and weights they check to the value. With it
+# on, a container's quota is the stricter of its squeeze and the suppress loop's
+# share, which follows this shared host's load (tests/preemption/test_isolation*.py
+# test the loop itself and its composition with the squeeze).
+ISOLATION_OFF: dict[str, dict[str, object]] = {
+    "priority": {"enabled": False},
+    "suppress": {"enabled": False},
+    "memory": {"enabled": False},
+}
+ISOLATION_OFF_TOML = "\n".join(
+    f"[{table}]\nenabled = false\n" for table in ("priority", "suppress", "memory")
+)
+
 
 def cid(n: int) -> str:
     return f"container_1700000000000_0001_01_{n:06d}"

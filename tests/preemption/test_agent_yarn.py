@@ -45,7 +45,7 @@ from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 
 from .conftest import CONTROLLERS, Replay, remove_tree
-from .factories import RECORDED_NM
+from .factories import ISOLATION_OFF, RECORDED_NM
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 BURNER = Path(__file__).with_name("ds_burner.py")
@@ -121,6 +121,7 @@ def test_a_burning_container_is_squeezed_gradually_a_faltering_one_blacklisted_a
                 "kill_cooldown_s": 60.0,
                 "settle_s": 0.0,
             },
+            **ISOLATION_OFF,
         },
         "test",
     )

@@ -25,7 +25,7 @@ from preemption.settings import AgentSettings, agent_settings_from_mapping
 from preemption.statefile import StateJournal
 
 from .conftest import BURNER, CONTROLLERS, HOLDER, container_id, cpu_share, place
-from .factories import ListedBy
+from .factories import ISOLATION_OFF, ISOLATION_OFF_TOML, ListedBy
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +62,7 @@ def settings_for(hierarchy: str, state_file: Path, **reclaim: object) -> AgentSe
                 "settle_s": 0.0,
                 **reclaim,
             },
+            **ISOLATION_OFF,
         },
         "test",
     )
@@ -367,7 +368,9 @@ per_task_memory_mb = 64
 step_memory_mb = 48
 floor_memory_mb = 16
 settle_s = 0.0
+
 """
+        + ISOLATION_OFF_TOML
     )
     return path
 

@@ -21,7 +21,7 @@ from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import RestoreReport, StateJournal, dissolve
 from preemption.targets import Fetched
 
-from .factories import ListedBy
+from .factories import ISOLATION_OFF, ListedBy
 
 CID = "container_1700000000000_0007_01_000002"
 MIB = 1 << 20
@@ -83,6 +83,7 @@ def agent_on(root: Path, tmp_path: Path, *, cpu: int, memory: int) -> Agent:
             "discovery": discovery,
             "classify": {"unknown": "batch"},
             "reclaim": reclaim,
+            **ISOLATION_OFF,
         },
         "test",
     )

@@ -25,7 +25,7 @@ from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import StateJournal
 from preemption.targets import Fetched
 
-from .factories import ListedBy
+from .factories import ISOLATION_OFF, ListedBy
 from .test_cgroup_v1 import started
 from .test_cgroup_v2 import CID, Clock, burn, lay_out
 
@@ -83,6 +83,7 @@ def agent_on(root: Path, tmp_path: Path, service: Service) -> Agent:
                 "retrain_every": 1000,
                 "epsilon": 0.05,
             },
+            **ISOLATION_OFF,
         },
         "test",
     )

@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_shipped_agent_config_is_valid_and_matches_the_defaults() -> None:
     shipped = load_agent_settings(ROOT / "conf" / "yarn-adapt-agent.toml")
     defaults = AgentSettings()
-    for section in ("agent", "standalone", "yarn", "discovery", "classify", "reclaim", "qos"):
+    sections = ("agent", "standalone", "yarn", "discovery", "classify", "reclaim",
+                "priority", "suppress", "memory", "qos")  # fmt: skip
+    for section in sections:
         assert getattr(shipped, section) == getattr(defaults, section), section
 
 
@@ -40,6 +42,20 @@ def test_an_empty_file_reclaims_nothing_and_squeezes_only_known_batch(tmp_path: 
     reclaim = settings.reclaim_settings()
     assert reclaim.strategy is Strategy.NTF
     assert (reclaim.per_task, reclaim.mini_step) == (Amount(1000, 512), Amount(250, 128))
+
+
+def test_an_empty_file_isolates_batch_and_never_evicts(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text("")
+    settings = load_agent_settings(tmp_path / "a.toml")
+    isolation = settings.isolation_settings()
+    assert isolation.priority.enabled and isolation.suppress.enabled and isolation.memory.enabled
+    assert isolation.priority.weight_fraction == 0.002
+    assert isolation.priority.service_cpus == frozenset()  # the exclusive cpuset: off
+    suppress = isolation.suppress
+    assert (suppress.target_utilisation, suppress.floor_millicores) == (0.65, 200)
+    assert (suppress.max_increase_fraction, suppress.dead_band_fraction) == (0.1, 0.01)
+    assert not isolation.eviction.enabled  # [yarn] kill = "never"
+    assert settings.status_path() == Path("/var/lib/yarn-adapt-agent/status.json")
 
 
 @pytest.mark.parametrize(
@@ -69,6 +85,23 @@ def test_an_empty_file_reclaims_nothing_and_squeezes_only_known_batch(tmp_path: 
         ),
         ({"yarn": {"nodemanager_url": ""}}, "[yarn] nodemanager_url must be an http(s)://"),
         ({"yarn": {"nodemanager_url": "127.0.0.1:8042"}}, "[yarn] nodemanager_url must be"),
+        ({"suppress": {"cpus": "0-x"}}, "[suppress] cpus: '0-x' is not a CPU number or range"),
+        ({"priority": {"service_cpus": "3-1"}}, "[priority] service_cpus: '3-1': the range"),
+        ({"suppress": {"target_utilisation": 1.5}}, "[suppress] target_utilisation must be"),
+        ({"suppress": {"floor_millicores": 5}}, "[suppress] floor_millicores must be >= 10"),
+        ({"suppress": {"dead_band_fraction": 0.2}}, "[suppress] dead_band_fraction must be"),
+        ({"suppress": {"max_increase_fraction": 0}}, "[suppress] max_increase_fraction must"),
+        ({"suppress": {"reserve_millicores": -1}}, "[suppress] reserve_millicores must be"),
+        ({"priority": {"weight_fraction": 0}}, "[priority] weight_fraction must be in (0, 1]"),
+        (
+            {"priority": {"service_cpus": "0-3"}, "suppress": {"cpus": "0-3"}},
+            "[priority] service_cpus must be some, not all, of [suppress] cpus",
+        ),
+        ({"memory": {"pressure_available_fraction": 1}}, "[memory] pressure_available_fraction"),
+        ({"memory": {"release_margin_fraction": 0.95}}, "[memory] release_margin_fraction"),
+        ({"memory": {"service_cgroups": ["../etc"]}}, "[memory] service_cgroups '../etc': a"),
+        ({"memory": {"service_cgroups": "shop"}}, "[memory] service_cgroups: expected a list"),
+        ({"suppress": {"enabled": "yes"}}, "[suppress] enabled: expected bool"),
     ],
 )
 def test_bad_settings_are_one_line_errors_naming_the_key(
@@ -189,3 +222,23 @@ def test_the_token_file_must_be_the_agents_alone(
     assert line.startswith(f"agent.toml: [service] token_file {path}: ") and "\n" not in line
     assert fix.format(path=path) in line
     assert "per-node-token" not in line
+
+
+def test_the_testbeds_agents_leave_isolation_off(tmp_path: Path) -> None:
+    # The testbed compares the guard with its agents against no guard at all: its
+    # agents, asked nothing in an "off" phase, must then leave batch as YARN set it.
+    from yarn_adapt.testbed.agents import AgentPlan, NodeAgent
+
+    plan = AgentPlan(
+        interval_s=0.5, strategy="NTF", per_task_millicores=150, step_millicores=50,
+        floor_millicores=50, settle_s=1.0, node_cpu_millicores=1000, millicores_per_vcore=250,
+        batch_queue="default", hierarchy="testbed-weight",
+    )  # fmt: skip
+    agent = NodeAgent(
+        index=0, node_id="host:1", nodemanager_pid=4242, nodemanager_url="http://127.0.0.1:8042",
+        rm_url="http://127.0.0.1:8088", endpoint_url="http://127.0.0.1:9", token="t", plan=plan,
+        work_dir=tmp_path, cluster_root=tmp_path, package_parent=str(tmp_path),
+    )  # fmt: skip
+    (tmp_path / "agent.toml").write_text(agent.settings_toml())
+    isolation = load_agent_settings(tmp_path / "agent.toml").isolation_settings()
+    assert not isolation.active

@@ -169,6 +169,12 @@ def test_auto_without_a_floor_is_refused_naming_the_key_and_the_fix(
 def test_the_raw_risk_gate_is_a_number_at_least_zero(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match=r"\[colocation\] min_raw_risk: -0\.1 must be"):
         load_settings(write(tmp_path, "[colocation]\nmin_raw_risk = -0.1\n"))
+    mirror_without_refresh = (
+        '[colocation]\ndynamic_resources_file = "/etc/hadoop/dynamic-resources.xml"\n'
+        "refresh_nodes_resources_command = []\n"
+    )
+    with pytest.raises(SettingsError, match=r"refresh_nodes_resources_command: .* is empty"):
+        load_settings(write(tmp_path, mirror_without_refresh))
 
 
 # --------------------------------------------------------------------------- secrets

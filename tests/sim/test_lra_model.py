@@ -13,7 +13,7 @@ from preemption.model import Amount, Locality
 from preemption.reclaim import ReclaimSettings
 from yarn_adapt.bench import BenchOptions, get
 from yarn_adapt.bench.colocation import read_loads
-from yarn_adapt.colocation.model import GuardSettings
+from yarn_adapt.colocation.model import GuardPolicy, GuardSettings
 from yarn_adapt.errors import SettingsError, TraceError
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.sim.colocation import NodeModel, SimJob, SimTask
@@ -95,9 +95,10 @@ def test_toposch_steers_batch_away_from_the_risky_node() -> None:
 
 
 def test_guard_decides_visibility_from_risk_and_learned_demand() -> None:
-    policy = Policy(
-        "yarn-adapt", ToposchSettings(nu=1.0), guard=GuardSettings(), learned_demand=True
-    )
+    # TopoSch as published: risk x nu with the learned demand (the service's default,
+    # the slack policy, gives way only when a service's slack runs low).
+    guard = GuardSettings(policy=GuardPolicy.TOPOSCH_PAPER)
+    policy = Policy("yarn-adapt", ToposchSettings(nu=1.0), guard=guard, learned_demand=True)
     _, cluster = _run(policy, _jobs(8))
     full = cluster._capacity()
     assert any(v != full for v in cluster.visible_total.values())

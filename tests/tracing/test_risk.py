@@ -217,6 +217,11 @@ def test_vectorised_risk_equals_the_reference_on_random_windows() -> None:
     ]
     for x, y in zip(fast.nodes, reference.nodes, strict=True):
         assert x.normalized == pytest.approx(y.normalized)
+    assert fast.path_times and len(fast.path_times) == len(reference.path_times)
+    for p, q in zip(fast.path_times, reference.path_times, strict=True):
+        same = (p.entry, p.node, p.requests, p.services)
+        assert same == (q.entry, q.node, q.requests, q.services)
+        assert p.self_us == pytest.approx(q.self_us)
 
 
 @pytest.mark.parametrize("alpha", [-0.1, 1.5])
@@ -230,3 +235,48 @@ def test_the_snapshot_is_plain_data_for_decision_code() -> None:
     data = fast.to_dict()
     assert data["traces"] == 3 and {s["service"] for s in data["services"]} == set(WST)
     assert fast.node_risk()["node-1"] == 1.0
+
+
+# --------------------------------------------------------------------------- path times
+
+
+def caller_and_slow_callee(traces: int = 10) -> list[Span]:
+    """frontend (node-a) does 0.2 ms of its own work and waits 4 ms on pricing (node-b);
+    node-c runs an audit call that nobody waits for (follows-from: off the path)."""
+    spans = []
+    for t in range(traces):
+        trace = f"{t + 1:032x}"
+        spans += [
+            span("f", None, 0, 4_200, service="frontend", kind=SERVER, host="node-a", trace=trace),
+            span("p", "f", 100, 4_100, service="pricing", kind=SERVER, host="node-b",
+                 trace=trace),
+            span("a", "f", 150, 3_150, service="audit", kind=SERVER, host="node-c",
+                 follows_from=True, trace=trace),
+        ]  # fmt: skip
+    return spans
+
+
+def test_path_times_are_self_time_per_node_so_a_caller_never_outranks_its_callee() -> None:
+    for snapshot in pipeline(caller_and_slow_callee(), RiskSettings()):
+        times = {p.node: p for p in snapshot.paths_of("frontend")}
+        assert set(times) == {"node-a", "node-b"}  # node-c's work is off the path
+        assert times["node-b"].self_us == pytest.approx(4_000.0)
+        assert times["node-a"].self_us == pytest.approx(200.0)
+        assert times["node-b"].services == ("pricing",) and times["node-a"].requests == 10
+        # the paper's sojourn (inclusive of callees) ranks the caller first
+        frontend, pricing = snapshot.service("frontend"), snapshot.service("pricing")
+        assert frontend is not None and pricing is not None
+        assert frontend.wst_us > pricing.wst_us
+        assert snapshot.to_dict()["path_times"][0]["node"] == "node-b"
+
+
+def test_traces_without_a_known_entry_or_host_add_no_path_time() -> None:
+    spans = [
+        span("x", None, 0, 1_000, service="frontend", kind=SERVER, host="", trace=f"{1:032x}"),
+        span("o", "gone", 0, 500, service="pricing", kind=SERVER, host="node-b",
+             trace=f"{2:032x}"),
+        span("q", "gone2", 600, 900, service="pricing", kind=SERVER, host="node-b",
+             trace=f"{2:032x}"),
+    ]  # fmt: skip
+    for snapshot in pipeline(spans, RiskSettings()):
+        assert snapshot.path_times == ()  # unknown host; an entry under a virtual root

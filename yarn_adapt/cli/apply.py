@@ -199,6 +199,7 @@ def recover_command(
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
     try:
         report.guard = restore_guarded_nodes(endpoints, state_dir, refresh_command)
+        report.mirror_left = _mirrored_file(state_dir) is not None
         with endpoints.rm_client() as rm:
             for history in left.applies:
                 step = _recover(history, rm, settings, refresh_command)
@@ -215,11 +216,13 @@ def recover_command(
 @dataclass(frozen=True)
 class Leftovers:
     """What a crash or a stop left to put right: applies the journal holds open, the
-    nodes whose totals the co-location guard changed, a batch queue it capped."""
+    nodes whose totals the co-location guard changed, a batch queue it capped, the
+    ``dynamic-resources.xml`` it mirrored its totals into."""
 
     applies: tuple[ApplyHistory, ...]
     nodes: tuple[str, ...]
     queue_cap: tuple[str, str] | None
+    mirror: Path | None = None
 
     @classmethod
     def in_state_dir(cls, state_dir: Path, pending: list[ApplyHistory]) -> Leftovers:
@@ -227,11 +230,22 @@ class Leftovers:
         from yarn_adapt.colocation.queuecap import journalled_queue_cap
 
         nodes = tuple(sorted(OriginalTotals(state_dir / "guard").load()))
-        return cls(tuple(pending), nodes, journalled_queue_cap(state_dir))
+        mirror = _mirrored_file(state_dir)
+        return cls(tuple(pending), nodes, journalled_queue_cap(state_dir), mirror)
 
     @property
     def is_empty(self) -> bool:
-        return not self.applies and not self.nodes and self.queue_cap is None
+        return (
+            not self.applies and not self.nodes and self.queue_cap is None and self.mirror is None
+        )
+
+
+def _mirrored_file(state_dir: Path) -> Path | None:
+    """The ``dynamic-resources.xml`` the guard's journal says it wrote, if any."""
+    from yarn_adapt.colocation.mirror import journalled_mirror
+
+    mirror = journalled_mirror(state_dir / "guard")
+    return None if mirror is None else mirror.path
 
 
 @dataclass
@@ -242,6 +256,8 @@ class Recovery:
     left: Leftovers
     guard: list[ActOutcome] = field(default_factory=list)
     applies: list[tuple[ApplyHistory, ApplyStep, str]] = field(default_factory=list)
+    mirror_left: bool = True
+    """The mirrored file still lists the guard's totals (so until a restore says otherwise)."""
 
     @property
     def problems(self) -> list[str]:
@@ -259,6 +275,7 @@ class Recovery:
             "interrupted_applies": [_history_json(h) for h in self.left.applies],
             "guard_nodes": list(self.left.nodes),
             "guard_queue_cap": None if self.left.queue_cap is None else self.left.queue_cap[0],
+            "guard_mirror": None if self.left.mirror is None else str(self.left.mirror),
             "recovered": [
                 {"apply_id": h.apply_id, "target": h.target, "result": str(step), "detail": detail}
                 for h, step, detail in self.applies
@@ -277,6 +294,7 @@ class Recovery:
         if self.dry_run:
             return self._plan_lines()
         lines = [_guard_line(o) for o in self.guard]
+        lines += self._mirror_lines()
         lines += [
             f"{h.apply_id}: {h.target}: {step} ({detail})" for h, step, detail in self.applies
         ]
@@ -297,8 +315,23 @@ class Recovery:
             lines.append(
                 f"queue {self.left.queue_cap[0]}: the guard capped it; recover lifts the cap"
             )
+        if self.left.mirror is not None:
+            lines.append(
+                f"file {self.left.mirror}: the guard mirrored its totals into it; recover "
+                "puts the operator's file back once no node is held"
+            )
         lines.append("dry run: nothing was changed")
         return lines
+
+    def _mirror_lines(self) -> list[str]:
+        """Whether the mirrored ``dynamic-resources.xml`` is the operator's again (it
+        stays the guard's while a node is still held; a failed write is logged)."""
+        path = self.left.mirror
+        if path is None:
+            return []
+        if self.mirror_left:
+            return [f"file {path}: still lists the guard's totals (a node is still held)"]
+        return [f"file {path}: the operator's file is back"]
 
 
 def _print_recovery(report: Recovery, as_json: bool) -> None:

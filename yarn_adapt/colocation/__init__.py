@@ -1,14 +1,18 @@
-"""The co-location guard (TopoSch §4.2.2 with Koordinator's safety margins): per node,
-how much of it batch work may see, from the node's risk (``tracing``) and the
-latency-critical applications' demand; acted out on the RM's node totals (or a batch
-queue's maximum capacity) and served to the node agents as reclaim requests.
+"""The co-location guard (TopoSch §4.2.2 with Koordinator's safety margins and a
+slack controller): per node, how much of it batch work may see -- SLO slack decides
+whether batch gives way, critical-path self time per node where and how much
+(``tracing``), the latency-critical applications' demand bounds it -- acted out on the
+RM's node totals (or a batch queue's maximum capacity) and served to the node agents
+as reclaim requests, on the guard's own clock.
 
 - ``model``    frozen inputs, memory and the plan (one decision per node, with reasons)
-- ``decide``   the visibility decision (pure)
+- ``slack``    the slack policy (pure): whether, where and how much
+- ``decide``   the visibility decision (pure): the policies and the safety steps
 - ``demand``   where the demand bound comes from (learners, or usage plus headroom)
-- ``observe``  the edges read: RM nodes, the trace store's risk and QoS
+- ``nodes``    the RM's node list, read at most once a period and shared
+- ``observe``  the edges read: the trace store's risk, path times and QoS
 - ``originals``the journal of each node's original total, written before any change
 - ``follow``   which journal entries the nodes the RM lists make obsolete (pure)
 - ``actuate``  acting on the RM (node totals, or a queue cap) and putting it all back
-- ``guard``    one round (observe -> decide -> act -> record) and the guard's state
+- ``guard``    one cycle (observe -> decide -> act -> record) and the guard's state
 """

@@ -22,19 +22,22 @@ back: at stop, when the guard is disabled, and from ``yarn-adapt recover``.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 from yarn_adapt.colocation.follow import Followed, JournalChange, follow_nodes, words
+from yarn_adapt.colocation.mirror import DynamicResourcesMirror, journalled_mirror
 from yarn_adapt.colocation.model import GuardPlan, NodeDecision
 from yarn_adapt.colocation.originals import NodeOriginal, OriginalTotals
 from yarn_adapt.errors import (
     ApplyError,
     ApplyInProgress,
     RollbackFailed,
+    YarnAdaptError,
     YarnError,
     YarnHTTPError,
 )
@@ -79,7 +82,8 @@ class Actuator(Protocol):
         ...
 
     def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
-        """Drop what the nodes the RM lists show to be no longer the guard's."""
+        """Drop what the nodes the RM lists show to be no longer the guard's; push again
+        what YARN forgot (a ``FORGOTTEN`` change's ``total`` is what the node has now)."""
         ...
 
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
@@ -102,9 +106,12 @@ class RmNodeTotals:
         state_dir: Path,
         *,
         verify: PollSettings | None = None,
+        mirror: DynamicResourcesMirror | None = None,
     ) -> None:
         self.rm = rm
         self.originals = OriginalTotals(state_dir / "guard")
+        self.mirror = mirror
+        self._rm_started_ms: int | None = None
         self.apply_settings = ApplySettings(
             state_dir=state_dir / "guard",
             verify=verify or PollSettings(timeout_s=20.0, interval_s=0.2),
@@ -113,19 +120,77 @@ class RmNodeTotals:
     def journalled(self) -> dict[str, NodeOriginal]:
         return self.originals.load()
 
-    def follow(self, nodes: Sequence[Node]) -> list[JournalChange]:
+    def follow(self, nodes: Sequence[Node], *, repush: bool = True) -> list[JournalChange]:
+        """The journal follows the nodes the RM lists (:mod:`.follow`): entries no longer
+        the guard's go; a node YARN gave its registered total back is pushed to the
+        guard's total again at once (``repush``; on restore it is simply whole, and its
+        entry goes). A new ResourceManager (restart, fail-over) is said first."""
         with self.originals.editing() as entries:
+            kept = dict(entries)
             changes = follow_nodes(entries, nodes)
             for change in changes:
-                del entries[change.node_id]
+                if change.followed is not Followed.FORGOTTEN or not repush:
+                    del entries[change.node_id]
+        followed = [*self._new_rm(bool(kept))]
         for change in changes:
+            if change.followed is Followed.FORGOTTEN:
+                change = self._pushed_again(change, kept[change.node_id], repush=repush)
+            followed.append(change)
+        for change in followed:
             level = logging.INFO if change.followed is Followed.WHOLE else logging.WARNING
             log.log(level, "guard journal: node %s %s: %s", change.node_id, change.followed,
                     change.detail)  # fmt: skip
-        return list(changes)
+        self.sync_mirror()
+        return followed
+
+    def _pushed_again(
+        self, change: JournalChange, entry: NodeOriginal, *, repush: bool
+    ) -> JournalChange:
+        assert entry.last_set is not None
+        if not repush:  # giving nodes back: YARN already did
+            return replace(change, followed=Followed.WHOLE)
+        self.originals.intend(entry.node_id, entry.original, entry.last_set)
+        outcome = self._set(entry.node_id, entry.last_set, entry.original)
+        detail = f"{change.detail}; pushed again: {outcome.result}: {outcome.status}"
+        return replace(change, detail=detail, total=outcome.total or entry.original)
+
+    def _new_rm(self, watching: bool) -> list[JournalChange]:
+        """A record when the RM answering is not the one of the last look (its start
+        time changed): a restart or a fail-over, which the audit log should show
+        beside what it did to the guard's totals. Read only while nodes are journalled."""
+        if not watching:
+            return []
+        try:
+            info = self.rm.cluster_info()
+        except YarnError:
+            return []  # the node reads say what is wrong
+        seen, self._rm_started_ms = self._rm_started_ms, info.started_ms
+        if seen is None or seen == info.started_ms:
+            return []
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_ms / 1000))
+        detail = (
+            f"the RM answering now started at {started} ({info.ha_state}), not the one "
+            "that took the guard's totals; each journalled node is checked below"
+        )
+        return [JournalChange("", Followed.RM_RESTARTED, detail)]
 
     def act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
-        return {d.node_id: self.apply(d) for d in plan.decisions if d.changes}
+        outcomes = {d.node_id: self.apply(d) for d in plan.decisions if d.changes}
+        self.sync_mirror()
+        return outcomes
+
+    def sync_mirror(self) -> None:
+        """``dynamic-resources.xml`` says the totals the guard holds now (if mirrored);
+        a file that cannot be written is logged: the RM's totals are what count."""
+        if self.mirror is None:
+            return
+        held = {n: e.last_set for n, e in self.originals.load().items() if e.last_set is not None}
+        try:
+            if self.mirror.sync(held):
+                log.info("guard: %s now lists %d node(s)", self.mirror.path, len(held))
+        except (OSError, YarnAdaptError) as exc:
+            message = exc.one_line() if isinstance(exc, YarnAdaptError) else str(exc)
+            log.warning("guard: cannot mirror into %s: %s", self.mirror.path, message)
 
     # ------------------------------------------------------------------ one node
 
@@ -177,7 +242,9 @@ class RmNodeTotals:
         the guard set), after following the nodes the RM lists (when it answers);
         the journal keeps a node it could not restore."""
         followed = [_followed(change) for change in self._follow_listed()]
-        return followed + [self.restore(entry) for entry in self.originals.load().values()]
+        restored = [self.restore(entry) for entry in self.originals.load().values()]
+        self.sync_mirror()
+        return followed + restored
 
     def _follow_listed(self) -> list[JournalChange]:
         if not self.originals.load():
@@ -187,7 +254,7 @@ class RmNodeTotals:
         except YarnError as exc:  # each restore then says what it cannot read
             log.warning("guard restore: cannot list the nodes: %s", exc.one_line())
             return []
-        return self.follow(nodes)
+        return self.follow(nodes, repush=False)
 
     def restore(self, entry: NodeOriginal) -> ActOutcome:
         node_id = entry.node_id
@@ -238,8 +305,10 @@ def _followed(change: JournalChange) -> ActOutcome:
 
 
 def restore_journalled(rm: ResourceManagerClient, state_dir: Path) -> list[ActOutcome]:
-    """``yarn-adapt recover``: every journalled node back to its original total."""
-    actuator = RmNodeTotals(rm, state_dir)
+    """``yarn-adapt recover``: every journalled node back to its original total, and
+    the operator's ``dynamic-resources.xml`` back once no node is held."""
+    actuator = RmNodeTotals(rm, state_dir, mirror=journalled_mirror(state_dir / "guard"))
     if not actuator.pending_nodes():
+        actuator.sync_mirror()
         return []
     return actuator.restore_all()

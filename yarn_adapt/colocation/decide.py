@@ -1,13 +1,20 @@
 """The visibility decision (pure): how much of each node batch work may see.
 
-Per node, in this order (each step adds to the decision's reason):
+Two policies (``GuardSettings.policy``); both end in the same safety steps.
 
-1. **Usable input.** A node that is not RUNNING is skipped. Risk that cannot be
-   trusted -- the trace store unreadable, no traces in the window, the newest trace
-   older than ``stale_after_s``, no traces from this node, a normalised risk that is
-   not a number in [0, 1], a raw risk that is not a number >= 0 -- gives the node
-   back whole at once (``restore``; ``hold`` if it is whole already): bad data never
-   leaves a node throttled.
+**slack** (the default, :mod:`~yarn_adapt.colocation.slack`): SLO slack decides
+whether batch gives way, each node's self time on the applications' critical paths
+where and how much; see that module.
+
+**toposch-paper** (TopoSch as published), per node, in this order (each step adds to
+the decision's reason):
+
+1. **Usable input** (both policies). A node that is not RUNNING is skipped. Evidence
+   that cannot be trusted -- the trace store unreadable, no traces in the window, the
+   newest trace older than ``stale_after_s`` -- gives the node back whole at once
+   (``restore``; ``hold`` if it is whole already): bad data never leaves a node
+   throttled. For this policy also: no traces from this node, a normalised risk that
+   is not a number in [0, 1], a raw risk that is not a number >= 0.
 2. **Gate** (before normalising): a node whose raw risk ``R_n`` is below
    ``min_raw_risk`` is not throttled at all -- batch may see the whole node (through
    the safety steps of 7, so a node lowered earlier grows back gradually). Min-max
@@ -23,8 +30,8 @@ Per node, in this order (each step adds to the decision's reason):
    any capacity keeps at least 1 MB and 1 vcore when the fraction is above 0). It
    comes after zero-violation: a QoS miss holds a node at what batch uses, never
    below the floor.
-7. **Safety** against what the scheduler sees now: decreases happen at once;
-   increases wait ``cooldown_s`` after the last decrease and then grow by at most
+7. **Safety** (both policies) against what the scheduler sees now: decreases happen at
+   once; increases wait ``cooldown_s`` after the last decrease and then grow by at most
    ``max_step_up_fraction`` of capacity per round; a change within the dead-band
    (``dead_band_fraction`` of capacity in every dimension) is skipped, unless it
    gives the node back whole. A total below the floor (set by an older guard) is
@@ -41,12 +48,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 from tracing.model import NodeRisk
+from yarn_adapt.colocation import slack
 from yarn_adapt.colocation.model import (
     Action,
+    AppSlack,
     GuardInputs,
     GuardPlan,
+    GuardPolicy,
     GuardSettings,
     NodeDecision,
     NodeDemand,
@@ -62,19 +73,75 @@ NO_MEMORY = NodeMemory()
 def decide(
     inputs: GuardInputs, memory: Mapping[str, NodeMemory], settings: GuardSettings
 ) -> GuardPlan:
-    """One decision per observed node."""
+    """One decision per observed node, by ``settings.policy``."""
+    apps = slack.app_slacks(inputs.qos, settings)
     decisions = tuple(
-        decide_node(node, inputs, memory.get(node.node_id, NO_MEMORY), settings)
+        decide_node(node, inputs, memory.get(node.node_id, NO_MEMORY), settings, apps)
         for node in inputs.nodes
     )
-    return GuardPlan(inputs.now_s, decisions)
+    return GuardPlan(inputs.now_s, decisions, settings.policy, apps)
 
 
 def decide_node(
-    node: NodeView, inputs: GuardInputs, memory: NodeMemory, settings: GuardSettings
+    node: NodeView,
+    inputs: GuardInputs,
+    memory: NodeMemory,
+    settings: GuardSettings,
+    apps: tuple[AppSlack, ...] | None = None,
 ) -> NodeDecision:
+    """One node's decision (``apps``: the applications' slack, from ``inputs.qos``
+    when not given)."""
     if not node.running:
         return _unchanged(node, Action.SKIP, f"node is {node.state}: no action")
+    if settings.policy is GuardPolicy.SLACK:
+        judged = slack.app_slacks(inputs.qos, settings) if apps is None else apps
+        return decide_slack_node(node, inputs, memory, settings, judged)
+    return decide_paper_node(node, inputs, memory, settings)
+
+
+def decide_slack_node(
+    node: NodeView,
+    inputs: GuardInputs,
+    memory: NodeMemory,
+    settings: GuardSettings,
+    apps: tuple[AppSlack, ...],
+) -> NodeDecision:
+    """The slack policy for one running node (:mod:`~yarn_adapt.colocation.slack`)."""
+    problem = evidence_problem(inputs, settings)
+    if problem:
+        return _released(node, problem, settings)
+    paths = slack.node_paths(trace_hosts(node, inputs), inputs, apps)
+    state, acting, why = slack.node_state(paths, settings)
+    if not apps:
+        why.append("no latency-critical application (an entry service with a target) "
+                   "has requests in the SLO window")  # fmt: skip
+    elif not paths:
+        why.append("no latency-critical critical path runs here")
+    demand = inputs.demand_of(node.node_id)
+    wanted, more = slack.wanted_for(node, state, acting, demand, memory, inputs.now_s, settings)
+    why += more
+    floor = visible_floor(node.capacity, settings)
+    if not floor.fits_in(wanted):
+        why.append(f"floor {settings.min_visible_fraction:.0%} of the node")
+        wanted = wanted.component_max(floor)
+    wanted = wanted.component_min(node.capacity)
+    target, safety = safe_target(node, wanted, memory, inputs.now_s, settings)
+    if safety:
+        why.append(safety)
+    readings = qos_on_node(node, inputs)
+    return replace(
+        _decision(node, target, wanted, f"{state}: " + "; ".join(why), settings,
+                  max((p.share for p in paths), default=0.0), None, demand,
+                  readings[0] if readings else None),
+        state=state,
+        paths=paths,
+    )  # fmt: skip
+
+
+def decide_paper_node(
+    node: NodeView, inputs: GuardInputs, memory: NodeMemory, settings: GuardSettings
+) -> NodeDecision:
+    """TopoSch's published rule for one running node (the module docstring's steps)."""
     risk, problem = node_risk(node, inputs, settings)
     if risk is None:
         return _released(node, problem, settings)
@@ -109,18 +176,26 @@ def _below_gate(
 # --------------------------------------------------------------------------- input
 
 
+def evidence_problem(inputs: GuardInputs, settings: GuardSettings) -> str:
+    """Why the window's evidence cannot be used at all ("" when it can)."""
+    snapshot = inputs.risk
+    if snapshot is None:
+        return f"risk unavailable ({inputs.risk_problem or 'no trace store'})"
+    if snapshot.traces == 0:
+        return "risk stale: no traces in the window"
+    age_s = inputs.now_s - snapshot.window_end_us / 1e6
+    if age_s > settings.stale_after_s:
+        return f"risk stale: newest traces {age_s:.0f} s old (> {settings.stale_after_s:g} s)"
+    return ""
+
+
 def node_risk(
     node: NodeView, inputs: GuardInputs, settings: GuardSettings
 ) -> tuple[NodeRisk | None, str]:
     """The node's risk, or None and why it cannot be used."""
-    snapshot = inputs.risk
-    if snapshot is None:
-        return None, f"risk unavailable ({inputs.risk_problem or 'no trace store'})"
-    if snapshot.traces == 0:
-        return None, "risk stale: no traces in the window"
-    age_s = inputs.now_s - snapshot.window_end_us / 1e6
-    if age_s > settings.stale_after_s:
-        return None, f"risk stale: newest traces {age_s:.0f} s old (> {settings.stale_after_s:g} s)"
+    problem = evidence_problem(inputs, settings)
+    if problem:
+        return None, problem
     risk = _risk_entry(node, inputs)
     if risk is None:
         return None, "no traces from this node in the window"
@@ -143,6 +218,15 @@ def _risk_entry(node: NodeView, inputs: GuardInputs) -> NodeRisk | None:
         return found
     sharing = [n for n in inputs.nodes if n.host == node.host]
     return inputs.risk.node(node.host) if len(sharing) == 1 and node.host else None
+
+
+def trace_hosts(node: NodeView, inputs: GuardInputs) -> frozenset[str]:
+    """The trace hosts that stand for the node: configured ones, its node id, and its
+    host name when no other node shares that host."""
+    mapped = {host for host, node_id in inputs.node_hosts.items() if node_id == node.node_id}
+    sharing = [n for n in inputs.nodes if n.host == node.host]
+    own = {node.host} if node.host and len(sharing) == 1 else set()
+    return frozenset(mapped | {node.node_id} | own)
 
 
 def qos_on_node(node: NodeView, inputs: GuardInputs) -> list[QosReading]:

@@ -5,8 +5,14 @@ The journal (:mod:`~yarn_adapt.colocation.originals`) holds, per node the guard
 changed, its total before (``original``) and the totals the guard set or is about to
 set. For a node the RM lists, its total now is
 
-- its original: it is whole again (given back, or re-registered as it was) -- the
-  entry goes;
+- its original, while the guard had set another total and had no change in flight:
+  **YARN forgot** the guard's total (a NodeManager that restarted registers with the
+  total it is configured with; ``updateNodeResource`` is never written to a state
+  store) -- the entry stays, and the guard pushes its total again at once. An operator
+  who wants a node whole switches the guard off (it gives every node back); an
+  ``updateNodeResource`` to the original while the guard is in ``auto`` is taken as
+  the same forgetting;
+- its original otherwise: it is whole again (given back) -- the entry goes;
 - one the guard set (:meth:`~yarn_adapt.colocation.originals.NodeOriginal.set_by_guard`):
   the guard's change stands -- the entry stays;
 - anything else: someone else set it -- an operator's own update, the NodeManager
@@ -35,11 +41,15 @@ class Followed(StrEnum):
     WHOLE = "whole again"
     OUTSIDE = "changed outside the guard"
     NEW_ID = "back under a new node id"
+    FORGOTTEN = "YARN forgot the guard's total"
+    RM_RESTARTED = "the ResourceManager restarted or failed over"
 
 
 @dataclass(frozen=True)
 class JournalChange:
-    """One entry the journal drops, and why (for the audit log)."""
+    """What happened to one entry, and why (for the audit log): the journal drops it,
+    or (``FORGOTTEN``) keeps it while the guard pushes its total again; a
+    ``RM_RESTARTED`` record names no node: it says the RM is a new one."""
 
     node_id: str
     followed: Followed
@@ -63,6 +73,13 @@ def follow_nodes(
 
 def _listed(entry: NodeOriginal, node: Node) -> JournalChange | None:
     total = node.total
+    if total == entry.original and forgotten(entry):
+        assert entry.last_set is not None
+        detail = (
+            f"it reports its registered total {words(total)} again, not the "
+            f"{words(entry.last_set)} the guard set"
+        )
+        return JournalChange(entry.node_id, Followed.FORGOTTEN, detail, total)
     if total == entry.original:
         return JournalChange(entry.node_id, Followed.WHOLE,
                              f"back at its original total {words(total)}", total)  # fmt: skip
@@ -74,6 +91,12 @@ def _listed(entry: NodeOriginal, node: Node) -> JournalChange | None:
         f"that is its capacity now, not the journalled original {words(entry.original)}"
     )
     return JournalChange(entry.node_id, Followed.OUTSIDE, detail, total)
+
+
+def forgotten(entry: NodeOriginal) -> bool:
+    """The guard had set a total other than the original, and nothing is in flight:
+    a node at its original again has been given it back by YARN, not by the guard."""
+    return entry.intended is None and entry.last_set not in (None, entry.original)
 
 
 def _unlisted(

@@ -1,16 +1,18 @@
-"""One round of the co-location guard, and what it keeps between rounds.
+"""One cycle of the co-location guard, and what it keeps between cycles.
 
-A round: follow the nodes (the journal drops what is no longer the guard's: a node
+A cycle: follow the nodes (the journal drops what is no longer the guard's: a node
 whole again, changed outside the guard, back under a new id -- each said in the audit
-log) -> observe (the nodes the loop read from the RM, risk and QoS from the trace
-store, the demand bound) -> decide (pure) -> act (``auto`` only: each changed node
-through the actuator) -> record. The service runs it inside its own round (the same
-loop as the configurator); the testbed and its benchmark run exactly this class.
+log) -> observe (the nodes, risk, path times and QoS from the trace store, the demand
+bound) -> decide (pure, by policy) -> act (``auto`` only: each changed node through the
+actuator) -> record. The service runs it on its own clock, every ``[colocation]
+period_s`` (``yarn_adapt.service.guard.GuardLoop``), apart from the configurator's
+round; the testbed and its benchmark run exactly this class.
 
 By mode: ``off`` decides nothing and gives back every node the guard changed;
 ``recommend`` decides and records, changes nothing (the page shows what it would do);
 ``auto`` acts, and serves each node agent its reclaim request. Leaving ``auto`` (to
-``off`` or ``recommend``) and :meth:`ColocationGuard.stop` give every node back.
+``off`` or ``recommend``), :meth:`ColocationGuard.stop` and
+:meth:`ColocationGuard.give_back` (the loop's error budget) give every node back.
 ``auto`` is refused with ``min_visible_fraction = 0``: the guard never empties a node.
 
 Reclaim requests (``GET /api/agent/nodes/{node}/reclaim``) come from the same
@@ -19,9 +21,15 @@ lower than the floor -- never more than batch uses above the target, and with a 
 never all of it. A request asks the agent to squeeze batch containers by that much;
 the guard never asks for a kill (an agent kills only where its own ``[yarn] kill``
 allows it). A new amount for a node gets a new ``generation`` (milliseconds since the
-epoch, so it keeps growing across restarts), logged with what it asks; an agent that
-stops hearing from the service lets the request expire after ``ttl_s`` and gives the
-resources back gradually.
+epoch, so it keeps growing across restarts), logged with what it asks. A request
+expires on the guard's clock: one decided more than ``reclaim_ttl_s`` ago (the cycles
+stopped deciding) is no longer served, and an agent that stops hearing from the
+service lets it expire after ``ttl_s`` and gives the resources back gradually.
+
+What the tuner needs of the guard, per node -- its real capacity, what batch may see
+and what is kept for the latency-critical services -- is
+:meth:`ColocationGuard.allowances` (from the last cycle) and, for the capacity alone,
+``actuator.journalled()`` / ``actuator.pending_nodes()``.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from yarn_adapt.colocation.model import (
     GuardPlan,
     GuardSettings,
     NodeDecision,
+    NodeDemand,
     NodeMemory,
     QosReading,
 )
@@ -116,18 +125,44 @@ class GuardRoundReport:
     restored: tuple[ActOutcome, ...] = ()
     problem: str = ""  # why the risk could not be used, if it could not
     seconds: float = 0.0
+    cycle: int | None = None  # the caller's number for the round (the service's cycle)
 
     def summary(self) -> str:
         if self.plan is None:
             back = f"; {len(self.restored)} node(s) given back" if self.restored else ""
             return f"guard {self.mode}{back}"
+        slack = "; ".join(
+            f"{a.application} slack {a.slack_ratio:.0%} ({a.state})" for a in self.plan.applications
+        )
         changed = [
             f"{d.node_id} {d.action} to {d.target.memory_mb} MB/{d.target.vcores} vcores"
             f" ({self.outcomes[d.node_id].result if d.node_id in self.outcomes else 'not acted'})"
             for d in self.plan.changes
         ]
         acted = "; ".join(changed) if changed else "no node changes"
-        return f"guard {self.mode}: {acted}" + (f" (risk: {self.problem})" if self.problem else "")
+        problem = f" (risk: {self.problem})" if self.problem else ""
+        return f"guard {self.mode}: {acted}" + (f" [{slack}]" if slack else "") + problem
+
+
+@dataclass(frozen=True)
+class NodeAllowance:
+    """One node as the guard leaves it to the tuner after a cycle: its real capacity
+    (the journalled original, else what the RM reports), the total the scheduler
+    sees (what batch may be given), what is kept for the latency-critical services,
+    and the demand bound the guard used."""
+
+    node_id: str
+    capacity: Resources
+    total: Resources  # what the scheduler sees after the cycle
+    target: Resources  # what the guard decided (acted on in auto; recommended otherwise)
+    demand: NodeDemand | None
+    decided_at_s: float
+    mode: GuardMode
+
+    @property
+    def reserved(self) -> Resources:
+        """The real capacity batch may not be given: ``capacity - total``."""
+        return (self.capacity - self.total).clamped()
 
 
 class GuardRecorder(Protocol):
@@ -175,6 +210,14 @@ class ColocationGuard:
         self._lock = threading.RLock()  # rounds, mode switches and stop never interleave
         self.last_report: GuardRoundReport | None = None
         self.counts: dict[tuple[str, str], int] = {}
+        self.repushes: dict[str, int] = {}  # per node: totals YARN forgot, pushed again
+        # per node: at most how long its throttle was missing before it was pushed again
+        # (since the last cycle that saw the node at the guard's total)
+        self.repush_gap_s: dict[str, float] = {}
+        self._held_seen_at_s: dict[str, float] = {}
+        # when the guard last changed a node (acted or gave back): nodes read before
+        # then are stale to it
+        self.last_change_at_s: float | None = None
 
     @property
     def mode(self) -> GuardMode:
@@ -191,14 +234,17 @@ class ColocationGuard:
                 )
             else:
                 report = self._decide_and_act(nodes)
-            report = replace(report, seconds=round(time.perf_counter() - began, 4))
+            report = replace(report, seconds=round(time.perf_counter() - began, 4), cycle=round_id)
             self.last_report = report
             self.recorder.record(round_id, report)
             return report
 
     def _decide_and_act(self, nodes: Sequence[Node]) -> GuardRoundReport:
-        for change in self.actuator.follow(nodes):
+        followed = self.actuator.follow(nodes)
+        for change in followed:
             self._audit_followed(change)
+        nodes = _as_pushed_again(nodes, followed)
+        self._note_held(nodes)
         inputs = self.observer.inputs(nodes, self.actuator.journalled())
         plan = decide(inputs, self._memory, self.settings)
         restored: tuple[ActOutcome, ...] = ()
@@ -213,6 +259,8 @@ class ColocationGuard:
 
     def _act(self, plan: GuardPlan) -> dict[str, ActOutcome]:
         outcomes = self.actuator.act(plan)
+        if outcomes:
+            self.last_change_at_s = self.clock()
         for decision in plan.decisions:
             outcome = outcomes.get(decision.node_id)
             if outcome is None:
@@ -225,6 +273,7 @@ class ColocationGuard:
     def _remember(self, decision: NodeDecision, outcome: ActOutcome, at_s: float) -> None:
         if outcome.result is not Result.DONE:
             return
+        self._held_seen_at_s[decision.node_id] = self.clock()
         before = self._memory.get(decision.node_id, NodeMemory())
         self._memory[decision.node_id] = before.after(decision, at_s)
 
@@ -236,8 +285,27 @@ class ColocationGuard:
         self.recorder.audit(f"guard {decision.action} node", detail)
         log.info("guard: %s", detail)
 
+    def _note_held(self, nodes: Sequence[Node]) -> None:
+        """When each journalled node was last seen at the total the guard set."""
+        journalled = self.actuator.journalled()
+        now = self.clock()
+        for node in nodes:
+            entry = journalled.get(node.id)
+            if entry is not None and entry.last_set == node.total:
+                self._held_seen_at_s[node.id] = now
+
     def _audit_followed(self, change: JournalChange) -> None:
+        if change.followed is Followed.RM_RESTARTED:
+            self.recorder.audit("guard sees a new ResourceManager", change.detail)
+            return
         detail = f"{change.node_id}: {change.followed}: {change.detail}"
+        if change.followed is Followed.FORGOTTEN:
+            self.repushes[change.node_id] = self.repushes.get(change.node_id, 0) + 1
+            held_at = self._held_seen_at_s.get(change.node_id)
+            if held_at is not None:
+                self.repush_gap_s[change.node_id] = round(self.clock() - held_at, 3)
+            self.recorder.audit("guard pushes a forgotten total again", detail)
+            return
         if change.followed is not Followed.WHOLE:
             detail += "; the journal no longer holds its old original"
         self.recorder.audit("guard journal follows node", detail)
@@ -297,6 +365,16 @@ class ColocationGuard:
         with self._lock:
             return list(self._give_back())
 
+    def give_back(self, why: str) -> list[ActOutcome]:
+        """Every node back now, the mode kept (the loop's error budget): the next
+        cycle that succeeds decides afresh."""
+        with self._lock:
+            if not self.actuator.pending_nodes():
+                return []
+            self.recorder.audit("guard gives every node back", why)
+            log.warning("guard: giving every node back: %s", why)
+            return list(self._give_back())
+
     def close(self) -> None:
         """Release the trace store connection (the RM client belongs to the caller)."""
         self.observer.close()
@@ -307,6 +385,7 @@ class ColocationGuard:
         if not self.actuator.pending_nodes():
             return ()
         outcomes = tuple(self.actuator.restore_all())
+        self.last_change_at_s = self.clock()
         for outcome in outcomes:
             self._count("restore", str(outcome.result))
             self.recorder.audit("guard restore node", f"{outcome.node_id}: {outcome.status}")
@@ -319,10 +398,43 @@ class ColocationGuard:
     # ------------------------------------------------------------------ reading
 
     def reclaim_for(self, node_id: str) -> ReclaimRequest | None:
-        """The node's current request (``auto`` only); None: nothing asked."""
+        """The node's current request (``auto`` only); None: nothing asked, or the
+        last one was decided more than ``reclaim_ttl_s`` ago (the guard's clock)."""
         if self._mode is not GuardMode.AUTO:
             return None
-        return self._reclaims.get(node_id)
+        request = self._reclaims.get(node_id)
+        if request is None or self.clock() - request.decided_at_s > self.reclaim_ttl_s:
+            return None
+        return request
+
+    def allowances(self) -> dict[str, NodeAllowance]:
+        """Per node of the last cycle that decided: real capacity, what the scheduler
+        sees, what is kept for the services (``reserved``), the demand bound."""
+        report = self.last_report
+        if report is None or report.plan is None:
+            return {}
+        return {
+            d.node_id: NodeAllowance(d.node_id, d.capacity, _effective_total(report, d),
+                                     d.target, d.demand, report.at_s, report.mode)
+            for d in report.plan.decisions
+        }  # fmt: skip
+
+
+def _as_pushed_again(nodes: Sequence[Node], followed: Sequence[JournalChange]) -> list[Node]:
+    """``nodes`` with the totals of the nodes just pushed again (the list was read
+    before): the decision starts from what the node has now."""
+    pushed = {
+        c.node_id: c.total
+        for c in followed
+        if c.followed is Followed.FORGOTTEN and c.total is not None
+    }
+    return [replace(n, total=pushed[n.id]) if n.id in pushed else n for n in nodes]
+
+
+def _effective_total(report: GuardRoundReport, decision: NodeDecision) -> Resources:
+    """What the scheduler sees after the cycle: the target when it was set."""
+    outcome = report.outcomes.get(decision.node_id)
+    return decision.target if outcome is not None and outcome.ok else decision.current
 
 
 def _amount(resources: Resources) -> str:

@@ -40,24 +40,62 @@ DEFAULT_MIN_VISIBLE_FRACTION = 0.25
 # (0.0011 against 0.0010) a risk of 1.
 DEFAULT_MIN_RAW_RISK = 0.05
 
+# The slack policy's watermarks on an application's slack, 1 - P95 / target: above the
+# high one batch may see more, below the low one it must give way (Heracles grows
+# batch only above 10 % slack and takes cores back below 5 %; a wider band keeps the
+# guard from see-sawing on the noise of a short window's P95).
+DEFAULT_LOW_SLACK_RATIO = 0.1
+DEFAULT_HIGH_SLACK_RATIO = 0.25
+
+# The slack policy's "where": a node whose self time on an application's critical
+# path is below this share of the application's target never gives way for it
+# (a caller's own 0.2 ms of a 20 ms target, 1 %, is not where its latency goes).
+DEFAULT_MIN_PATH_FRACTION = 0.05
+
+
+class GuardPolicy(StrEnum):
+    """How the guard decides whether and where batch gives way."""
+
+    SLACK = "slack"  # SLO slack decides whether, critical-path self time where and how much
+    TOPOSCH_PAPER = "toposch-paper"  # TopoSch's min-max normalised risk x nu, every round
+
 
 @dataclass(frozen=True, kw_only=True)
 class GuardSettings:
     """How the visibility decision behaves (``[colocation]`` in the settings file).
 
-    ``nu`` is TopoSch's reservation coefficient: batch sees ``capacity * (1 - nu*R)``
-    of a node of normalised risk ``R`` (``nu*R`` clipped to [0, 1]), on nodes whose
-    raw risk is at least ``min_raw_risk`` (the others are not throttled). The rest are
-    Koordinator's safety margins: a floor batch always keeps, a dead-band under which
-    changes are skipped, a per-round limit on how fast visibility grows back, a
-    cool-down after a decrease before it may grow, and how old risk data may be
-    before the node is given back whole.
+    ``policy`` ``slack`` (the default): each latency-critical application's slack
+    (``1 - P95 / target``) decides whether batch gives way -- above
+    ``high_slack_ratio`` every node may grow, below ``low_slack_ratio`` nodes are
+    throttled, a miss is an emergency -- and each node's self time on the
+    application's critical path, as a share of its target, decides where and how
+    much: nodes below ``min_path_fraction`` never give way; the others are lowered by
+    ``nu`` x that share of their capacity a step (at most ``max_step_down_fraction``),
+    at most once every ``throttle_settle_s``; in an emergency nothing new becomes
+    visible there at once (zero-violation) and the step comes every cycle.
+
+    ``policy`` ``toposch-paper``: TopoSch as published. ``nu`` is the reservation
+    coefficient: batch sees ``capacity * (1 - nu*R)`` of a node of normalised risk
+    ``R`` (``nu*R`` clipped to [0, 1]), on nodes whose raw risk is at least
+    ``min_raw_risk`` (the others are not throttled); ``zero_violation`` holds the
+    nodes of an application over its target at what batch uses.
+
+    The rest are Koordinator's safety margins, for both: a floor batch always keeps,
+    a dead-band under which changes are skipped, a per-round limit on how fast
+    visibility grows back, a cool-down after a decrease before it may grow, and how
+    old risk data may be before the node is given back whole.
     """
 
+    policy: GuardPolicy = GuardPolicy.SLACK
     nu: float = 1.0
     zero_violation: bool = False
     min_visible_fraction: float = DEFAULT_MIN_VISIBLE_FRACTION
     min_raw_risk: float = DEFAULT_MIN_RAW_RISK
+    low_slack_ratio: float = DEFAULT_LOW_SLACK_RATIO
+    high_slack_ratio: float = DEFAULT_HIGH_SLACK_RATIO
+    min_path_fraction: float = DEFAULT_MIN_PATH_FRACTION
+    max_step_down_fraction: float = 0.25
+    throttle_settle_s: float = 15.0
     dead_band_fraction: float = 0.05
     max_step_up_fraction: float = 0.25
     cooldown_s: float = 60.0
@@ -66,9 +104,19 @@ class GuardSettings:
 
     def __post_init__(self) -> None:
         problems = [
+            ("policy", self.policy in tuple(GuardPolicy), " or ".join(GuardPolicy)),
             ("nu", self.nu >= 0 and math.isfinite(self.nu), "must be a number >= 0"),
             ("min_visible_fraction", 0 <= self.min_visible_fraction <= 1, "in [0, 1]"),
             ("min_raw_risk", 0 <= self.min_raw_risk < math.inf, "must be a number >= 0"),
+            ("low_slack_ratio", 0 <= self.low_slack_ratio < 1, "in [0, 1)"),
+            (
+                "high_slack_ratio",
+                self.low_slack_ratio < self.high_slack_ratio < 1,
+                "must be above low_slack_ratio and below 1",
+            ),
+            ("min_path_fraction", 0 <= self.min_path_fraction < math.inf, "a number >= 0"),
+            ("max_step_down_fraction", 0 < self.max_step_down_fraction <= 1, "in (0, 1]"),
+            ("throttle_settle_s", self.throttle_settle_s >= 0, "must be 0 or more"),
             ("dead_band_fraction", 0 <= self.dead_band_fraction < 1, "in [0, 1)"),
             ("max_step_up_fraction", 0 < self.max_step_up_fraction <= 1, "in (0, 1]"),
             ("cooldown_s", self.cooldown_s >= 0, "must be 0 or more"),
@@ -210,6 +258,49 @@ class NodeMemory:
 # --------------------------------------------------------------------------- decided
 
 
+class SlackState(StrEnum):
+    """Where an application's slack (``1 - P95 / target``) stands; a node takes the
+    most urgent state of the applications whose critical path it carries."""
+
+    GROW = "grow"  # above the high watermark: batch may see more, step by step
+    HOLD = "hold"  # between the watermarks: nothing changes
+    THROTTLE = "throttle"  # below the low watermark: batch gives way where the path runs
+    EMERGENCY = "emergency"  # over the target: nothing new for batch there, at once
+
+
+@dataclass(frozen=True)
+class AppSlack:
+    """One latency-critical application (its entry service) against its target."""
+
+    application: str
+    latency_ms: float  # the percentile over the SLO window
+    percentile: float
+    target_ms: float
+    requests: int
+    state: SlackState
+
+    @property
+    def slack_ratio(self) -> float:
+        """``1 - latency / target``: 1 is idle, 0 at the target, below 0 a miss."""
+        return 1.0 - self.latency_ms / self.target_ms
+
+
+@dataclass(frozen=True)
+class NodePath:
+    """One application's critical path on one node: the mean self time per request
+    its spans there spent on it, and that as a share of the application's target."""
+
+    application: str
+    self_ms: float
+    target_ms: float
+    state: SlackState  # the application's
+    slack_ratio: float  # the application's
+
+    @property
+    def share(self) -> float:
+        return self.self_ms / self.target_ms
+
+
 class Action(StrEnum):
     LOWER = "lower"  # less visible to batch than now
     RAISE = "raise"  # more visible, not yet the whole node
@@ -234,14 +325,22 @@ class NodeDecision:
     reclaim: Resources
     action: Action
     reason: str
-    risk: float | None = None
-    reserved_fraction: float | None = None  # nu*R clipped to [0, 1]
+    risk: float | None = None  # toposch-paper: normalised; slack: the largest path share
+    reserved_fraction: float | None = None  # nu*R clipped to [0, 1] (toposch-paper)
     demand: NodeDemand | None = None
     qos: QosReading | None = None
+    state: SlackState | None = None  # slack: the node's (its most urgent application's)
+    paths: tuple[NodePath, ...] = ()  # slack: each application's path on the node
 
     @property
     def changes(self) -> bool:
         return self.target != self.current
+
+    @property
+    def reserved(self) -> Resources:
+        """What batch may not see of the node's real capacity after this decision
+        (kept for the latency-critical services)."""
+        return (self.capacity - self.target).clamped()
 
     def reclaim_millicores(self, millicores_per_vcore: int) -> int:
         return self.reclaim.vcores * millicores_per_vcore
@@ -251,6 +350,8 @@ class NodeDecision:
 class GuardPlan:
     decided_at_s: float
     decisions: tuple[NodeDecision, ...]
+    policy: GuardPolicy = GuardPolicy.SLACK
+    applications: tuple[AppSlack, ...] = ()  # slack: every application with a target
 
     def decision(self, node_id: str) -> NodeDecision | None:
         return next((d for d in self.decisions if d.node_id == node_id), None)

@@ -8,11 +8,13 @@ claims), through ``tracing.analysis.analyse`` -- the same code ``yarn-adapt trac
 runs. Spans from hosts whose clock runs ahead were moved back when they arrived
 (``tracing.clocks``); the snapshot counts them and the reading's ``problem`` says so
 (the risk is still used). The tail latency of each latency-critical application is the
-chosen percentile of its entry service's request spans (the traces' roots) in the same
-window. Each read also tallies the requests that ended since the previous read (per
-entry service: how many, how many within its target), the feedback of the demand
-learners; a provider that learns (:class:`~yarn_adapt.colocation.demand.FedDemandProvider`)
-is fed the reading and the nodes before it is asked for the demand. A store that cannot
+chosen percentile of its entry service's request spans (the traces' roots) that ended
+in the last ``slo_window_s`` of the window (the SLO window: shorter, so the slack
+follows the service; the whole window when not set). Each read also tallies the
+requests that ended since the previous read (per entry service: how many, how many
+within its target), the feedback of the demand learners; a provider that learns
+(:class:`~yarn_adapt.colocation.demand.FedDemandProvider`) is fed the reading and the
+nodes before it is asked for the demand. A store that cannot
 be read is not an error of the round: the reading carries the problem, and the decision
 gives every node back (``decide``).
 """
@@ -63,10 +65,12 @@ class TraceStoreRisk:
         risk_settings: RiskSettings,
         percentile: float = 95.0,
         targets_ms: Mapping[str, float] | None = None,
+        slo_window_s: float | None = None,
     ) -> None:
         self._open_store = open_store
         self._store: TraceStore | None = None
         self.window_s = window_s
+        self.slo_window_s = min(slo_window_s or window_s, window_s)
         self.risk_settings = risk_settings
         self.percentile = percentile
         self.targets_ms = dict(targets_ms or {})
@@ -84,7 +88,7 @@ class TraceStoreRisk:
             return RiskReading(None, (), f"trace store: {exc.one_line()}")
         analysis = analyse(loaded, self.risk_settings, start_us, end_us)
         qos = qos_readings(
-            analysis.forest, self.percentile, self.window_s, end_us / 1e6, self.targets_ms
+            analysis.forest, self.percentile, self.slo_window_s, end_us / 1e6, self.targets_ms
         )
         since_us = max(start_us, self._tallied_to_us or start_us)
         tallies = request_tallies(analysis.forest, self.targets_ms, since_us, end_us)
@@ -115,15 +119,18 @@ def qos_readings(
     measured_at_s: float,
     targets_ms: Mapping[str, float],
 ) -> tuple[QosReading, ...]:
-    """Per entry service (a trace's root): the percentile of its root spans' durations."""
+    """Per entry service (a trace's root): the percentile of the durations of its root
+    spans that ended in the last ``window_s`` before ``measured_at_s``."""
     if forest.columns.n_traces == 0:
         return ()
     roots = forest.root
+    ends_us = forest.end[roots] + forest.columns.base[forest.trace[roots]]
+    recent = ends_us > int((measured_at_s - window_s) * 1e6)
     durations_ms = (forest.end[roots] - forest.start[roots]) / 1000.0
-    entry = forest.service[roots]
+    entry = np.where(recent, forest.service[roots], -1)
     span_entry = entry[forest.trace]
     readings = []
-    for service_id in np.unique(entry):
+    for service_id in np.unique(entry[recent]):
         name = forest.service_names[int(service_id)]
         if name == MISSING_ROOT:
             continue

@@ -30,7 +30,7 @@ from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.jars import HadoopJars, find_java_home, resolve_hadoop_jars
 from yarn_adapt.minicluster.javacmd import JavaCommands
-from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports
+from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports, free_ports
 from yarn_adapt.minicluster.processes import (
     ManagedProcess,
     kill_marked_processes,
@@ -82,6 +82,7 @@ class MiniCluster:
         self._keep_dir = keep_dir if keep_dir is not None else bool(os.environ.get(KEEP_DIR_ENV))
         self._layout: ClusterLayout | None = None
         self._ports: Ports | None = None
+        self._nm_ports: tuple[int, ...] = ()  # each NodeManager's RPC port: its node id's
         self._java: JavaCommands | None = None
         self._daemons: dict[str, ManagedProcess] = {}
         self._clients: list[ManagedProcess] = []
@@ -301,6 +302,7 @@ class MiniCluster:
     def _start_daemons(self, deadline: float) -> None:
         for attempt in range(1, START_ATTEMPTS + 1):
             self._ports = Ports.pick()
+            self._nm_ports = free_ports(self.spec.nodemanagers)
             self._write_configuration()
             self._launch_daemons()
             try:
@@ -358,14 +360,18 @@ class MiniCluster:
             "resourcemanager": java.resource_manager(),
             "historyserver": java.history_server(),
         }
-        groups = cpusets.create(self.root, self.spec.nm_cpusets) if self.spec.nm_cpusets else []
         for index in range(self.spec.nodemanagers):
             self.layout.nodemanager_dir(index).mkdir(exist_ok=True)
-            command = java.node_manager(index)
-            commands[f"nodemanager-{index}"] = (
-                cpusets.wrap(command, groups[index]) if groups else command
-            )
+            commands[f"nodemanager-{index}"] = self._nodemanager_command(index)
         self._daemons = {name: self._launch(name, command) for name, command in commands.items()}
+
+    def _nodemanager_command(self, index: int) -> list[str]:
+        """NodeManager ``index`` on its own RPC port, in its cpuset when the spec pins one."""
+        command = self._java_commands().node_manager(index, self._nm_ports[index])
+        if not self.spec.nm_cpusets:
+            return command
+        groups = cpusets.create(self.root, self.spec.nm_cpusets)
+        return cpusets.wrap(command, groups[index])
 
     def _launch(self, name: str, command: list[str]) -> ManagedProcess:
         env = marked_env(self.layout.root, self._java_env())
@@ -702,6 +708,38 @@ class MiniCluster:
         )
         deadline = time.monotonic() + self.start_timeout_s
         self._wait_until_ready(deadline)
+
+    def nodemanager_id(self, index: int) -> str:
+        """The node id (``host:port``) NodeManager ``index`` registers under."""
+        port = f":{self._nm_ports[index]}"
+        found = [node_id for node_id in self.node_ids() if node_id.endswith(port)]
+        if len(found) != 1:
+            raise MiniClusterError(f"the RM lists no node on port {port[1:]} (NodeManager {index})")
+        return found[0]
+
+    def restart_nodemanager(self, index: int, *, down_s: float = 0.0) -> None:
+        """Kill NodeManager ``index`` and start it again on the same port, so it registers
+        under the same node id with the total it is configured with; waits until the RM
+        has taken the new registration (the node's web address changes: its web port is
+        picked afresh) and lists the node RUNNING."""
+        node_id = self.nodemanager_id(index)
+        before = self._node_record(node_id).get("nodeHTTPAddress")
+        name = f"nodemanager-{index}"
+        self._daemons[name].kill_group()
+        time.sleep(down_s)
+        self._daemons[name] = self._launch(name, self._nodemanager_command(index))
+
+        def registered_again() -> bool | None:
+            self._fail_if_a_daemon_died()
+            node = self._node_record(node_id)
+            again = node.get("nodeHTTPAddress") not in (None, before)
+            return True if again and node.get("state") == "RUNNING" else None
+
+        poll(registered_again, self.start_timeout_s, f"{node_id} to register again", 0.3)
+
+    def _node_record(self, node_id: str) -> dict[str, Any]:
+        found = [n for n in _nodes_of(self.rm_get("nodes")) if n["id"] == node_id]
+        return found[0] if found else {}
 
     # ------------------------------------------------------------------ diagnostics
 

@@ -24,6 +24,7 @@ FAIR_SCHEDULER = "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.F
 # Resolved by Hadoop's Configuration from a -D system property of each NodeManager JVM,
 # so several NodeManagers share one yarn-site.xml but not their directories.
 NM_DIR_PROPERTY = "yarn.adapt.nm.dir"
+NM_PORT_PROPERTY = "yarn.adapt.nm.port"  # the NM's RPC port, the port of its node id
 
 # Small JVMs for MR containers; C1 only and the serial GC keep their start cheap.
 TASK_JAVA_OPTS = "-Xmx200m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
@@ -71,7 +72,7 @@ def yarn_site(
 ) -> dict[str, str]:
     properties = {
         **_resourcemanager_properties(ports),
-        **_nodemanager_properties(spec),
+        **nodemanager_properties(spec),
         **_scheduler_properties(spec, layout),
         "yarn.application.classpath": application_classpath(layout, jars),
         "yarn.log-aggregation-enable": "false",
@@ -100,11 +101,14 @@ def _resourcemanager_properties(ports: Ports) -> dict[str, str]:
     }
 
 
-def _nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
+def nodemanager_properties(spec: MiniClusterSpec) -> dict[str, str]:
     nm_dir = "${" + NM_DIR_PROPERTY + "}"
+    nm_port = "${" + NM_PORT_PROPERTY + "}"
     return {
         "yarn.nodemanager.hostname": HOST,
-        "yarn.nodemanager.address": f"{HOST}:0",
+        # 0 at first start; the same port again when a NodeManager is restarted, so it
+        # registers under the same node id (host:port)
+        "yarn.nodemanager.address": f"{HOST}:{nm_port}",
         "yarn.nodemanager.localizer.address": f"{HOST}:0",
         "yarn.nodemanager.webapp.address": f"{HOST}:0",
         "yarn.nodemanager.local-dirs": f"{nm_dir}/local",

@@ -3,9 +3,13 @@
 Both RMs run from the same Maven Central jars as :class:`MiniCluster`, with
 ``yarn.resourcemanager.ha.enabled=true``, automatic failover off and RM recovery off,
 so no ZooKeeper is needed: the active one is chosen by hand with
-``rmadmin -transitionToActive`` (HAAdmin). No NodeManager is started; standby
-behaviour is a property of the RM's web filter (RMWebAppFilter) and needs none. The
-scheduler configuration store is ``memory`` so ``PUT /scheduler-conf`` works.
+``rmadmin -transitionToActive`` (HAAdmin). By default no NodeManager is started;
+standby behaviour is a property of the RM's web filter (RMWebAppFilter) and needs
+none. With ``nodemanagers=N`` that many NodeManagers run with the HA pair's addresses:
+they register with the active RM, and with the other after a fail-over (which, with
+recovery off, knows nothing of what the first was told -- ``updateNodeResource``
+included). The scheduler configuration store is ``memory`` so ``PUT
+/scheduler-conf`` works.
 
     with HAResourceManagerPair() as pair:      # rm1 active, rm2 standby
         pair.fail_over("rm1", "rm2")           # now rm2 active
@@ -32,7 +36,7 @@ from yarn_adapt.minicluster.processes import (
     start_reaper,
 )
 from yarn_adapt.minicluster.rest import answers, poll
-from yarn_adapt.minicluster.spec import DEFAULT_CAPACITY_XML
+from yarn_adapt.minicluster.spec import DEFAULT_CAPACITY_XML, MiniClusterSpec
 
 RM_IDS = ("rm1", "rm2")
 CLUSTER_ID = "yarn-adapt-ha"
@@ -47,12 +51,13 @@ _RM_ROLES = {
 }
 
 
-def ha_yarn_site(ports: dict[str, Ports], rm_id: str) -> dict[str, str]:
-    """yarn-site.xml of one member: every member's addresses, plus its own id."""
+def ha_yarn_site(ports: dict[str, Ports], rm_id: str | None) -> dict[str, str]:
+    """yarn-site.xml of one member: every member's addresses, plus its own id (None: a
+    NodeManager's, which finds the active member by trying each)."""
     properties = {
         "yarn.resourcemanager.ha.enabled": "true",
         "yarn.resourcemanager.ha.rm-ids": ",".join(ports),
-        "yarn.resourcemanager.ha.id": rm_id,
+        **({"yarn.resourcemanager.ha.id": rm_id} if rm_id else {}),
         "yarn.resourcemanager.cluster-id": CLUSTER_ID,
         "yarn.resourcemanager.ha.automatic-failover.enabled": "false",
         "yarn.resourcemanager.recovery.enabled": "false",
@@ -78,7 +83,14 @@ class HAResourceManagerPair:
         base_dir: Path | None = None,
         jars: HadoopJars | None = None,
         start_timeout_s: float = 180.0,
+        nodemanagers: int = 0,
+        nm_memory_mb: int = 2048,
+        nm_vcores: int = 2,
     ) -> None:
+        self.nm_spec = MiniClusterSpec(
+            nodemanagers=max(1, nodemanagers), nm_memory_mb=nm_memory_mb, nm_vcores=nm_vcores
+        )
+        self.nodemanagers = nodemanagers
         self._base_dir = base_dir
         self._jars = jars
         self.start_timeout_s = start_timeout_s
@@ -132,6 +144,9 @@ class HAResourceManagerPair:
             for rm_id in RM_IDS:
                 self.wait_for_state(rm_id, "STANDBY", self.start_timeout_s)
             self.transition(RM_IDS[0], "active")
+            if self.nodemanagers:
+                self._start_nodemanagers(java_home, jars)
+                self.wait_for_nodes(RM_IDS[0], self.nodemanagers, self.start_timeout_s)
         except BaseException:
             self.stop(keep_dir=True)
             raise
@@ -156,6 +171,44 @@ class HAResourceManagerPair:
                                         "HADOOP_CONF_DIR": str(java.layout.conf_dir)})  # fmt: skip
         log = java.layout.logs_dir / "resourcemanager.log"
         self._daemons[rm_id] = launch(rm_id, java.resource_manager(), log, env, java.layout.root)
+
+    def _start_nodemanagers(self, java_home: Path, jars: HadoopJars) -> None:
+        layout = ClusterLayout(self._root() / "nodemanagers")
+        layout.create()
+        site = {**ha_yarn_site(self._ports, None), **confgen.nodemanager_properties(self.nm_spec)}
+        files = {
+            "core-site.xml": confgen.site_xml(confgen.core_site(layout)),
+            "yarn-site.xml": confgen.site_xml(site),
+            # several ShuffleHandlers on one host: any free port each (see mapred_site)
+            "mapred-site.xml": confgen.site_xml({"mapreduce.shuffle.port": "0"}),
+            "log4j.properties": confgen.LOG4J_PROPERTIES,
+        }
+        for name, text in files.items():
+            (layout.conf_dir / name).write_text(text)
+        java = JavaCommands(java_home, jars, layout)
+        env = marked_env(self._root(), {"JAVA_HOME": str(java_home),
+                                        "HADOOP_CONF_DIR": str(layout.conf_dir)})  # fmt: skip
+        for index in range(self.nodemanagers):
+            layout.nodemanager_dir(index).mkdir(exist_ok=True)
+            name = f"nodemanager-{index}"
+            log = layout.logs_dir / f"{name}.log"
+            self._daemons[name] = launch(name, java.node_manager(index), log, env, layout.root)
+
+    def nodes(self, rm_id: str) -> list[dict[str, object]]:
+        """The RUNNING nodes as ``rm_id`` lists them (its own answer, never redirected:
+        ask the active member)."""
+        body = answers(f"{self.web_url(rm_id)}/ws/v1/cluster/nodes?states=RUNNING")
+        found = ((body or {}).get("nodes") or {}).get("node") or []
+        return found if isinstance(found, list) else [found]
+
+    def wait_for_nodes(self, rm_id: str, count: int, timeout_s: float = 120.0) -> None:
+        def registered() -> bool | None:
+            for name, process in self._daemons.items():
+                if not process.alive():
+                    raise MiniClusterError(f"{name} exited (log: {process.log_path})")
+            return True if len(self.nodes(rm_id)) >= count else None
+
+        poll(registered, timeout_s, f"{count} NodeManager(s) RUNNING on {rm_id}", 0.3)
 
     def stop(self, *, keep_dir: bool = False) -> None:
         for process in self._daemons.values():

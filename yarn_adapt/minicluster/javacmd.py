@@ -6,7 +6,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
+from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY, NM_PORT_PROPERTY
 from yarn_adapt.minicluster.jars import HadoopJars
 from yarn_adapt.minicluster.layout import ClusterLayout
 from yarn_adapt.minicluster.security import kdc_command
@@ -74,9 +74,15 @@ class JavaCommands:
     def resource_manager(self) -> list[str]:
         return self.daemon("resourcemanager", RESOURCE_MANAGER)
 
-    def node_manager(self, index: int) -> list[str]:
+    def node_manager(self, index: int, port: int = 0) -> list[str]:
+        """NodeManager ``index``; ``port`` its RPC port (0: any free one)."""
         nm_dir = self.layout.nodemanager_dir(index)
-        return self.daemon("nodemanager", NODE_MANAGER, f"-D{NM_DIR_PROPERTY}={nm_dir}")
+        return self.daemon(
+            "nodemanager",
+            NODE_MANAGER,
+            f"-D{NM_DIR_PROPERTY}={nm_dir}",
+            f"-D{NM_PORT_PROPERTY}={port}",
+        )
 
     def history_server(self) -> list[str]:
         return self.daemon("historyserver", JOB_HISTORY_SERVER)

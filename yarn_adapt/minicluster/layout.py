@@ -98,3 +98,12 @@ class Ports:
     def address(self, name: str) -> str:
         port: int = getattr(self, name)
         return f"{HOST}:{port}"
+
+
+def free_ports(count: int) -> tuple[int, ...]:
+    """``count`` distinct ports free right now (see :meth:`Ports.pick` for the race)."""
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind((HOST, 0))
+        return tuple(sock.getsockname()[1] for sock in sockets)

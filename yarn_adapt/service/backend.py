@@ -22,6 +22,7 @@ from yarn_adapt.model import (
     AppState,
     CapacitySchedulerConfig,
     ClusterSnapshot,
+    Node,
     SchedulerConfig,
 )
 from yarn_adapt.service.settings import Settings
@@ -148,6 +149,8 @@ class YarnBackend:
         )
         self.via_mutation = settings.scheduler.via == "mutation"
         self.path = None if self.via_mutation else scheduler_file(settings)
+        # the node list, when the service shares one cache with the guard (its NodeCache)
+        self.node_list: Callable[[], tuple[Node, ...]] | None = None
 
     @property
     def target(self) -> str:
@@ -158,8 +161,9 @@ class YarnBackend:
     def observe(self) -> Observed:
         window_ms = int(self.settings.yarn.app_window_s * 1000)
         observation = observe_cluster(
-            self.rm, self.history, app_window_ms=window_ms, now_ms=self._now_ms
-        )
+            self.rm, self.history, app_window_ms=window_ms, now_ms=self._now_ms,
+            nodes=self.node_list,
+        )  # fmt: skip
         snapshot = observation.snapshot
         document = self.document()
         drift = tuple(mismatches(document.config, snapshot.scheduler))

@@ -34,6 +34,7 @@ from yarn_adapt.errors import (
 from yarn_adapt.model import SchedulerConfig
 from yarn_adapt.service.backend import ClusterBackend
 from yarn_adapt.service.metrics import ServiceMetrics
+from yarn_adapt.service.planning import GuardOwned
 from yarn_adapt.service.records import ProposalRecord, ProposalState
 from yarn_adapt.service.statemachine import Action
 from yarn_adapt.service.store import SqliteJournal, Store
@@ -52,8 +53,10 @@ class ProposalDesk:
         metrics: ServiceMetrics,
         *,
         new_id: Callable[[], str] = new_apply_id,
+        guard_owned: GuardOwned | None = None,
     ) -> None:
         self.store = store
+        self.guard_owned = guard_owned or GuardOwned()
         self.backend = backend
         self.metrics = metrics
         self.journal: ApplyJournal = SqliteJournal(store)
@@ -84,11 +87,12 @@ class ProposalDesk:
                 proposal_id, Action.BEGIN_APPLY, apply_id, actor, proposal.proposed_xml,
                 reason=reason,
             )  # fmt: skip
-            held_back = self._precheck(proposal)
-            if held_back is not None:
-                action, why = held_back
+            running = self._precheck(proposal)
+            if isinstance(running, tuple):
+                action, why = running
                 return self._end(apply_id, "not-started", why, action, actor)
             desired = parse_scheduler_text(proposal.proposed_xml, proposal.target)
+            desired = self.guard_owned.rebased(desired, running)
             return self._run(apply_id, desired, actor, rollback=False)
 
     def rollback(self, proposal_id: int, actor: str, reason: str = "") -> ProposalRecord:
@@ -110,6 +114,7 @@ class ProposalDesk:
                 reason=reason,
             )  # fmt: skip
             desired = parse_scheduler_text(current.base_xml, current.target)
+            desired = self._keeping_the_guards(desired)
             return self._run(apply_id, desired, actor, rollback=True)
 
     # ------------------------------------------------------------------ in flight
@@ -209,20 +214,34 @@ class ProposalDesk:
         self.store.keep_backup()
         return record
 
-    def _precheck(self, proposal: ProposalRecord) -> tuple[Action, str] | None:
-        """Why the proposal cannot be applied now, and where that leaves it: back to
-        approved when the RM cannot be read, superseded when the running
-        configuration is no longer the one it was computed against."""
+    def _precheck(self, proposal: ProposalRecord) -> SchedulerConfig | tuple[Action, str]:
+        """The running configuration, or why the proposal cannot be applied now and
+        where that leaves it: back to approved when the RM cannot be read, superseded
+        when the running configuration is no longer the one it was computed against
+        (a setting the guard owns may have moved: that is not the configurator's)."""
         try:
             running = self.backend.document().config
         except YarnAdaptError as exc:
             why = f"cannot read the running configuration: {exc.one_line()}"
             return Action.APPLY_NOT_STARTED, why
         base = parse_scheduler_text(proposal.base_xml, proposal.target)
-        if type(running) is not type(base) or diff_configs(base, running):
+        if type(running) is not type(base) or self.guard_owned.apart(
+            diff_configs(base, running), base
+        ):
             why = "the running configuration changed since this proposal was made"
             return Action.APPLY_STALE, why
-        return None
+        return running
+
+    def _keeping_the_guards(self, desired: SchedulerConfig) -> SchedulerConfig:
+        """``desired`` with the setting the guard owns as it runs now (unchanged
+        when the running configuration cannot be read: the applier reads it too)."""
+        if self.guard_owned.batch_queue is None:
+            return desired
+        try:
+            running = self.backend.document().config
+        except YarnAdaptError:
+            return desired
+        return self.guard_owned.rebased(desired, running)
 
 
 def settle(

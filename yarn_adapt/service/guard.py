@@ -1,11 +1,26 @@
-"""The co-location guard inside the service: built from ``[colocation]``, run as one
-step of every round (after the loop observed the RM), recorded in the service's
-database and audit log, exported as Prometheus metrics.
+"""The co-location guard inside the service: built from ``[colocation]``, run on its own
+clock by :class:`GuardLoop` (every ``period_s``, in its own thread, apart from the
+configurator's round), recorded in the service's database and audit log, exported as
+Prometheus metrics.
 
 :class:`GuardStep` wraps :class:`~yarn_adapt.colocation.guard.ColocationGuard` (the
 same class the testbed runs) with what only the service has: the RM the backend
 already talks to, the trace store named in ``[tracing]``, the SQLite store
-(:class:`GuardStore`, its own tables beside the configurator's) and the registry.
+(:class:`GuardStore`, its own tables beside the configurator's), the registry and the
+loop.
+
+The loop reads the nodes from the :class:`~yarn_adapt.colocation.nodes.NodeCache` it
+shares with the configurator's observe (refreshed at most once a period). Its health
+-- the last cycle's time and duration, consecutive failures, the nodes' age -- is in
+``GET /api/guard`` (``health``) and the metrics. A cycle that fails (the RM cannot be
+read, the journal is damaged, a bug) is logged and counted; after ``failure_budget``
+failures in a row every node is given back (and the audit log says why), and the
+loop keeps trying. The configurator's failures (drift, a failing tuner, a skipped
+round) never reach the guard, and the guard's never reach the configurator.
+
+Decisions are recorded per node when they change (action, target, result, state, mode)
+and at least every ``RECORD_EVERY_S`` while they hold; rows older than
+``KEEP_ROWS_S`` are deleted.
 """
 
 from __future__ import annotations
@@ -14,12 +29,14 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -30,14 +47,22 @@ from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
 from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
 from yarn_adapt.colocation.lra import LearnedLraDemand, NodeUtilizationUsage, load_warm_start
-from yarn_adapt.colocation.model import GuardMode, GuardSettings, NodeDecision
+from yarn_adapt.colocation.mirror import DynamicResourcesMirror
+from yarn_adapt.colocation.model import (
+    AppSlack,
+    GuardMode,
+    GuardPolicy,
+    GuardSettings,
+    NodeDecision,
+    NodePath,
+)
+from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.lra import LraDemandLearner, LraMode, LraSettings, LraSpec
-from yarn_adapt.errors import SettingsError
-from yarn_adapt.model import ClusterSnapshot, Resources
+from yarn_adapt.errors import SettingsError, YarnAdaptError
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.records import Decision, DecisionKind
+from yarn_adapt.service.metrics import NAMESPACE
 from yarn_adapt.service.settings import (
     ColocationSection,
     Settings,
@@ -52,6 +77,10 @@ from yarn_adapt.yarn.apply import PollSettings
 log = logging.getLogger(__name__)
 
 HISTORY_ROUNDS = 60
+RECORD_EVERY_S = 60.0  # a node's unchanged decision is recorded at least this often
+KEEP_ROWS_S = 7 * 86400.0  # decisions older than this are deleted
+PRUNE_EVERY_S = 600.0
+CYCLE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
 
 
 # --------------------------------------------------------------------------- building
@@ -60,6 +89,12 @@ HISTORY_ROUNDS = 60
 def decision_settings(section: ColocationSection) -> GuardSettings:
     try:
         return GuardSettings(
+            policy=GuardPolicy(section.policy),
+            low_slack_ratio=section.low_slack_ratio,
+            high_slack_ratio=section.high_slack_ratio,
+            min_path_fraction=section.min_path_fraction,
+            max_step_down_fraction=section.max_step_down_fraction,
+            throttle_settle_s=section.throttle_settle_s,
             nu=section.nu,
             zero_violation=section.zero_violation,
             min_visible_fraction=section.min_visible_fraction,
@@ -70,7 +105,7 @@ def decision_settings(section: ColocationSection) -> GuardSettings:
             stale_after_s=section.stale_after_s,
             millicores_per_vcore=section.millicores_per_vcore,
         )
-    except ValueError as exc:
+    except ValueError as exc:  # also an unknown policy
         raise SettingsError(f"[colocation] {exc}") from exc
 
 
@@ -195,12 +230,13 @@ def build_guard(
         ),
         percentile=section.qos_percentile,
         targets_ms=targets,
+        slo_window_s=section.slo_window_s,
     )
     demand = demand_provider(settings)
     observer = GuardObserver(risk, demand, node_hosts=pairs(section.node_hosts))
     actuator = guard_actuator(settings, backend, store)
     mode = section.mode if section.enabled else GuardMode.OFF
-    ttl = section.reclaim_ttl_s or 3 * settings.service.interval_s
+    ttl = section.reclaim_ttl_s or 3 * section.period_s
     return ColocationGuard(
         decision_settings(section),
         observer,
@@ -225,43 +261,284 @@ def guard_actuator(settings: Settings, backend: YarnBackend, store: Store) -> Ac
             via="mutation" if backend.path is None else str(backend.path),
             dead_band_percent=100 * section.dead_band_fraction,
         )
+    mirror = None
+    if section.dynamic_resources_file:
+        mirror = DynamicResourcesMirror(
+            Path(section.dynamic_resources_file).expanduser(),
+            settings.state.state_dir / "guard",
+            section.refresh_nodes_resources_command,
+        )
     return RmNodeTotals(
         backend.rm,
         settings.state.state_dir,
         verify=PollSettings(timeout_s=section.verify_timeout_s, interval_s=0.25),
+        mirror=mirror,
     )
 
 
-# --------------------------------------------------------------------------- the step
+# --------------------------------------------------------------------------- the loop
+
+
+@dataclass(frozen=True)
+class GuardHealth:
+    """The guard loop's health: how recent and how fast its cycles are, how many
+    failed in a row, and whether its error budget gave the nodes back."""
+
+    period_s: float
+    failure_budget: int
+    running: bool
+    cycles: int
+    consecutive_failures: int
+    last_cycle_at_s: float | None
+    last_cycle_s: float | None
+    last_ok_at_s: float | None
+    last_error: str
+    gave_back_at_s: float | None
+    gave_back_why: str
+    nodes_read_at_s: float | None
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.consecutive_failures >= self.failure_budget
+
+    def healthy(self, now_s: float) -> bool:
+        """Running, within its budget, and a cycle ended within three periods."""
+        recent = self.last_cycle_at_s is not None and now_s - self.last_cycle_at_s < max(
+            3 * self.period_s, (self.last_cycle_s or 0.0) + self.period_s
+        )
+        return self.running and recent and not self.budget_spent
+
+    def to_json(self, now_s: float) -> dict[str, Any]:
+        def age(at_s: float | None) -> float | None:
+            return None if at_s is None else round(max(0.0, now_s - at_s), 3)
+
+        return {
+            "healthy": self.healthy(now_s),
+            "running": self.running,
+            "period_s": self.period_s,
+            "cycles": self.cycles,
+            "last_cycle_at_epoch_s": self.last_cycle_at_s,
+            "last_cycle_age_s": age(self.last_cycle_at_s),
+            "last_cycle_duration_s": self.last_cycle_s,
+            "last_ok_at_epoch_s": self.last_ok_at_s,
+            "consecutive_failures": self.consecutive_failures,
+            "failure_budget": self.failure_budget,
+            "error_budget_spent": self.budget_spent,
+            "last_error": self.last_error,
+            "gave_back_at_epoch_s": self.gave_back_at_s,
+            "gave_back_reason": self.gave_back_why,
+            "nodes_read_at_epoch_s": self.nodes_read_at_s,
+            "nodes_age_s": age(self.nodes_read_at_s),
+        }
+
+
+class GuardLoop:
+    """The guard on its own clock: a cycle every ``period_s`` in its own thread.
+
+    A cycle reads the nodes from the shared cache (none while the guard is off: it
+    only gives back) and runs one guard round on them. A failure is logged, counted
+    and timed; at ``failure_budget`` failures in a row (and every failing cycle
+    after) every node is given back, saying why; the loop keeps cycling, and the
+    first cycle that succeeds decides afresh."""
+
+    def __init__(
+        self,
+        guard: ColocationGuard,
+        nodes: NodeCache,
+        *,
+        period_s: float,
+        failure_budget: int,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.guard = guard
+        self.nodes = nodes
+        self.period_s = period_s
+        self.failure_budget = failure_budget
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cycles = 0
+        self._failures = 0
+        self._last: tuple[float, float] | None = None  # (at, seconds) of the last cycle
+        self._last_ok_at_s: float | None = None
+        self._last_error = ""
+        self._gave_back: tuple[float, str] | None = None
+        self._metrics = _LoopMetrics(registry or CollectorRegistry())
+
+    # ------------------------------------------------------------------ thread
+
+    def start(self) -> None:
+        """Cycle in a thread of its own until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self.run_forever, args=(self._stop,), name="guard-loop", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        """No new cycle; wait for the one running (at most ``timeout_s``)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout_s)
+            if thread.is_alive():
+                log.error("guard loop: a cycle still runs after %g s; stopping anyway", timeout_s)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """A cycle every ``period_s`` (the next at once when one took longer)."""
+        while not stop.is_set():
+            began = time.monotonic()
+            self.run_cycle()
+            stop.wait(max(0.0, self.period_s - (time.monotonic() - began)))
+
+    # ------------------------------------------------------------------ one cycle
+
+    def run_cycle(self) -> GuardRoundReport | None:
+        """One guard round on the cached nodes; None when it failed."""
+        began, at_s = time.perf_counter(), self.clock()
+        try:
+            report = self._cycle()
+        except YarnAdaptError as exc:
+            self._failed(at_s, exc.one_line(), time.perf_counter() - began)
+            return None
+        except Exception as exc:  # a bug: keep its traceback, keep cycling
+            log.exception("guard cycle failed unexpectedly")
+            self._failed(at_s, f"unexpected {type(exc).__name__}: {exc}",
+                         time.perf_counter() - began)  # fmt: skip
+            return None
+        self._succeeded(at_s, time.perf_counter() - began)
+        return report
+
+    def _cycle(self) -> GuardRoundReport:
+        with self._lock:
+            self._cycles += 1
+            cycle = self._cycles
+        if self.guard.mode is GuardMode.OFF:
+            return self.guard.run_round((), cycle)  # gives back; reads no node
+        snapshot = self.nodes.read(newer_than_s=self.guard.last_change_at_s)
+        return self.guard.run_round(snapshot.nodes, cycle)
+
+    def _succeeded(self, at_s: float, seconds: float) -> None:
+        with self._lock:
+            self._failures, self._last_error = 0, ""
+            self._last, self._last_ok_at_s = (at_s, seconds), at_s
+        self._metrics.cycle_seconds.labels(result="ok").observe(seconds)
+
+    def _failed(self, at_s: float, why: str, seconds: float) -> None:
+        with self._lock:
+            self._failures += 1
+            failures = self._failures
+            self._last, self._last_error = (at_s, seconds), why
+        self._metrics.cycle_seconds.labels(result="failed").observe(seconds)
+        self._metrics.failures.inc()
+        log.error("guard cycle failed (%d in a row): %s", failures, why)
+        if failures >= self.failure_budget:
+            self._spend_budget(at_s, failures, why)
+
+    def _spend_budget(self, at_s: float, failures: int, why: str) -> None:
+        reason = (f"{failures} guard cycles in a row failed (failure_budget "
+                  f"{self.failure_budget}); the last: {why}")  # fmt: skip
+        try:
+            outcomes = self.guard.give_back(reason)
+        except YarnAdaptError as exc:
+            log.error("guard: cannot give the nodes back: %s", exc.one_line())
+            return
+        if not outcomes:
+            return
+        back = ", ".join(f"{o.node_id} {o.result}" for o in outcomes)
+        with self._lock:
+            self._gave_back = (at_s, f"{reason}: {back}")
+        self._metrics.gave_back.inc()
+
+    # ------------------------------------------------------------------ reading
+
+    def health(self) -> GuardHealth:
+        with self._lock:
+            last, gave_back = self._last, self._gave_back
+            latest = self.nodes.latest()
+            return GuardHealth(
+                period_s=self.period_s,
+                failure_budget=self.failure_budget,
+                running=self.running,
+                cycles=self._cycles,
+                consecutive_failures=self._failures,
+                last_cycle_at_s=last[0] if last else None,
+                last_cycle_s=round(last[1], 4) if last else None,
+                last_ok_at_s=self._last_ok_at_s,
+                last_error=self._last_error,
+                gave_back_at_s=gave_back[0] if gave_back else None,
+                gave_back_why=gave_back[1] if gave_back else "",
+                nodes_read_at_s=latest.read_at_s if latest else None,
+            )
+
+
+class _LoopMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.cycle_seconds = Histogram(
+            "guard_cycle_duration_seconds", "Wall time of a guard cycle, by result.",
+            ["result"], namespace=NAMESPACE, buckets=CYCLE_BUCKETS, registry=registry,
+        )  # fmt: skip
+        self.failures = Counter(
+            "guard_cycle_failures", "Guard cycles that failed.", namespace=NAMESPACE,
+            registry=registry,
+        )  # fmt: skip
+        self.gave_back = Counter(
+            "guard_gave_back", "Times the error budget gave every node back.",
+            namespace=NAMESPACE, registry=registry,
+        )  # fmt: skip
+        for result in ("ok", "failed"):
+            self.cycle_seconds.labels(result=result)
+
+
+# --------------------------------------------------------------------------- the guard
 
 
 class GuardStep:
-    """One round's guard step inside the service loop, and the guard's view for the
-    page, the API and /metrics."""
+    """The guard in the service: the guard, its tables, and its loop (``None`` when
+    the service was built without one); the page, the API and /metrics read it."""
 
-    def __init__(self, guard: ColocationGuard, store: GuardStore) -> None:
+    def __init__(
+        self, guard: ColocationGuard, store: GuardStore, loop: GuardLoop | None = None
+    ) -> None:
         self.guard = guard
         self.store = store
-
-    def run(self, round_id: int, view: object) -> Decision:
-        if not isinstance(view, ClusterSnapshot):
-            return Decision(DecisionKind.GUARD, "guard: needs a real RM's nodes; nothing done")
-        report = self.guard.run_round(view.nodes, round_id)
-        return Decision(DecisionKind.GUARD, report.summary())
+        self.loop = loop
 
     def stop(self) -> None:
+        """Stop the loop, then give every node back."""
+        if self.loop is not None:
+            self.loop.stop()
         for outcome in self.guard.stop():
             log.info("guard stop: %s: %s", outcome.node_id, outcome.status)
 
     def status(self) -> dict[str, Any]:
         report = self.guard.last_report
+        now_s = self.guard.clock()
+        plan = report.plan if report is not None else None
         return {
             "mode": str(self.guard.mode),
+            "policy": str(self.guard.settings.policy),
             "settings": _settings_view(self.guard.settings),
+            "health": None if self.loop is None else self.loop.health().to_json(now_s),
             "journalled_nodes": self.guard.actuator.pending_nodes(),
             "last_round": None if report is None else report_view(report),
-            "nodes": [node_view(row) for row in self.store.latest()],
+            "applications": [] if plan is None else [app_view(a) for a in plan.applications],
+            "nodes": self._nodes(report),
         }
+
+    def _nodes(self, report: GuardRoundReport | None) -> list[dict[str, Any]]:
+        """The last cycle's decisions (the newest stored ones when it decided none)."""
+        if report is None or report.plan is None:
+            return [node_view(row) for row in self.store.latest()]
+        return [decision_view(report, d) for d in report.plan.decisions]
 
 
 def report_view(report: GuardRoundReport) -> dict[str, Any]:
@@ -270,7 +547,7 @@ def report_view(report: GuardRoundReport) -> dict[str, Any]:
         "mode": str(report.mode),
         "summary": report.summary(),
         "risk_problem": report.problem,
-        "seconds": report.seconds,
+        "duration_s": report.seconds,
         "restored": [
             {"node": o.node_id, "result": str(o.result), "status": o.status}
             for o in report.restored
@@ -278,12 +555,30 @@ def report_view(report: GuardRoundReport) -> dict[str, Any]:
     }
 
 
+def app_view(app: AppSlack) -> dict[str, Any]:
+    return {
+        "application": app.application,
+        "latency_ms": round(app.latency_ms, 3),
+        "percentile": app.percentile,
+        "target_ms": app.target_ms,
+        "slack_ratio": round(app.slack_ratio, 4),
+        "state": str(app.state),
+        "requests": app.requests,
+    }
+
+
 def _settings_view(settings: GuardSettings) -> dict[str, Any]:
     return {
+        "policy": str(settings.policy),
         "nu": settings.nu,
         "zero_violation": settings.zero_violation,
         "min_visible_fraction": settings.min_visible_fraction,
         "min_raw_risk": settings.min_raw_risk,
+        "low_slack_ratio": settings.low_slack_ratio,
+        "high_slack_ratio": settings.high_slack_ratio,
+        "min_path_fraction": settings.min_path_fraction,
+        "max_step_down_fraction": settings.max_step_down_fraction,
+        "throttle_settle_s": settings.throttle_settle_s,
         "dead_band_fraction": settings.dead_band_fraction,
         "max_step_up_fraction": settings.max_step_up_fraction,
         "cooldown_s": settings.cooldown_s,
@@ -336,23 +631,46 @@ CREATE TABLE IF NOT EXISTS guard_nodes (
 );
 CREATE INDEX IF NOT EXISTS guard_nodes_node ON guard_nodes(node, id);
 CREATE INDEX IF NOT EXISTS guard_nodes_round ON guard_nodes(round_id);
+CREATE INDEX IF NOT EXISTS guard_nodes_at ON guard_nodes(at)
 """
+# Columns added after the first release: added to an older table when missing.
+GUARD_COLUMNS = (
+    ("policy", "TEXT NOT NULL DEFAULT ''"),
+    ("state", "TEXT NOT NULL DEFAULT ''"),
+    ("paths", "TEXT"),
+)
 
 
 class GuardStore:
     """The guard's tables in the service's SQLite file (WAL; a connection per thread).
 
-    Created with ``IF NOT EXISTS`` when the guard is built: the tables are the
-    guard's own and need no step in the configurator's schema migrations."""
+    Created with ``IF NOT EXISTS`` when the guard is built, and given the columns a
+    later version added (``ALTER TABLE ... ADD COLUMN``): the tables are the guard's
+    own and need no step in the configurator's schema migrations. ``round_id`` holds
+    the guard's cycle number."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        record_every_s: float = RECORD_EVERY_S,
+        keep_s: float = KEEP_ROWS_S,
+    ) -> None:
         self.path = path
+        self.record_every_s = record_every_s
+        self.keep_s = keep_s
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        self._written: dict[str, tuple[tuple[object, ...], float]] = {}  # node -> (key, at)
+        self._pruned_at = 0.0
         with self._transaction() as db:
             for statement in filter(None, (s.strip() for s in GUARD_SCHEMA.split(";"))):
                 db.execute(statement)
+            present = {row["name"] for row in db.execute("PRAGMA table_info(guard_nodes)")}
+            for name, kind in GUARD_COLUMNS:
+                if name not in present:
+                    db.execute(f"ALTER TABLE guard_nodes ADD COLUMN {name} {kind}")
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -380,21 +698,39 @@ class GuardStore:
         db.execute("COMMIT")
 
     def record(self, round_id: int | None, report: GuardRoundReport) -> None:
+        """The cycle's decisions of nodes whose decision changed, or that were last
+        recorded ``record_every_s`` ago or more."""
         if report.plan is None:
             return
-        with self._transaction() as db:
-            for decision in report.plan.decisions:
-                outcome = report.outcomes.get(decision.node_id)
-                db.execute(
+        rows = [_row(report, d) for d in report.plan.decisions if self._due(report, d)]
+        if rows:
+            with self._transaction() as db:
+                db.executemany(
                     "INSERT INTO guard_nodes (round_id, at, mode, node, action, reason, risk,"
                     " reserved, capacity_mb, capacity_vcores, current_mb, current_vcores,"
                     " target_mb, target_vcores, used_mb, used_vcores, reclaim_mb, reclaim_vcores,"
-                    " demand, qos, result, status)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (round_id, report.at_s, str(report.mode), *_row(decision),
-                     str(outcome.result) if outcome else "",
-                     outcome.status if outcome else ""),
-                )  # fmt: skip
+                    " demand, qos, result, status, policy, state, paths)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [(round_id, report.at_s, str(report.mode), *row) for row in rows],
+                )
+        self._prune(report.at_s)
+
+    def _due(self, report: GuardRoundReport, decision: NodeDecision) -> bool:
+        outcome = report.outcomes.get(decision.node_id)
+        key = (str(report.mode), str(decision.action), decision.target, decision.current,
+               str(outcome.result) if outcome else "", str(decision.state or ""))  # fmt: skip
+        last = self._written.get(decision.node_id)
+        if last is not None and last[0] == key and report.at_s - last[1] < self.record_every_s:
+            return False
+        self._written[decision.node_id] = (key, report.at_s)
+        return True
+
+    def _prune(self, now_s: float) -> None:
+        if now_s - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at = now_s
+        with self._transaction() as db:
+            db.execute("DELETE FROM guard_nodes WHERE at < ?", (now_s - self.keep_s,))
 
     def latest(self) -> list[sqlite3.Row]:
         """The newest decision of every node."""
@@ -409,7 +745,7 @@ class GuardStore:
         ).fetchall()
 
     def series(self, rounds: int = HISTORY_ROUNDS) -> list[sqlite3.Row]:
-        """Every node's decisions of the last ``rounds`` guard rounds, oldest first."""
+        """Every node's decisions of the last ``rounds`` recorded cycles, oldest first."""
         return self._db.execute(
             "SELECT * FROM guard_nodes WHERE at >= (SELECT MIN(at) FROM (SELECT DISTINCT at"
             " FROM guard_nodes ORDER BY at DESC LIMIT ?)) ORDER BY id",
@@ -425,9 +761,9 @@ class GuardStore:
         self._local = threading.local()
 
 
-def _row(decision: NodeDecision) -> tuple[object, ...]:
-    demand = decision.demand
-    qos = decision.qos
+def _row(report: GuardRoundReport, decision: NodeDecision) -> tuple[object, ...]:
+    outcome = report.outcomes.get(decision.node_id)
+    demand, qos = decision.demand, decision.qos
     return (
         decision.node_id, str(decision.action), decision.reason, decision.risk,
         decision.reserved_fraction,
@@ -441,7 +777,25 @@ def _row(decision: NodeDecision) -> tuple[object, ...]:
         None if qos is None else json.dumps(
             {"application": qos.application, "latency_ms": qos.latency_ms,
              "percentile": qos.percentile, "target_ms": qos.target_ms}),
+        str(outcome.result) if outcome else "", outcome.status if outcome else "",
+        str(report.plan.policy) if report.plan else "", str(decision.state or ""),
+        json.dumps([path_view(p) for p in decision.paths]),
     )  # fmt: skip
+
+
+def path_view(path: NodePath) -> dict[str, Any]:
+    return {
+        "application": path.application,
+        "self_ms": round(path.self_ms, 3),
+        "target_ms": path.target_ms,
+        "share_ratio": round(path.share, 4),
+        "slack_ratio": round(path.slack_ratio, 4),
+        "state": str(path.state),
+    }
+
+
+def _amount(memory_mb: int, vcores: int) -> dict[str, int]:
+    return {"memory_mb": memory_mb, "vcores": vcores}
 
 
 def node_view(row: sqlite3.Row) -> dict[str, Any]:
@@ -449,32 +803,53 @@ def node_view(row: sqlite3.Row) -> dict[str, Any]:
     return {
         "node": row["node"],
         "at_epoch_s": row["at"],
-        "round_id": row["round_id"],
+        "cycle": row["round_id"],
         "mode": row["mode"],
+        "policy": row["policy"],
+        "state": row["state"] or None,
         "action": row["action"],
         "reason": row["reason"],
         "risk": row["risk"],
         "reserved_fraction": row["reserved"],
-        "real": {"memory_mb": row["capacity_mb"], "vcores": row["capacity_vcores"]},
-        "visible_before": {"memory_mb": row["current_mb"], "vcores": row["current_vcores"]},
-        "visible": {"memory_mb": row["target_mb"], "vcores": row["target_vcores"]},
-        "used": {"memory_mb": row["used_mb"], "vcores": row["used_vcores"]},
-        "reclaim": {"memory_mb": row["reclaim_mb"], "vcores": row["reclaim_vcores"]},
+        "real": _amount(row["capacity_mb"], row["capacity_vcores"]),
+        "visible_before": _amount(row["current_mb"], row["current_vcores"]),
+        "visible": _amount(row["target_mb"], row["target_vcores"]),
+        "used": _amount(row["used_mb"], row["used_vcores"]),
+        "reclaim": _amount(row["reclaim_mb"], row["reclaim_vcores"]),
         "demand": json.loads(row["demand"]) if row["demand"] else None,
         "qos": json.loads(row["qos"]) if row["qos"] else None,
+        "paths": json.loads(row["paths"]) if row["paths"] else [],
         "result": row["result"],
         "status": row["status"],
+        "agent": None,  # what the node agent did (suppress, squeeze, evict): not reported yet
     }
+
+
+def decision_view(report: GuardRoundReport, decision: NodeDecision) -> dict[str, Any]:
+    """One decision of the last cycle, in :func:`node_view`'s shape."""
+    row = dict(zip(_ROW_NAMES, (report.cycle, report.at_s, str(report.mode),
+                                *_row(report, decision)), strict=True))  # fmt: skip
+    return node_view(row)  # type: ignore[arg-type]
+
+
+_ROW_NAMES = (
+    "round_id", "at", "mode", "node", "action", "reason", "risk", "reserved", "capacity_mb",
+    "capacity_vcores", "current_mb", "current_vcores", "target_mb", "target_vcores", "used_mb",
+    "used_vcores", "reclaim_mb", "reclaim_vcores", "demand", "qos", "result", "status",
+    "policy", "state", "paths",
+)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- metrics
 
 
 class GuardCollector(Collector):
-    """The guard's per-node figures of its last round, at scrape time."""
+    """The guard's figures at scrape time: its mode, actions, journal, the loop's
+    health, each application's slack and each node's risk and visible share."""
 
-    def __init__(self, guard: ColocationGuard) -> None:
+    def __init__(self, guard: ColocationGuard, loop: GuardLoop | None = None) -> None:
         self.guard = guard
+        self.loop = loop
 
     def collect(self) -> Iterator[Metric]:
         prefix = "yarn_adapt_guard"
@@ -484,17 +859,72 @@ class GuardCollector(Collector):
             mode.add_metric([str(each)], 1.0 if each is self.guard.mode else 0.0)
         actions = CounterMetricFamily(f"{prefix}_actions", "Node changes by action and result.",
                                       labels=["action", "result"])  # fmt: skip
-        for (action, result), count in sorted(self.guard.counts.items()):
+        for (action, result), count in sorted(dict(self.guard.counts).items()):
             actions.add_metric([action, result], count)
         journalled = GaugeMetricFamily(
             f"{prefix}_journalled_nodes", "Nodes not known to be back at their original total."
         )
         journalled.add_metric([], len(self.guard.actuator.pending_nodes()))
-        yield from (mode, actions, journalled, *self._nodes())
+        repushes = CounterMetricFamily(
+            f"{prefix}_repushes",
+            "Totals YARN forgot (the node registered again) that the guard pushed again.",
+            labels=["node"],
+        )
+        for node_id, count in sorted(dict(self.guard.repushes).items()):
+            repushes.add_metric([node_id], count)
+        gap = GaugeMetricFamily(
+            f"{prefix}_repush_gap_seconds",
+            "At most how long a node's throttle was missing before the guard pushed it "
+            "again (the last push; from the last cycle that saw it held).",
+            labels=["node"],
+        )
+        for node_id, seconds in sorted(dict(self.guard.repush_gap_s).items()):
+            gap.add_metric([node_id], seconds)
+        yield from (mode, actions, journalled, repushes, gap, *self._health(),
+                    *self._applications())  # fmt: skip
+        yield from self._nodes()
+
+    def _health(self) -> Iterator[Metric]:
+        if self.loop is None:
+            return
+        now_s = self.guard.clock()
+        health = self.loop.health()
+        prefix = "yarn_adapt_guard"
+        failures = GaugeMetricFamily(f"{prefix}_consecutive_failures",
+                                     "Guard cycles failed in a row.")  # fmt: skip
+        failures.add_metric([], health.consecutive_failures)
+        yield failures
+        for name, help_text, at_s in (
+            ("last_cycle_age_seconds", "Seconds since the last guard cycle ended.",
+             health.last_cycle_at_s),
+            ("nodes_age_seconds", "Age of the node list the guard read last.",
+             health.nodes_read_at_s),
+        ):  # fmt: skip
+            if at_s is not None:
+                gauge = GaugeMetricFamily(f"{prefix}_{name}", help_text)
+                gauge.add_metric([], max(0.0, now_s - at_s))
+                yield gauge
+
+    def _applications(self) -> Iterator[Metric]:
+        report = self.guard.last_report
+        slack = GaugeMetricFamily(
+            "yarn_adapt_guard_application_slack_ratio",
+            "1 - P95 / target of each latency-critical application (below 0: a miss).",
+            labels=["application"],
+        )
+        if report is not None and report.plan is not None:
+            for app in report.plan.applications:
+                slack.add_metric([app.application], app.slack_ratio)
+        yield slack
 
     def _nodes(self) -> Iterator[Metric]:
         prefix = "yarn_adapt_guard_node"
-        risk = GaugeMetricFamily(f"{prefix}_risk", "Normalised node risk (0-1).", labels=["node"])
+        risk = GaugeMetricFamily(
+            f"{prefix}_risk",
+            "The node's risk: slack policy, its largest share of an application's target "
+            "spent there on the critical path; toposch-paper, the normalised risk (0-1).",
+            labels=["node"],
+        )
         visible = GaugeMetricFamily(
             f"{prefix}_visible_ratio",
             "Share of the node the scheduler lets batch see now (0-1).",
@@ -505,23 +935,17 @@ class GuardCollector(Collector):
             "CPU the node agent is asked to reclaim from batch.",
             labels=["node"],
         )
+        for allowance in self.guard.allowances().values():
+            for resource, seen, whole in (
+                ("vcores", allowance.total.vcores, allowance.capacity.vcores),
+                ("memory", allowance.total.memory_mb, allowance.capacity.memory_mb),
+            ):
+                visible.add_metric([allowance.node_id, resource], seen / whole if whole else 1.0)
+            request = self.guard.reclaim_for(allowance.node_id)
+            reclaim.add_metric([allowance.node_id], request.cpu_millicores if request else 0)
         report = self.guard.last_report
         if report is not None and report.plan is not None:
             for decision in report.plan.decisions:
                 if decision.risk is not None:
                     risk.add_metric([decision.node_id], decision.risk)
-                total = _effective_total(report, decision)
-                for resource, seen, whole in (
-                    ("vcores", total.vcores, decision.capacity.vcores),
-                    ("memory", total.memory_mb, decision.capacity.memory_mb),
-                ):
-                    visible.add_metric([decision.node_id, resource], seen / whole if whole else 1.0)
-                request = self.guard.reclaim_for(decision.node_id)
-                reclaim.add_metric([decision.node_id], request.cpu_millicores if request else 0)
         yield from (risk, visible, reclaim)
-
-
-def _effective_total(report: GuardRoundReport, decision: NodeDecision) -> Resources:
-    """What the scheduler sees after the round: the target when it was set."""
-    outcome = report.outcomes.get(decision.node_id)
-    return decision.target if outcome is not None and outcome.ok else decision.current

@@ -4,9 +4,12 @@ One round, each step timed::
 
     observe -> reconcile (at the first round, and whenever an apply is left open;
       then observe again if it settled one) -> drift check -> measure realized
-      latency -> guard (the co-location guard's own observe -> decide -> act -> record)
-      -> propose (triggered groups, minus those cooling down) -> decide (gates)
-      -> act (the mode's actuator) -> record
+      latency -> propose (triggered groups, minus those cooling down) -> decide
+      (gates) -> act (the mode's actuator) -> record
+
+The co-location guard is not a step of it: it runs on its own clock
+(:class:`~yarn_adapt.service.guard.GuardLoop`), so a drift, a failing tuner or a
+skipped round never holds it up, and its failures never reach this loop.
 
 The drift check compares what the RM reports (``/scheduler``) with the scheduler
 file: when they differ (a failover to an RM reading another file, a hand edit that
@@ -34,7 +37,6 @@ from yarn_adapt.service.actuators import Actuator, Plan
 from yarn_adapt.service.backend import ClusterBackend, FinishedJob, Observed
 from yarn_adapt.service.checking import check_proposal, group_histories
 from yarn_adapt.service.gates import GroupHistory, RecentChange, annotated
-from yarn_adapt.service.guard import GuardStep
 from yarn_adapt.service.hysteresis import (
     Verdict,
     changes_by_group,
@@ -150,7 +152,6 @@ class TuningLoop:
         self._last_taken_ms: int | None = None
         self._previous_taken_ms: int | None = None
         self._finished: dict[str, FinishedJob] = {}  # by id, for checking predictions
-        self.guard: GuardStep | None = None  # the co-location guard's step, when built
 
     # ------------------------------------------------------------------ schedule
 
@@ -236,8 +237,6 @@ class TuningLoop:
         with timer.step("measure"):
             self._measure_realized(observed, started)
             self.record_series(round_id, started, observed)
-        with timer.step("guard"):
-            self._run_guard(round_id, observed)
         cooling = cooling_groups(
             self.store.last_change_per_group(), started, self.settings.tuning.cooldown_s
         )
@@ -302,18 +301,6 @@ class TuningLoop:
             for group, own in changes_by_group(proposal.changes, observed.config).items():
                 recent += [(group, RecentChange(proposal.id, apply.finished_at, c)) for c in own]
         return group_histories(self.store.prediction_errors(), recent)
-
-    def _run_guard(self, round_id: int, observed: Observed) -> None:
-        """The co-location guard's step; its failure never stops the configurator's."""
-        if self.guard is None:
-            return
-        try:
-            decision = self.guard.run(round_id, observed.view)
-        except YarnAdaptError as exc:
-            log.error("guard step failed: %s", exc.one_line())
-            decision = Decision(DecisionKind.FAILED, f"guard: {exc.one_line()}")
-        self.store.record_decision(round_id, decision)
-        self.metrics.decisions.labels(kind=str(decision.kind)).inc()
 
     def _observe(self) -> Observed:
         try:

@@ -9,6 +9,7 @@ the tuner of :mod:`yarn_adapt.tuning.tuner` are in
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from yarn_adapt.service.backend import Observed
@@ -25,7 +26,18 @@ class Proposer(Protocol):
 
 def snapshot_proposer(settings: Settings) -> Proposer:
     """The proposer ``[tuning] proposer`` names, reading a real RM's snapshot
-    (``yarn-adapt serve``): the AdaptiveConfig tuner, or Cilantro's policies."""
+    (``yarn-adapt serve``): the AdaptiveConfig tuner, or Cilantro's policies. With the
+    co-location guard on, either plans on the nodes' real capacity, not on totals the
+    guard lowered (:mod:`yarn_adapt.service.planning`)."""
+    proposer = _tuner_proposer(settings)
+    if not settings.colocation.enabled:
+        return proposer
+    from yarn_adapt.service.planning import GuardCapacity, OnRealCapacity
+
+    return OnRealCapacity(proposer, GuardCapacity(Path(settings.state.dir) / "guard"))
+
+
+def _tuner_proposer(settings: Settings) -> Proposer:
     if settings.tuning.proposer == "cilantro":
         return cilantro_proposer(settings)
     from yarn_adapt.service.tuner_adapter import SnapshotProposer

@@ -1,6 +1,12 @@
 """One running service: settings, store, backend, proposer, desk, loop and metrics,
 wired once. The CLI (``yarn-adapt serve`` / ``demo``) builds it, the web app reads and
-acts through it, tests build it against a real mini cluster."""
+acts through it, tests build it against a real mini cluster.
+
+Beside a real RM the co-location guard runs on its own clock (``[colocation]
+period_s``) in a thread of its own, started by :meth:`Service.run_forever` (or
+:meth:`Service.start_guard`) and stopped -- every node given back -- by
+:meth:`Service.close`; it and the configurator's observe read the nodes through one
+:class:`~yarn_adapt.colocation.nodes.NodeCache`."""
 
 from __future__ import annotations
 
@@ -8,13 +14,22 @@ import logging
 import threading
 from dataclasses import dataclass
 
+from yarn_adapt.colocation.guard import GuardRoundReport
+from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.errors import YarnError
 from yarn_adapt.service.actuators import actuator_for
 from yarn_adapt.service.backend import ClusterBackend, YarnBackend
 from yarn_adapt.service.desk import ProposalDesk
-from yarn_adapt.service.guard import GuardCollector, GuardStep, GuardStore, build_guard
+from yarn_adapt.service.guard import (
+    GuardCollector,
+    GuardLoop,
+    GuardStep,
+    GuardStore,
+    build_guard,
+)
 from yarn_adapt.service.loop import TuningLoop
 from yarn_adapt.service.metrics import ServiceMetrics
+from yarn_adapt.service.planning import GuardOwned, OnRealCapacity, services_reserved
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.reconcile import reconcile
 from yarn_adapt.service.settings import Settings
@@ -46,15 +61,17 @@ class Service:
     ) -> Service:
         store = store or Store(settings.state.database_path)
         metrics = ServiceMetrics(store)
-        desk = ProposalDesk(store, backend, metrics)
+        desk = ProposalDesk(store, backend, metrics, guard_owned=GuardOwned.of(settings))
         actuator = actuator_for(
             settings.service.mode, store, desk, metrics, auto_approve=settings.service.auto_approve
         )
         loop = TuningLoop(
             settings, store, backend, proposer, actuator, metrics, in_flight=desk.in_flight
         )
-        loop.guard = _guard_step(settings, backend, store, metrics, proposer)
-        return cls(settings, store, backend, desk, loop, metrics, token, loop.guard)
+        guard = _guard_step(settings, backend, store, metrics, proposer)
+        if guard is not None and isinstance(proposer, OnRealCapacity):
+            proposer.reserve_for(services_reserved(guard.guard))
+        return cls(settings, store, backend, desk, loop, metrics, token, guard)
 
     def start(self) -> list[str]:
         """Reconcile interrupted applies before anything else; when the RM cannot
@@ -68,7 +85,28 @@ class Service:
         return done
 
     def run_forever(self, stop: threading.Event) -> None:
-        self.loop.run_forever(stop)
+        """The configurator's rounds until ``stop``, the guard's cycles beside them."""
+        self.start_guard()
+        try:
+            self.loop.run_forever(stop)
+        finally:
+            self.stop_guard()
+
+    def start_guard(self) -> None:
+        """The guard's own loop, in its thread (nothing without a real RM)."""
+        if self.guard is not None and self.guard.loop is not None:
+            self.guard.loop.start()
+
+    def stop_guard(self) -> None:
+        """No further guard cycle (the nodes stay as they are until :meth:`close`)."""
+        if self.guard is not None and self.guard.loop is not None:
+            self.guard.loop.stop()
+
+    def run_guard_cycle(self) -> GuardRoundReport | None:
+        """One guard cycle now, in this thread (``None``: no guard, or it failed)."""
+        if self.guard is None or self.guard.loop is None:
+            return None
+        return self.guard.loop.run_cycle()
 
     def drain(self) -> bool:
         """Refuse new operator actions and wait for the applies in progress (at most
@@ -101,7 +139,7 @@ class Service:
         exactly as if the process had crashed -- and the next start finishes or rolls
         it back; its connections are not closed under it."""
         if self.guard is not None:
-            self.guard.stop()  # every node the guard changed gets its original total back
+            self.guard.stop()  # its loop, then every node it changed back to its original
             self.guard.store.close()
         if not self.drain():
             return
@@ -117,10 +155,16 @@ def _guard_step(
     proposer: Proposer,
 ) -> GuardStep | None:
     """The co-location guard beside a real RM (off unless ``[colocation] enabled``; an
-    off guard still gives back nodes a previous run left changed)."""
+    off guard still gives back nodes a previous run left changed), with its loop and
+    the node cache the configurator's observe shares."""
     if not isinstance(backend, YarnBackend):
         return None
+    section = settings.colocation
+    nodes = NodeCache(backend.rm.nodes, max_age_s=section.period_s)
+    backend.node_list = nodes.nodes  # the configurator's observe reads the same cache
     guard_store = GuardStore(settings.state.database_path)
     guard = build_guard(settings, backend, store, guard_store, proposer)
-    metrics.registry.register(GuardCollector(guard))
-    return GuardStep(guard, guard_store)
+    loop = GuardLoop(guard, nodes, period_s=section.period_s,
+                     failure_budget=section.failure_budget, registry=metrics.registry)  # fmt: skip
+    metrics.registry.register(GuardCollector(guard, loop))
+    return GuardStep(guard, guard_store, loop)

@@ -33,10 +33,15 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
+from yarn_adapt.colocation.mirror import DEFAULT_REFRESH_COMMAND as MIRROR_REFRESH_COMMAND
 from yarn_adapt.colocation.model import (
+    DEFAULT_HIGH_SLACK_RATIO,
+    DEFAULT_LOW_SLACK_RATIO,
+    DEFAULT_MIN_PATH_FRACTION,
     DEFAULT_MIN_RAW_RISK,
     DEFAULT_MIN_VISIBLE_FRACTION,
     GuardMode,
+    GuardPolicy,
 )
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
@@ -176,10 +181,20 @@ class TracingSection:
 
 @dataclass(frozen=True, kw_only=True)
 class ColocationSection:
-    """The co-location guard (see yarn_adapt.colocation): batch visibility per node."""
+    """The co-location guard (see yarn_adapt.colocation): batch visibility per node,
+    decided every ``period_s`` on the guard's own clock."""
 
     enabled: bool = False
     mode: GuardMode = GuardMode.RECOMMEND
+    policy: GuardPolicy = GuardPolicy.SLACK
+    period_s: float = 5.0
+    failure_budget: int = 3
+    slo_window_s: float = 30.0
+    low_slack_ratio: float = DEFAULT_LOW_SLACK_RATIO
+    high_slack_ratio: float = DEFAULT_HIGH_SLACK_RATIO
+    min_path_fraction: float = DEFAULT_MIN_PATH_FRACTION
+    max_step_down_fraction: float = 0.25
+    throttle_settle_s: float = 15.0
     actuator: str = "node-resource"
     batch_queue: str = ""
     nu: float = 1.0
@@ -200,6 +215,8 @@ class ColocationSection:
     node_hosts: tuple[str, ...] = ()
     reclaim_ttl_s: float = 0.0
     verify_timeout_s: float = 30.0
+    dynamic_resources_file: str = ""  # mirror the guard's totals there ("": off)
+    refresh_nodes_resources_command: tuple[str, ...] = MIRROR_REFRESH_COMMAND
     stated_demand: tuple[str, ...] = ()
     warm_start: tuple[str, ...] = ()
     reserve: str = "upper"
@@ -414,6 +431,18 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
          "node-resource or queue-cap"),
         ("[colocation] batch_queue", guard.actuator != "queue-cap" or bool(guard.batch_queue),
          "must name the batch queue for actuator = queue-cap"),
+        ("[colocation] period_s", 0 < guard.period_s < float("inf"), "must be positive"),
+        ("[colocation] failure_budget", guard.failure_budget >= 1, "must be 1 or more"),
+        ("[colocation] slo_window_s", 0 < guard.slo_window_s < float("inf"), "must be positive"),
+        ("[colocation] low_slack_ratio", 0 <= guard.low_slack_ratio < 1, "in [0, 1)"),
+        ("[colocation] high_slack_ratio",
+         guard.low_slack_ratio < guard.high_slack_ratio < 1,
+         "must be above low_slack_ratio and below 1"),
+        ("[colocation] min_path_fraction", 0 <= guard.min_path_fraction < float("inf"),
+         "must be a number >= 0"),
+        ("[colocation] max_step_down_fraction", 0 < guard.max_step_down_fraction <= 1,
+         "in (0, 1]"),
+        ("[colocation] throttle_settle_s", guard.throttle_settle_s >= 0, "must be 0 or more"),
         ("[colocation] nu", 0 <= guard.nu < float("inf"), "must be a number >= 0"),
         ("[colocation] min_visible_fraction", 0 <= guard.min_visible_fraction <= 1, "[0, 1]"),
         ("[colocation] min_visible_fraction",
@@ -440,6 +469,11 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
          'entries "trace-host=node-id"'),
         ("[colocation] reclaim_ttl_s", guard.reclaim_ttl_s >= 0, "must be 0 or more"),
         ("[colocation] verify_timeout_s", guard.verify_timeout_s > 0, "must be positive"),
+        (
+            "[colocation] refresh_nodes_resources_command",
+            bool(guard.refresh_nodes_resources_command) or not guard.dynamic_resources_file,
+            "is empty (the RM must re-read the mirrored dynamic_resources_file)",
+        ),
         *_learning_rules(guard),
     ]  # fmt: skip
 

@@ -273,6 +273,12 @@ class NodeAgent:
                 "step_cpu_millicores": p.step_millicores,
                 "floor_cpu_millicores": p.floor_millicores, "settle_s": p.settle_s,
             },
+            # The testbed measures the guard's reclaim requests and Algorithm 2: the
+            # agent's own isolation (batch weight, suppress, memory caps) stays off,
+            # so an "off" phase (agents asked nothing) leaves batch unprotected.
+            "priority": {"enabled": False},
+            "suppress": {"enabled": False},
+            "memory": {"enabled": False},
         }  # fmt: skip
         return "".join(_table(name, body) for name, body in tables.items())
 

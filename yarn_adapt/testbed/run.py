@@ -482,8 +482,11 @@ class Testbed:
             lambda: self._service_pids, vcores_per_core=float(NODE_VCORES),
             headroom=options.demand_headroom, clock=time.monotonic,
         )  # fmt: skip
+        # the service's defaults in guard periods: growth waits 60 after a decrease
+        # (300 s of 5 s), a throttle step settles 3 (15 s)
         settings = GuardSettings(
-            nu=options.nu, cooldown_s=3 * options.guard_interval_s,
+            nu=options.nu, cooldown_s=60 * options.guard_interval_s,
+            throttle_settle_s=3 * options.guard_interval_s,
             stale_after_s=max(30.0, 5 * options.risk_window_s), max_step_up_fraction=0.5,
             millicores_per_vcore=MILLICORES_PER_VCORE,
         )  # fmt: skip

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from yarn_adapt.errors import YarnError
-from yarn_adapt.model import Application, AppState, ClusterSnapshot, MapReduceJob
+from yarn_adapt.model import Application, AppState, ClusterSnapshot, MapReduceJob, Node
 from yarn_adapt.yarn.history import JobHistoryClient
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -52,10 +52,12 @@ def observe_cluster(
     job_limit: int = DEFAULT_JOB_LIMIT,
     task_attempts: bool = False,
     now_ms: Callable[[], int] = _wall_clock_ms,
+    nodes: Callable[[], tuple[Node, ...]] | None = None,
 ) -> Observation:
     """Read cluster info, metrics, scheduler, nodes, unfinished apps plus apps that
     finished within ``app_window_ms``, and (with ``history``) up to ``job_limit``
-    MapReduce jobs that finished in the same window, with their tasks."""
+    MapReduce jobs that finished in the same window, with their tasks. ``nodes``
+    replaces ``rm.nodes`` (a cache the caller shares)."""
     taken_ms = now_ms()
     since_ms = taken_ms - app_window_ms
     snapshot = ClusterSnapshot(
@@ -63,7 +65,7 @@ def observe_cluster(
         info=rm.cluster_info(),
         metrics=rm.cluster_metrics(),
         scheduler=rm.scheduler(),
-        nodes=rm.nodes(),
+        nodes=(nodes or rm.nodes)(),
         apps=_recent_apps(rm, since_ms),
     )
     jobs, problems = _recent_jobs(history, since_ms, job_limit, task_attempts)

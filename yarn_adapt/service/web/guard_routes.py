@@ -1,7 +1,11 @@
 """The co-location guard on the page and the API, and the node agents' endpoint.
 
-- overview section "Co-location guard", ``GET /api/guard``: the mode, the last round,
-  and per node its risk, real and visible resources, demand and the decision's reason.
+- overview section "Co-location guard", ``GET /api/guard``: the mode and policy, the
+  loop's health (``health``: last cycle, its age and duration, failures in a row, the
+  nodes' age, whether the error budget gave the nodes back), each latency-critical
+  application's slack and state, and per node its state, its share of each
+  application's critical path (or the paper's risk), real and visible resources,
+  demand, the decision's reason, and what its agent did (``agent``: no report yet).
 - ``/guard/nodes/<node>``, ``GET /api/guard/nodes/<node>``: one node's decisions.
 - ``POST /guard/mode`` (signed in), ``POST /api/guard/mode`` (operator token): ``{"mode": m}``
   with m one of ``off``, ``recommend``, ``auto``.
@@ -63,7 +67,7 @@ def build_guard_section(service: Service) -> dict[str, Any]:
 
 
 def guard_chart(step: GuardStep) -> Markup:
-    """Each node's risk and the share of it batch may see, per guard round."""
+    """Each node's risk and the share of it batch may see, per recorded guard cycle."""
     rows = [node_view(row) for row in step.store.series(CHART_POINTS)]
     rounds = sorted({row["at_epoch_s"] for row in rows})
     index = {at: number for number, at in enumerate(rounds, 1)}
@@ -86,10 +90,10 @@ def guard_chart(step: GuardStep) -> Markup:
         )
     return charts.line_chart(
         "chart-guard",
-        "Node risk and the share of each node batch may see, per guard round",
+        "Node risk and the share of each node batch may see, per recorded guard cycle",
         series,
         y_format=lambda v: f"{v:.0%}",
-        x_name="guard round",
+        x_name="guard cycle",
         y_max=1.0,
         empty="the guard has not decided yet",
     )

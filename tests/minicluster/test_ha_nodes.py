@@ -1,0 +1,125 @@
+"""The HA pair with NodeManagers: they register with the active ResourceManager and,
+after a fail-over, with the other. The ``updateNodeResource`` the first was given is
+not in any state store (recovery is off here), yet the new active RM has it: Hadoop
+3.4 sends the new total to the NodeManager in its heartbeat answer, and the
+NodeManager registers with the other RM under that total. What the guard must notice
+is a NodeManager *restart* (test_colocation_cluster.py), not a fail-over."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from yarn_adapt.cli import cli
+from yarn_adapt.colocation.actuate import Result, RmNodeTotals
+from yarn_adapt.colocation.follow import Followed
+from yarn_adapt.colocation.model import Action, NodeDecision
+from yarn_adapt.colocation.originals import OriginalTotals
+from yarn_adapt.minicluster.ha import HAResourceManagerPair
+from yarn_adapt.model import Resources
+from yarn_adapt.yarn.apply import PollSettings
+from yarn_adapt.yarn.http import HttpSettings
+from yarn_adapt.yarn.rm import ResourceManagerClient
+
+pytestmark = [pytest.mark.yarn, pytest.mark.slow]
+
+WHOLE = Resources(2048, 2)
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[HAResourceManagerPair]:
+    with HAResourceManagerPair(nodemanagers=2, nm_memory_mb=2048, nm_vcores=2) as started:
+        yield started
+
+
+def totals(pair: HAResourceManagerPair, rm_id: str) -> dict[str, Resources]:
+    return {
+        str(node["id"]): Resources(
+            int(node["totalResource"]["memory"]),  # type: ignore[index]
+            int(node["totalResource"]["vCores"]),  # type: ignore[index]
+        )
+        for node in pair.nodes(rm_id)
+    }
+
+
+def test_after_a_fail_over_the_new_active_rm_has_the_total_the_nodemanager_was_given(
+    pair: HAResourceManagerPair,
+) -> None:
+    first = totals(pair, "rm1")
+    assert set(first.values()) == {WHOLE} and len(first) == 2
+    lowered = sorted(first)[0]
+    with ResourceManagerClient(list(pair.web_urls), HttpSettings(retries=1)) as rm:
+        rm.update_node_resource(lowered, Resources(1024, 1))
+    assert totals(pair, "rm1")[lowered] == Resources(1024, 1)
+    time.sleep(2.0)  # a NodeManager heartbeat or two: it now carries the lowered total
+    pair.fail_over("rm1", "rm2")
+    pair.wait_for_nodes("rm2", 2)
+    assert totals(pair, "rm2") == {**first, lowered: Resources(1024, 1)}  # carried by the NM
+
+
+def test_recover_gives_a_node_back_through_whichever_rm_is_active(
+    pair: HAResourceManagerPair, tmp_path: Path
+) -> None:
+    """The guard lowered a node through rm1; rm2 is active now: ``yarn-adapt recover``
+    with both addresses finds the active one and puts the node back."""
+    make_active(pair, "rm1")
+    pair.wait_for_nodes("rm1", 2)
+    with ResourceManagerClient(list(pair.web_urls), HttpSettings(retries=1)) as rm:
+        actuator = RmNodeTotals(rm, tmp_path, verify=PollSettings(timeout_s=20.0))
+        node_id = sorted(totals(pair, "rm1"))[1]
+        decision = NodeDecision(
+            node_id=node_id, capacity=WHOLE, current=WHOLE, target=Resources(1024, 1),
+            wanted=Resources(1024, 1), used=Resources(0, 0), reclaim=Resources(0, 0),
+            action=Action.LOWER, reason="test",
+        )  # fmt: skip
+        assert actuator.apply(decision).result is Result.DONE
+    time.sleep(2.0)  # a NodeManager heartbeat or two: it now carries the lowered total
+    make_active(pair, "rm2")
+    pair.wait_for_nodes("rm2", 2)
+    assert totals(pair, "rm2")[node_id] == Resources(1024, 1)
+    urls = [arg for url in pair.web_urls for arg in ("--rm", url)]
+    result = CliRunner().invoke(cli, ["recover", *urls, "--state-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert f"node {node_id}: done" in result.output
+    assert totals(pair, "rm2")[node_id] == WHOLE
+    assert OriginalTotals(tmp_path / "guard").load() == {}
+
+
+def make_active(pair: HAResourceManagerPair, wanted: str) -> None:
+    for rm_id in ("rm1", "rm2"):
+        if rm_id != wanted and pair.ha_state(rm_id) == "ACTIVE":
+            pair.transition(rm_id, "standby")
+    if pair.ha_state(wanted) != "ACTIVE":
+        pair.transition(wanted, "active")
+
+
+def test_the_guards_actuator_follows_a_fail_over(
+    pair: HAResourceManagerPair, tmp_path: Path
+) -> None:
+    """After a fail-over the actuator's next look says a new RM answers, and the node
+    has the guard's total (carried by its NodeManager, or pushed again)."""
+    make_active(pair, "rm1")
+    pair.wait_for_nodes("rm1", 2)
+    with ResourceManagerClient(list(pair.web_urls), HttpSettings(retries=1)) as rm:
+        actuator = RmNodeTotals(rm, tmp_path, verify=PollSettings(timeout_s=20.0))
+        node_id = sorted(totals(pair, "rm1"))[1]
+        lowered = Resources(1024, 1)
+        decision = NodeDecision(
+            node_id=node_id, capacity=WHOLE, current=WHOLE, target=lowered, wanted=lowered,
+            used=Resources(0, 0), reclaim=Resources(0, 0), action=Action.LOWER, reason="test",
+        )  # fmt: skip
+        assert actuator.apply(decision).result is Result.DONE
+        assert actuator.follow(rm.nodes()) == []  # the RM that took it: nothing to say
+        make_active(pair, "rm2")
+        pair.wait_for_nodes("rm2", 2)
+        followed = actuator.follow(rm.nodes())
+        assert followed[0].followed is Followed.RM_RESTARTED, followed
+        assert all(c.followed is Followed.FORGOTTEN for c in followed[1:]), followed
+        assert totals(pair, "rm2")[node_id] == lowered
+        assert actuator.journalled()[node_id].original == WHOLE
+        assert [o.result for o in actuator.restore_all()] == [Result.DONE]
+    assert totals(pair, "rm2")[node_id] == WHOLE

@@ -1,0 +1,167 @@
+"""``yarn-adapt guard status``: the co-location guard of a running service.
+
+It asks the service (``GET /api/guard``, which needs no token) -- the guard lives in
+the service's process, so its loop's health, the applications' slack and the last
+cycle's decisions are there and nowhere else. The address is ``--url``, else the
+service's own from ``--config`` (``[http] public_url``, else ``[http] host`` and
+``port``; a wildcard host is asked on loopback), else ``http://127.0.0.1:8765``.
+
+``--json`` prints the API's answer as it is: one object with ``mode``, ``policy``,
+``health`` (``healthy``, ``period_s``, ``last_cycle_at_epoch_s``, ``last_cycle_age_s``,
+``last_cycle_duration_s``, ``consecutive_failures``, ``failure_budget``,
+``error_budget_spent``, ``last_error``, ``gave_back_at_epoch_s``, ``gave_back_reason``,
+``nodes_age_s``, ...), ``applications`` (``latency_ms``, ``target_ms``,
+``slack_ratio``, ``state``), ``nodes`` (per node ``state``, ``paths`` with
+``self_ms`` and ``share_ratio``, ``real``/``visible`` in ``memory_mb`` and ``vcores``,
+``action``, ``reason``, ``agent``), ``journalled_nodes`` and ``settings``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from yarn_adapt.errors import YarnAdaptError
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+class GuardStatusUnavailable(YarnAdaptError):
+    """The service could not be asked for its guard's status."""
+
+
+@click.group("guard")
+def guard_group() -> None:
+    """The co-location guard of a running service."""
+
+
+@guard_group.command("status")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="TOML",
+    help="yarn-adapt.toml: its [http] says where the service listens.",
+)
+@click.option("--url", metavar="URL", help=f"The service's address (default {DEFAULT_URL}).")
+@click.option("--timeout", type=float, default=10.0, show_default=True, metavar="SECONDS")
+@click.option("--json", "as_json", is_flag=True, help="The API's JSON object instead of text.")
+def status_command(
+    config_path: Path | None, url: str | None, timeout: float, as_json: bool
+) -> None:
+    """The guard's mode, policy and loop health, each latency-critical application's
+    slack, and each node's last decision with its reason."""
+    base = url or _service_url(config_path)
+    status = fetch_status(base, timeout)
+    if as_json:
+        click.echo(json.dumps(status))
+        return
+    for line in status_lines(status):
+        click.echo(line)
+
+
+def _service_url(config_path: Path | None) -> str:
+    if config_path is None:
+        return DEFAULT_URL
+    from yarn_adapt.service.settings import load_settings
+
+    http = load_settings(config_path).http
+    if http.public_url:
+        return http.public_url
+    host = "127.0.0.1" if http.host in WILDCARDS else http.host
+    host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{host}:{http.port}"
+
+
+def fetch_status(base: str, timeout_s: float) -> dict[str, Any]:
+    """``GET {base}/api/guard``; a one-line error naming the address when it fails."""
+    import requests
+
+    where = base.rstrip("/") + "/api/guard"
+    try:
+        reply = requests.get(where, timeout=timeout_s)
+    except requests.RequestException as exc:
+        raise GuardStatusUnavailable(
+            f"{where}: the service cannot be reached ({_reason(exc)})"
+        ) from exc
+    try:
+        body = reply.json()
+    except ValueError:
+        body = None
+    if reply.status_code != 200 or not isinstance(body, dict):
+        error = body.get("error") if isinstance(body, dict) else reply.text[:200]
+        raise GuardStatusUnavailable(f"{where}: HTTP {reply.status_code}: {error}")
+    return body
+
+
+def _reason(exc: Exception) -> str:
+    """The operating system's words for a failed connection, else the error's kind."""
+    found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
+    return found.group(1).strip() if found else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- text
+
+
+def status_lines(status: dict[str, Any]) -> list[str]:
+    lines = [f"guard {status['mode']}, policy {status.get('policy', '?')}: "
+             f"{_health(status.get('health'))}"]  # fmt: skip
+    if status.get("journalled_nodes"):
+        lines.append(f"original totals journalled: {', '.join(status['journalled_nodes'])}")
+    last = status.get("last_round")
+    if last and last.get("risk_problem"):
+        lines.append(f"risk: {last['risk_problem']}")
+    for app in status.get("applications", []):
+        lines.append(
+            f"application {app['application']}: P{app['percentile']:g} "
+            f"{app['latency_ms']:.1f} ms of {app['target_ms']:g} ms, slack "
+            f"{app['slack_ratio']:.0%}: {app['state']} ({app['requests']} requests)"
+        )
+    for node in status.get("nodes", []):
+        lines.append(_node(node))
+    if not status.get("nodes"):
+        lines.append("no decision yet")
+    return lines
+
+
+def _health(health: dict[str, Any] | None) -> str:
+    if health is None:
+        return "no loop"
+    state = "healthy" if health["healthy"] else "NOT healthy"
+    age = health.get("last_cycle_age_s")
+    text = (
+        f"{state}, a cycle every {health['period_s']:g} s; "
+        + ("no cycle yet" if age is None else f"last cycle {age:.1f} s ago")
+        + f"; {health['consecutive_failures']} of {health['failure_budget']} failures in a row"
+    )
+    if health.get("last_error"):
+        text += f"; last error: {health['last_error']}"
+    if health.get("gave_back_reason"):
+        text += f"; gave every node back: {health['gave_back_reason']}"
+    return text
+
+
+def _node(node: dict[str, Any]) -> str:
+    real, before, target = node["real"], node["visible_before"], node["visible"]
+    paths = "; ".join(
+        f"{p['application']} {p['self_ms']:.1f} ms ({p['share_ratio']:.0%}) {p['state']}"
+        for p in node.get("paths", [])
+    )
+    seen = f"batch sees {_amount(before)} of {_amount(real)}"
+    if target != before:
+        seen += f" -> {_amount(target)}" + (" (recommended)" if node["mode"] != "auto" else "")
+    result = f" ({node['result']})" if node.get("result") else ""
+    return (
+        f"node {node['node']} [{node.get('state') or '-'}]: {seen}; "
+        + (f"path {paths}; " if paths else "")
+        + f"{node['action']}{result}: {node['reason']}"
+    )
+
+
+def _amount(amount: dict[str, int]) -> str:
+    return f"{amount['vcores']} vcores / {amount['memory_mb']} MB"
