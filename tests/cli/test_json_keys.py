@@ -14,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from preemption.status import Eviction, status_document, write_status
 from tests.client.rest_faults import Answer, ScriptedServer, recorded
+from tests.colocation.test_guard_cli import _service as guarded_service
 from tests.tracing.conftest import SAMPLES, start_server
 from yarn_adapt.cli import cli, main
 from yarn_adapt.cli.conventions import json_key_problems, walk
+from yarn_adapt.service.web.app import create_app
+from yarn_adapt.service.web.server import WebServer
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "yarn_adapt" / "data" / "demo"
@@ -104,6 +108,27 @@ def _agent_config(env: Env) -> Path:
     return config
 
 
+def _agent_status(env: Env) -> list[object]:
+    """The running agent's status file (as the agent writes it) through ``agent status``."""
+    config = _agent_config(env)
+    eviction = Eviction(1_700_000_000.25, "container_1_0001_01_000002", "memory-pressure", "")
+    document = status_document(node="worker-1", at_s=1_700_000_000.5, problem=None,
+                               isolation=None, squeeze=None, evictions=[eviction])  # fmt: skip
+    write_status(env.tmp / "status.json", document)  # beside the state file
+    return [env.json(["agent", "status", "--config", str(config), "--json"])]
+
+
+def _guard_status(env: Env) -> list[object]:
+    """A service's guard after one cycle, asked through its page server."""
+    service = guarded_service(env.tmp)
+    server = WebServer(create_app(service), "127.0.0.1", 0).start()
+    try:
+        return [env.json(["guard", "status", "--url", server.url, "--json"])]
+    finally:
+        server.stop()
+        service.close()
+
+
 def _tokens(kind: str, subject: str) -> Callable[[Env], list[object]]:
     def run(env: Env) -> list[object]:
         config = ["--config", str(env.toml), "--json"]
@@ -143,7 +168,9 @@ RUNNERS: dict[str, Callable[[Env], list[object]]] = {
     "agent discover": lambda env: [
         env.json(["agent", "discover", "--config", str(_agent_config(env)), "--json"])
     ],
+    "agent status": _agent_status,
     "agent-token issue": _tokens("agent-token", "worker-1:8041"),
+    "guard status": _guard_status,
     "operator-token issue": _tokens("operator-token", "alice"),
     "apply": lambda env: [
         env.json(
@@ -222,12 +249,32 @@ def test_every_json_command_is_walked() -> None:
     assert with_json == set(RUNNERS) | set(COVERED_BY) | set(EXEMPT)
 
 
+KNOWN_BREAKS: dict[str, set[str]] = {
+    "agent status": {".at", ".evictions[0].at"},
+    "guard status": {
+        f".settings.{name}"
+        for name in (
+            "dead_band_fraction",
+            "max_step_down_fraction",
+            "max_step_up_fraction",
+            "min_path_fraction",
+            "min_raw_risk",
+            "min_visible_fraction",
+        )
+    },
+}
+"""Keys that break the rule today, by command: they came with main's co-location work
+(the agent's status file; the guard's settings, named as ``[colocation]`` names them)
+and are reported rather than renamed here. The walk expects exactly these, so a fix
+(or a new break) fails it until this list says so."""
+
+
 @pytest.mark.parametrize("command", sorted(RUNNERS))
 def test_json_keys_carry_their_unit(command: str, env: Env) -> None:
     documents = RUNNERS[command](env)
     assert documents
-    for document in documents:
-        assert json_key_problems(document) == [], (command, document)
+    problems = [p for document in documents for p in json_key_problems(document)]
+    assert {p.split(":")[0] for p in problems} == KNOWN_BREAKS.get(command, set()), problems
 
 
 @pytest.mark.parametrize(
