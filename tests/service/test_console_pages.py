@@ -30,6 +30,8 @@ from yarn_adapt.service.evidence import MEDIAN_FALLBACK
 from yarn_adapt.service.records import PredictionError, RealizedLatency, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
+from yarn_adapt.service.web.console import run_words
+from yarn_adapt.service.web.words import percent
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -374,3 +376,19 @@ def test_every_action_offered_is_its_endpoint(tmp_path: Path) -> None:
     assert service.store.proposal(1).state == "rolled-back"
     assert client.get("/api/proposals/1").get_json()["actions"] == []
     service.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "words"),
+    [(100.0, 0, "100 %"), (50.0, 1, "50 %"), (20.0, 0, "20 %"), (12.5, 1, "12.5 %"),
+     (0.0, 0, "0 %"), (33.333, 2, "33.33 %")],
+)  # fmt: skip
+def test_a_percentage_keeps_the_zeros_of_its_whole_part(
+    value: float, digits: int, words: str
+) -> None:
+    assert percent(value, digits) == words
+
+
+def test_the_run_says_how_often_its_ranges_held_as_a_share() -> None:
+    said = run_words({"ranges_held": 2, "ranges_checked": 2, "utilisation_ratio": 0.6})
+    assert (said["ranges"], said["coverage"], said["utilisation"]) == ("2 of 2", "100 %", "60 %")

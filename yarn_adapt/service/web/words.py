@@ -43,9 +43,12 @@ def value_or_default(value: object, default: str) -> str:
 
 
 def percent(value: float | None, digits: int = 1) -> str:
+    """``12.5 %``; trailing zeros of the decimals dropped (``50 %``, ``100 %``)."""
     if value is None or not math.isfinite(value):
         return "-"
-    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    text = f"{value:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
     return f"{text} %"
 
 
