@@ -198,7 +198,11 @@ def test_health_and_cycle_metrics_are_exported() -> None:
     rm.up = False
     clock.at_s += 2.0
     loop.run_cycle()
+    guard.repushes["a:1"] = 2  # what the guard counts when YARN forgot its total
+    guard.repush_gap_s["a:1"] = 7.5
     text = generate_latest(registry).decode()
+    assert 'yarn_adapt_guard_repushes_total{node="a:1"} 2.0' in text
+    assert 'yarn_adapt_guard_repush_gap_seconds{node="a:1"} 7.5' in text
     assert 'yarn_adapt_guard_cycle_duration_seconds_count{result="ok"} 1.0' in text
     assert 'yarn_adapt_guard_cycle_duration_seconds_count{result="failed"} 1.0' in text
     assert "yarn_adapt_guard_cycle_failures_total 1.0" in text

@@ -77,7 +77,9 @@ def test_a_total_yarn_forgets_is_pushed_again_and_an_rm_restart_is_said(
             cluster.restart_resourcemanager()
             guard.run_round(RmNodes(cluster).nodes())
             assert totals(cluster)[risky] == FLOOR
-            assert any(a == "guard sees a new ResourceManager" for a, _ in recorder.audit_log)
+            (said,) = [d for a, d in recorder.audit_log if a == "guard sees a new ResourceManager"]
+            assert "the RM answering now started at " in said, said
+            assert not any("kill" in a for a, _ in recorder.audit_log), recorder.audit_log
             assert guard.actuator.journalled()[risky].original == WHOLE
         finally:
             restored = guard.stop()

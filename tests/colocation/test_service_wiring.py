@@ -59,6 +59,27 @@ def test_an_enabled_guard_in_auto_acts_on_node_totals_with_observed_demand(
         service.close()
 
 
+def test_the_mirror_is_built_on_the_named_file_with_its_refresh_command(tmp_path: Path) -> None:
+    mirrored = tmp_path / "hadoop" / "dynamic-resources.xml"
+    refresh = ["/opt/hadoop/bin/yarn", "rmadmin", "-refreshNodesResources"]
+    service = _service(tmp_path, enabled=True, dynamic_resources_file=str(mirrored),
+                       refresh_nodes_resources_command=refresh)  # fmt: skip
+    try:
+        assert service.guard is not None
+        actuator = service.guard.guard.actuator
+        assert isinstance(actuator, RmNodeTotals) and actuator.mirror is not None
+        assert actuator.mirror.path == mirrored and actuator.mirror.refresh == tuple(refresh)
+        assert actuator.mirror.guard_dir == service.settings.state.state_dir / "guard"
+    finally:
+        service.close()
+    off = _service(tmp_path, enabled=True)
+    try:
+        assert off.guard is not None
+        assert off.guard.guard.actuator.mirror is None  # type: ignore[attr-defined]
+    finally:
+        off.close()
+
+
 def test_a_disabled_guard_is_off_but_still_gives_nodes_back(tmp_path: Path) -> None:
     service = _service(tmp_path, mode="auto", demand="none")
     try:

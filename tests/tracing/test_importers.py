@@ -1,6 +1,8 @@
 """Importers on samples of each format (written for these tests, shaped like each
-tracer's documented output) and on broken copies: strict names file and record in one
-line, lenient skips and counts the bad record and keeps the good ones."""
+tracer's documented output; the ``*-casper-small.csv.gz`` files are real Alibaba
+call-graph rows, see samples/README.md) and on broken copies: strict names file and
+record in one line and says --lenient would skip it, lenient skips and counts the bad
+record and keeps the good ones."""
 
 from __future__ import annotations
 
@@ -140,10 +142,131 @@ def test_alibaba_2021_sample() -> None:
 def test_alibaba_2022_sample_counts_identical_rows_once() -> None:
     result = load_spans(SAMPLES / "alibaba-2022.csv")
     assert result.format == "alibaba-2022"
-    assert len(result.spans) == 4 and result.skipped == {"identical-row": 1}
+    assert len(result.spans) == 4 and result.skipped == {}
+    assert result.merged == {"identical-row": 1}
     trace = by_trace(result.spans)[external_trace_id("T_10000566292")]
     assert {s.container for s in trace} >= {"MS_32255_POD_31", "MS_45753_POD_337"}
     assert critical_path(trace).service_time_us() == {"MS_32255": 3_000, "MS_45753": 4_000}
+
+
+@pytest.mark.parametrize(
+    ("sample", "fmt", "traces", "spans", "merged"),
+    [
+        ("alibaba-2021-casper-small.csv.gz", "alibaba-2021", 17, 943,
+         {"identical-row": 24, "caller+callee": 70}),
+        ("alibaba-2022-casper-small.csv.gz", "alibaba-2022", 196, 897,
+         {"identical-row": 103, "caller+callee": 52}),
+    ],
+)  # fmt: skip
+def test_real_alibaba_samples_import_strictly_with_both_views_merged(
+    sample: str, fmt: str, traces: int, spans: int, merged: dict[str, int]
+) -> None:
+    result = load_spans(SAMPLES / sample)  # strict: one refused row would raise
+    assert (result.format, result.traces, len(result.spans)) == (fmt, traces, spans)
+    assert result.skipped == {} and result.merged == merged
+    rows = len(gzip.decompress((SAMPLES / sample).read_bytes()).decode().splitlines()) - 1
+    assert result.records == rows - merged["identical-row"]  # every other row is a span
+    for trace in by_trace(result.spans).values():
+        ids = {s.span_id for s in trace}
+        assert len(ids) == len(trace)
+        assert all(s.parent_id is None or s.parent_id in ids for s in trace)
+        assert critical_path(trace).latency_us >= 0
+
+
+HEADER_2021 = "traceid,timestamp,rpcid,um,rpctype,dm,interface,rt\n"
+HEADER_2022 = (
+    "timestamp,traceid,service,rpc_id,rpctype,um,uminstanceid,interface,dm,dminstanceid,rt\n"
+)
+
+
+def alibaba(tmp_path: Path, header: str, rows: list[str]) -> list[Span]:
+    result = load_spans(write(tmp_path, "calls.csv", header + "\n".join(rows) + "\n"))
+    return sorted(result.spans, key=lambda s: (s.start_us, -s.end_us, s.kind))
+
+
+def test_alibaba_2021_zero_rt_is_the_missing_side_and_an_unknown_dm_is_filled(
+    tmp_path: Path,
+) -> None:
+    spans = alibaba(
+        tmp_path,
+        HEADER_2021,
+        [
+            "t1,100,0.1,(?),http,gw,login,-40",
+            "t1,105,0.1.1,gw,rpc,(?),get,20",  # the caller did not know its callee
+            "t1,106,0.1.1,gw,rpc,user,get,0",  # the callee's -0 ms
+        ],
+    )
+    gateway, client, server = spans
+    assert (client.service, client.kind, server.service, server.kind) == (
+        "gw", SpanKind.CLIENT, "user", SpanKind.SERVER,
+    )  # fmt: skip
+    assert server.parent_id == client.span_id and client.parent_id == gateway.span_id
+    assert (server.start_us, server.end_us) == (106_000, 106_000)
+
+
+def test_alibaba_one_view_calls_sharing_an_rpc_id_are_each_a_call(tmp_path: Path) -> None:
+    spans = alibaba(
+        tmp_path,
+        HEADER_2021,
+        [
+            "t1,100,0.1,(?),http,gw,login,-40",
+            "t1,101,0.1.1,gw,mc,cache-a,,2",
+            "t1,101,0.1.1,gw,mc,cache-b,,3",
+            "t1,104,0.1.1,gw,rpc,user,get,10",
+            "t1,105,0.1.1,gw,rpc,user,get,-8",
+            "t1,106,0.1.1.1,user,db,users,,5",
+        ],
+    )
+    by_service = {s.service: s for s in spans if s.kind is not SpanKind.CLIENT}
+    gateway = by_service["gw"]
+    assert {s.service for s in spans if s.parent_id == gateway.span_id} == {
+        "cache-a",
+        "cache-b",
+        "gw",
+    }  # fmt: skip  (the gateway's CLIENT span of the user call)
+    # the db call hangs from the call at 0.1.1 whose DM is its UM (user), not a cache
+    assert by_service["users"].parent_id == by_service["user"].span_id
+    assert len({s.span_id for s in spans}) == len(spans) == 6
+
+
+def test_alibaba_2022_both_views_positive_the_earlier_longer_one_is_the_caller(
+    tmp_path: Path,
+) -> None:
+    spans = alibaba(
+        tmp_path,
+        HEADER_2022,
+        [
+            "1000,T_1,S_1,0,http,USER,USER,home,MS_1,MS_1_POD_1,20.0",
+            "1004,T_1,S_1,0.1,rpc,MS_1,MS_1_POD_1,get,MS_2,MS_2_POD_7,6.0",
+            "1002,T_1,S_1,0.1,rpc,MS_1,MS_1_POD_1,fetch,MS_2,MS_2_POD_7,9.0",
+            "1005,T_1,S_1,0.1.1,rpc,MS_2,MS_2_POD_7,put,MS_3,MS_3_POD_1,1.0",
+        ],
+    )
+    root, client, server, leaf = spans
+    assert (client.kind, client.service, client.start_us, client.end_us) == (
+        SpanKind.CLIENT, "MS_1", 1_002_000, 1_011_000,
+    )  # fmt: skip
+    assert (server.kind, server.service, server.container) == (
+        SpanKind.SERVER,
+        "MS_2",
+        "MS_2_POD_7",
+    )
+    assert (server.parent_id, client.parent_id) == (client.span_id, root.span_id)
+    assert leaf.parent_id == server.span_id
+    path = critical_path([root, client, server, leaf])
+    assert path.service_time_us() == {"MS_1": 14_000, "MS_2": 5_000, "MS_3": 1_000}
+
+
+def test_alibaba_a_second_caller_row_is_a_second_call_not_an_error(tmp_path: Path) -> None:
+    rows = (SAMPLES / "alibaba-2021.csv").read_text().splitlines()[1:]
+    spans = alibaba(
+        tmp_path,
+        (SAMPLES / "alibaba-2021.csv").read_text().splitlines()[0] + "\n",
+        [*rows, "6,0b0127181591958243219900,1006,0.1.1,svc-gateway,rpc,svc-user,if-get-user,31"],
+    )
+    user_calls = [s for s in spans if s.operation == "if-get-user"]
+    assert sorted(s.kind.name for s in user_calls) == ["CLIENT", "SERVER", "SERVER"]
+    assert len({s.span_id for s in spans}) == len(spans) == 7
 
 
 # --------------------------------------------------------------------------- malformed
@@ -271,15 +394,15 @@ CASES: list[Case] = [
         "malformed",
     ),
     (
-        "Alibaba conflicting rows for one call side",
+        "Alibaba rpc id that is not dotted numbers",
         lambda d: write(
             d,
             "a.csv",
-            (SAMPLES / "alibaba-2021.csv").read_text() + "6,0b0127181591958243219900,1006,0.1.1,"
+            (SAMPLES / "alibaba-2021.csv").read_text() + "6,0b0127181591958243219900,1006,0.x,"
             "svc-gateway,rpc,svc-user,if-get-user,31\n",
         ),
-        r"a\.csv: line 8: duplicate span: a second caller row for rpc id 0\.1\.1",
-        "duplicate-span",
+        r"a\.csv: line 8: rpc id '0\.x' is not dotted numbers",
+        "malformed",
     ),
     (
         "Alibaba non-UTF-8 row",
@@ -305,6 +428,7 @@ def test_a_bad_record_is_one_line_naming_file_and_record(
     assert str(path) in text and "\n" not in str(caught.value)
     assert caught.value.where  # a record or line is named
     assert re.search(message, text), text
+    assert text.endswith("(--lenient skips such records)")
 
 
 @pytest.mark.parametrize(("name", "make", "message", "reason"), CASES, ids=[c[0] for c in CASES])

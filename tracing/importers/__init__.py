@@ -52,6 +52,7 @@ def load_spans(path: Path, fmt: str = "auto", *, lenient: bool = False) -> Impor
         spans=tuple(spans),
         records=len(records),
         skipped=dict(rejects.counts),
+        merged=dict(rejects.merged),
     )
 
 

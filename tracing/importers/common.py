@@ -2,10 +2,12 @@
 with precise errors, and the checks of the normalised spans.
 
 Strict (the default): the first bad record raises :class:`TraceInputError` naming the
-file and the record (``<file>: record 7 (data[0].spans[3]): <problem>``); nothing is
-imported. Lenient: a bad record is skipped and counted by reason, and the good ones are
-imported. A file that is not JSON (or CSV) at all fails either way: there is no record
-to skip.
+file and the record (``<file>: record 7 (data[0].spans[3]): <problem> (--lenient skips
+such records)``); nothing is imported. Lenient: a bad record is skipped and counted by
+reason, and the good ones are imported. A file that is not JSON (or CSV) at all fails
+either way: there is no record to skip. Records a format's own rules merge into others
+(Alibaba's caller and callee rows of one call, identical rows) are neither: they are
+counted by rule in ``merged``.
 
 Bytes that are not UTF-8 are read as lone surrogates; a record holding one is a bad
 record ("not UTF-8"), so one broken name costs one record, not the file.
@@ -40,18 +42,23 @@ class RecordError(ValueError):
         self.reason = reason
 
 
+LENIENT_HINT = "(--lenient skips such records)"
+
+
 class Rejects:
-    """Strict: raise. Lenient: count per reason and log the first few."""
+    """Strict: raise. Lenient: count per reason and log the first few. Records merged
+    by the format's rules are counted per rule in ``merged`` either way."""
 
     def __init__(self, source: str, *, lenient: bool) -> None:
         self.source = source
         self.lenient = lenient
         self.counts: Counter[str] = Counter()
+        self.merged: Counter[str] = Counter()
 
     def reject(self, where: str, problem: str, reason: str) -> None:
-        error = TraceInputError(self.source, where, problem)
         if not self.lenient:
-            raise error
+            raise TraceInputError(self.source, where, f"{problem} {LENIENT_HINT}")
+        error = TraceInputError(self.source, where, problem)
         self.counts[reason] += 1
         if sum(self.counts.values()) <= WARNINGS_PER_FILE:
             log.warning("skipped: %s", error.one_line())
@@ -63,13 +70,15 @@ class Rejects:
 
 @dataclass(frozen=True)
 class ImportResult:
-    """The spans read from one file, and what was skipped (lenient) and why."""
+    """The spans read from one file, what was skipped (lenient) and why, and what the
+    format's rules merged (records that describe the same span)."""
 
     source: str
     format: str
     spans: tuple[Span, ...]
     records: int
     skipped: Mapping[str, int] = field(default_factory=dict)
+    merged: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def traces(self) -> int:

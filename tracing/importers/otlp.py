@@ -28,7 +28,7 @@ from tracing.importers.common import (
 )
 from tracing.model import SPAN_ID_DIGITS, TRACE_ID_DIGITS, Span, SpanKind, SpanRef, Status
 
-_KINDS = {
+OTLP_KINDS = {
     0: SpanKind.INTERNAL,
     1: SpanKind.INTERNAL,
     2: SpanKind.SERVER,
@@ -177,9 +177,9 @@ def _link(raw: Any) -> SpanRef:
 
 def _kind(value: Any) -> SpanKind:
     number = _KIND_NAMES.get(value, value) if isinstance(value, str) else value
-    if isinstance(number, bool) or not isinstance(number, int) or number not in _KINDS:
+    if isinstance(number, bool) or not isinstance(number, int) or number not in OTLP_KINDS:
         raise RecordError(f"kind {value!r:.30} is not an OTLP span kind", "schema")
-    return _KINDS[number]
+    return OTLP_KINDS[number]
 
 
 def _status(value: Any) -> Status:
