@@ -88,7 +88,7 @@ def restore_command(config_path: Path) -> None:
 
 @agent_group.command("discover")
 @CONFIG
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per container.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: the containers, why none.")
 def discover_command(config_path: Path, as_json: bool) -> None:
     """List the YARN containers on this node and what the agent would do with them."""
     from preemption.agent import Agent
@@ -97,24 +97,20 @@ def discover_command(config_path: Path, as_json: bool) -> None:
 
     agent = Agent.build(load_agent_settings(config_path), dry_run=True)
     view = agent.observe()
-    if view.problem is not None:
-        click.echo(f"no containers: {view.problem}", err=True)
+    rows: list[dict[str, object]] = []
     for found in view.containers:
-        kind = agent.kind_of(ContainerRef.parse(found.container_id))
-        row = {
-            "container": found.container_id,
-            "kind": kind.value,
-            "pids": list(found.pids),
-            "running": found.running,
-            "cgroup": found.cgroup.relpath if found.cgroup else None,
-        }
-        if as_json:
-            click.echo(json.dumps(row))
-        else:
+        kind = agent.kind_of(ContainerRef.parse(found.container_id)).value
+        cgroup = found.cgroup.relpath if found.cgroup else None
+        rows.append({"container": found.container_id, "kind": kind, "pids": list(found.pids),
+                     "running": found.running, "cgroup": cgroup})  # fmt: skip
+        if not as_json:
             pids = ",".join(map(str, found.pids)) or "-"
-            click.echo(
-                f"{found.container_id}  {kind.value}  pids {pids}  cgroup {row['cgroup'] or '-'}"
-            )
+            click.echo(f"{found.container_id}  {kind}  pids {pids}  cgroup {cgroup or '-'}")
+    if as_json:
+        click.echo(json.dumps({"containers": rows, "problem": view.problem}))
+    elif not rows:
+        why = f": {view.problem}" if view.problem is not None else ""
+        click.echo(f"no YARN containers on this node{why}")
 
 
 @agent_group.command("status")

@@ -3,9 +3,10 @@
     python docs/screenshots/make.py [--rounds 10]
 
 Runs the demo in-process (the real tuner on the bundled FB-2009 trace, review mode),
-approves its proposals through the desk as an operator on the page would, reverts
-to the first version once, and photographs the pages in headless Chromium
-(/usr/bin/chromium, as the browser tests use)."""
+approves its proposals through the desk as a named operator on the page would (with a
+reason), reverts to the first version once, judges the run as the demo does at its
+end, and photographs the pages in headless Chromium (/usr/bin/chromium, as the
+browser tests use), signed in with that operator's token."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as DriverService
 
-from yarn_adapt.service.demo import DemoOptions, build_demo
+from yarn_adapt.service.demo import DemoOptions, build_demo, note_round, run_summary
 from yarn_adapt.service.records import ProposalState
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.console_routes import revert
+from yarn_adapt.service.web.operators import OperatorTokens
 from yarn_adapt.service.web.server import WebServer
 
 HERE = Path(__file__).resolve().parent
@@ -58,39 +60,49 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     state = Path(tempfile.mkdtemp(prefix="yarn-adapt-shots-"))
-    service = build_demo(DemoOptions(state_dir=state, review=True, token="x" * 24, port=0))
+    options = DemoOptions(state_dir=state, review=True, token="x" * 24, port=0)
+    service = build_demo(options)
+    operator = OperatorTokens(service.store).issue("alice", "make.py")
+    actor, why = "alice (web)", "the q1 backlog keeps growing"
     last_pending = None
+    rounds = 0
     for number in range(args.rounds):
-        service.loop.run_round()
+        note_round(service, service.loop.run_round())
+        rounds += 1
         pending = service.store.proposals(limit=1, states=[ProposalState.PENDING])
         if pending and number < args.rounds - 1:  # leave the last one waiting on the page
-            service.desk.approve(pending[0].id, "operator (web)")
+            service.desk.approve(pending[0].id, actor, why)
         elif pending:
             last_pending = pending[0].id
     versions = service.store.versions()
     if len(versions) > 1:
-        reverted = revert(service, versions[-1].id, "operator (web)")
-        service.desk.approve(reverted.id, "operator (web)")
+        reverted = revert(service, versions[-1].id, actor)
+        service.desk.approve(reverted.id, actor, "back to the start for the tour")
     for _ in range(6):  # end with a proposal waiting for review, marked on the tree
-        service.loop.run_round()
+        note_round(service, service.loop.run_round())
+        rounds += 1
         pending = service.store.proposals(limit=1, states=[ProposalState.PENDING])
         if pending:
             last_pending = pending[0].id
             break
+    run_summary(service, options, rounds)
     server = WebServer(create_app(service), "127.0.0.1", 0).start()
     driver = browser(state / "profile")
     try:
         driver.get(server.url + "/login")
-        driver.find_element("id", "token").send_keys("x" * 24)
+        driver.find_element("id", "token").send_keys(operator.token)
         driver.find_element("id", "sign-in-submit").click()
         shoot(driver, server.url + "/?refresh=off", "overview")
+        checked = {c.proposal_id for c in service.store.prediction_errors()}
         applied = [
             p for p in service.store.proposals(limit=50) if p.groups and p.state != "pending"
         ]
-        if applied:
-            shoot(driver, f"{server.url}/proposals/{applied[-1].id}", "proposal", unfold=True)
+        shown = [p for p in applied if p.id in checked] or applied
+        if shown:
+            shoot(driver, f"{server.url}/proposals/{shown[-1].id}", "proposal", unfold=True)
         if last_pending:
             shoot(driver, f"{server.url}/proposals/{last_pending}", "pending")
+            shoot(driver, f"{server.url}/proposals/{last_pending}/confirm/approve", "confirm")
         shoot(driver, server.url + "/versions", "versions")
         listed = service.store.versions()
         if len(listed) > 1:

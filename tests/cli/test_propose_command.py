@@ -22,11 +22,14 @@ def last_json(text: str) -> dict[str, object]:
     return parsed
 
 
+BUSY_AT = "6300"  # 27 jobs in progress in the replay (at 900 s: 2)
+
+
 def test_sim_proposes_a_valid_patch_of_the_running_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "proposed.xml"
-    assert main(["propose", "--sim", "--at", "900", "--out", str(out), "--json"]) == 0
+    assert main(["propose", "--sim", "--at", BUSY_AT, "--out", str(out), "--json"]) == 0
     reply = last_json(capsys.readouterr().out)
     before, after = reply["predicted_latency_before_s"], reply["predicted_latency_after_s"]
     assert isinstance(before, float) and isinstance(after, float) and after < before
@@ -40,11 +43,28 @@ def test_sim_proposes_a_valid_patch_of_the_running_file(
 
 
 def test_sim_text_shows_predictions_diff_and_reasons(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["propose", "--sim"]) == 0
+    assert main(["propose", "--sim", "--at", BUSY_AT]) == 0
     text = capsys.readouterr().out
     assert "Predicted mean job latency" in text
     assert "Proposed changes:" in text and "Why:" in text
     assert "Task times:" in text
+    assert "Likely range of each prediction (80 %, a wide prior" in text
+
+
+def test_a_group_resting_on_too_few_jobs_keeps_its_configuration(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As the service does (issue 29, item 8): 2 jobs are no evidence for a move."""
+    assert main(["propose", "--sim", "--at", "900", "--json"]) == 0
+    reply = last_json(capsys.readouterr().out)
+    assert reply["changes"] == []
+    [group] = reply["groups"]  # type: ignore[misc]
+    assert group["jobs"] == 2
+    assert "rests on 2 job(s), fewer than the 3 a move needs: kept" in group["reason"]
+    low, high = group["predicted_latency_after_low_s"], group["predicted_latency_after_high_s"]
+    assert low < group["predicted_latency_after_s"] < high and high / low > 3
+    assert main(["propose", "--sim", "--at", "900", "--min-jobs", "2", "--json"]) == 0
+    assert last_json(capsys.readouterr().out)["changes"]
 
 
 def test_sim_on_a_fair_file_when_nothing_runs_proposes_no_change(

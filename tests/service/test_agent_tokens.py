@@ -23,6 +23,7 @@ from yarn_adapt.service.records import Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.store import MIGRATIONS, SCHEMA_AGENT_TOKENS, SCHEMA_VERSION, Store
 from yarn_adapt.service.web.app import create_app
+from yarn_adapt.service.web.operators import OperatorTokens
 from yarn_adapt.service.web.throttle import LoginThrottle
 
 NODE = "worker-1:8041"
@@ -119,6 +120,13 @@ def test_an_older_database_gains_the_token_table(tmp_path: Path) -> None:
     Store(path).close()
     connection = sqlite3.connect(path)
     connection.execute("DROP TABLE agent_tokens")
+    for later in (  # what came after it
+        "DROP TABLE operator_tokens",
+        "DROP TABLE run_summary",
+        "ALTER TABLE audit DROP COLUMN reason",
+        "ALTER TABLE applies DROP COLUMN reason",
+    ):
+        connection.execute(later)
     connection.execute(f"PRAGMA user_version = {MIGRATIONS.index(SCHEMA_AGENT_TOKENS)}")
     connection.commit()
     connection.close()
@@ -221,6 +229,24 @@ def test_an_agent_token_may_not_switch_the_guard_nor_sign_in(
     assert "signing in needs the operator token" in login.get_data(as_text=True)
     switched = client.post("/api/guard/mode", headers=OPERATOR, json={"mode": "recommend"})
     assert switched.status_code == 200 and guarded.guard.guard.mode is GuardMode.RECOMMEND
+
+
+def test_the_audit_names_who_switched_the_guard(client: FlaskClient, guarded: Service) -> None:
+    alice = OperatorTokens(guarded.store).issue("alice", "test").token
+    by_api = client.post("/api/guard/mode", headers=bearer(alice), json={"mode": "off"})
+    assert by_api.status_code == 200
+    assert client.post("/login", data={"token": alice}).status_code == 302
+    page = client.get("/").get_data(as_text=True)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    assert client.post("/guard/mode", data={"mode": "recommend", "csrf": csrf}).status_code == 302
+    shared = client.post("/api/guard/mode", headers=OPERATOR, json={"mode": "off"})
+    assert shared.status_code == 200
+    switches = [a.detail for a in guarded.store.audit_log() if a.action == "guard mode"]
+    assert sorted(switches) == [
+        "alice (api): auto -> off",
+        "alice (web): off -> recommend",
+        "operator (shared token) (api): recommend -> off",
+    ]
 
 
 # --------------------------------------------------------------------------- the throttle

@@ -42,7 +42,8 @@ def test_an_operator_reads_the_diff_signs_in_and_approves(
     assert text_of(chromium, "cluster-after") == "1 m 20 s"
 
     sign_in(chromium, TOKEN)  # returns to the proposal
-    click(chromium, "approve")
+    click(chromium, "approve")  # opens the confirmation
+    click(chromium, "confirm")
 
     assert text_of(chromium, "state") == "applied"
     assert "applied" in text_of(chromium, "proposal-applies")

@@ -27,9 +27,11 @@ from tests.service.factories import (
 from yarn_adapt.service.backend import Observed, YarnBackend
 from yarn_adapt.service.demo import DemoOptions, build_demo
 from yarn_adapt.service.evidence import MEDIAN_FALLBACK
-from yarn_adapt.service.records import RealizedLatency, Suggestion
+from yarn_adapt.service.records import PredictionError, RealizedLatency, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
+from yarn_adapt.service.web.console import run_words
+from yarn_adapt.service.web.words import percent
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -201,18 +203,25 @@ class EvidenceProposer(FixedProposer):
         return replace(suggestion, groups=(group,))
 
 
+def _checked(proposal_id: int, predicted_s: float, realised_s: float, jobs: int) -> PredictionError:
+    return PredictionError(
+        proposal_id, "root", "running", predicted_s, None, None, realised_s, jobs, jobs,
+        0.0, 600.0, abs(predicted_s - realised_s) / realised_s,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def evidence_service(tmp_path: Path) -> Iterator[Service]:
-    """Proposal 1 rejected, its predictions measured off by far (80 s predicted, 200 s
-    measured over 4 jobs); proposal 2 pending; the service then looks at a real RM's
-    and JobHistory's addresses (not contacted: only the links are built)."""
+    """Proposal 1 rejected, its prediction checked on its own 4 jobs off by far (80 s
+    predicted, 200 s realised); proposal 2 pending; the service then looks at a real
+    RM's and JobHistory's addresses (not contacted: only the links are built)."""
     # the operator lowered the evidence a move needs: the page warns it is thin
     service = sim_service(tmp_path, EvidenceProposer(), tuning={"min_jobs": 1})
     service.loop.run_round()
     service.desk.reject(1, "tester", "not now")
-    service.store.record_realized(RealizedLatency(1, "root", 1, 0, 60_000, 4, 200.0, 80.0))
     service.loop.run_round()
     assert [p.id for p in service.store.proposals()] == [2, 1]
+    service.store.record_prediction_error(_checked(1, 80.0, 200.0, 4))
     settings = settings_for(
         tmp_path,
         yarn={"rm": ["rm1.example:8088"], "history": "http://jhs.example:19888"},
@@ -240,14 +249,12 @@ def test_the_evidence_lists_the_jobs_with_links_the_band_and_the_warnings(
     assert warnings == [
         "⚠ thin evidence: the prediction rests on 2 job(s) (fewer than 3)",
         "⚠ thin evidence: task times are medians per kind (too little history to learn)",
-        "⚠ past predictions for root missed 1 time(s): proposal 1 predicted 1 m 20 s, "
-        "4 jobs measured 3 m 20 s",
+        "⚠ past predictions for root missed 1 time(s): proposal 1 predicted 1 m 20 s for "
+        "its 4 jobs, which realised 3 m 20 s (off by 60%)",
     ]
 
     jobs = one(doc, '//details[@id="jobs-root"]')
-    assert text(one(jobs, "summary")) == (
-        "2 job(s) that triggered root · task times: median-per-kind"
-    )
+    assert text(one(jobs, "summary")) == "root: 2 job(s) · task times: median-per-kind"
     items = jobs.xpath(f"ul[{c('job-list')}]/li")
     assert [text(one(li, "code")) for li in items] == [APP, "job_local_7"]
     links = [(a.text, a.get("href"), a.get("rel")) for a in items[0].xpath(f"a[{c('job-link')}]")]
@@ -266,6 +273,28 @@ def test_the_evidence_lists_the_jobs_with_links_the_band_and_the_warnings(
     # the miss is earlier proposals' only: proposal 1 itself has no past to miss
     [first] = client.get("/api/proposals/1").get_json()["predictions"]
     assert not any("past predictions" in w for w in first["warnings"])
+
+
+def test_an_interval_figure_is_shown_apart_and_never_as_a_miss(tmp_path: Path) -> None:
+    """Whatever jobs finished in the rounds after an apply are not the prediction's
+    jobs: their mean is named as such, apart, and warns of nothing (issue 29, item 1)."""
+    service = sim_service(tmp_path, EvidenceProposer(), tuning={"min_jobs": 1})
+    service.loop.run_round()
+    service.desk.reject(1, "tester", "not now")
+    service.store.record_realized(RealizedLatency(1, "root", 1, 0, 60_000, 4, 200.0, 80.0))
+    service.loop.run_round()
+    client = create_app(service).test_client()
+    later = page(client, "/proposals/2")
+    assert "past predictions" not in text(one(later, '//table[@id="predictions"]'))
+    first = page(client, "/proposals/1")
+    figures = text(one(first, '//details[@id="interval-figures"]'))
+    assert "other jobs than the prediction's; not a check of it" in figures
+    assert "root, round 1 after the apply: 3 m 20 s (4 jobs)" in figures
+    checked = one(first, f'//table[@id="predictions"]//td[{c("checked")}]')
+    assert text(checked) == "not yet: its jobs have not all finished"
+    [prediction] = client.get("/api/proposals/1").get_json()["predictions"]
+    assert prediction["realised_s"] is None and prediction["interval_figures"][0]["mean_s"] == 200
+    service.close()
 
 
 # --------------------------------------------------------------------------- words
@@ -307,12 +336,13 @@ def test_a_long_note_is_short_with_its_details_behind_a_click(tmp_path: Path) ->
         page(client, "/?refresh=off"), f'//*[@id="proposals"]//td[{c("note")}]', gate
     )
     reason = (
-        "rejected: the q2 team runs its quarter-end batch this week; revisit once their "
-        "jobs have moved to the new cluster"
+        "the q2 team runs its quarter-end batch this week; revisit once their jobs have "
+        "moved to the new cluster"
     )
     service.desk.reject(1, "tester", reason)
-    assert service.store.proposal(1).note == reason
-    _assert_behind_a_click(page(client, "/proposals/1"), '//*[@id="note"]', reason)
+    note = service.store.proposal(1).note
+    assert note == f"rejected by tester: {reason}"
+    _assert_behind_a_click(page(client, "/proposals/1"), '//*[@id="note"]', note)
     service.close()
 
 
@@ -332,9 +362,13 @@ def test_every_action_offered_is_its_endpoint(tmp_path: Path) -> None:
     seen = []
     for _ in range(2):  # pending (approve / reject), then applied (rollback)
         offered = client.get("/api/proposals/1").get_json()["actions"]
-        forms = page(client, "/proposals/1").xpath('//*[@id="actions"]//form')
+        buttons = page(client, "/proposals/1").xpath('//*[@id="actions"]//a[@id]')
+        # each opens its confirmation, whose form posts to the action's endpoint
+        confirm = [f"/proposals/1/confirm/{a}" for a in offered]
+        assert [b.get("href") for b in buttons] == confirm
+        assert [b.get("id") for b in buttons] == offered
+        forms = [one(page(client, path), '//form[.//*[@id="confirm"]]') for path in confirm]
         assert [f.get("action") for f in forms] == [f"/proposals/1/{a}" for a in offered]
-        assert [one(f, "button").get("id") for f in forms] == offered
         seen.append(offered)
         reply = client.post(f"/api/proposals/1/{offered[0]}", headers=AUTH)
         assert reply.status_code == 200, reply.get_json()
@@ -342,3 +376,19 @@ def test_every_action_offered_is_its_endpoint(tmp_path: Path) -> None:
     assert service.store.proposal(1).state == "rolled-back"
     assert client.get("/api/proposals/1").get_json()["actions"] == []
     service.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "words"),
+    [(100.0, 0, "100 %"), (50.0, 1, "50 %"), (20.0, 0, "20 %"), (12.5, 1, "12.5 %"),
+     (0.0, 0, "0 %"), (33.333, 2, "33.33 %")],
+)  # fmt: skip
+def test_a_percentage_keeps_the_zeros_of_its_whole_part(
+    value: float, digits: int, words: str
+) -> None:
+    assert percent(value, digits) == words
+
+
+def test_the_run_says_how_often_its_ranges_held_as_a_share() -> None:
+    said = run_words({"ranges_held": 2, "ranges_checked": 2, "utilisation_ratio": 0.6})
+    assert (said["ranges"], said["coverage"], said["utilisation"]) == ("2 of 2", "100 %", "60 %")

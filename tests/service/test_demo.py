@@ -24,9 +24,9 @@ def test_the_demo_applies_each_proposal_and_summarises(tmp_path: Path) -> None:
     assert cluster.clock_s > 0 and cluster.config.find("root.q1").capacity.percent == 70.0
     lines = describe_round(report, service, cluster.elapsed_s)
     assert lines[0] == "round 1 (simulated 0:10:00): done"
-    assert any("proposal 1 (applied): predicted mean job latency 100.0 s -> 80.0 s" in line
+    assert any("proposal 1 (applied): predicted mean job latency 1 m 40 s → 1 m 20 s" in line
                for line in lines)  # fmt: skip
-    assert any("root.q1 capacity: 50 -> 70" in line for line in lines)
+    assert any("root.q1 capacity: 50 → 70" in line for line in lines)
     result = summary(service, 1, cluster.elapsed_s)
     assert result["proposals"] == 1 and result["applied"] == 1
     assert (result["predicted_latency_before_s"], result["predicted_latency_after_s"]) == (

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.service.factories import FixedProposer
+from yarn_adapt.cli.conventions import json_key_problems
 from yarn_adapt.model import JobSpec, Workload
 from yarn_adapt.service.demo import (
     DemoOptions,
@@ -46,8 +47,11 @@ def test_the_cluster_is_sized_from_the_trace_demand_not_a_constant() -> None:
     assert sized_nodes(Workload(jobs), window, 8, target=0.35) >= 2 * nodes - 1
 
 
+STEP_S = 900.0  # two of the replay's first jobs are in progress at its end
+
+
 def _run(tmp_path: Path, proposer: FixedProposer, rounds: int) -> tuple[Service, dict[str, Any]]:
-    options = DemoOptions(state_dir=tmp_path, serve=False, step_s=600.0, rounds=rounds)
+    options = DemoOptions(state_dir=tmp_path, serve=False, step_s=STEP_S, rounds=rounds)
     service = build_demo(options, proposer)
     for _ in range(rounds):
         note_round(service, service.loop.run_round())
@@ -58,7 +62,7 @@ def test_without_a_proposal_the_run_realises_what_the_starting_configuration_doe
     tmp_path: Path,
 ) -> None:
     service, found = _run(tmp_path, FixedProposer(triggered=False), 2)
-    assert found["proposals"] == 0 and found["prediction_error_median"] is None
+    assert found["proposals"] == 0 and found["prediction_error_median_ratio"] is None
     assert found["realised_jobs"] > 0
     assert found["realised_latency_tuned_s"] == found["realised_latency_static_s"] > 0
     assert found["open_jobs_tuned"] == found["open_jobs_static"]
@@ -72,13 +76,18 @@ def test_each_proposal_is_judged_on_the_jobs_it_predicted_for(tmp_path: Path) ->
     cluster = service.backend.cluster  # type: ignore[attr-defined]
     assert isinstance(cluster, SimulatedCluster)
     first = proposer.by_proposal[1]
-    assert first.jobs and first.time_s == cluster.started_s + 600.0
+    assert first.jobs and first.time_s == cluster.started_s + STEP_S
     assert all(j in cluster.ended for j in first.jobs)
     realised = statistics.fmean(
         cluster.ended[j].finish_s - cluster.ended[j].submit_s  # type: ignore[operator]
         for j in first.jobs
     )
-    assert found["prediction_errors"][0] == round(abs(80.0 - realised) / realised, 3)
-    assert found["prediction_error_median"] == statistics.median(found["prediction_errors"])
-    assert found["nodes"] >= 1 and 0 < found["utilisation"] <= 1.0
+    errors = found["prediction_error_ratios"]
+    assert errors[0] == round(abs(80.0 - realised) / realised, 3)
+    assert found["prediction_error_median_ratio"] == statistics.median(errors)
+    assert found["nodes"] >= 1 and 0 < found["utilisation_ratio"] <= 1.0
+    assert json_key_problems(found) == []  # the README's rule for JSON keys
+    # the stand-in proposer states no range: nothing to cover, said as such
+    assert (found["ranges_checked"], found["interval_coverage"]) == (0, None)
+    assert service.store.run_summary() is not None  # the page's copy
     service.close()

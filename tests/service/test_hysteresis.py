@@ -52,7 +52,7 @@ def verdict_for(
     [
         (50, 100, 80, False, False, DecisionKind.NO_CHANGE, "already runs"),
         (60, 100, 97, False, False, DecisionKind.BELOW_THRESHOLD, r"-3\.0%\) is below the 5%"),
-        (60, 100, 90, True, True, None, r"100\.0 s -> 90\.0 s \(-10\.0%\)"),
+        (60, 100, 90, True, True, None, r"1 m 40 s → 1 m 30 s \(-10\.0%\)"),
         (90, 100, 50, True, False, None, r"root\.q\d share moves 40\.0 points \(budget 30"),
         (60, float("nan"), 50, False, False, DecisionKind.BELOW_THRESHOLD, "below"),
     ],
@@ -75,7 +75,7 @@ def test_a_group_in_cooldown_holds_the_proposal_back() -> None:
     verdict = verdict_for(suggestion(60), cooling={"root": 1000.0})
     assert not verdict.propose
     assert verdict.kind is DecisionKind.COOLDOWN
-    assert "root changed recently; cooldown 600 s" in verdict.reason
+    assert "root changed recently; cooldown 10 m" in verdict.reason
 
 
 def test_too_many_queue_changes_wait_for_an_operator() -> None:

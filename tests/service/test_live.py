@@ -85,10 +85,10 @@ def test_the_tuner_proposes_it_is_approved_through_the_api_and_the_rm_runs_it(
             app.wait()
         api(url, "POST", "/api/rounds")
         [measured] = api(url, "GET", "/api/proposals/1", token=None).json()["predictions"]
-        assert measured["realized"][0]["jobs"] >= 1
-        assert measured["realized"][0]["mean_s"] > 20.0
+        assert measured["interval_figures"][0]["jobs"] >= 1
+        assert measured["interval_figures"][0]["mean_s"] > 20.0
         # and the prediction checked on the very jobs it was about, now all finished
-        assert measured["interval_source"].startswith("comparator samples")
+        assert measured["interval_source"].startswith("80 % range")
         assert measured["population_jobs"] >= len(apps)
         checked = measured["checked"]
         assert checked is not None and checked["config"] == "proposed", measured
@@ -104,7 +104,8 @@ def test_the_tuner_proposes_it_is_approved_through_the_api_and_the_rm_runs_it(
         [kept] = api(server.url, "GET", "/api/proposals", token=None).json()
         assert kept["state"] == "applied"
         [applied] = api(server.url, "GET", "/api/applies", token=None).json()
-        assert applied["result"] == "applied" and applied["actor"] == "api"
+        assert applied["result"] == "applied"
+        assert applied["actor"] == "operator (shared token) (api)"
         steps = [e.step for e in restarted.store.journal_entries(applied["apply_id"])]
         assert steps[-1] is ApplyStep.VERIFIED
     restarted.close()
@@ -189,7 +190,8 @@ def test_an_operator_reads_the_diff_and_approves_in_the_browser(
         diff = text_of(chromium, "xml-diff")  # the operator opens the file diff
         assert "+" in diff and "<value>50</value>" in diff
         sign_in(chromium, TOKEN)
-        click(chromium, "approve")
+        click(chromium, "approve")  # opens the confirmation
+        click(chromium, "confirm")
         assert text_of(chromium, "state") == "applied"
     assert reported_capacities(capacity_cluster) == PROPOSED
     service.close()

@@ -41,7 +41,7 @@ def test_recommend_stores_a_proposal_and_approval_applies_it_once(tmp_path: Path
     assert report.status is RoundStatus.DONE
     [decision] = report.decisions
     assert decision.kind is DecisionKind.PROPOSED and decision.proposal_id == 1
-    assert "stored for review: predicted cluster latency 100.0 s -> 80.0 s" in decision.reason
+    assert "stored for review: predicted cluster latency 1 m 40 s → 1 m 20 s" in decision.reason
     assert q1_capacity(service) == 50.0  # recommend mode changed nothing
     assert set(report.timings_s) >= {"observe", "propose", "decide", "act", "record"}
 
@@ -250,7 +250,10 @@ def test_a_proposal_made_against_another_configuration_is_not_applied(tmp_path: 
 
 
 def test_realized_latency_is_measured_after_an_apply(tmp_path: Path) -> None:
-    service = sim_service(tmp_path, service={"auto_approve": True}, realized={"intervals": 2})
+    service = sim_service(
+        tmp_path, FixedProposer(population=True), service={"auto_approve": True},
+        realized={"intervals": 2}, tuning={"min_jobs": 1},
+    )  # fmt: skip
     service.loop.run_round()  # proposes and applies
     for _ in range(4):
         service.loop.run_round()
@@ -261,7 +264,12 @@ def test_realized_latency_is_measured_after_an_apply(tmp_path: Path) -> None:
     assert sum(m.jobs for m in measured) > 0
     assert all(m.mean_s is None or m.mean_s > 0 for m in measured)
     exposition = service.metrics.exposition().decode()
-    assert 'yarn_adapt_realized_latency_seconds{group="root"}' in exposition
+    # the realised gauge is the page's figure: proposal 1's own jobs, all finished
+    [checked] = service.store.prediction_errors(1)
+    assert (
+        f'yarn_adapt_realized_latency_seconds{{group="root"}} {checked.realised_s!r}' in exposition
+    )
+    assert 'yarn_adapt_realized_predicted_latency_seconds{group="root"} 80.0' in exposition
     assert 'yarn_adapt_predicted_latency_seconds{config="proposed",group="root"} 80.0' in exposition
     assert "yarn_adapt_latest_proposal_id 1.0" in exposition
     assert 'yarn_adapt_queue_configured_capacity_ratio{queue="root.q1"} 0.7' in exposition

@@ -57,10 +57,12 @@ def test_the_api_lists_and_shows_proposals(client: FlaskClient) -> None:
     assert detail["predictions"][0] == {
         "group": "root", "jobs": 5, "before_s": 100.0, "after_s": 80.0, "improvement_ratio": 0.2,
         "after_low_s": None, "after_high_s": None, "estimator": "", "job_ids": [],
-        "interval_source": "", "required_gain": 0.05, "found_s": None, "population_jobs": 0,
-        "checked": None,
+        "interval_source": "", "found_s": None, "population_jobs": 0,
+        # q1 50 -> 70: a move of 20 points doubles the 5 % the group needs
+        "required_gain_ratio": 0.1,
+        "realised_s": None, "checked": None,
         "warnings": [],  # 5 jobs, no past miss (real warnings: test_console_pages.py)
-        "realized": [],
+        "interval_figures": [],
     }  # fmt: skip
     assert detail["actions"] == ["approve", "reject"]
 
@@ -150,13 +152,17 @@ def test_the_form_approves_and_the_page_reports_it(client: FlaskClient, service:
     sign_in(client)
     token = csrf_of(client.get("/proposals/1").get_data(as_text=True))
     reply = client.post(
-        "/proposals/1/approve", data={"csrf": token}, headers={"Origin": "http://localhost"}
+        "/proposals/1/approve",
+        data={"csrf": token, "confirm": "yes"},
+        headers={"Origin": "http://localhost"},
     )
     assert reply.status_code == 302
     page = client.get("/proposals/1").get_data(as_text=True)
-    assert "approve: proposal 1 is now applied" in page
-    again = client.post("/proposals/1/approve", data={"csrf": token}, follow_redirects=True)
-    assert "approve refused: proposal 1 is applied" in again.get_data(as_text=True)
+    assert "Proposal 1 approved and applied: the RM runs it now." in page
+    again = client.post(
+        "/proposals/1/approve", data={"csrf": token, "confirm": "yes"}, follow_redirects=True
+    )
+    assert "Nothing was done: proposal 1 is applied" in again.get_data(as_text=True)
     assert service.store.count_applies(1, "apply") == 1
 
 

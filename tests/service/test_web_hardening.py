@@ -238,7 +238,8 @@ def test_ids_sqlite_cannot_hold_are_unknown_proposals(
 ) -> None:
     client.post("/login", data={"token": TOKEN})
     csrf = csrf_of(client.get("/proposals/1").get_data(as_text=True))
-    reply = client.open(path.format(proposal_id), method=method, headers=AUTH, data={"csrf": csrf})
+    form = {"csrf": csrf, "confirm": "yes"}
+    reply = client.open(path.format(proposal_id), method=method, headers=AUTH, data=form)
     assert reply.status_code == 404, reply.get_data(as_text=True)[:300]
     assert "Traceback" not in reply.get_data(as_text=True)
 
@@ -252,12 +253,13 @@ def test_a_configured_public_origin_passes_the_origin_check(tmp_path: Path) -> N
     client = create_app(service).test_client()
     client.post("/login", data={"token": TOKEN})
     csrf = csrf_of(client.get("/proposals/1").get_data(as_text=True))
+    form = {"csrf": csrf, "confirm": "yes"}
     foreign = client.post(
-        "/proposals/1/approve", data={"csrf": csrf}, headers={"Origin": "https://evil.example.com"}
+        "/proposals/1/approve", data=form, headers={"Origin": "https://evil.example.com"}
     )
     assert foreign.status_code == 403 and service.store.proposal(1).state == "pending"
     proxied = client.post(
-        "/proposals/1/approve", data={"csrf": csrf}, headers={"Origin": PUBLIC_URL + ":443"}
+        "/proposals/1/approve", data=form, headers={"Origin": PUBLIC_URL + ":443"}
     )
     assert proxied.status_code == 302
     assert service.store.proposal(1).state == "applied"

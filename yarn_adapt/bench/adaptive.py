@@ -42,6 +42,17 @@ Protocol.
   so ``median_ratio_Nmin`` (median over the statics, then over scenarios) and
   ``ratio_to_best_static_Nmin`` (the best static / adaptive) are reported too.
   Paper: 2.16x overall, 2.22x at 2 min, 2.40x at 1 min.
+* ``interval_coverage``: every interval's prediction for the group -- under the
+  configuration that then ran its jobs in progress -- carries the likely range the
+  service states (:mod:`yarn_adapt.service.intervals`: 80 %, calibrated on the
+  predictions already checked, a wide prior before 3). The record of checks carries
+  over from run to run in the order they run, as a service's carries over from round
+  to round; a run's predictions check only once their jobs finish, so within one
+  short run most would be stated under the prior. ``interval_coverage`` is the share
+  of checked predictions whose jobs' realised mean fell inside the range,
+  ``interval_coverage_calibrated`` the same over those ranged from checks
+  (``ranges_checked``, ``ranges_calibrated``: how many); none with the forecast, whose
+  hypothetical jobs never realise.
 * Google (§4.5.2, paper 1.94x): the same comparison on a multi-group cluster,
   group level and cluster level (the DP), replaying a Google 2011 trace --
   :mod:`yarn_adapt.bench.google_cluster`; its figures are the ``google_*`` keys
@@ -65,6 +76,8 @@ from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mea
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
 from yarn_adapt.progress import report
+from yarn_adapt.service.backend import FinishedJob
+from yarn_adapt.service.intervals import PredictionLedger, RoundPrediction
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.sim import (
     ClusterSpec,
@@ -75,6 +88,7 @@ from yarn_adapt.sim import (
 )
 from yarn_adapt.tuning.apply import apply_setting
 from yarn_adapt.tuning.paper import PaperCluster, base_config, leaf_paths
+from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.space import (
     FAIR_POLICIES,
     GridSpace,
@@ -274,12 +288,15 @@ def adaptive_latency(
     cluster: ClusterSpec,
     interval_s: float,
     forecast: int = 0,
+    record: list[float] | None = None,
 ) -> TunedRun:
     """Mean job latency when the tuner re-configures every ``interval_s``
     (``forecast``: how many intervals ahead it forecasts, 0 for none), how many
     times it changed the configuration, how many jobs did not finish, and (without
     the forecast, whose hypothetical jobs are not a population that can realise)
-    each change's |predicted - realised| / realised on the jobs it predicted for."""
+    each change's |predicted - realised| / realised on the jobs it predicted for.
+    ``record``: the log ratios checked before (the likely ranges' calibration),
+    extended with this run's."""
     space = adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
     # start inside the tuner's own space (the even split), not from the base file:
     # a Capacity base lets queues reach 90 %, which the held baselines cannot
@@ -294,23 +311,66 @@ def adaptive_latency(
     )
     changes = 0
     predictions: list[tuple[tuple[str, ...], float]] = []
+    ledger = PredictionLedger(earlier=record or ())
+    prior = scenario.model.error.sigma if scenario.model.error is not None else 0.0
     while not simulated.done and simulated.clock_s < 50 * SPAN_S:
         simulated.advance(interval_s)
         view = simulated.view()
+        ledger.observe(_finished(simulated), simulated.config, view.time_s)
         state = TuningState(view.time_s, view.start, view.cluster, view.recent)
         proposal = propose(state, simulated.config, scenario.model, settings)
+        jobs = tuple(p.job.id for p in view.start.jobs)
+        if not forecast:
+            ledger.record(_stated(proposal, jobs, view.time_s, ledger, prior))
         if proposal.changed:
             simulated.load(proposal.config)
             changes += 1
             if not forecast:
-                jobs = tuple(p.job.id for p in view.start.jobs)
                 predictions.append((jobs, proposal.cluster_after_s))
+    ledger.observe(_finished(simulated), simulated.config, math.inf)
+    if record is not None:
+        record[:] = ledger.log_ratios()
     latencies = [j.latency_s for j in simulated.finished if j.latency_s is not None]
     unfinished = len(scenario.workload.jobs) - len(latencies)
     latencies += [50 * SPAN_S] * unfinished
     return TunedRun(
-        statistics.fmean(latencies), changes, unfinished, _errors(simulated, predictions)
+        statistics.fmean(latencies),
+        changes,
+        unfinished,
+        _errors(simulated, predictions),
+        ledger.coverage(),
+        ledger.coverage(calibrated_only=True),
     )
+
+
+def _finished(simulated: SimulatedCluster) -> list[FinishedJob]:
+    return [
+        FinishedJob(j.id, j.queue, int(j.submit_s * 1000), int(j.finish_s * 1000))
+        for j in simulated.ended.values()
+        if j.finish_s is not None
+    ]
+
+
+def _stated(
+    proposal: Proposal,
+    jobs: tuple[str, ...],
+    at_s: float,
+    ledger: PredictionLedger,
+    prior_sigma: float,
+) -> list[RoundPrediction]:
+    """The interval's predictions as the service states them: each triggered group's
+    latency under the running and the proposed configuration, with likely ranges."""
+    calibration = ledger.calibration(prior_sigma)
+    proposed = proposal.config if proposal.changed else None
+    return [
+        RoundPrediction(
+            at_s, d.group, jobs, d.before_s, d.after_s,
+            calibration.range_of(d.before_s), calibration.range_of(d.after_s),
+            proposed, calibration.calibrated,
+        )
+        for d in proposal.groups
+        if d.triggered and jobs and math.isfinite(d.before_s)
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -319,6 +379,8 @@ class TunedRun:
     changes: int
     unfinished: int
     errors: tuple[float, ...]
+    ranges: tuple[int, int] = (0, 0)  # predictions inside their likely range, of checked
+    calibrated: tuple[int, int] = (0, 0)  # the same, of those ranged from checks
 
 
 def _errors(
@@ -376,13 +438,20 @@ class Row:
     changes: int
     wall_s: float
     errors: tuple[float, ...] = ()
+    ranges: tuple[int, int] = (0, 0)
+    calibrated: tuple[int, int] = (0, 0)
 
     @property
     def vs_best_static(self) -> float:
         return self.static_best_s / self.adaptive_s
 
 
-def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0) -> list[Row]:
+def run_scenario(
+    scenario: Scenario,
+    intervals: Sequence[int],
+    forecast: int = 0,
+    record: list[float] | None = None,
+) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()
     statics = run_statics(scenario, base, cluster)
@@ -392,7 +461,7 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0
     rows = []
     for minutes in intervals:
         began = time.perf_counter()
-        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast)
+        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast, record)
         adaptive = tuned.latency_s
         ratios = [s / adaptive for s in statics.latencies]
         rows.append(
@@ -412,6 +481,8 @@ def run_scenario(scenario: Scenario, intervals: Sequence[int], forecast: int = 0
                 tuned.changes,
                 time.perf_counter() - began,
                 tuned.errors,
+                tuned.ranges,
+                tuned.calibrated,
             )
         )
         log.info("%s", rows[-1])
@@ -458,6 +529,12 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     found["static_unfinished"] = sum(r.static_unfinished for r in once)
     found["scenarios"] = len(once)
     found["scenarios_without_valid_static"] = skipped
+    held, checked = sum(r.ranges[0] for r in rows), sum(r.ranges[1] for r in rows)
+    found["interval_coverage"] = round(held / checked, 3) if checked else None
+    found["ranges_checked"] = checked
+    held, calibrated = sum(r.calibrated[0] for r in rows), sum(r.calibrated[1] for r in rows)
+    found["interval_coverage_calibrated"] = round(held / calibrated, 3) if calibrated else None
+    found["ranges_calibrated"] = calibrated
     found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3) if rows else None
     return found
 
@@ -511,13 +588,14 @@ def swim_latency(options: BenchOptions) -> BenchResult:
     elastic = options.extra.get("elastic", "no") == "yes"
     only = options.extra.get("scheduler")
     forecast = forecast_setting(options.extra.get("forecast", "no"))
+    record: list[float] = []  # the likely ranges' calibration, carried from run to run
     for scenario in scenarios(path, options.seed, sizes, load):
         scenario = replace(scenario, elastic=elastic)
         if options.quick and scenario.setting.queue_count == 4:
             continue
         if only is not None and scenario.setting.scheduler.value != only:
             continue
-        rows += run_scenario(scenario, intervals, forecast)
+        rows += run_scenario(scenario, intervals, forecast, record)
         report("adaptive-latency scenario", len({r.scenario for r in rows}))
     table = [
         {

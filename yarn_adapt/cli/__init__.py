@@ -44,7 +44,7 @@ def cli(debug: bool, verbose: bool) -> None:
 @click.argument("name", required=False)
 @click.option("--quick", is_flag=True, help="A small version that finishes in under a minute.")
 @click.option("--trace", type=click.Path(path_type=Path), help="Another workload file.")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--set",
     "settings",
@@ -106,6 +106,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.demo import demo_command
     from yarn_adapt.cli.guard import guard_group
     from yarn_adapt.cli.observe import observe_command
+    from yarn_adapt.cli.operator_token import operator_token_group
     from yarn_adapt.cli.propose import propose_command
     from yarn_adapt.cli.serve import serve_command
     from yarn_adapt.cli.sim import sim_command
@@ -125,6 +126,7 @@ def _register_commands() -> None:
         testbed_command,
         agent_group,
         agent_token_group,
+        operator_token_group,
         guard_group,
     ):
         cli.add_command(command)

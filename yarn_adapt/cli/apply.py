@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ from yarn_adapt.yarn.rm import ResourceManagerClient
 from yarn_adapt.yarn.site import hadoop_conf_dir, read_properties
 
 if TYPE_CHECKING:
+    from yarn_adapt.colocation.actuate import ActOutcome
     from yarn_adapt.colocation.queuecap import QueueCap
 
 
@@ -167,11 +169,17 @@ def plan_json(plan: ApplyPlan, *, dry_run: bool) -> dict[str, object]:
     metavar="SECONDS",
     help="How long to wait for the RM to report the configuration that should run.",
 )
+@click.option(
+    "--dry-run", is_flag=True, help="List what is left to recover; change nothing, reach no RM."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 def recover_command(
     target: Path | None,
     refresh_command: str,
     state_dir: Path,
     verify_timeout: float,
+    dry_run: bool,
+    as_json: bool,
     **connection: object,
 ) -> None:
     """Finish or roll back applies a crash interrupted, from the journal in
@@ -180,28 +188,179 @@ def recover_command(
     confirmed. Prints what runs now for each; exit 5 if one needs the operator. Then
     every node the co-location guard changed gets its original total back. With nothing
     journalled it says so and exits 0 without asking for (or reaching) an RM: the
-    service's unit runs it on every stop."""
+    service's unit runs it on every stop. --dry-run lists what is left, changing nothing."""
     settings = ApplySettings(state_dir=state_dir, verify=PollSettings(timeout_s=verify_timeout))
     journal = settings.default_journal()
-    pending = interrupted(journal)
-    if not pending and not guard_left_changes(state_dir):
-        click.echo("nothing to recover: no interrupted applies, no node or queue the guard changed")
+    left = Leftovers.in_state_dir(state_dir, interrupted(journal))
+    report = Recovery(dry_run=dry_run, left=left)
+    if dry_run or left.is_empty:
+        _print_recovery(report, as_json)
         return
     endpoints = endpoints_from_options(**connection)  # type: ignore[arg-type]
-    restore_guarded_nodes(endpoints, state_dir, refresh_command)  # the co-location guard's
-    if not pending:
-        click.echo("no interrupted applies")
+    try:
+        report.guard = restore_guarded_nodes(endpoints, state_dir, refresh_command)
+        report.mirror_left = _mirrored_file(state_dir) is not None
+        with endpoints.rm_client() as rm:
+            for history in left.applies:
+                step = _recover(history, rm, settings, refresh_command)
+                detail = next(
+                    h for h in histories(journal.entries()) if h.apply_id == history.apply_id
+                )
+                report.applies.append((history, step, detail.last.detail))
+    finally:
+        _print_recovery(report, as_json)
+    if report.problems:
+        raise RollbackFailed(f"the operator must act: {'; '.join(report.problems)}")
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What a crash or a stop left to put right: applies the journal holds open, the
+    nodes whose totals the co-location guard changed, a batch queue it capped, the
+    ``dynamic-resources.xml`` it mirrored its totals into."""
+
+    applies: tuple[ApplyHistory, ...]
+    nodes: tuple[str, ...]
+    queue_cap: tuple[str, str] | None
+    mirror: Path | None = None
+
+    @classmethod
+    def in_state_dir(cls, state_dir: Path, pending: list[ApplyHistory]) -> Leftovers:
+        from yarn_adapt.colocation.originals import OriginalTotals
+        from yarn_adapt.colocation.queuecap import journalled_queue_cap
+
+        nodes = tuple(sorted(OriginalTotals(state_dir / "guard").load()))
+        mirror = _mirrored_file(state_dir)
+        return cls(tuple(pending), nodes, journalled_queue_cap(state_dir), mirror)
+
+    @property
+    def is_empty(self) -> bool:
+        return (
+            not self.applies and not self.nodes and self.queue_cap is None and self.mirror is None
+        )
+
+
+def _mirrored_file(state_dir: Path) -> Path | None:
+    """The ``dynamic-resources.xml`` the guard's journal says it wrote, if any."""
+    from yarn_adapt.colocation.mirror import journalled_mirror
+
+    mirror = journalled_mirror(state_dir / "guard")
+    return None if mirror is None else mirror.path
+
+
+@dataclass
+class Recovery:
+    """What recover found and did (or, with --dry-run, would do)."""
+
+    dry_run: bool
+    left: Leftovers
+    guard: list[ActOutcome] = field(default_factory=list)
+    applies: list[tuple[ApplyHistory, ApplyStep, str]] = field(default_factory=list)
+    mirror_left: bool = True
+    """The mirrored file still lists the guard's totals (so until a restore says otherwise)."""
+
+    @property
+    def problems(self) -> list[str]:
+        found = [f"{o.node_id}: {o.status}" for o in self.guard if not _restored(o)]
+        found += [
+            f"{h.apply_id}: {detail}"
+            for h, step, detail in self.applies
+            if step is ApplyStep.UNRESOLVED
+        ]
+        return found
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "dry_run": self.dry_run,
+            "interrupted_applies": [_history_json(h) for h in self.left.applies],
+            "guard_nodes": list(self.left.nodes),
+            "guard_queue_cap": None if self.left.queue_cap is None else self.left.queue_cap[0],
+            "guard_mirror": None if self.left.mirror is None else str(self.left.mirror),
+            "recovered": [
+                {"apply_id": h.apply_id, "target": h.target, "result": str(step), "detail": detail}
+                for h, step, detail in self.applies
+            ],
+            "guard_restored": [
+                {"what": o.node_id, "result": str(o.result), "status": o.status} for o in self.guard
+            ],
+            "operator_must_act": self.problems,
+        }
+
+    def lines(self) -> list[str]:
+        if self.left.is_empty:
+            return [
+                "nothing to recover: no interrupted applies, no node or queue the guard changed"
+            ]
+        if self.dry_run:
+            return self._plan_lines()
+        lines = [_guard_line(o) for o in self.guard]
+        lines += self._mirror_lines()
+        lines += [
+            f"{h.apply_id}: {h.target}: {step} ({detail})" for h, step, detail in self.applies
+        ]
+        if not self.left.applies:
+            lines.append("no interrupted applies")
+        return lines
+
+    def _plan_lines(self) -> list[str]:
+        lines = [
+            f"apply {h.apply_id}: {h.target} ({h.applier}) stopped after {h.last.step}: "
+            "recover compares the file and the RM, then finishes or rolls it back"
+            for h in self.left.applies
+        ]
+        lines += [
+            f"node {n}: the guard changed its total; recover gives it back" for n in self.left.nodes
+        ]
+        if self.left.queue_cap is not None:
+            lines.append(
+                f"queue {self.left.queue_cap[0]}: the guard capped it; recover lifts the cap"
+            )
+        if self.left.mirror is not None:
+            lines.append(
+                f"file {self.left.mirror}: the guard mirrored its totals into it; recover "
+                "puts the operator's file back once no node is held"
+            )
+        lines.append("dry run: nothing was changed")
+        return lines
+
+    def _mirror_lines(self) -> list[str]:
+        """Whether the mirrored ``dynamic-resources.xml`` is the operator's again (it
+        stays the guard's while a node is still held; a failed write is logged)."""
+        path = self.left.mirror
+        if path is None:
+            return []
+        if self.mirror_left:
+            return [f"file {path}: still lists the guard's totals (a node is still held)"]
+        return [f"file {path}: the operator's file is back"]
+
+
+def _print_recovery(report: Recovery, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.as_json()))
         return
-    unresolved: list[str] = []
-    with endpoints.rm_client() as rm:
-        for history in pending:
-            step = _recover(history, rm, settings, refresh_command)
-            detail = next(h for h in histories(journal.entries()) if h.apply_id == history.apply_id)
-            click.echo(f"{history.apply_id}: {history.target}: {step} ({detail.last.detail})")
-            if step is ApplyStep.UNRESOLVED:
-                unresolved.append(f"{history.apply_id}: {detail.last.detail}")
-    if unresolved:
-        raise RollbackFailed(f"the operator must act: {'; '.join(unresolved)}")
+    for line in report.lines():
+        click.echo(line)
+
+
+def _history_json(history: ApplyHistory) -> dict[str, object]:
+    return {
+        "apply_id": history.apply_id,
+        "target": history.target,
+        "applier": history.applier,
+        "last_step": str(history.last.step),
+    }
+
+
+def _restored(outcome: ActOutcome) -> bool:
+    from yarn_adapt.colocation.actuate import Result
+
+    return outcome.result not in (Result.FAILED, Result.REFUSED)
+
+
+def _guard_line(outcome: ActOutcome) -> str:
+    is_queue = outcome.node_id.startswith("queue ")
+    what = outcome.node_id if is_queue else f"node {outcome.node_id}"
+    return f"{what}: {outcome.result}: {outcome.status}"
 
 
 def _recover(
@@ -217,25 +376,12 @@ def _writes_a_file(desired: SchedulerConfig, via: str) -> bool:
     return via == "file" or not isinstance(desired, CapacitySchedulerConfig)
 
 
-def guard_left_changes(state_dir: Path) -> bool:
-    """The co-location guard's journals name a node, a queue cap or a mirrored
-    ``dynamic-resources.xml`` to put back."""
-    from yarn_adapt.colocation.mirror import journalled_mirror
-    from yarn_adapt.colocation.originals import OriginalTotals
-    from yarn_adapt.colocation.queuecap import journalled_queue_cap
-
-    guard_dir = state_dir / "guard"
-    return (
-        bool(OriginalTotals(guard_dir).load())
-        or journalled_queue_cap(state_dir) is not None
-        or journalled_mirror(guard_dir) is not None
-    )
-
-
-def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: str) -> None:
+def restore_guarded_nodes(
+    endpoints: YarnEndpoints, state_dir: Path, refresh: str
+) -> list[ActOutcome]:
     """What the co-location guard left changed -- node totals, or a batch queue's cap --
-    back as it was (exit 5 when something cannot be: the operator must act)."""
-    from yarn_adapt.colocation.actuate import Result, restore_journalled
+    back as it was; the outcome for each (a failed one: the operator must act)."""
+    from yarn_adapt.colocation.actuate import restore_journalled
     from yarn_adapt.colocation.queuecap import journalled_queue_cap
 
     with endpoints.rm_client() as rm:
@@ -245,15 +391,7 @@ def restore_guarded_nodes(endpoints: YarnEndpoints, state_dir: Path, refresh: st
             queue, via = capped
             cap = _queue_cap(rm, queue, via, state_dir, refresh)
             outcomes += cap.restore_all()
-    for outcome in outcomes:
-        is_queue = outcome.node_id.startswith("queue ")
-        what = outcome.node_id if is_queue else f"node {outcome.node_id}"
-        click.echo(f"{what}: {outcome.result}: {outcome.status}")
-    failed = [o for o in outcomes if o.result in (Result.FAILED, Result.REFUSED)]
-    if failed:
-        raise RollbackFailed(
-            "; ".join(f"{o.node_id}: {o.status}" for o in failed) + ": the operator must act"
-        )
+    return outcomes
 
 
 def _queue_cap(

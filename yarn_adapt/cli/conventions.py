@@ -14,6 +14,12 @@ so a command added later is held to them too).
 4. **Long work reports progress** on stderr (N/M and ETA) and takes ``--quiet``: the
    commands in :data:`LONG_WORK`.
 5. The root has ``--version``.
+6. **JSON keys carry their unit** (:func:`json_key_problems`, the README's rule): a
+   number that is not a whole count ends in its unit (:data:`JSON_UNITS`: ``_s``
+   seconds, ``_epoch_s`` Unix time, ``_percent`` 0-100, ``_ratio`` a fraction 0-1,
+   ``_coverage`` the share of stated ranges that held, ...) or is a score named in
+   :data:`JSON_SCORES`; no unit sits in the middle of a key. ``tests/cli/test_json_keys.py``
+   walks every ``--json`` output.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ SECONDS = "SECONDS"
 
 @dataclass(frozen=True)
 class Meaning:
-    metavar: str
+    metavar: str | None  # None: click's own (INTEGER for an int)
     what: str
     default: object = None  # checked when not None
 
@@ -43,6 +49,7 @@ MEANINGS: dict[str, Meaning] = {
     "--history": Meaning("URL", "the JobHistory web address"),
     "--interval": Meaning(SECONDS, "the tuning interval"),
     "--min-improvement": Meaning("FRACTION", "the gain a group needs (0.05 = 5 %)", 0.05),
+    "--seed": Meaning(None, "the random seed, 0 everywhere", 0),
 }
 
 TIME_WORDS = frozenset(
@@ -58,7 +65,6 @@ OTHER_UNIT_SUFFIXES = frozenset({"min", "mins", "minutes", "hour", "hours", "h",
 NOT_DATA: dict[str, str] = {
     "serve": "runs the service (--once prints its round as JSON)",
     "demo": "a tour; its last line is a JSON summary",
-    "recover": "finishes or rolls back an interrupted apply and says which",
     "agent run": "runs the node agent until stopped (logs on stderr, figures on /metrics)",
     "agent restore": "restores the limits a previous agent run left and says which",
 }
@@ -130,3 +136,62 @@ def _check_option(path: str, option: click.Option) -> list[str]:
     if not option.is_flag and option.help and OTHER_UNITS.search(option.help):
         found.append(f"{path} {'/'.join(option.opts)}: help speaks of a unit other than seconds")
     return found
+
+
+# --------------------------------------------------------------------------- JSON keys
+
+JSON_UNITS = (
+    "_s", "_epoch_s", "_ms", "_us", "_percent", "_ratio", "_coverage", "_mb", "_bytes",
+    "_per_s", "_factor", "_vcores", "_millicores",
+)  # fmt: skip
+"""How a key names the unit of its number (a request's latency may be ``_ms`` or
+``_us``; everything about jobs, rounds and configurations is in seconds)."""
+
+JSON_SCORES = frozenset(
+    {"alpha", "risk", "raw", "normalized", "wsp", "wfp", "share", "weight", "v", "error"}
+)
+"""Dimensionless scores known by name (TopoSch's risk terms, a Fair weight)."""
+
+_MID_UNIT = re.compile(r"_(ms|us|sec|secs|seconds|minutes|hours)_")
+_BAD_SUFFIX = re.compile(r"_(sec|secs|seconds|min|mins|minutes|h|hours|millis|msec)$")
+
+
+def json_key_problems(value: object, where: str = "") -> list[str]:
+    """Every key of ``value`` (a parsed JSON document) that breaks the rule, by path."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{key}"
+            found += _key_problems(str(key), item, path)
+            found += json_key_problems(item, path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += json_key_problems(item, f"{where}[{index}]")
+    return found
+
+
+def _key_problems(key: str, item: object, path: str) -> list[str]:
+    numbers = _numbers(item)
+    if not numbers:
+        return []
+    if _MID_UNIT.search(key) or _BAD_SUFFIX.search(key):
+        return [f"{path}: a unit in the middle of the key, or one other than {JSON_UNITS}"]
+    fractional = any(not float(n).is_integer() for n in numbers)
+    plural = key.endswith(tuple(f"{unit}s" for unit in JSON_UNITS if not unit.endswith("s")))
+    if fractional and not (key.endswith(JSON_UNITS) or plural) and key not in JSON_SCORES:
+        return [f"{path}: {numbers[0]!r} is no whole count: the key must end in its unit"]
+    return []
+
+
+def _numbers(item: object) -> list[float]:
+    if isinstance(item, bool):
+        return []
+    if isinstance(item, int | float):
+        return [float(item)]
+    if (
+        isinstance(item, list)
+        and item
+        and all(isinstance(n, int | float) and not isinstance(n, bool) for n in item)
+    ):
+        return [float(n) for n in item]
+    return []

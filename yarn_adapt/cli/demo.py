@@ -1,9 +1,15 @@
 """``yarn-adapt demo``: the service against a simulated cluster replaying the bundled
 trace, in recommend mode with auto-approve; no Java or Hadoop needed.
 
-``--review`` makes it a tour of the operators' console: a one-time token and the
-page's address are printed, each proposal waits until an operator approves or
-rejects it on the page, and ``--keep-serving`` keeps the page after the last round."""
+``--review`` makes it a tour of the operators' console: a token made for this run
+and the page's address are printed, each proposal waits until an operator approves
+or rejects it on the page, and ``--keep-serving`` keeps the page after the last
+round.
+
+After the last round the run is judged (the same jobs replayed under the starting
+configuration: :func:`yarn_adapt.service.demo.run_summary`); its progress is shown
+like the rounds', and the judgement goes to the page. SIGTERM is SIGINT: either
+stops the rounds, the judging (which then reports what it has) and the page."""
 
 from __future__ import annotations
 
@@ -14,13 +20,13 @@ import threading
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from yarn_adapt.cli.common import quiet_option
 from yarn_adapt.errors import InputError
-from yarn_adapt.progress import Progress
+from yarn_adapt.progress import Progress, eta_words
 
 if TYPE_CHECKING:
     from yarn_adapt.service.demo import DemoOptions
@@ -72,7 +78,7 @@ REVIEW_POLL_S = 0.5
 @click.option(
     "--review",
     is_flag=True,
-    help="Proposals wait for your approval on the page (prints a one-time token).",
+    help="Proposals wait for your approval on the page (prints a token made for this run).",
 )
 @click.option("--keep-serving", is_flag=True, help="Keep the page up after the last round.")
 @click.option("--trace", type=click.Path(exists=True, path_type=Path), help="Another trace.")
@@ -92,7 +98,7 @@ def demo_command(
     latency before and after, applied at once (auto-approve) or, with --review,
     when you approve them on the page."""
     # Imported here: the web stack and the tuner are not needed by other commands.
-    from yarn_adapt.service.demo import DemoOptions, build_demo, run_summary, summary
+    from yarn_adapt.service.demo import DemoOptions, build_demo
 
     if step_s is not None:
         click.echo("yarn-adapt: --step is deprecated; use --interval", err=True)
@@ -119,11 +125,8 @@ def demo_command(
     )
     service = build_demo(options)
     try:
-        done = _run(service, options, 1 if once else rounds, keep_serving=keep_serving)
-        if once:
-            click.echo(json.dumps(summary(service, done, _cluster(service).elapsed_s)))
-        else:
-            click.echo(json.dumps(run_summary(service, options, done)))
+        found = _run(service, options, 1 if once else rounds, keep_serving=keep_serving)
+        click.echo(json.dumps(found))
     finally:
         service.close()
 
@@ -136,40 +139,111 @@ def _run(
     keep_serving: bool,
     announce: Callable[[str], None] = click.echo,
     stop_event: threading.Event | None = None,
-) -> int:
-    """The rounds, the page and the review holds. ``stop_event``: stop on it instead
-    of on SIGTERM/SIGINT (which only the main thread can catch)."""
-    from yarn_adapt.service.demo import describe_round, note_round
+) -> dict[str, Any]:
+    """The rounds, the page and the review holds, then the run judged (with one
+    round, only its summary); returns the summary. ``stop_event``: stop on it
+    instead of on SIGTERM/SIGINT (which only the main thread can catch)."""
+    from yarn_adapt.service.demo import describe_round, note_progress, note_round
     from yarn_adapt.service.runner import serving, stop_on_signals
 
     announce(f"demo state in {options.state_dir}")
     nodes = len(_cluster(service).cluster.nodes)
-    how = "as asked" if options.nodes is not None else "sized for the replay's demand"
+    how = "as asked" if options.nodes is not None else "sized from the trace's demand"
     announce(f"simulated cluster: {nodes} nodes x {options.containers_per_node} containers ({how})")
-    progress = Progress("demo round", rounds)
+    progress = DemoProgress(rounds)
     stopping = nullcontext(stop_event) if stop_event is not None else stop_on_signals()
     with serving(service) as server, stopping as stop:
         if server is not None:
             announce(f"the operators' page: {server.url}  (Ctrl-C to stop)")
         if options.review and server is not None:
-            announce(f"sign in at {server.url}/login with the one-time token: {options.token}")
+            announce(f"sign in at {server.url}/login with this run's token: {options.token}")
         done = 0
         while not stop.is_set() and done < rounds:
             report = service.loop.run_round()
             note_round(service, report)
+            note_progress(service, rounds)
             done += 1
             for line in describe_round(report, service, _cluster(service).elapsed_s):
                 announce(line)
-            progress.advance(done)
+            progress.round_done(done, report.timings_s.get("observe", 0.0))
             if options.review and server is not None:
                 _await_review(service, server, stop, announce)
             if _cluster(service).done or done >= rounds:
                 break
             stop.wait(options.interval_s)
+        found = _judged(service, options, done, rounds, progress, stop)
         if keep_serving and server is not None and not stop.is_set():
-            announce(f"rounds done; the page stays at {server.url} until Ctrl-C")
+            announce(f"rounds done; the page stays at {server.url} until Ctrl-C (or SIGTERM)")
             stop.wait()
-    return done
+    return found
+
+
+def _judged(
+    service: Service,
+    options: DemoOptions,
+    done: int,
+    rounds: int,
+    progress: DemoProgress,
+    stop: threading.Event,
+) -> dict[str, Any]:
+    """The run judged (one round: its summary only); a stop during the replay ends
+    it early, and the summary says what it lacks (``complete`` false)."""
+    from yarn_adapt.service.demo import StopJudging, judged_so_far, run_summary, summary
+
+    if rounds == 1:
+        return summary(service, done, _cluster(service).elapsed_s)
+
+    def segment(finished: int, total: int) -> None:
+        progress.replayed(finished, total)
+        if stop.is_set():
+            raise StopJudging
+
+    try:
+        return run_summary(service, options, done, segment)
+    except StopJudging:
+        return judged_so_far(service, done)
+
+
+class DemoProgress(Progress):
+    """``demo round N/M`` with an ETA that counts what is left of the rounds and the
+    judging after them (replaying the run under the starting configuration costs
+    about as much simulation as the rounds did); none before three rounds have
+    shown what a round costs -- the first ones, with nothing to tune yet, are quick."""
+
+    def __init__(self, rounds: int) -> None:
+        super().__init__("demo round", rounds)
+        self.simulated_wall_s = 0.0  # wall time the rounds spent simulating
+        self.judging: Progress | None = None
+
+    def round_done(self, done: int, simulating_s: float) -> None:
+        self.simulated_wall_s += simulating_s
+        self.advance(done)
+
+    def line(self, done: int, now: float, note: str = "") -> str:
+        elapsed = now - self.started
+        total = self.total or done
+        parts = [f"yarn-adapt: {self.what} {done}/{total}", f"{eta_words(elapsed)} elapsed"]
+        if done < total and done >= ETA_AFTER_ROUNDS:
+            rounds_left = elapsed / done * (total - done)
+            judging = self.simulated_wall_s / done * total
+            parts.append(f"ETA {eta_words(rounds_left + judging)} (then judging the run)")
+        elif done < total:
+            parts.append(f"ETA after {ETA_AFTER_ROUNDS} rounds")
+        elif total > 1:
+            parts.append("judging the run next")
+        if note:
+            parts.append(note)
+        return " · ".join(parts)
+
+    def replayed(self, done: int, total: int) -> None:
+        if self.judging is None:
+            self.judging = Progress(
+                "demo judging the run: the starting configuration replayed", total
+            )
+        self.judging.advance(done)
+
+
+ETA_AFTER_ROUNDS = 3
 
 
 def _await_review(

@@ -48,9 +48,45 @@ def observe_command(as_json: bool, window: float, job_limit: int, **connection: 
 
 def _json(observation: Observation) -> dict[str, object]:
     return {
-        "snapshot": to_jsonable(observation.snapshot),
+        "snapshot": with_units(to_jsonable(observation.snapshot)),
         "problems": [problem.one_line() for problem in observation.problems],
     }
+
+
+UNIT_NAMES = {
+    "capacity": "capacity_percent",
+    "maximum_capacity": "maximum_capacity_percent",
+    "absolute_capacity": "absolute_capacity_percent",
+    "absolute_maximum_capacity": "absolute_maximum_capacity_percent",
+    "used_capacity": "used_of_guarantee_percent",
+    "absolute_used_capacity": "used_of_cluster_percent",
+    "maximum_am_resource_percent": "maximum_am_resource_ratio",  # YARN's is a fraction
+    "progress": "progress_percent",
+    "node_cpu": "node_cpu_vcores",
+    "containers_cpu": "containers_cpu_vcores",
+}
+"""The model's names (as YARN's REST API says them) renamed to carry their unit."""
+EPOCH_MS = 10**11
+"""Milliseconds above this are moments (Unix time), not durations."""
+
+
+def with_units(value: object) -> object:
+    """The snapshot as JSON whose keys carry their unit (the README's rule):
+    milliseconds become seconds (``_s``, or ``_epoch_s`` for a moment), percentages
+    ``_percent``, fractions ``_ratio``."""
+    if isinstance(value, list):
+        return [with_units(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    converted: dict[str, object] = {}
+    for raw, item in value.items():
+        key = str(raw)
+        if key.endswith("_ms") and isinstance(item, int | float) and not isinstance(item, bool):
+            moment = item > EPOCH_MS
+            converted[key[:-3] + ("_epoch_s" if moment else "_s")] = item / 1000.0
+        else:
+            converted[UNIT_NAMES.get(key, key)] = with_units(item)
+    return converted
 
 
 def render_observation(observation: Observation) -> list[str]:
@@ -84,14 +120,21 @@ def _queue_lines(root: QueueStatus, depth: int = 0) -> list[str]:
 
 
 def _queue_text(queue: QueueStatus) -> str:
+    """One queue: its guarantee, then what it holds -- as resources, as a share of the
+    cluster (the page's figure) and of its own guarantee (the RM's usedCapacity),
+    each named for what it is."""
     parts = [queue.name, queue.state or ""]
     if queue.capacity is not None:
         parts.append(f"capacity {queue.capacity:g}% (max {queue.maximum_capacity:g}%)")
     if queue.scheduling_policy:
         parts.append(f"policy {queue.scheduling_policy}")
+    shares = []
+    if queue.absolute_used_capacity is not None:
+        shares.append(f"{queue.absolute_used_capacity:.1f}% of the cluster")
     if queue.used_capacity is not None:
-        parts.append(f"used {queue.used_capacity:.1f}%")
-    parts.append(f"used {queue.used}  apps {queue.num_applications}")
+        shares.append(f"{queue.used_capacity:.1f}% of its guarantee")
+    held = f"holds {queue.used}" + (f" ({', '.join(shares)})" if shares else "")
+    parts.append(f"{held}  apps {queue.num_applications}")
     return "  ".join(part for part in parts if part)
 
 

@@ -8,6 +8,11 @@ on the trace's earlier half, as the demo does). Either way it prints the predict
 latency per group, the per-queue diff and the reason for each change; ``--out``
 writes the proposed scheduler XML (validated, written atomically), ready for
 ``yarn-adapt apply``.
+
+As the service does, a group whose prediction rests on fewer than ``--min-jobs``
+jobs (the service's ``[tuning] min_jobs``, 3) keeps its configuration, and each
+prediction carries a likely range (80 %): with no prediction of this cluster checked
+yet, the wide prior of :mod:`yarn_adapt.service.intervals`.
 """
 
 from __future__ import annotations
@@ -88,6 +93,13 @@ class Proposed:
     help="The predicted gain a group needs before it changes (0.05 = 5 %, as [tuning]).",
 )
 @click.option(
+    "--min-jobs",
+    type=int,
+    default=3,
+    show_default=True,
+    help="A group whose prediction rests on fewer jobs keeps its configuration (as [tuning]).",
+)
+@click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the proposed scheduler XML here.",
@@ -105,13 +117,15 @@ class Proposed:
 def propose_command(
     ctx: click.Context, /, sim: bool, scheduler_file: Path | None, mutation: bool,
     trace: Path | None, at: float, nodes: int, containers_per_node: int,
-    interval: float | None, min_improvement: float, out: Path | None, executor: str,
-    as_json: bool, seed: int, **connection: object,
+    interval: float | None, min_improvement: float, min_jobs: int, out: Path | None,
+    executor: str, as_json: bool, seed: int, **connection: object,
 ) -> None:  # fmt: skip
     """Propose a scheduler configuration for the jobs the cluster runs now: the
     predicted latency per group, the diff and the reasons. Nothing is applied."""
     if interval is not None and interval <= 0:
         raise InputError(f"--interval must be positive, got {interval:g}")
+    if min_jobs < 0:
+        raise InputError(f"--min-jobs must be 0 or more, got {min_jobs}")
     from yarn_adapt.tuning.executors import open_executor, parse_executor_spec
 
     spec = parse_executor_spec(executor)
@@ -131,7 +145,7 @@ def propose_command(
         with open_executor(spec) as handle:
             proposed = _propose_on_rm(connection, scheduler_file, mutation, tuner, handle, groups)
     progress.advance(1, "proposed")
-    _report(proposed, out, as_json)
+    _report(with_evidence_gate(proposed, min_jobs), out, as_json)
 
 
 def _check_sim_options(at: float, nodes: int, containers_per_node: int) -> None:
@@ -248,6 +262,50 @@ def _propose_simulated(
     return Proposed(proposal, document, model)
 
 
+# --------------------------------------------------------------------------- evidence
+
+
+def with_evidence_gate(proposed: Proposed, min_jobs: int) -> Proposed:
+    """The proposal with every group whose prediction rests on fewer than
+    ``min_jobs`` jobs kept as it runs (the service's minimum-evidence gate)."""
+    from dataclasses import replace
+
+    from yarn_adapt.tuning.proposal import finish_proposal
+
+    proposal = proposed.proposal
+    thin = {d.group for d in proposal.groups if d.changed and d.jobs < min_jobs}
+    if not thin:
+        return proposed
+    kept = [
+        replace(
+            d,
+            setting=None,
+            after_s=d.before_s,
+            reason=f"{d.reason}; the prediction rests on {d.jobs} job(s), fewer than the "
+            f"{min_jobs} a move needs: kept",
+        )
+        if d.group in thin
+        else d
+        for d in proposal.groups
+    ]
+    config = proposal.config
+    for group in thin:
+        now, new = proposal.current.find(group), config.find(group)
+        assert now is not None and new is not None, group
+        config = config.with_queue(replace(new, children=now.children))  # type: ignore[arg-type]
+    gated = finish_proposal(proposal.current, config, kept)
+    return replace(proposed, proposal=gated)
+
+
+def likely_range(proposed: Proposed, value: float) -> tuple[float, float] | None:
+    """The 80 % range the service would state for a prediction of this cluster with
+    nothing of it checked yet: the wide prior (:mod:`yarn_adapt.service.intervals`)."""
+    from yarn_adapt.service.intervals import Calibration
+
+    error = proposed.model.error
+    return Calibration(prior_sigma=error.sigma if error is not None else 0.0).range_of(value)
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -262,9 +320,27 @@ def _report(proposed: Proposed, out: Path | None, as_json: bool) -> None:
         click.echo(json.dumps(proposal_json(proposed, out)))
         return
     click.echo(render_proposal(proposed.proposal))
+    ranges = _range_lines(proposed)
+    if ranges:
+        click.echo("\nLikely range of each prediction (80 %, a wide prior: nothing checked yet):")
+        click.echo("\n".join(ranges))
     click.echo(f"\nTask times: {proposed.model.reason}")
     if out is not None:
         click.echo(f"Wrote {out}; apply it with: yarn-adapt apply {out}")
+
+
+def _range_lines(proposed: Proposed) -> list[str]:
+    from yarn_adapt.durations import duration
+
+    lines = []
+    for d in proposed.proposal.groups:
+        bounds = likely_range(proposed, d.after_s) if d.triggered else None
+        if bounds is not None:
+            lines.append(
+                f"  {d.group}: {duration(d.after_s)} predicted, likely "
+                f"{duration(bounds[0])} – {duration(bounds[1])}"
+            )
+    return lines
 
 
 def proposal_json(proposed: Proposed, out: Path | None) -> dict[str, object]:
@@ -278,6 +354,7 @@ def proposal_json(proposed: Proposed, out: Path | None) -> dict[str, object]:
                 "reason": d.reason,
                 "predicted_latency_before_s": _number(d.before_s),
                 "predicted_latency_after_s": _number(d.after_s),
+                **_range_json(proposed, d.after_s if d.triggered else math.nan),
             }
             for d in proposal.groups
         ],
@@ -289,6 +366,14 @@ def proposal_json(proposed: Proposed, out: Path | None) -> dict[str, object]:
         ],
         "task_times": proposed.model.reason,
         "out": str(out) if out is not None else None,
+    }
+
+
+def _range_json(proposed: Proposed, value: float) -> dict[str, float | None]:
+    bounds = likely_range(proposed, value)
+    return {
+        "predicted_latency_after_low_s": round(bounds[0], 3) if bounds else None,
+        "predicted_latency_after_high_s": round(bounds[1], 3) if bounds else None,
     }
 
 

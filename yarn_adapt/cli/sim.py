@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from yarn_adapt.durations import duration
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import (
     CapacitySchedulerConfig,
@@ -109,9 +110,12 @@ def sim_command(
     trace: Path | None, config_path: Path, nodes: int, containers_per_node: int, queues: str | None,
     until_s: float | None, lenient: bool, seed: int, placement: str, as_json: bool,
 ) -> None:  # fmt: skip
-    """Print job latency statistics per queue for TRACE under CONFIG."""
+    """Replay a trace (--trace, default the bundled FB-2009 day) on a simulated
+    cluster running --scheduler-file; print job latency per queue."""
     if nodes <= 0 or containers_per_node <= 0:
         raise InputError("--nodes and --containers-per-node must be positive")
+    if until_s is not None and not until_s > 0:
+        raise InputError(f"--until must be a positive number of seconds, got {until_s:g}")
     config = load_scheduler_config(config_path)
     workload = within_hours(
         load_for_config(trace or bundled_trace(), config, queues, lenient=lenient, seed=seed),
@@ -135,11 +139,20 @@ def placement_hook(name: str, cluster: ClusterSpec, seed: int) -> PlacementPolic
     return sim_placement(name, cluster, seed=seed)
 
 
+PLACEMENT_KEYS = {
+    "decision_ms_mean": "decision_mean_ms",
+    "decision_ms_median": "decision_median_ms",
+    "decision_ms_p99": "decision_p99_ms",
+    "mean_quality": "mean_quality_ratio",
+}
+"""The placement statistics' names as the JSON rule wants them (unit last)."""
+
+
 def placement_summary(name: str, hook: PlacementPolicy) -> dict[str, object]:
     stats = getattr(hook, "stats", None)
     summary: dict[str, object] = {"policy": name}
     if stats is not None:
-        summary.update(stats.summary())
+        summary.update({PLACEMENT_KEYS.get(k, k): v for k, v in stats.summary().items()})
     return summary
 
 
@@ -149,7 +162,7 @@ def summarize(result: SimulationResult, workload: Workload, wall_s: float) -> di
         "skipped_rows": workload.skipped_rows,
         "simulated_s": round(result.end_s, 1),
         "wall_s": round(wall_s, 3),
-        "utilisation_memory": round(result.utilisation.memory, 4),
+        "memory_utilisation_ratio": round(result.utilisation.memory, 4),
         "queues": {q: _stats(s) for q, s in latency_stats_by_queue(result).items()},
         "all": _stats(latency_stats(result.jobs)),
     }
@@ -179,9 +192,10 @@ def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> st
     lines = [
         f"{summary['jobs']} jobs ({summary['skipped_rows']} rows skipped) on the {kind} scheduler"
         + _placement_line(summary.get("placement")),
-        f"{summary['simulated_s']} s simulated in {summary['wall_s']} s; "
-        f"memory utilisation {summary['utilisation_memory']}",
-        f"{'queue':12} {'jobs':>6} {'mean s':>9} {'median s':>9} {'p95 s':>9} {'wait s':>9}",
+        f"{duration(float(summary['simulated_s']))} simulated in "  # type: ignore[arg-type]
+        f"{duration(float(summary['wall_s']))}; "  # type: ignore[arg-type]
+        f"memory utilisation {summary['memory_utilisation_ratio']:.0%}",
+        f"{'queue':12} {'jobs':>6} {'mean':>10} {'median':>10} {'p95':>10} {'wait':>10}",
     ]
     queues = dict(summary["queues"])  # type: ignore[call-overload]
     for queue, stats in [*queues.items(), ("all", summary["all"])]:
@@ -189,7 +203,7 @@ def render_summary(summary: Mapping[str, object], config: SchedulerConfig) -> st
             _cell(stats[key])
             for key in ("mean_latency_s", "median_latency_s", "p95_latency_s", "mean_wait_s")
         ]
-        lines.append(f"{queue:12} {stats['jobs']:>6} " + " ".join(f"{c:>9}" for c in cells))
+        lines.append(f"{queue:12} {stats['jobs']:>6} " + " ".join(f"{c:>10}" for c in cells))
     return "\n".join(lines)
 
 
@@ -198,9 +212,9 @@ def _placement_line(placement: object) -> str:
         return ""
     return (
         f", placement {placement['policy']}: {placement.get('decisions')} decisions, "
-        f"{placement.get('declined')} declined, {placement.get('decision_ms_mean')} ms mean"
+        f"{placement.get('declined')} declined, {placement.get('decision_mean_ms')} ms mean"
     )
 
 
 def _cell(value: object) -> str:
-    return "-" if value is None else f"{value}"
+    return "-" if not isinstance(value, int | float) else duration(float(value))

@@ -34,6 +34,7 @@ from tracing.store import TraceStore
 from yarn_adapt.errors import InputError, YarnAdaptError
 from yarn_adapt.service.guard import redis_config, store_limits
 from yarn_adapt.service.settings import Settings, TracingSection, load_settings
+from yarn_adapt.service.web.words import duration, when
 
 
 class TraceFileError(InputError):
@@ -188,15 +189,29 @@ def ingest_command(context: _Context, once: bool, as_json: bool) -> None:
 def critical_path_command(context: _Context, trace_id: str, as_json: bool) -> None:
     """The chain of spans that bounded TRACE_ID's latency, and each service's self time
     on it. TRACE_ID: 32 hex digits, or the id the source file used."""
-    with tracing_errors():
-        store = context.store()
-        found = store.find(external_trace_id(trace_id))
+    stored_id = external_trace_id(trace_id)
+    try:
+        with tracing_errors():
+            found = context.store().find(stored_id)
+    except TraceUnknown as exc:
+        raise TraceUnknown(unknown_trace(trace_id, stored_id)) from exc
     spans = spans_of_trace(found.columns, found.names, 0)
     path = critical_path(spans)
     if as_json:
         click.echo(json.dumps(_path_json(path)))
     else:
         click.echo("\n".join(render_path(path)))
+
+
+def unknown_trace(given: str, stored_id: str) -> str:
+    """Why nothing was found, in the id the operator typed (an id that is not hex
+    is stored under a hash of it, which means nothing to them)."""
+    if stored_id.lstrip("0") == given.strip().lower().lstrip("0"):
+        return f"no stored trace has id {given.strip()}"
+    return (
+        f"no stored trace has id {given.strip()!r} (an id from the source file; a trace id "
+        "is 32 hex digits)"
+    )
 
 
 def _path_json(path: CriticalPath) -> dict[str, Any]:
@@ -299,7 +314,7 @@ def risk_command(
 def render_risk(snapshot: RiskSnapshot) -> list[str]:
     window = (snapshot.window_end_us - snapshot.window_start_us) / 1e6
     lines = [
-        f"window {window:g}s ending {snapshot.window_end_us / 1e6:.3f} (epoch s): "
+        f"window {duration(window)} ending {when(snapshot.window_end_us / 1e6)}: "
         f"{snapshot.traces} traces, {snapshot.spans} spans; alpha {snapshot.alpha}",
         "",
         f"{'service':28} {'requests':>9} {'errors':>7} {'WST ms':>9} {'on CP':>6} "

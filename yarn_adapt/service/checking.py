@@ -8,6 +8,11 @@ the prediction was about, over the interval they ran (from the first one's
 submission to the last one's finish). A window of whatever jobs happened to finish
 in a round mixes other jobs in and is not a check of the prediction.
 
+This is the one definition of "realised" for a prediction (:func:`realised_of`):
+the proposal's page, the overview's predicted-vs-realised chart, the past-miss
+warning, the API, the metrics, the demo's summary and the calibration of the likely
+ranges (:mod:`yarn_adapt.service.intervals`) all read it.
+
 Which prediction: ``after_s`` when the proposal was applied (its configuration ran
 them, at least from the apply on), ``before_s`` when it was not (the running
 configuration did). The error is ``|predicted - realised| / realised``.
@@ -25,6 +30,35 @@ from yarn_adapt.service.gates import GroupHistory, RecentChange
 from yarn_adapt.service.records import GroupPrediction, PredictionError, ProposalRecord
 
 
+@dataclass(frozen=True)
+class Realised:
+    """What a prediction's jobs realised: their mean latency (submission to finish),
+    how many, and the interval they ran over (the first submission to the last
+    finish, in seconds of the backend's clock)."""
+
+    mean_s: float
+    jobs: int
+    start_s: float
+    end_s: float
+
+
+def realised_of(population: Sequence[str], finished: Mapping[str, FinishedJob]) -> Realised | None:
+    """The realised mean of ``population``, or ``None`` while any of its jobs has not
+    finished (or it has none)."""
+    if not population or any(job_id not in finished for job_id in population):
+        return None
+    jobs = [finished[job_id] for job_id in population]
+    mean = statistics.fmean(job.latency_s for job in jobs)
+    if mean <= 0:
+        return None
+    return Realised(
+        mean,
+        len(jobs),
+        min(job.submitted_ms for job in jobs) / 1000.0,
+        max(job.finished_ms for job in jobs) / 1000.0,
+    )
+
+
 def check_group(
     proposal_id: int,
     prediction: GroupPrediction,
@@ -33,15 +67,11 @@ def check_group(
 ) -> PredictionError | None:
     """The check of one group's prediction, or ``None`` while any job of its
     population has not finished (or it has none, or its prediction is unknown)."""
-    population = prediction.population
-    if not population or any(job_id not in finished for job_id in population):
-        return None
     predicted = prediction.after_s if applied else prediction.before_s
     if not math.isfinite(predicted) or predicted < 0:
         return None
-    jobs = [finished[job_id] for job_id in population]
-    realised = statistics.fmean(job.latency_s for job in jobs)
-    if realised <= 0:
+    realised = realised_of(prediction.population, finished)
+    if realised is None:
         return None
     low, high = (prediction.after_low_s, prediction.after_high_s) if applied else (None, None)
     return PredictionError(
@@ -51,12 +81,12 @@ def check_group(
         predicted_s=predicted,
         low_s=low,
         high_s=high,
-        realised_s=realised,
-        jobs=len(population),
-        finished=len(jobs),
-        window_start_s=min(job.submitted_ms for job in jobs) / 1000.0,
-        window_end_s=max(job.finished_ms for job in jobs) / 1000.0,
-        error=abs(predicted - realised) / realised,
+        realised_s=realised.mean_s,
+        jobs=realised.jobs,
+        finished=realised.jobs,
+        window_start_s=realised.start_s,
+        window_end_s=realised.end_s,
+        error=abs(predicted - realised.mean_s) / realised.mean_s,
     )
 
 

@@ -3,13 +3,17 @@ waiting for an operator to approve each proposal on the page), driving a simulat
 cluster that replays the bundled FB-2009 trace at accelerated time (each round
 simulates ``step_s`` seconds). No Java, no Hadoop: everything runs in-process.
 
-The cluster is sized from the trace (:func:`sized_nodes`): enough nodes that the
-replayed tasks keep about 70 % of the containers busy over the demo's window, so
-the replay neither idles nor builds an unbounded backlog. At the end
-(:func:`run_summary`) the whole run is judged: the realised mean latency of the
-jobs submitted in the window with tuning, against the same trace replayed under the
-starting configuration, and each proposal's prediction against what its own jobs
-(the ones in progress in its re-tuned groups when the tuner looked) realised.
+The cluster is sized from the trace alone (:func:`sized_nodes`): enough nodes that
+the replayed half's tasks would keep about 70 % of the containers busy over its
+whole span, so the replay neither idles nor builds an unbounded backlog, whatever
+``--rounds`` says (a run covers part of that span: its own busy share, reported as
+``utilisation_ratio``, follows the trace's hours). At the end (:func:`run_summary`)
+the whole run is judged: the realised mean latency of the jobs submitted in the run
+with tuning, against the same trace replayed under the starting configuration; each
+proposal's prediction against what its own jobs (the ones in progress in its
+re-tuned groups when the tuner looked) realised; and how often the likely ranges the
+proposer stated held (``interval_coverage``). The summary is stored
+(:meth:`Store.record_run_summary`) so the page shows it too.
 
 The scheduler file starts as ``yarn_adapt/data/demo/<scheduler>-scheduler.xml``
 (copied into the demo's state directory, where the applier backs it up and rewrites
@@ -21,7 +25,7 @@ from __future__ import annotations
 import math
 import shutil
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -31,7 +35,7 @@ from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
 from yarn_adapt.service.backend import FinishedJob, Observed
 from yarn_adapt.service.checking import ProposalError, check_proposal, proposal_errors
-from yarn_adapt.service.intervals import population_by_group
+from yarn_adapt.service.intervals import PredictionLedger, population_by_group
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.realized import group_of_queue
 from yarn_adapt.service.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
@@ -46,6 +50,8 @@ from yarn_adapt.service.settings import (
 )
 from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
 from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
+from yarn_adapt.service.web.console import change_words
+from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
@@ -107,12 +113,7 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     shutil.copyfile(demo_scheduler_file(options.scheduler), path)
     config = read_scheduler_document(path).config
     cluster, history = replay_cluster(
-        config,
-        options.trace,
-        options.nodes,
-        options.containers_per_node,
-        options.seed,
-        window_s=options.rounds * options.step_s,
+        config, options.trace, options.nodes, options.containers_per_node, options.seed
     )
     settings = demo_settings(options)
     apply_settings = ApplySettings(
@@ -132,20 +133,24 @@ def replay_cluster(
     nodes: int | None,
     containers_per_node: int,
     seed: int,
-    *,
-    window_s: float = 20 * 900.0,
 ) -> tuple[SimulatedCluster, Workload]:
     """A simulated cluster running ``config`` that replays the later half of ``trace``
     (default: the bundled FB-2009 day), its jobs spread over the config's leaves by
     priority; and the earlier half, the history the task-time model learns from.
-    ``nodes=None`` sizes the cluster for the first ``window_s`` of the replay."""
+    ``nodes=None`` sizes the cluster for the replayed half's whole span."""
     leaves = [leaf.name for leaf in config.leaves()]
     workload = load_trace(trace or bundled_trace(), seed=seed, queues=spread_over(leaves))
     history, replay = split_in_half(workload)
     if nodes is None:
-        nodes = sized_nodes(replay, window_s, containers_per_node)
+        nodes = sized_nodes(replay, replay_span_s(replay), containers_per_node)
     spec = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
     return SimulatedCluster(replay, spec, config, SimulationOptions(seed=seed)), history
+
+
+def replay_span_s(replay: Workload) -> float:
+    """From the replay's first submission to its last (at least a second)."""
+    submits = [job.submit_s for job in replay.jobs]
+    return max(max(submits) - min(submits), 1.0) if submits else 1.0
 
 
 def sized_nodes(
@@ -196,18 +201,20 @@ def describe_round(report: RoundReport, service: Service, simulated_s: float) ->
 def describe_proposal(proposal: ProposalRecord) -> list[str]:
     lines = [
         f"  proposal {proposal.id} ({proposal.state}): predicted mean job latency "
-        f"{proposal.cluster_before_s:.1f} s -> {proposal.cluster_after_s:.1f} s "
+        f"{duration(proposal.cluster_before_s)} → {duration(proposal.cluster_after_s)} "
         f"({-proposal.improvement:+.1%})"
     ]
     for group in proposal.groups:
+        likely = ""
+        if group.after_low_s is not None and group.after_high_s is not None:
+            likely = f", likely {duration(group.after_low_s)} – {duration(group.after_high_s)}"
         lines.append(
-            f"    group {group.group}: {group.before_s:.1f} s -> {group.after_s:.1f} s "
-            f"({group.jobs} jobs)"
+            f"    group {group.group}: {duration(group.before_s)} → {duration(group.after_s)}"
+            f"{likely} ({group.jobs} jobs)"
         )
     for change in proposal.changes:
-        lines.append(
-            f"    {change.queue or '(global)'} {change.prop}: {change.old} -> {change.new}"
-        )
+        words = change_words(change)
+        lines.append(f"    {words['queue']} {words['property']}: {words['old']} → {words['new']}")
     lines += [f"    why: {reason}" for reason in proposal.reasons]
     return lines
 
@@ -317,15 +324,28 @@ def submitted_by(cluster: SimulatedCluster, time_s: float) -> list[str]:
     return [job.id for job in cluster.specs.values() if job.submit_s < time_s]
 
 
-def static_replay(options: DemoOptions, cluster: SimulatedCluster) -> SimulatedCluster:
+class StopJudging(Exception):
+    """Raised by a replay's ``on_segment`` to end the judging early."""
+
+
+def static_replay(
+    options: DemoOptions,
+    cluster: SimulatedCluster,
+    on_segment: Callable[[int, int], None] | None = None,
+) -> SimulatedCluster:
     """The same jobs on the same cluster with the same simulator options under the
     starting configuration (the demo's scheduler file, untouched), simulated in the
-    same segments as far as ``cluster`` got."""
+    same segments as far as ``cluster`` got; ``on_segment(done, total)`` after each."""
     config = read_scheduler_document(demo_scheduler_file(options.scheduler)).config
     replay = Workload(tuple(cluster.specs.values()), "the demo's replay, untuned")
     twin = SimulatedCluster(replay, cluster.cluster, config, cluster.options)
+    total = max(1, math.ceil(cluster.elapsed_s / options.step_s - 1e-9))
+    done = 0
     while twin.elapsed_s < cluster.elapsed_s - 1e-6:
         twin.advance(min(options.step_s, cluster.elapsed_s - twin.elapsed_s))
+        done += 1
+        if on_segment is not None:
+            on_segment(done, total)
     return twin
 
 
@@ -338,49 +358,80 @@ def utilisation(cluster: SimulatedCluster) -> float | None:
     return cluster.busy_container_s() / (containers * cluster.elapsed_s)
 
 
-def run_summary(service: Service, options: DemoOptions, rounds: int) -> dict[str, Any]:
+def run_summary(
+    service: Service,
+    options: DemoOptions,
+    rounds: int,
+    on_segment: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """:func:`summary` plus the whole run judged: the realised mean latency of the
     jobs submitted so far with tuning and under the starting configuration (the
-    same trace, cluster and segments), each proposal's relative error
-    (|predicted - realised| / realised, on the jobs it predicted for, for the
-    configuration that ran them), the median of those, how many realised means
-    fell inside their prediction's interval, the count of each decision kind, the
-    cluster's utilisation and the jobs still open at the end."""
+    same trace, cluster and segments; ``on_segment`` follows that replay), each
+    proposal's relative error (|predicted - realised| / realised, on the jobs it
+    predicted for, for the configuration that ran them), the median of those, how
+    often the likely ranges the proposer stated held, the count of each decision
+    kind, the cluster's utilisation and the jobs still open at the end. Stored for
+    the page (:meth:`Store.record_run_summary`)."""
     cluster = service.backend.cluster  # type: ignore[attr-defined]
     assert isinstance(cluster, SimulatedCluster)
-    found = summary(service, rounds, cluster.elapsed_s)
+    found = judged_so_far(service, rounds)
     population = submitted_by(cluster, cluster.clock_s)
     tuned, tuned_open = realised_latency(cluster, population)
-    twin = static_replay(options, cluster)
+    twin = static_replay(options, cluster, on_segment)
     static, static_open = realised_latency(twin, population)
-    checked = checked_proposals(service, cluster)
-    errors = [c.error for c in checked]
-    inside, judged = interval_hits(service)
     found.update(
-        nodes=len(cluster.cluster.nodes),
-        utilisation=_rounded(utilisation(cluster) or math.nan),
         realised_jobs=len(population),
         realised_latency_tuned_s=_rounded(tuned or math.nan),
         realised_latency_static_s=_rounded(static or math.nan),
         open_jobs_tuned=tuned_open,
         open_jobs_static=static_open,
-        prediction_errors=[round(e, 3) for e in errors],
-        prediction_error_median=round(statistics.median(errors), 3) if errors else None,
+        complete=True,
+    )
+    service.store.record_run_summary(found)
+    return found
+
+
+def judged_so_far(service: Service, rounds: int) -> dict[str, Any]:
+    """What can be judged without replaying the run again: the predictions checked
+    on their jobs (every one finished so far), the ranges' coverage, the decisions,
+    how busy the cluster was. The page shows it after each round."""
+    cluster = service.backend.cluster  # type: ignore[attr-defined]
+    assert isinstance(cluster, SimulatedCluster)
+    found = summary(service, rounds, cluster.elapsed_s)
+    checked = checked_proposals(service, cluster)
+    errors = [c.error for c in checked]
+    (held, stated), (held_calibrated, calibrated) = range_hits(service, cluster)
+    found.update(
+        nodes=len(cluster.cluster.nodes),
+        utilisation_ratio=_rounded(utilisation(cluster) or math.nan),
+        prediction_error_ratios=[round(e, 3) for e in errors],
+        prediction_error_median_ratio=round(statistics.median(errors), 3) if errors else None,
         proposal_errors=[
             {
                 "proposal": c.proposal_id,
                 "predicted_s": _rounded(c.predicted_s),
                 "realised_s": _rounded(c.realised_s),
                 "jobs": c.jobs,
-                "error": round(c.error, 3),
+                "error_ratio": round(c.error, 3),
             }
             for c in checked
         ],
-        realised_in_interval=inside,
-        intervals_checked=judged,
+        ranges_held=held,
+        ranges_checked=stated,
+        interval_coverage=round(held / stated, 3) if stated else None,
+        ranges_calibrated=calibrated,
+        interval_coverage_calibrated=(
+            round(held_calibrated / calibrated, 3) if calibrated else None
+        ),
         decisions=decision_counts(service),
+        complete=False,
     )
     return found
+
+
+def note_progress(service: Service, rounds: int) -> None:
+    """Store what can be judged so far, for the page (after each round)."""
+    service.store.record_run_summary(judged_so_far(service, rounds))
 
 
 def decision_counts(service: Service) -> dict[str, int]:
@@ -401,14 +452,18 @@ def prediction_errors(service: Service, cluster: SimulatedCluster) -> list[float
 def checked_proposals(service: Service, cluster: SimulatedCluster) -> list[ProposalError]:
     """Every proposal's predictions checked on their own populations, as the
     service checks them each round (:mod:`yarn_adapt.service.checking`), with a
-    last check at the end on every job the replay finished; per proposal, its
-    groups together."""
+    last check on every job the replay finished so far; per proposal, its groups
+    together."""
     store = service.store
-    finished = {job_id: _finished(job) for job_id, job in cluster.ended.items()}
+    finished = finished_jobs(cluster)
     for proposal in store.unchecked_proposals(limit=10_000):
         for checked in check_proposal(proposal, finished, store.was_applied(proposal.id)):
             store.record_prediction_error(checked)
     return proposal_errors(store.prediction_errors())
+
+
+def finished_jobs(cluster: SimulatedCluster) -> dict[str, FinishedJob]:
+    return {job_id: _finished(job) for job_id, job in cluster.ended.items()}
 
 
 def _finished(job: JobResult) -> FinishedJob:
@@ -416,7 +471,26 @@ def _finished(job: JobResult) -> FinishedJob:
     return FinishedJob(job.id, job.queue, int(job.submit_s * 1000), int(job.finish_s * 1000))
 
 
-def interval_hits(service: Service) -> tuple[int, int]:
-    """How many checked predictions with an interval realised inside it, of how many."""
-    judged = [c.inside for c in service.store.prediction_errors() if c.inside is not None]
-    return sum(1 for inside in judged if inside), len(judged)
+def ledger_of(service: Service) -> PredictionLedger | None:
+    """The proposer's ledger of every round's predictions (None for a proposer
+    that keeps none)."""
+    proposer = service.loop.proposer
+    inner = proposer.inner if isinstance(proposer, RecordingProposer) else proposer
+    ledger = getattr(inner, "ledger", None)
+    return ledger if isinstance(ledger, PredictionLedger) else None
+
+
+def range_hits(
+    service: Service, cluster: SimulatedCluster
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """How many checked predictions realised inside the likely range stated when
+    they were made, of how many -- all of them, and those whose range came from
+    checks rather than the prior: every round's, from the proposer's ledger after a
+    last check on every job the replay finished so far (a proposer without a ledger:
+    the proposals' own checks, none calibrated)."""
+    ledger = ledger_of(service)
+    if ledger is None:
+        judged = [c.inside for c in service.store.prediction_errors() if c.inside is not None]
+        return (sum(1 for inside in judged if inside), len(judged)), (0, 0)
+    ledger.observe(finished_jobs(cluster).values(), cluster.config, cluster.clock_s)
+    return ledger.coverage(), ledger.coverage(calibrated_only=True)

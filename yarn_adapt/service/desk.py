@@ -6,6 +6,10 @@ the caller that wins the transition acts, so approving or applying twice never
 applies twice. Applies go through the backend's real applier, which journals every
 step into the same database (:class:`~yarn_adapt.service.store.SqliteJournal`).
 
+Every action names its actor (a named operator, the shared token, the service's
+auto-approve) and may carry the operator's reason, kept in the audit log and with
+the apply (:meth:`Store.transition`, :meth:`Store.begin_apply`).
+
 The desk knows which applies are running in this process (:meth:`ProposalDesk.in_flight`):
 a stopping service waits for them (:meth:`ProposalDesk.wait_idle`) before it closes
 the database, and reconciliation never touches them.
@@ -63,24 +67,26 @@ class ProposalDesk:
 
     # ------------------------------------------------------------------ actions
 
-    def approve(self, proposal_id: int, actor: str) -> ProposalRecord:
+    def approve(self, proposal_id: int, actor: str, reason: str = "") -> ProposalRecord:
         """Approve and apply at once: an approval is the operator's consent to act."""
         self._refuse_when_stopping(proposal_id)
-        self.store.transition(proposal_id, Action.APPROVE, actor)
-        return self.apply(proposal_id, actor)
+        self.store.transition(proposal_id, Action.APPROVE, actor, reason=reason)
+        return self.apply(proposal_id, actor, reason)
 
-    def reject(self, proposal_id: int, actor: str, why: str = "") -> ProposalRecord:
-        return self.store.transition(proposal_id, Action.REJECT, actor, why or "rejected")
+    def reject(self, proposal_id: int, actor: str, reason: str = "") -> ProposalRecord:
+        note = f"rejected by {actor}" + (f": {reason}" if reason else "")
+        return self.store.transition(proposal_id, Action.REJECT, actor, note, reason=reason)
 
-    def apply(self, proposal_id: int, actor: str) -> ProposalRecord:
+    def apply(self, proposal_id: int, actor: str, reason: str = "") -> ProposalRecord:
         """Apply an approved proposal (again, after an apply that could not start)."""
         self._refuse_when_stopping(proposal_id)
         proposal = self.store.proposal(proposal_id)
         apply_id = f"p{proposal_id}-{self._new_id()}"
         with self._tracked(apply_id):
             self.store.begin_apply(
-                proposal_id, Action.BEGIN_APPLY, apply_id, actor, proposal.proposed_xml
-            )
+                proposal_id, Action.BEGIN_APPLY, apply_id, actor, proposal.proposed_xml,
+                reason=reason,
+            )  # fmt: skip
             running = self._precheck(proposal)
             if isinstance(running, tuple):
                 action, why = running
@@ -89,7 +95,7 @@ class ProposalDesk:
             desired = self.guard_owned.rebased(desired, running)
             return self._run(apply_id, desired, actor, rollback=False)
 
-    def rollback(self, proposal_id: int, actor: str) -> ProposalRecord:
+    def rollback(self, proposal_id: int, actor: str, reason: str = "") -> ProposalRecord:
         """Make the RM run the configuration this proposal replaced. Only the
         proposal whose configuration runs now can be rolled back."""
         self._refuse_when_stopping(proposal_id)
@@ -104,8 +110,9 @@ class ProposalDesk:
         apply_id = f"p{proposal_id}-rb-{self._new_id()}"
         with self._tracked(apply_id):
             self.store.begin_apply(
-                proposal_id, Action.BEGIN_ROLLBACK, apply_id, actor, current.base_xml
-            )
+                proposal_id, Action.BEGIN_ROLLBACK, apply_id, actor, current.base_xml,
+                reason=reason,
+            )  # fmt: skip
             desired = parse_scheduler_text(current.base_xml, current.target)
             desired = self._keeping_the_guards(desired)
             return self._run(apply_id, desired, actor, rollback=True)

@@ -10,13 +10,17 @@ cooldown per group, and a change budget per round.
 - **Change budget**: a proposal changing more than ``max_queue_changes`` queues, or
   moving any queue's share by more than ``max_share_step`` percentage points, is
   still stored, but in enforce mode it waits for an operator instead of being applied.
+- **No gain within reach**: a proposal whose likely range (calibrated on the
+  predictions already checked, :mod:`yarn_adapt.service.intervals`) reaches what the
+  running configuration would give is stored too, but never applied unattended
+  (:func:`~yarn_adapt.service.gates.reaches_no_gain`).
 
 Between the minimum improvement and the cooldown come the per-group gates of
 :mod:`yarn_adapt.service.gates` (minimum evidence, the gain a group's record of
-misses asks for, the oscillation guard); the groups they hold back are named in the
-verdict's ``held``. A suggestion that changes nothing although the tuner found a
-better setting for some group is ``below-threshold`` (the gain was too small), not
-``no-change`` (nothing better was found).
+misses and the size of its move ask for, the oscillation guard); the groups they
+hold back are named in the verdict's ``held``. A suggestion that changes nothing
+although the tuner found a better setting for some group is ``below-threshold``
+(the gain was too small), not ``no-change`` (nothing better was found).
 """
 
 from __future__ import annotations
@@ -33,9 +37,16 @@ from yarn_adapt.model import (
     Percentage,
     SchedulerConfig,
 )
-from yarn_adapt.service.gates import GateSettings, GroupHistory, Hold, group_holds
+from yarn_adapt.service.gates import (
+    GateSettings,
+    GroupHistory,
+    Hold,
+    group_holds,
+    reaches_no_gain,
+)
 from yarn_adapt.service.records import DecisionKind, GroupPrediction, Suggestion
 from yarn_adapt.service.settings import TuningSection
+from yarn_adapt.service.web.words import duration
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import ConfigChange
 
@@ -105,7 +116,7 @@ def judge(
     groups = changed_groups(changes, current)
     if not changes and any(group in cooling for group in suggestion.triggered):
         frozen_now = ", ".join(g for g in suggestion.triggered if g in cooling)
-        reason = f"{frozen_now} changed recently; cooldown {settings.cooldown_s:g} s"
+        reason = f"{frozen_now} changed recently; cooldown {duration(settings.cooldown_s)}"
         return Verdict(False, False, DecisionKind.COOLDOWN, reason, groups)
     if not changes:
         return _unchanged(suggestion, groups)
@@ -113,19 +124,42 @@ def judge(
         return Verdict(False, False, DecisionKind.BELOW_THRESHOLD, _too_small(suggestion, settings))
     if history is not None and suggestion.objective is None:
         moved = changes_by_group(changes, current)
-        holds = group_holds(suggestion.groups, moved, history, now, gate_settings(settings))
+        moves = group_moves(current, suggestion.config)
+        holds = group_holds(suggestion.groups, moved, history, now, gate_settings(settings), moves)
         if holds:
             reason = "; ".join(hold.reason for hold in holds)
             return Verdict(False, False, holds[0].kind, reason, groups, holds)
     frozen = [g for g in groups if g in cooling]
     if frozen:
-        reason = f"{', '.join(frozen)} changed recently; cooldown {settings.cooldown_s:g} s"
+        reason = f"{', '.join(frozen)} changed recently; cooldown {duration(settings.cooldown_s)}"
         return Verdict(False, False, DecisionKind.COOLDOWN, reason, groups)
-    over_budget = budget_problem(changes, current, suggestion.config, settings)
+    for_operator = [
+        *filter(None, [budget_problem(changes, current, suggestion.config, settings)]),
+        *no_gain_problems(suggestion, groups),
+    ]
     gain = f"predicted {_latency_change(suggestion)}"
-    if over_budget:
-        return Verdict(True, False, None, f"{gain}; {over_budget}", groups)
+    if for_operator:
+        return Verdict(True, False, None, "; ".join([gain, *for_operator]), groups)
     return Verdict(True, True, None, gain, groups)
+
+
+def no_gain_problems(suggestion: Suggestion, changed: Sequence[str]) -> list[str]:
+    """The changed groups whose likely range reaches no gain, in words."""
+    if suggestion.objective is not None:
+        return []
+    found = (reaches_no_gain(g) for g in suggestion.groups if g.group in changed)
+    return [why for why in found if why]
+
+
+def group_moves(current: SchedulerConfig, proposed: SchedulerConfig) -> dict[str, float]:
+    """The size of each group's move: the largest share step (percentage points of
+    its parent) of the queues it changes, by the group :func:`changed_groups` names."""
+    parents = {group.parent for group in groups_of(current)}
+    moves: dict[str, float] = {}
+    for queue, step in share_steps(current, proposed).items():
+        group = _group_of(queue, parents)
+        moves[group] = max(moves.get(group, 0.0), step)
+    return moves
 
 
 def gate_settings(settings: TuningSection) -> GateSettings:
@@ -135,7 +169,7 @@ def gate_settings(settings: TuningSection) -> GateSettings:
         miss_tolerance=settings.miss_tolerance,
         oscillation_window_s=settings.oscillation_window_s,
         oscillation_gain=settings.oscillation_gain,
-    )
+    )  # move_doubling_points: GateSettings' default (not in [tuning] yet)
 
 
 def _unchanged(suggestion: Suggestion, groups: tuple[str, ...]) -> Verdict:
@@ -145,7 +179,7 @@ def _unchanged(suggestion: Suggestion, groups: tuple[str, ...]) -> Verdict:
     small = [g for g in suggestion.groups if _found_better(g)]
     if small:
         gains = ", ".join(
-            f"{g.group} {g.before_s:.1f} s -> {g.found_s:.1f} s ({-relative_gain(g):+.1%})"
+            f"{g.group} {duration(g.before_s)} → {duration(g.found_s)} ({-relative_gain(g):+.1%})"
             for g in small
         )
         reason = f"the best setting found gains too little to move ({gains}; {why})"
@@ -177,8 +211,8 @@ def _latency_change(suggestion: Suggestion) -> str:
     if suggestion.objective is not None:
         return suggestion.objective.describe()
     return (
-        f"cluster latency {suggestion.cluster_before_s:.1f} s -> "
-        f"{suggestion.cluster_after_s:.1f} s ({-suggestion.improvement:+.1%})"
+        f"cluster latency {duration(suggestion.cluster_before_s)} → "
+        f"{duration(suggestion.cluster_after_s)} ({-suggestion.improvement:+.1%})"
     )
 
 

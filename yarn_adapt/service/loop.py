@@ -42,6 +42,7 @@ from yarn_adapt.service.hysteresis import (
     changes_by_group,
     cooling_groups,
     gate_settings,
+    group_moves,
     judge,
 )
 from yarn_adapt.service.metrics import ServiceMetrics
@@ -356,7 +357,8 @@ class TuningLoop:
     ) -> tuple[Plan | None, Verdict]:
         changes = tuple(diff_configs(observed.config, suggestion.config))
         gates = gate_settings(self.settings.tuning)
-        suggestion = replace(suggestion, groups=annotated(suggestion.groups, history, gates))
+        moves = group_moves(observed.config, suggestion.config)
+        suggestion = replace(suggestion, groups=annotated(suggestion.groups, history, gates, moves))
         verdict = judge(
             suggestion, changes, observed.config, cooling, self.settings.tuning,
             history=history, now=self.clock(),

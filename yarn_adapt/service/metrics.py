@@ -4,9 +4,10 @@ Counters and the round-duration histogram are updated as things happen; every
 counter's known label values start at zero, so a rate() sees the first event.
 The gauges read from the store at scrape time (:class:`LatencyCollector`,
 :class:`ConsoleCollector`) survive restarts and never disagree with the page:
-predicted and realized latency per group, the last round's time, the pending
-proposals, and each queue's configured and used share of the cluster. Labels are
-bounded: a group, a queue, a kind -- never a proposal id.
+predicted latency per group, the realised latency of the latest prediction checked
+on its own jobs (the page's figure), the last round's time, the pending proposals,
+and each queue's configured and held share of the cluster. Labels are bounded: a
+group, a queue, a kind -- never a proposal id.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ class ServiceMetrics:
 
 
 class LatencyCollector(Collector):
-    """Predicted latency (before/after) per group of the latest proposal, and the
-    realized latency of the configuration running now beside its prediction."""
+    """Predicted latency (before/after) per group of the latest proposal, and per
+    group the latest prediction checked on its own jobs: what they realised once all
+    finished, and what it predicted for them (the page's "realised by its jobs")."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -102,12 +104,13 @@ class LatencyCollector(Collector):
         )
         realized = GaugeMetricFamily(
             f"{NAMESPACE}_realized_latency_seconds",
-            "Measured mean job latency after the running proposal was applied, per group.",
+            "Mean latency the jobs of the latest checked prediction realised once all "
+            "finished, per group.",
             labels=["group"],
         )
         expected = GaugeMetricFamily(
             f"{NAMESPACE}_realized_predicted_latency_seconds",
-            "What the running proposal predicted for the group realized_latency measures.",
+            "What that prediction said of the same jobs, per group.",
             labels=["group"],
         )
         latest = self.store.proposals(limit=1)
@@ -115,21 +118,13 @@ class LatencyCollector(Collector):
             for group in proposal.groups:
                 predicted.add_metric([group.group, "running"], group.before_s)
                 predicted.add_metric([group.group, "proposed"], group.after_s)
-        running = self.store.latest_applied()
-        if running is not None:
-            self._realized(running.id, realized, expected)
-        yield from (predicted, realized, expected)
-
-    def _realized(
-        self, proposal_id: int, realized: GaugeMetricFamily, expected: GaugeMetricFamily
-    ) -> None:
         newest: dict[str, tuple[float, float]] = {}
-        for measured in self.store.realized(proposal_id):
-            if measured.mean_s is not None:
-                newest[measured.group] = (measured.mean_s, measured.predicted_s)
-        for group, (mean_s, predicted_s) in newest.items():
-            realized.add_metric([group], mean_s)
-            expected.add_metric([group], predicted_s)
+        for checked in sorted(self.store.prediction_errors(), key=lambda c: c.proposal_id):
+            newest[checked.group] = (checked.realised_s, checked.predicted_s)
+        for name, (realised_s, predicted_s) in newest.items():
+            realized.add_metric([name], realised_s)
+            expected.add_metric([name], predicted_s)
+        yield from (predicted, realized, expected)
 
 
 class ConsoleCollector(Collector):

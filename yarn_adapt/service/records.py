@@ -212,6 +212,7 @@ class ApplyRecord:
     result: str
     detail: str
     config_xml: str
+    reason: str = ""  # why the operator asked for it ("" for the service's own)
 
 
 @dataclass(frozen=True)
@@ -265,3 +266,16 @@ class AuditEntry:
     action: str
     proposal_id: int | None
     detail: str
+    reason: str = ""  # the operator's own words, when they gave some
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatorTokenRecord:
+    """A named operator's token as stored: never the token, only its digest
+    (:mod:`yarn_adapt.service.web.operators`)."""
+
+    token_id: str
+    name: str
+    sha256: str = field(repr=False)
+    issued_at: float
+    issued_by: str

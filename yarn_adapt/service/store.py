@@ -4,9 +4,12 @@ Tables: ``rounds``, ``decisions``, ``proposals``, ``applies`` (every apply and
 rollback: the configuration made to run, its result), ``audit`` (who did what),
 ``journal`` (the appliers' step-by-step apply journal, :class:`SqliteJournal`) and
 ``realized`` (measured latency after an apply beside the prediction),
-``prediction_errors`` (each prediction checked on the jobs it was about) and
+``prediction_errors`` (each prediction checked on the jobs it was about),
 ``agent_tokens`` (one credential per node agent, kept as a hash only:
-:mod:`yarn_adapt.service.agent_tokens`).
+:mod:`yarn_adapt.service.agent_tokens`), ``operator_tokens`` (one per named
+operator, a hash only: :mod:`yarn_adapt.service.web.operators`) and ``run_summary``
+(the demo's judgement of its run, for the page). An operator's reason for an
+approval, a rejection or a rollback is kept with the audit entry and the apply.
 
 The schema carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` moves
 an older database forward at open, in one transaction per step. Every write is a
@@ -52,6 +55,7 @@ from yarn_adapt.service.records import (
     Decision,
     DecisionKind,
     GroupPrediction,
+    OperatorTokenRecord,
     PredictionError,
     ProposalRecord,
     ProposalState,
@@ -235,12 +239,32 @@ CREATE TABLE agent_tokens (
 );
 """
 
+# Who did it and why: an operator's reason beside each audit entry and apply; named
+# operator tokens (a hash only, like the agents'); the demo's summary of its run.
+SCHEMA_OPERATORS = """
+ALTER TABLE audit ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE applies ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+CREATE TABLE operator_tokens (
+    token_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    issued_at REAL NOT NULL,
+    issued_by TEXT NOT NULL
+);
+CREATE TABLE run_summary (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    at REAL NOT NULL,
+    summary TEXT NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     SCHEMA_V1,
     SCHEMA_CONSOLE,
     SCHEMA_JOURNAL,
     SCHEMA_PREDICTIONS,
     SCHEMA_AGENT_TOKENS,
+    SCHEMA_OPERATORS,
 )
 """``MIGRATIONS[n]`` takes a database from version ``n`` to ``n + 1``."""
 
@@ -493,12 +517,19 @@ class Store:
         return [_proposal(row) for row in rows.fetchall()]
 
     def transition(
-        self, proposal_id: int, action: Action, actor: str, note: str = "", apply_id: str = ""
+        self,
+        proposal_id: int,
+        action: Action,
+        actor: str,
+        note: str = "",
+        apply_id: str = "",
+        reason: str = "",
     ) -> ProposalRecord:
         """Move the proposal by ``action`` or raise ProposalStateError; the check and
-        the write are one transaction, so concurrent callers cannot both succeed."""
+        the write are one transaction, so concurrent callers cannot both succeed.
+        ``reason``: why the operator asked, kept in the audit log."""
         with self._transaction() as db:
-            self._move(db, proposal_id, action, actor, note, apply_id)
+            self._move(db, proposal_id, action, actor, note, apply_id, reason)
         return self.proposal(proposal_id)
 
     def _move(
@@ -509,6 +540,7 @@ class Store:
         actor: str,
         note: str,
         apply_id: str = "",
+        reason: str = "",
     ) -> None:
         row = db.execute("SELECT state FROM proposals WHERE id=?", (proposal_id,)).fetchone()
         if row is None:
@@ -521,7 +553,7 @@ class Store:
             " apply_id=CASE WHEN ?='' THEN apply_id ELSE ? END WHERE id=?",
             (str(target_of(action)), time.time(), note, apply_id, apply_id, proposal_id),
         )
-        _audit(db, actor, str(action), proposal_id, note)
+        _audit(db, actor, str(action), proposal_id, note, reason)
 
     def latest_applied(self) -> ProposalRecord | None:
         """The proposal whose configuration runs now (the last one applied and not
@@ -557,16 +589,18 @@ class Store:
         actor: str,
         config_xml: str,
         note: str = "",
+        reason: str = "",
     ) -> ProposalRecord:
         """Move the proposal into applying / rolling-back and open its ``applies``
-        row in one transaction: either both happen or neither."""
+        row in one transaction: either both happen or neither. ``reason``: why the
+        operator asked (kept with the apply and in the audit log)."""
         kind = "rollback" if action is Action.BEGIN_ROLLBACK else "apply"
         with self._transaction() as db:
-            self._move(db, proposal_id, action, actor, note, apply_id)
+            self._move(db, proposal_id, action, actor, note, apply_id, reason)
             db.execute(
-                "INSERT INTO applies (proposal_id, apply_id, kind, actor, started_at, config_xml)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (proposal_id, apply_id, kind, actor, time.time(), config_xml),
+                "INSERT INTO applies (proposal_id, apply_id, kind, actor, started_at, config_xml,"
+                " reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (proposal_id, apply_id, kind, actor, time.time(), config_xml, reason),
             )
         return self.proposal(proposal_id)
 
@@ -619,9 +653,16 @@ class Store:
 
     # ------------------------------------------------------------------ audit
 
-    def audit(self, actor: str, action: str, proposal_id: int | None, detail: str = "") -> None:
+    def audit(
+        self,
+        actor: str,
+        action: str,
+        proposal_id: int | None,
+        detail: str = "",
+        reason: str = "",
+    ) -> None:
         with self._transaction() as db:
-            _audit(db, actor, action, proposal_id, detail)
+            _audit(db, actor, action, proposal_id, detail, reason)
 
     def audit_log(self, limit: int = 100, proposal_id: int | None = None) -> list[AuditEntry]:
         if proposal_id is None:
@@ -632,7 +673,7 @@ class Store:
                 (proposal_id, limit),
             )
         return [
-            AuditEntry(r["at"], r["actor"], r["action"], r["proposal_id"], r["detail"])
+            AuditEntry(r["at"], r["actor"], r["action"], r["proposal_id"], r["detail"], r["reason"])
             for r in rows.fetchall()
         ]
 
@@ -961,11 +1002,83 @@ class Store:
         rows = self._db.execute("SELECT * FROM agent_tokens ORDER BY node").fetchall()
         return [_agent_token(row) for row in rows]
 
+    # ------------------------------------------------------------------ operator tokens
+
+    def put_operator_token(
+        self, record: OperatorTokenRecord, actor: str, *, replace_existing: bool
+    ) -> OperatorTokenRecord | None:
+        """Store ``record`` (audited) unless its operator has a token already and
+        ``replace_existing`` is false; returns the operator's previous token, if any."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT * FROM operator_tokens WHERE name=?", (record.name,)
+            ).fetchone()
+            previous = None if row is None else _operator_token(row)
+            if previous is not None and not replace_existing:
+                return previous
+            db.execute("DELETE FROM operator_tokens WHERE name=?", (record.name,))
+            db.execute(
+                "INSERT INTO operator_tokens (token_id, name, sha256, issued_at, issued_by)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (record.token_id, record.name, record.sha256, record.issued_at, record.issued_by),
+            )
+            replaced = f", replacing token {previous.token_id}" if previous else ""
+            detail = f"operator {record.name}: token {record.token_id}{replaced}"
+            _audit(db, actor, "issue operator token", None, detail)
+        return previous
+
+    def delete_operator_token(self, name: str, actor: str) -> OperatorTokenRecord | None:
+        """Remove ``name``'s token (audited); the removed token, None if it had none."""
+        with self._transaction() as db:
+            row = db.execute("SELECT * FROM operator_tokens WHERE name=?", (name,)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM operator_tokens WHERE name=?", (name,))
+            detail = f"operator {name}: token {row['token_id']}"
+            _audit(db, actor, "revoke operator token", None, detail)
+        return _operator_token(row)
+
+    def operator_token(self, token_id: str) -> OperatorTokenRecord | None:
+        row = self._db.execute(
+            "SELECT * FROM operator_tokens WHERE token_id=?", (token_id,)
+        ).fetchone()
+        return None if row is None else _operator_token(row)
+
+    def operator_tokens(self) -> list[OperatorTokenRecord]:
+        """Every named operator's token, by name."""
+        rows = self._db.execute("SELECT * FROM operator_tokens ORDER BY name").fetchall()
+        return [_operator_token(row) for row in rows]
+
+    # ------------------------------------------------------------------ run summary
+
+    def record_run_summary(self, summary: dict[str, Any]) -> None:
+        """The demo's judgement of its run so far (one, replaced each time)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO run_summary (id, at, summary) VALUES (1, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET at=excluded.at, summary=excluded.summary",
+                (time.time(), json.dumps(summary)),
+            )
+
+    def run_summary(self) -> tuple[float, dict[str, Any]] | None:
+        row = self._db.execute("SELECT at, summary FROM run_summary WHERE id=1").fetchone()
+        return None if row is None else (row["at"], json.loads(row["summary"]))
+
 
 def _agent_token(row: sqlite3.Row) -> AgentTokenRecord:
     return AgentTokenRecord(
         token_id=row["token_id"],
         node=row["node"],
+        sha256=row["sha256"],
+        issued_at=row["issued_at"],
+        issued_by=row["issued_by"],
+    )
+
+
+def _operator_token(row: sqlite3.Row) -> OperatorTokenRecord:
+    return OperatorTokenRecord(
+        token_id=row["token_id"],
+        name=row["name"],
         sha256=row["sha256"],
         issued_at=row["issued_at"],
         issued_by=row["issued_by"],
@@ -1025,11 +1138,17 @@ def _statements(script: str) -> list[str]:
 
 
 def _audit(
-    db: sqlite3.Connection, actor: str, action: str, proposal_id: int | None, detail: str
+    db: sqlite3.Connection,
+    actor: str,
+    action: str,
+    proposal_id: int | None,
+    detail: str,
+    reason: str = "",
 ) -> None:
     db.execute(
-        "INSERT INTO audit (at, actor, action, proposal_id, detail) VALUES (?, ?, ?, ?, ?)",
-        (time.time(), actor, action, proposal_id, detail),
+        "INSERT INTO audit (at, actor, action, proposal_id, detail, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (time.time(), actor, action, proposal_id, detail, reason),
     )
 
 
@@ -1089,6 +1208,7 @@ def _apply(row: sqlite3.Row) -> ApplyRecord:
         result=row["result"],
         detail=row["detail"],
         config_xml=row["config_xml"],
+        reason=row["reason"],
     )
 
 

@@ -7,6 +7,11 @@ the cluster's, and one reason line per distinct reason, naming what it explains)
 Task times: the simulated cluster's proposer gets its model from the caller (the demo
 fits one on the trace's earlier half); the RM's proposer learns one from the
 JobHistory jobs it has seen so far, refitted when new ones arrive.
+
+Likely ranges: each proposer keeps a :class:`~yarn_adapt.service.intervals.PredictionLedger`
+of its predictions; every round it first checks those whose jobs finished, then
+states each new prediction's range as the ledger's calibration gives it
+(:mod:`yarn_adapt.service.intervals`).
 """
 
 from __future__ import annotations
@@ -25,13 +30,21 @@ from yarn_adapt.service.evidence import (
     snapshot_jobs,
     with_evidence,
 )
-from yarn_adapt.service.intervals import population_by_group, sampled_intervals, with_population
+from yarn_adapt.service.intervals import (
+    Calibration,
+    PredictionLedger,
+    RoundPrediction,
+    population_by_group,
+    round_predictions,
+    with_population,
+    with_ranges,
+)
 from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.proposal import Proposal
-from yarn_adapt.tuning.state import TuningState, state_from_simulation, state_from_snapshot
+from yarn_adapt.tuning.state import state_from_simulation, state_from_snapshot
 from yarn_adapt.tuning.tuner import TunerSettings, propose
 from yarn_adapt.workload import fit_task_time_model, workload_from_history
 from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
@@ -98,10 +111,12 @@ class SimulationProposer:
         self.settings = settings
         self.model = model
         self.sigma = _spread(model, history.jobs if history else ())
+        self.ledger = PredictionLedger()
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         view = observed.view
         assert isinstance(view, SimulatedView), "the simulation proposer needs a simulated cluster"
+        self.ledger.observe(observed.finished, observed.config, view.time_s)
         state = state_from_simulation(view.time_s, view.start, view.cluster)
         proposal = propose(state, observed.config, self.model, self.settings, frozen=frozen)
         suggestion = suggestion_of(proposal, self.model)
@@ -109,11 +124,14 @@ class SimulationProposer:
             return None
         since = view.time_s - self.settings.interval_s
         jobs = jobs_by_group(simulated_jobs(view.start.jobs), observed.config, since)
-        suggestion = _with_evidence(suggestion, jobs, self.sigma, self.model)
+        suggestion = _with_evidence(suggestion, jobs, self.model)
         population = population_by_group(
             ((p.job.id, p.job.queue) for p in view.start.jobs), observed.config
         )
-        return _checkable(suggestion, population, state, self.model, self.settings, self.sigma)
+        calibration = self.ledger.calibration(_prior(self.model, self.sigma))
+        checkable = _checkable(suggestion, population, calibration)
+        self.ledger.record(_predictions(checkable, observed, view.time_s, calibration))
+        return checkable
 
 
 @dataclass
@@ -155,10 +173,13 @@ class SnapshotProposer:
         self.settings = tuner_settings(settings)
         self.history = HistoryModel(seed=settings.tuning.seed)
         self.executor = settings.tuning.executor
+        self.ledger = PredictionLedger()
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         snapshot = observed.view
         assert isinstance(snapshot, ClusterSnapshot), "the snapshot proposer needs an RM"
+        now_s = snapshot.taken_ms / 1000.0
+        self.ledger.observe(observed.finished, observed.config, now_s)
         history = self.history.update(snapshot)
         assert self.history.model is not None
         model = self.history.model
@@ -173,11 +194,14 @@ class SnapshotProposer:
         since = snapshot.taken_ms / 1000.0 - self.settings.interval_s
         jobs = jobs_by_group(snapshot_jobs(snapshot), observed.config, since)
         sigma = _spread(model, history[-SPREAD_JOBS:])
-        suggestion = _with_evidence(suggestion, jobs, sigma, model)
+        suggestion = _with_evidence(suggestion, jobs, model)
         population = population_by_group(
             ((a.id, a.queue) for a in snapshot.apps if not a.is_finished), observed.config
         )
-        return _checkable(suggestion, population, state, model, self.settings, sigma)
+        calibration = self.ledger.calibration(_prior(model, sigma))
+        checkable = _checkable(suggestion, population, calibration)
+        self.ledger.record(_predictions(checkable, observed, now_s, calibration))
+        return checkable
 
 
 SPREAD_JOBS = 200
@@ -190,27 +214,31 @@ def _spread(model: TaskTimeModel, jobs: Sequence[JobSpec]) -> float:
     return measure_error(model, scored).sigma if scored else math.nan
 
 
+def _prior(model: TaskTimeModel, sigma: float) -> float:
+    """The task-time model's error for the prior range: the one measured on jobs it
+    had not seen when it carries one (on its own training jobs it is ~0)."""
+    held_out = model.error.sigma if model.error is not None else 0.0
+    return max(held_out, sigma if math.isfinite(sigma) else 0.0)
+
+
 def _checkable(
-    suggestion: Suggestion,
-    population: dict[str, tuple[str, ...]],
-    state: TuningState,
-    model: TaskTimeModel,
-    settings: TunerSettings,
-    sigma: float,
+    suggestion: Suggestion, population: dict[str, tuple[str, ...]], calibration: Calibration
 ) -> Suggestion:
     """The suggestion with what makes its predictions checkable: the population
-    each is about, and an interval from the comparator's samples."""
+    each is about, and the likely range the ledger's calibration gives it."""
     groups = with_population(suggestion.groups, population)
-    # the error measured on jobs the model had not seen, when it carries one, is the
-    # honest spread; the spread on its own training jobs is ~0 for a learned model
-    held_out = model.error.sigma if model.error is not None else 0.0
-    spread = max(held_out, sigma if math.isfinite(sigma) else 0.0)
-    groups = sampled_intervals(groups, state, suggestion.config, model, settings, spread)
-    return replace(suggestion, groups=groups)
+    return replace(suggestion, groups=with_ranges(groups, calibration))
+
+
+def _predictions(
+    suggestion: Suggestion, observed: Observed, at_s: float, calibration: Calibration
+) -> list[RoundPrediction]:
+    return round_predictions(
+        suggestion.groups, calibration, at_s, suggestion.config, observed.config
+    )
 
 
 def _with_evidence(
-    suggestion: Suggestion, jobs: dict[str, tuple[str, ...]], sigma: float, model: TaskTimeModel
+    suggestion: Suggestion, jobs: dict[str, tuple[str, ...]], model: TaskTimeModel
 ) -> Suggestion:
-    groups = with_evidence(suggestion.groups, jobs, sigma, model.estimator)
-    return replace(suggestion, groups=groups)
+    return replace(suggestion, groups=with_evidence(suggestion.groups, jobs, model.estimator))

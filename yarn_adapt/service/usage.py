@@ -5,6 +5,13 @@ A real RM reports usage in ``/ws/v1/cluster/scheduler`` (read into the snapshot'
 :class:`~yarn_adapt.model.scheduler_state.SchedulerStatus`); the demo's simulated
 cluster is read from its jobs in progress. Both give the same
 :class:`~yarn_adapt.service.series.QueueUsage` rows, one per queue in tree order.
+
+``used_percent`` always means one thing: the share of the whole cluster the queue's
+containers hold, as the scheduler measures it -- memory alone under the Capacity
+Scheduler's default resource calculator (what the RM's ``absoluteUsedCapacity``
+reports), the dominant resource otherwise -- so a parent holds what its children
+hold together. The RM's ``usedCapacity`` (percent of the queue's own guarantee) is a
+different figure and is never called "used" alone.
 """
 
 from __future__ import annotations
@@ -101,6 +108,7 @@ def usage_of_jobs(
     for its leaf (and every queue above it); the tasks not started yet, and the AM
     of a job still waiting for one, are pending."""
     shares = guaranteed_shares(config)
+    measure = _memory_share if memory_only(config) else _dominant_share
     used: dict[str, Resources] = {}
     pending: dict[str, int] = {}
     running_apps: dict[str, int] = {}
@@ -123,7 +131,7 @@ def usage_of_jobs(
     return [
         QueueUsage(
             queue=q.path,
-            used_percent=_share(used.get(q.path, NO_RESOURCES), total),
+            used_percent=measure(used.get(q.path, NO_RESOURCES), total),
             guaranteed_percent=shares.get(q.path),
             pending_containers=pending.get(q.path, 0),
             running_apps=running_apps.get(q.path, 0),
@@ -133,7 +141,22 @@ def usage_of_jobs(
     ]
 
 
-def _share(used: Resources, total: Resources) -> float:
+def memory_only(config: SchedulerConfig) -> bool:
+    """Whether the scheduler counts memory alone: the Capacity Scheduler with its
+    default resource calculator (vcores are then not enforced, and may be
+    over-committed)."""
+    if not isinstance(config, CapacitySchedulerConfig):
+        return False
+    return "DominantResourceCalculator" not in (config.global_value("resource-calculator") or "")
+
+
+def _memory_share(used: Resources, total: Resources) -> float:
+    if total.memory_mb <= 0:
+        return 0.0
+    return min(100.0, round(100.0 * used.memory_mb / total.memory_mb, 2))
+
+
+def _dominant_share(used: Resources, total: Resources) -> float:
     """Percent of the cluster, at most 100: the simulator's jobs in progress may
     hold a container that is being released at this instant."""
     return min(100.0, round(100.0 * used.dominant_share(total), 2)) if not total.is_zero else 0.0

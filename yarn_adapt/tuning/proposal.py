@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from yarn_adapt.durations import duration
 from yarn_adapt.errors import ValidationIssue
 from yarn_adapt.model import (
     CapacitySchedulerConfig,
@@ -89,7 +90,7 @@ def worth_it(before: float, after: float, threshold: float) -> bool:
 
 
 def seconds_text(value: float) -> str:
-    return f"{value:.1f} s" if math.isfinite(value) else "never (jobs starve)"
+    return duration(value) if math.isfinite(value) else "never (jobs starve)"
 
 
 def compose(current: SchedulerConfig, decisions: Sequence[GroupDecision]) -> SchedulerConfig:

@@ -37,7 +37,10 @@ def detect_format(path: str | Path) -> str:
     if len(first.split(",")) in (8, 13):
         return "google"
     raise TraceError(
-        str(trace), 1, f"cannot tell the trace format (one of {', '.join(FORMATS)}); pass fmt="
+        str(trace),
+        1,
+        "cannot tell the trace format: not a SWIM .tsv (6 or more tab-separated columns), "
+        "a Google 2011 CSV or directory, or an SLS / Rumen JSON file",
     )
 
 

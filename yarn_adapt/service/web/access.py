@@ -4,11 +4,11 @@ when it is missing, wrong or of the wrong kind.
 ===============================================  ======================================
 endpoint                                         credential
 ===============================================  ======================================
-API writes (``POST /api/...``: a proposal's      the operator token, as a bearer
-actions, rounds, a version's revert, the guard
+API writes (``POST /api/...``: a proposal's      an operator token -- the shared one or
+actions, rounds, a version's revert, the guard   a named operator's -- as a bearer
 mode)
 page forms                                       a session signed in on ``/login`` with
-                                                 the operator token, and its CSRF token
+                                                 an operator token, and its CSRF token
 ``GET /api/agent/nodes/<node>/reclaim``          ``<node>``'s own agent token
                                                  (:mod:`yarn_adapt.service.agent_tokens`)
 ===============================================  ======================================
@@ -23,6 +23,10 @@ its own failures is 429 with ``Retry-After`` before anything is compared (see
 The agent endpoint never compares what it is given with the operator token: the
 operator token, a revoked agent token and a guess all get the same 403, so the
 endpoint is no way to test guesses of the operator token.
+
+Who acted (:func:`operator_name_of`): a named operator token
+(:mod:`~yarn_adapt.service.web.operators`) names its operator; the shared token is
+recorded as :data:`~yarn_adapt.service.web.operators.SHARED`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from flask import Response, current_app, jsonify, request
 
 from yarn_adapt.service.agent_tokens import AgentCredential, AgentTokens
 from yarn_adapt.service.web import auth
+from yarn_adapt.service.web.operators import SHARED, OperatorTokens
 from yarn_adapt.service.web.throttle import LoginThrottle
 
 if TYPE_CHECKING:
@@ -101,12 +106,37 @@ def operator_token_refusal(service: Service, given: str, action: str) -> Refusal
     if wait_s is not None:
         log.warning("throttled a token check from %s for %d s", client(), wait_s)
         return Refusal(429, f"too many invalid tokens: retry in {wait_s} s", wait_s)
-    if auth.token_matches(given, service.token):
+    if operator_name_of(service, given) is not None:
         throttle().succeeded(client())
         return None
     throttle().failed(client())
     log.warning("refused %r with an invalid token from %s", action, client())
     return Refusal(403, f"invalid token: {action} needs the operator token")
+
+
+def operator_name_of(service: Service, given: str) -> str | None:
+    """Who ``given`` speaks for: a named operator, the shared token's holder, or
+    None (not an operator token). Not throttled: call it after the checks above."""
+    named = OperatorTokens(service.store).verify(given)
+    if named is not None:
+        return named
+    return SHARED if auth.token_matches(given, service.token) else None
+
+
+def api_actor(service: Service) -> str:
+    """Who made this (already checked) API write, for the audit log."""
+    given = auth.bearer_token(request) or ""
+    return f"{operator_name_of(service, given) or 'unknown'} (api)"
+
+
+def page_actor() -> str:
+    """Who made this (signed-in) page action, for the audit log."""
+    return f"{auth.operator_name() or SHARED} (web)"
+
+
+def operators_exist(service: Service) -> bool:
+    """Whether anyone can sign in at all (a shared or a named token exists)."""
+    return bool(service.token) or bool(service.store.operator_tokens())
 
 
 # --------------------------------------------------------------------------- agents

@@ -1,9 +1,16 @@
 """The Flask app: JSON API under ``/api``, server-rendered pages, ``/metrics``.
 
 Reads need no token (bind to 127.0.0.1, the default, or put a proxy in front);
-every write needs the operator token and a node agent's endpoint that node's agent
-token (see :mod:`yarn_adapt.service.web.access` and :mod:`~.auth`); failed
-operator-token checks are throttled per client (429 with ``Retry-After``). Errors from
+every write needs an operator token -- the shared one or a named operator's, who the
+audit log then names -- and a node agent's endpoint that node's agent token (see
+:mod:`yarn_adapt.service.web.access` and :mod:`~.auth`); failed operator-token
+checks are throttled per client (429 with ``Retry-After``).
+
+On the page, approve, reject, apply and roll back take two steps: the button opens
+a confirmation page (``GET /proposals/N/confirm/<action>``) saying what will happen,
+with a field for the operator's reason; only its form (``confirm=yes``) acts. The
+reason is kept in the audit log and with the apply. The API takes the reason as
+``{"reason": "..."}``. Errors from
 the project's tree become JSON ``{"error": "<one line>"}`` with a fitting status
 (404 unknown proposal, 409 the state does not allow it, 400 bad input, 502 the RM).
 An id in a path is a SQLite row id: anything outside ``1..2**63-1`` never matches a
@@ -46,9 +53,17 @@ from yarn_adapt.service.records import ProposalRecord, ProposalState
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.versions import note_running, standings
 from yarn_adapt.service.web import access, auth, words
-from yarn_adapt.service.web.console import evidence_rows, job_links
+from yarn_adapt.service.web.console import (
+    change_columns,
+    change_words,
+    confirm_words,
+    evidence_rows,
+    interval_rows,
+    job_links,
+)
 from yarn_adapt.service.web.console_routes import console_blueprint, overview
 from yarn_adapt.service.web.guard_routes import guard_blueprint
+from yarn_adapt.service.web.operators import SHARED
 from yarn_adapt.service.web.throttle import LoginThrottle
 from yarn_adapt.service.web.views import (
     apply_view,
@@ -140,14 +155,21 @@ def _metrics(service: Service) -> Response:
     return Response(service.metrics.exposition(), mimetype="text/plain; version=0.0.4")
 
 
-def act(service: Service, proposal_id: int, action: str, actor: str) -> ProposalRecord:
+REASON_MAX = 500
+"""An operator's reason is kept to this many characters."""
+
+
+def act(
+    service: Service, proposal_id: int, action: str, actor: str, reason: str = ""
+) -> ProposalRecord:
     """Run one operator action through the desk."""
     desk = service.desk
+    why = " ".join(reason.split())[:REASON_MAX]
     handlers: dict[str, Callable[[], ProposalRecord]] = {
-        "approve": lambda: desk.approve(proposal_id, actor),
-        "reject": lambda: desk.reject(proposal_id, actor, "rejected by an operator"),
-        "apply": lambda: desk.apply(proposal_id, actor),
-        "rollback": lambda: desk.rollback(proposal_id, actor),
+        "approve": lambda: desk.approve(proposal_id, actor, why),
+        "reject": lambda: desk.reject(proposal_id, actor, why),
+        "apply": lambda: desk.apply(proposal_id, actor, why),
+        "rollback": lambda: desk.rollback(proposal_id, actor, why),
     }
     if action not in handlers:
         raise InputError(f"unknown action {action!r}: expected one of {', '.join(ACTIONS)}")
@@ -156,6 +178,26 @@ def act(service: Service, proposal_id: int, action: str, actor: str) -> Proposal
     if record.state in (ProposalState.APPLIED, ProposalState.ROLLED_BACK):
         _note_version(service)
     return record
+
+
+def outcome_words(action: str, record: ProposalRecord) -> str:
+    """What an operator's action came to, in a sentence."""
+    done = {
+        ("approve", ProposalState.APPLIED): "approved and applied: the RM runs it now",
+        ("apply", ProposalState.APPLIED): "applied: the RM runs it now",
+        ("reject", ProposalState.REJECTED): "rejected: it will not be applied",
+        ("rollback", ProposalState.ROLLED_BACK): (
+            "rolled back: the configuration it replaced runs again"
+        ),
+    }
+    said = done.get((action, record.state))
+    if said is not None:
+        return f"Proposal {record.id} {said}."
+    why = f": {record.note}" if record.note else ""
+    return f"Proposal {record.id} was not {PAST[action]}; it is {record.state} now{why}"
+
+
+PAST = {"approve": "applied", "apply": "applied", "reject": "rejected", "rollback": "rolled back"}
 
 
 def _note_version(service: Service) -> None:
@@ -223,7 +265,11 @@ def api_blueprint(service: Service) -> Blueprint:
         refused = write_allowed()
         if refused is not None:
             return refused
-        record = act(service, proposal_id, action, actor="api")
+        body = request.get_json(silent=True)
+        reason = body.get("reason", "") if isinstance(body, dict) else ""
+        if not isinstance(reason, str):
+            raise InputError('"reason" must be a string')
+        record = act(service, proposal_id, action, access.api_actor(service), reason)
         return jsonify(_detail(service, record.id))
 
     @api.post("/rounds")
@@ -296,8 +342,7 @@ def _detail(service: Service, proposal_id: int) -> dict[str, Any]:
         store.audit_log(proposal_id=proposal_id),
         standings(store.all_applies()).get(proposal_id),
         store.origins().get(proposal_id),
-        store.realized(),
-        store.prediction_errors(proposal_id),
+        store.prediction_errors(),
     )
 
 
@@ -315,7 +360,7 @@ def pages_blueprint(service: Service) -> Blueprint:
             status=status_view(service),
             sections=overview(service),
             refresh_s=_refresh_s(service),
-            token_configured=bool(service.token),
+            token_configured=access.operators_exist(service),
         )
 
     @pages.get("/proposals/<rowid:proposal_id>")
@@ -328,12 +373,33 @@ def pages_blueprint(service: Service) -> Blueprint:
         return render_template(
             "proposal.html",
             p=detail,
+            columns=change_columns(proposal_record, detail["running"]),
+            can_sign_in=access.operators_exist(service),
             evidence=evidence_rows(
                 proposal_record,
-                store.realized(),
+                store.prediction_errors(),
                 job_links(service),
                 store.prediction_errors(proposal_id),
             ),
+            interval_figures=interval_rows(proposal_record, store.realized(proposal_id)),
+        )
+
+    @pages.get("/proposals/<rowid:proposal_id>/confirm/<action>")
+    def confirm(proposal_id: int, action: str) -> str | tuple[str, int]:
+        if action not in ACTIONS:
+            return render_template("error.html", message=f"no action {action!r}"), 404
+        try:
+            record = store.proposal(proposal_id)
+        except ProposalNotFound as exc:
+            return render_template("error.html", message=exc.one_line()), 404
+        return render_template(
+            "confirm.html",
+            p=proposal_summary(record),
+            action=action,
+            what=confirm_words(action, record, store.latest_applied()),
+            changes=[change_words(c) for c in record.changes],
+            rollback=action == "rollback",
+            reason_max=REASON_MAX,
         )
 
     @pages.post("/proposals/<rowid:proposal_id>/<action>")
@@ -343,18 +409,25 @@ def pages_blueprint(service: Service) -> Blueprint:
         if not auth.form_is_genuine(request, current_app.config["PUBLIC_ORIGIN"]):
             return render_template("error.html", message="the form is stale or foreign"), 403
         try:
-            record = act(service, proposal_id, action, actor="operator (web)")
-            flash(f"{action}: proposal {record.id} is now {record.state}. {record.note}")
+            store.proposal(proposal_id)
+        except ProposalNotFound as exc:
+            return render_template("error.html", message=exc.one_line()), 404
+        if request.form.get("confirm") != "yes":  # one click never acts: confirm first
+            return redirect(url_for("pages.confirm", proposal_id=proposal_id, action=action))
+        try:
+            reason = request.form.get("reason", "")
+            record = act(service, proposal_id, action, access.page_actor(), reason)
+            flash(outcome_words(action, record))
         except ProposalNotFound as exc:
             return render_template("error.html", message=exc.one_line()), 404
         except YarnAdaptError as exc:
-            flash(f"{action} refused: {exc.one_line()}")
+            flash(f"Nothing was done: {exc.one_line()}")
         return redirect(url_for("pages.proposal", proposal_id=proposal_id))
 
     @pages.route("/login", methods=["GET", "POST"])
     def login() -> BaseResponse | str | tuple[str, int]:
         if request.method == "GET":
-            return render_template("login.html", token_configured=bool(service.token))
+            return render_template("login.html", token_configured=access.operators_exist(service))
         given = request.form.get("token", "")
         refused = access.operator_token_refusal(service, given, "signing in")
         if refused is not None:
@@ -362,7 +435,7 @@ def pages_blueprint(service: Service) -> Blueprint:
             if refused.retry_after_s is not None:
                 return _too_many(Response(page), refused.retry_after_s)
             return page, refused.status
-        auth.sign_in()
+        auth.sign_in(access.operator_name_of(service, given) or SHARED)
         return redirect(_local_path(request.args.get("next")) or url_for("pages.index"))
 
     @pages.post("/logout")

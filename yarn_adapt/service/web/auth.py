@@ -4,8 +4,9 @@
 - API clients send ``Authorization: Bearer <token>``; a browser never adds that
   header by itself, so the API cannot be driven by a cross-site form.
 - People sign in once with the token on ``/login``; the signed session cookie
-  (HttpOnly, SameSite=Strict) then marks them as an operator, and every form carries
-  the session's CSRF token, checked in constant time together with the Origin.
+  (HttpOnly, SameSite=Strict) then marks them as an operator -- by name when they
+  signed in with a named token (:mod:`~yarn_adapt.service.web.operators`) -- and every
+  form carries the session's CSRF token, checked in constant time with the Origin.
 
 Tokens are compared with :func:`hmac.compare_digest` and never logged or echoed.
 """
@@ -35,14 +36,21 @@ def bearer_token(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-def sign_in() -> None:
+def sign_in(name: str) -> None:
+    """Mark this session as operator ``name`` (who the audit log will name)."""
     session.clear()
-    session[SESSION_OPERATOR] = True
+    session[SESSION_OPERATOR] = name
     session[SESSION_CSRF] = secrets.token_urlsafe(32)
 
 
 def is_operator() -> bool:
     return bool(session.get(SESSION_OPERATOR))
+
+
+def operator_name() -> str:
+    """Who signed in this session ('' when nobody)."""
+    name = session.get(SESSION_OPERATOR)
+    return name if isinstance(name, str) else ""
 
 
 def csrf_token() -> str:

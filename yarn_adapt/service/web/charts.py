@@ -8,12 +8,15 @@ Two kinds cover what the console draws, and any later section can use them:
   lines through dots, gaps where a value is unknown, vertical :class:`Event`
   markers (an apply), optional dashed reference series (a guarantee).
 * :func:`paired_chart` -- categorical x (a proposal), two values per category
-  (predicted and realized), joined by a line so the miss is visible.
+  (predicted and realised), joined by a line so the miss is visible.
 
 Every data point is a ``<circle class="pt">`` carrying ``data-series``, ``data-x``
 and ``data-y`` (the exact value) and a ``<title>`` tooltip in words, so a browser
 test reads the plotted values and a person reads them by hovering. Colours come
 from classes (``s0``...``s5``) styled in ``static/style.css``.
+
+A time axis (``y_steps=time_step``, ``y_format=duration``) ticks at round
+durations -- 30 s, 5 m, 15 m, 1 h -- and says each in words, like the tooltips.
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ MARGIN_BOTTOM = 34
 PALETTE = 6
 
 Formatter = Callable[[float], str]
+Stepper = Callable[[float], float]
+
+TIME_STEPS_S = (
+    1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600,
+    43200, 86400,
+)  # fmt: skip
+"""Tick steps of a time axis: seconds, minutes, hours, a day."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +65,7 @@ class Pair:
     category: str
     series: str
     first: float | None  # predicted
-    second: float | None  # realized
+    second: float | None  # realised
     note: str = ""
 
 
@@ -70,11 +80,23 @@ def _nice_step(span: float, ticks: int = 4) -> float:
     return 10 * power
 
 
-def _y_scale(values: Sequence[float], floor_zero: bool = True) -> tuple[float, float, float]:
+def time_step(span: float, ticks: int = 4) -> float:
+    """A tick step of a time axis (seconds): the smallest round duration that covers
+    ``span`` in about ``ticks`` steps."""
+    if span <= 0 or not math.isfinite(span):
+        return 1.0
+    raw = span / ticks
+    found = next((step for step in TIME_STEPS_S if step >= raw), None)
+    return float(found) if found is not None else 86400.0 * math.ceil(raw / 86400.0)
+
+
+def _y_scale(
+    values: Sequence[float], floor_zero: bool = True, steps: Stepper = _nice_step
+) -> tuple[float, float, float]:
     """(low, high, step) of a y axis with round ticks covering ``values``."""
     top = max(values) if values else 1.0
     low = 0.0 if floor_zero else min(values)
-    step = _nice_step(top - low if top > low else max(top, 1.0))
+    step = steps(top - low if top > low else max(top, 1.0))
     high = math.ceil(top / step) * step if top > 0 else step
     return low, max(high, low + step), step
 
@@ -147,6 +169,8 @@ def line_chart(
     *,
     events: Sequence[Event] = (),
     y_format: Formatter = lambda v: f"{v:g}",
+    y_tick: Formatter | None = None,
+    y_steps: Stepper = _nice_step,
     x_format: Formatter = lambda v: f"{v:g}",
     x_name: str = "round",
     y_max: float | None = None,
@@ -154,7 +178,8 @@ def line_chart(
     width: int = WIDTH,
     height: int = HEIGHT,
 ) -> Markup:
-    """Lines through dots over a numeric x; ``None`` values leave a gap."""
+    """Lines through dots over a numeric x; ``None`` values leave a gap. Tooltips
+    say a value with ``y_format``, ticks with ``y_tick`` (default the same)."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if y is not None]
     if not ys:
@@ -162,10 +187,10 @@ def line_chart(
     x0, x1 = min(xs), max(xs)
     if x0 == x1:
         x0, x1 = x0 - 1, x1 + 1
-    low, high, step = _y_scale([*ys, *([y_max] if y_max is not None else [])])
+    low, high, step = _y_scale([*ys, *([y_max] if y_max is not None else [])], steps=y_steps)
     frame = _Frame(x0, x1, low, high, width, height)
     parts = _open(chart_id, title, width, height)
-    parts += _y_axis(frame, step, y_format)
+    parts += _y_axis(frame, step, y_tick or y_format)
     parts += _x_axis(frame, xs, x_format, x_name)
     parts += _events(frame, events)
     legend = []
@@ -252,8 +277,9 @@ def paired_chart(
     title: str,
     pairs: Sequence[Pair],
     *,
-    names: tuple[str, str] = ("predicted", "realized"),
+    names: tuple[str, str] = ("predicted", "realised"),
     y_format: Formatter = lambda v: f"{v:g}",
+    y_steps: Stepper = _nice_step,
     empty: str = "no data yet",
     width: int = WIDTH,
     height: int = HEIGHT,
@@ -264,7 +290,7 @@ def paired_chart(
         return _empty(chart_id, title, empty, width, height)
     categories = list(dict.fromkeys(p.category for p in pairs))
     groups = list(dict.fromkeys(p.series for p in pairs))
-    low, high, step = _y_scale(values)
+    low, high, step = _y_scale(values, steps=y_steps)
     frame = _Frame(-0.5, len(categories) - 0.5, low, high, width, height)
     parts = _open(chart_id, title, width, height)
     parts += _y_axis(frame, step, y_format)
@@ -308,7 +334,7 @@ def _pair(
             continue
         hollow = " hollow" if kind == names[0] else ""
         tip = f"{pair.series}, {pair.category}: {kind} {y_format(value)}"
-        if pair.note and kind == names[1]:
+        if pair.note and (kind == names[1] or pair.second is None):
             tip += f" ({pair.note})"
         parts.append(
             f'<circle class="pt s{colour}{hollow}" cx="{px}" cy="{frame.y(value)}" r="4" '

@@ -27,7 +27,7 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.model.capacity import CapacityQueue, Weight
 from yarn_adapt.model.fair import FairQueue
-from yarn_adapt.service.evidence import warnings_for
+from yarn_adapt.service.evidence import jobs_words, warnings_for
 from yarn_adapt.service.records import (
     ApplyRecord,
     PredictionError,
@@ -46,9 +46,9 @@ from yarn_adapt.service.usage import guaranteed_shares
 from yarn_adapt.service.versions import Standing, standings
 from yarn_adapt.service.web import charts
 from yarn_adapt.service.web.words import (
-    axis_seconds,
     clock,
     duration,
+    file_name,
     percent,
     unset,
     when,
@@ -92,7 +92,7 @@ class Section:
     id: str
     title: str
     template: str
-    build: Callable[[Service], dict[str, Any]]
+    build: Callable[[Service], dict[str, Any] | None]  # None: nothing to show
 
 
 SECTIONS: list[Section] = []
@@ -109,6 +109,45 @@ def add_section(section: Section, *, after: str | None = None) -> None:
 # --------------------------------------------------------------------------- words
 
 
+def run_words(summary: dict[str, Any]) -> dict[str, Any]:
+    """The demo's summary of its run (its last JSON line) in words, for the page."""
+    tuned = summary.get("realised_latency_tuned_s")
+    static = summary.get("realised_latency_static_s")
+    held, checked = summary.get("ranges_held", 0), summary.get("ranges_checked", 0)
+    median = summary.get("prediction_error_median_ratio")
+    utilisation = summary.get("utilisation_ratio")
+    return {
+        "complete": bool(summary.get("complete")),
+        "rounds": summary.get("rounds"),
+        "simulated": duration(summary.get("simulated_s")),
+        "jobs": summary.get("realised_jobs"),
+        "tuned": duration(tuned) if tuned is not None else "",
+        "static": duration(static) if static is not None else "",
+        "tuned_s": tuned,
+        "open_tuned": summary.get("open_jobs_tuned"),
+        "open_static": summary.get("open_jobs_static"),
+        "proposals": summary.get("proposals", 0),
+        "applied": summary.get("applied", 0),
+        "errors": [
+            {
+                "proposal": e["proposal"],
+                "predicted": duration(e.get("predicted_s")),
+                "realised": duration(e.get("realised_s")),
+                "jobs": e.get("jobs"),
+                "off": f"{e.get('error_ratio', 0.0):.0%}",
+            }
+            for e in summary.get("proposal_errors", [])
+        ],
+        "median_error": f"{median:.0%}" if median is not None else "",
+        "ranges": f"{held} of {checked}" if checked else "",
+        "coverage": percent(100.0 * held / checked, 0) if checked else "",
+        "calibrated": summary.get("ranges_calibrated", 0),
+        "nodes": summary.get("nodes"),
+        "utilisation": percent(100.0 * utilisation, 0) if utilisation is not None else "",
+        "decisions": ", ".join(f"{k} {v}" for k, v in summary.get("decisions", {}).items()),
+    }
+
+
 def change_words(change: ConfigChange) -> dict[str, str]:
     """A property change in words: unset values say which default applies."""
     default = PROPERTY_DEFAULTS.get(change.prop, "")
@@ -119,6 +158,38 @@ def change_words(change: ConfigChange) -> dict[str, str]:
         "old": _value_words(change.old, default),
         "new": _value_words(change.new, default),
     }
+
+
+def change_columns(proposal: ProposalRecord, running: bool) -> tuple[str, str]:
+    """The headings of a proposal's old and new values: "now" is what the RM runs,
+    so after an apply the old value is "before" and the new one runs "now"."""
+    if proposal.state is ProposalState.APPLIED and running:
+        return "before", "now (applied)"
+    if proposal.state in OPEN_STATES:
+        return "now", "proposed"
+    return "before it", "it proposed"
+
+
+def confirm_words(action: str, proposal: ProposalRecord, running: ProposalRecord | None) -> str:
+    """What confirming ``action`` will do, in a sentence."""
+    changes = f"{len(proposal.changes)} change(s) to {file_name(proposal.target)}"
+    if action == "approve":
+        return (
+            f"Approving applies proposal {proposal.id} at once: {changes}, validated, "
+            "backed up, written, refreshed and confirmed through the RM (rolled back if "
+            "the RM refuses it)."
+        )
+    if action == "apply":
+        return f"Applying proposal {proposal.id} again: {changes}."
+    if action == "reject":
+        return f"Rejecting proposal {proposal.id}: it will never be applied."
+    replaced = (
+        "the configuration it replaced" if running is None or running.id == proposal.id else ""
+    )
+    return (
+        f"Rolling back proposal {proposal.id} makes the RM run {replaced or 'an older one'} "
+        "again: each change below is undone, with the same checks as an apply."
+    )
 
 
 def _value_words(value: str | None, default: str) -> str:
@@ -333,16 +404,17 @@ def latency_chart(
         charts.Series(
             group,
             tuple((float(s.round_id), s.mean_s) for s in items),
-            notes=tuple(f"{s.jobs} jobs" for s in items),
+            notes=tuple(f"{s.jobs} jobs finished in the round" for s in items),
         )
         for group, items in by_group.items()
     ]
     return charts.line_chart(
         "chart-latency",
-        "Realized mean job latency per round, per group",
+        "Mean latency of the jobs that finished in each round, per group",
         series,
         events=apply_events(applies, rounds),
-        y_format=axis_seconds,
+        y_format=duration,
+        y_steps=charts.time_step,
         empty="no job has finished yet",
     )
 
@@ -361,14 +433,15 @@ def usage_chart(samples: Sequence[UsageSample], leaves: Iterable[str]) -> Markup
             charts.Series(
                 queue,
                 tuple((float(s.round_id), s.usage.used_percent) for s in items),
-                notes=tuple(f"{s.usage.pending_containers} containers pending" for s in items),
+                notes=tuple(f"{s.usage.pending_containers} containers waiting" for s in items),
             )
         )
     return charts.line_chart(
         "chart-usage",
-        "Queue usage, % of the cluster (dots) per round",
+        "Share of the cluster each leaf queue holds, per round",
         series,
-        y_format=lambda v: f"{v:g} %",
+        y_format=lambda v: f"{v:g} % of the cluster",
+        y_tick=lambda v: f"{v:g} %",
         y_max=100.0,
         empty="no round has observed the queues yet",
     )
@@ -392,45 +465,45 @@ def apply_events(
     return events
 
 
-def predicted_vs_realized(
-    proposals: Sequence[ProposalRecord], realized: Sequence[RealizedLatency]
+def predicted_vs_realised(
+    proposals: Sequence[ProposalRecord], checked: Sequence[PredictionError]
 ) -> list[charts.Pair]:
-    """Per applied proposal and group: the predicted latency and the mean of the
-    measured intervals (weighted by jobs)."""
-    measured: dict[tuple[int, str], list[RealizedLatency]] = {}
-    for r in realized:
-        if r.mean_s is not None and r.jobs > 0:
-            measured.setdefault((r.proposal_id, r.group), []).append(r)
+    """Per proposal and group: what it predicted for its own jobs and what they
+    realised once all finished (the one definition of realised,
+    :mod:`yarn_adapt.service.checking`); an applied proposal not checked yet shows
+    its prediction alone."""
+    by_key = {(c.proposal_id, c.group): c for c in checked}
     pairs = []
     for proposal in sorted(proposals, key=lambda p: p.id):
         for group in proposal.groups:
-            rows = measured.get((proposal.id, group.group), [])
-            if not rows:
-                continue
-            jobs = sum(r.jobs for r in rows)
-            mean = sum((r.mean_s or 0.0) * r.jobs for r in rows) / jobs
-            predicted = (
-                group.after_s if math.isfinite(group.after_s) and group.after_s >= 0 else None
-            )
-            pairs.append(
-                charts.Pair(
-                    f"#{proposal.id}",
-                    group.group,
-                    predicted,
-                    mean,
-                    f"{jobs} jobs over {len(rows)} interval(s)",
+            found = by_key.get((proposal.id, group.group))
+            if found is not None:
+                what = "proposed" if found.config == "proposed" else "running (not applied)"
+                note = f"its {found.jobs} jobs, all finished; {what} configuration"
+                pairs.append(
+                    charts.Pair(
+                        f"#{proposal.id}", group.group, found.predicted_s, found.realised_s, note
+                    )
                 )
-            )
+            elif proposal.state is ProposalState.APPLIED and _finite(group.after_s):
+                note = "its jobs have not all finished yet"
+                pairs.append(charts.Pair(f"#{proposal.id}", group.group, group.after_s, None, note))
     return pairs
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value >= 0
 
 
 def paired_chart(pairs: Sequence[charts.Pair]) -> Markup:
     return charts.paired_chart(
         "chart-predicted",
-        "Predicted vs realized mean job latency per applied proposal",
+        "Predicted vs realised mean latency of each proposal's own jobs",
         pairs,
-        y_format=axis_seconds,
-        empty="no applied proposal has been measured yet",
+        names=("predicted", "realised"),
+        y_format=duration,
+        y_steps=charts.time_step,
+        empty="no proposal yet",
     )
 
 
@@ -439,47 +512,64 @@ def paired_chart(pairs: Sequence[charts.Pair]) -> Markup:
 
 def evidence_rows(
     proposal: ProposalRecord,
-    realized_all: Sequence[RealizedLatency],
+    checked_earlier: Sequence[PredictionError],
     link: Callable[[str], list[tuple[str, str]]],
-    checked_all: Sequence[PredictionError] = (),
+    checked_own: Sequence[PredictionError] = (),
 ) -> list[dict[str, Any]]:
+    """The evidence table's rows: per group, the prediction, its likely range, the
+    gain it needed, the check on its own jobs, the warnings and the jobs behind it."""
     rows = []
     for group in proposal.groups:
         band = (
             f"{duration(group.after_low_s)} – {duration(group.after_high_s)}"
             if group.after_low_s is not None and group.after_high_s is not None
-            else "not measured"
+            else "not stated"
         )
-        checked = next((c for c in checked_all if c.group == group.group), None)
+        checked = next((c for c in checked_own if c.group == group.group), None)
         rows.append(
             {
                 "group": group.group,
                 "jobs": group.jobs,
+                "jobs_words": jobs_words(group),
                 "before": duration(group.before_s),
                 "after": duration(group.after_s),
                 "band": band,
                 "band_source": group.interval_source,
-                "gain_needed": f"{group.required_gain:.0%}" if group.required_gain else "",
-                "checked": _checked_words(checked),
+                "gain_needed": f"{group.required_gain:.1%}" if group.required_gain else "",
+                "checked": checked_words(checked),
+                "realised_s": checked.realised_s if checked is not None else None,
+                "realised": duration(checked.realised_s) if checked is not None else "",
                 "estimator": group.estimator or "not recorded",
-                "warnings": warnings_for(group, realized_all, proposal.id),
+                "warnings": warnings_for(group, checked_earlier, proposal.id),
                 "job_ids": [{"id": j, "links": link(j)} for j in group.job_ids],
             }
         )
     return rows
 
 
-def _checked_words(checked: PredictionError | None) -> str:
+def checked_words(checked: PredictionError | None) -> str:
     """The prediction beside what its own jobs realised, in words."""
     if checked is None:
-        return "not yet (its jobs have not all finished)"
-    where = {True: "inside the range", False: "outside the range", None: ""}[checked.inside]
+        return "not yet: its jobs have not all finished"
+    where = {True: "inside its likely range", False: "outside its likely range", None: ""}
     what = "proposed" if checked.config == "proposed" else "running (not applied)"
     return (
-        f"{duration(checked.realised_s)} over its {checked.jobs} jobs against "
+        f"{duration(checked.realised_s)} realised by its {checked.jobs} jobs against "
         f"{duration(checked.predicted_s)} predicted for the {what} configuration: "
-        f"error {checked.error:.0%}{'; ' + where if where else ''}"
+        f"off by {checked.error:.0%}{'; ' + where[checked.inside] if where[checked.inside] else ''}"
     )
+
+
+def interval_rows(proposal: ProposalRecord, realized: Sequence[RealizedLatency]) -> list[str]:
+    """The interval figures, apart and named as such: whatever jobs finished in each
+    round after the apply (a different set of jobs from the prediction's)."""
+    rows = []
+    for r in sorted(realized, key=lambda r: (r.group, r.interval)):
+        if r.proposal_id != proposal.id:
+            continue
+        mean = duration(r.mean_s) if r.mean_s is not None else "no job finished"
+        rows.append(f"{r.group}, round {r.interval} after the apply: {mean} ({r.jobs} jobs)")
+    return rows
 
 
 def job_links(service: Service) -> Callable[[str], list[tuple[str, str]]]:

@@ -40,8 +40,9 @@ from yarn_adapt.service.web.console import (
     latency_chart,
     open_proposal,
     paired_chart,
-    predicted_vs_realized,
+    predicted_vs_realised,
     queue_rows,
+    run_words,
     running_config,
     standing_words,
     usage_chart,
@@ -88,7 +89,7 @@ def build_charts(service: Service) -> dict[str, Any]:
     return {
         "latency": latency_chart(store.latency_series(CHART_ROUNDS), applies, rounds),
         "usage": usage_chart(store.usage_series(CHART_ROUNDS), leaves),
-        "predicted": paired_chart(predicted_vs_realized(proposals, store.realized())),
+        "predicted": paired_chart(predicted_vs_realised(proposals, store.prediction_errors())),
     }
 
 
@@ -108,8 +109,18 @@ def build_rounds(service: Service) -> dict[str, Any]:
     return {"rounds": [round_view(r) for r in service.store.rounds(limit=10)]}
 
 
+def build_run(service: Service) -> dict[str, Any] | None:
+    """The demo's judgement of its run (None outside the demo: no section)."""
+    found = service.store.run_summary()
+    if found is None:
+        return None
+    at, summary = found
+    return {"at": at, **run_words(summary)}
+
+
 def _register_default_sections() -> None:
     for section in (
+        Section("run", "This demo run, judged", "section_run.html", build_run),
         Section("queues", "Queues", "section_queues.html", build_queues),
         Section("charts", "Latency and usage", "section_charts.html", build_charts),
         Section("proposals-section", "Proposals", "section_proposals.html", build_proposals),
@@ -123,7 +134,9 @@ _register_default_sections()
 
 
 def overview(service: Service) -> list[tuple[Section, dict[str, Any]]]:
-    return [(section, section.build(service)) for section in SECTIONS]
+    """Each section with what it shows (a section with nothing to show is left out)."""
+    built = ((section, section.build(service)) for section in SECTIONS)
+    return [(section, s) for section, s in built if s is not None]
 
 
 # --------------------------------------------------------------------------- reverting
@@ -196,7 +209,7 @@ def console_blueprint(service: Service) -> Blueprint:
         if not auth.form_is_genuine(request, current_app.config["PUBLIC_ORIGIN"]):
             return render_template("error.html", message="the form is stale or foreign"), 403
         try:
-            created = revert(service, version_id, "operator (web)")
+            created = revert(service, version_id, access.page_actor())
         except ProposalNotFound as exc:
             return render_template("error.html", message=exc.one_line()), 404
         except YarnAdaptError as exc:
@@ -280,7 +293,7 @@ def console_blueprint(service: Service) -> Blueprint:
         refused = access.operator_refusal(service)
         if refused is not None:
             return refused
-        created = revert(service, version_id, "api")
+        created = revert(service, version_id, access.api_actor(service))
         places = standings(store.all_applies())
         summary = proposal_summary(created, places.get(created.id), store.origins().get(created.id))
         summary["standing"] = standing_words(created, None, store.origins().get(created.id))

@@ -139,7 +139,7 @@ def guard_blueprint(service: Service) -> Blueprint:
             return refused
         body = request.get_json(silent=True) or {}
         mode = _mode(body.get("mode") if isinstance(body, dict) else None)
-        restored = step().guard.set_mode(mode, "api")
+        restored = step().guard.set_mode(mode, access.api_actor(service))
         return jsonify({"mode": str(mode), "restored": [_outcome(o) for o in restored]})
 
     @guard.get("/api/agent/nodes/<node>/reclaim")
@@ -165,7 +165,7 @@ def guard_blueprint(service: Service) -> Blueprint:
             return render_template("error.html", message="the form is stale or foreign"), 403
         try:
             mode = _mode(request.form.get("mode"))
-            restored = step().guard.set_mode(mode, "operator (web)")
+            restored = step().guard.set_mode(mode, access.page_actor())
         except InputError as exc:  # an unknown mode, or auto refused by the settings
             return render_template("error.html", message=exc.one_line()), 400
         back = f"; {len(restored)} node(s) given back" if restored else ""

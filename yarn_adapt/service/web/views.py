@@ -13,6 +13,7 @@ from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
     Decision,
+    GroupPrediction,
     PredictionError,
     ProposalRecord,
     ProposalState,
@@ -84,11 +85,14 @@ def proposal_detail(
     audit: Sequence[AuditEntry],
     standing: Standing | None = None,
     origin: ProposalOrigin | None = None,
-    realized_all: Sequence[RealizedLatency] = (),
-    checked: Sequence[PredictionError] = (),
+    checked_all: Sequence[PredictionError] = (),
 ) -> dict[str, Any]:
+    """A proposal with everything its page shows. Each prediction's ``realised_s`` is
+    the mean latency of the jobs it was about once all finished (``checked``), the
+    one realised figure; ``interval_figures`` are apart: whatever jobs finished in
+    each round after the apply."""
     name = PurePath(proposal.target).name or proposal.target
-    checked_by_group = {c.group: c for c in checked if c.proposal_id == proposal.id}
+    checked_by_group = {c.group: c for c in checked_all if c.proposal_id == proposal.id}
     overall = proposal_errors(checked_by_group.values())
     return {
         **proposal_summary(proposal, standing, origin),
@@ -105,40 +109,51 @@ def proposal_detail(
             for c in proposal.changes
         ],
         "predictions": [
-            {
-                "group": g.group,
-                "jobs": g.jobs,
-                "before_s": _number(g.before_s),
-                "after_s": _number(g.after_s),
-                "after_low_s": _number(g.after_low_s),
-                "after_high_s": _number(g.after_high_s),
-                "improvement_ratio": round(g.improvement, 4),
-                "estimator": g.estimator,
-                "interval_source": g.interval_source,
-                "required_gain": round(g.required_gain, 4),
-                "found_s": _number(g.found_s),
-                "population_jobs": len(g.population),
-                "checked": checked_view(checked_by_group.get(g.group)),
-                "job_ids": list(g.job_ids),
-                "warnings": warnings_for(g, realized_all, proposal.id),
-                "realized": [
-                    {
-                        "interval": r.interval,
-                        "jobs": r.jobs,
-                        "mean_s": _number(r.mean_s),
-                        "window_ms": [r.window_start_ms, r.window_end_ms],
-                    }
-                    for r in realized
-                    if r.group == g.group
-                ],
-            }
+            prediction_view(g, checked_by_group.get(g.group), proposal.id, checked_all, realized)
             for g in proposal.groups
         ],
-        "prediction_error": round(overall[0].error, 4) if overall else None,
+        "prediction_error_ratio": round(overall[0].error, 4) if overall else None,
         "reasons": list(proposal.reasons),
         "actions": [ENDPOINT_OF[a] for a in operator_actions(proposal.state)],
         "applies": [apply_view(a) for a in applies],
         "audit": [audit_view(a) for a in audit],
+    }
+
+
+def prediction_view(
+    g: GroupPrediction,
+    checked: PredictionError | None,
+    proposal_id: int,
+    checked_all: Sequence[PredictionError],
+    realized: Sequence[RealizedLatency],
+) -> dict[str, Any]:
+    return {
+        "group": g.group,
+        "jobs": g.jobs,
+        "before_s": _number(g.before_s),
+        "after_s": _number(g.after_s),
+        "after_low_s": _number(g.after_low_s),
+        "after_high_s": _number(g.after_high_s),
+        "improvement_ratio": round(g.improvement, 4),
+        "estimator": g.estimator,
+        "interval_source": g.interval_source,
+        "required_gain_ratio": round(g.required_gain, 4),
+        "found_s": _number(g.found_s),
+        "population_jobs": len(g.population),
+        "realised_s": _number(checked.realised_s) if checked is not None else None,
+        "checked": checked_view(checked),
+        "job_ids": list(g.job_ids),
+        "warnings": warnings_for(g, checked_all, proposal_id),
+        "interval_figures": [
+            {
+                "round_after_apply": r.interval,
+                "jobs": r.jobs,
+                "mean_s": _number(r.mean_s),
+                "window_epoch_s": [r.window_start_ms / 1000.0, r.window_end_ms / 1000.0],
+            }
+            for r in realized
+            if r.group == g.group
+        ],
     }
 
 
@@ -151,8 +166,8 @@ def checked_view(checked: PredictionError | None) -> dict[str, Any] | None:
         "predicted_s": _number(checked.predicted_s),
         "realised_s": _number(checked.realised_s),
         "jobs": checked.jobs,
-        "error": round(checked.error, 4),
-        "inside_interval": checked.inside,
+        "error_ratio": round(checked.error, 4),
+        "inside_likely_range": checked.inside,
         "window_s": [checked.window_start_s, checked.window_end_s],
     }
 
@@ -167,6 +182,7 @@ def apply_view(record: ApplyRecord) -> dict[str, Any]:
         "finished_at_epoch_s": record.finished_at,
         "result": record.result,
         "detail": record.detail,
+        "reason": record.reason,
     }
 
 
@@ -177,6 +193,7 @@ def audit_view(entry: AuditEntry) -> dict[str, Any]:
         "action": entry.action,
         "proposal_id": entry.proposal_id,
         "detail": entry.detail,
+        "reason": entry.reason,
     }
 
 

@@ -9,35 +9,12 @@ import math
 import time
 from pathlib import PurePath
 
+from yarn_adapt.durations import duration
+
+__all__ = ["duration"]  # with the page's other filters below
+
 SHORT_NOTE = 90
 """Notes longer than this show their first sentence; the rest is behind a click."""
-
-
-def duration(seconds: float | None) -> str:
-    """``1 m 12 s``, ``2 h 5 m``, ``8.4 s``, ``0.35 s``; ``-`` when unknown."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "-" if seconds is None or math.isnan(seconds) or seconds < 0 else "never"
-    if seconds < 0.01:
-        return "0 s"
-    if seconds < 10:
-        return f"{seconds:.2g} s" if seconds < 1 else f"{seconds:.1f} s".replace(".0 s", " s")
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes} m" if minutes else f"{hours} h"
-    if minutes:
-        return f"{minutes} m {secs} s" if secs else f"{minutes} m"
-    return f"{secs} s"
-
-
-def axis_seconds(seconds: float) -> str:
-    """A compact axis label: ``90 s``, ``300 s``, ``12.5 m``, ``1.5 h``."""
-    if seconds < 600:
-        return f"{seconds:g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f}".rstrip("0").rstrip(".") + " m"
-    return f"{seconds / 3600:.1f}".rstrip("0").rstrip(".") + " h"
 
 
 def when(timestamp: float | None) -> str:
@@ -66,9 +43,12 @@ def value_or_default(value: object, default: str) -> str:
 
 
 def percent(value: float | None, digits: int = 1) -> str:
+    """``12.5 %``; trailing zeros of the decimals dropped (``50 %``, ``100 %``)."""
     if value is None or not math.isfinite(value):
         return "-"
-    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    text = f"{value:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
     return f"{text} %"
 
 
