@@ -88,7 +88,7 @@ def test_the_tuner_proposes_it_is_approved_through_the_api_and_the_rm_runs_it(
         assert measured["interval_figures"][0]["jobs"] >= 1
         assert measured["interval_figures"][0]["mean_s"] > 20.0
         # and the prediction checked on the very jobs it was about, now all finished
-        assert measured["interval_source"].startswith("80 % range")
+        assert measured["interval_source"].startswith("80% range")
         assert measured["population_jobs"] >= len(apps)
         checked = measured["checked"]
         assert checked is not None and checked["config"] == "proposed", measured
