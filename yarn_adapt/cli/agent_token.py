@@ -24,6 +24,7 @@ import click
 
 if TYPE_CHECKING:
     from yarn_adapt.service.agent_tokens import AgentTokenRecord, AgentTokens
+    from yarn_adapt.service.store import Store
 
 CONFIG = click.option(
     "--config",
@@ -99,13 +100,21 @@ def revoke_command(node: str, config_path: Path, as_json: bool) -> None:
 @contextmanager
 def _tokens(config_path: Path) -> Iterator[tuple[AgentTokens, Path]]:
     from yarn_adapt.service.agent_tokens import AgentTokens
+
+    with service_store(config_path) as (store, database):
+        yield AgentTokens(store), database
+
+
+@contextmanager
+def service_store(config_path: Path) -> Iterator[tuple[Store, Path]]:
+    """The service's database named by ``--config`` (``[state]``), open, and its path."""
     from yarn_adapt.service.settings import load_settings
     from yarn_adapt.service.store import Store
 
     database = load_settings(config_path).state.database_path
     store = Store(database)
     try:
-        yield AgentTokens(store), database
+        yield store, database
     finally:
         store.close()
 

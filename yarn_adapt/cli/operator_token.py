@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from yarn_adapt.cli.agent_token import CONFIG, JSON, _actor, _when
+from yarn_adapt.cli.agent_token import CONFIG, JSON, _actor, _when, service_store
 
 if TYPE_CHECKING:
     from yarn_adapt.service.records import OperatorTokenRecord
@@ -89,16 +89,10 @@ def revoke_command(name: str, config_path: Path, as_json: bool) -> None:
 
 @contextmanager
 def _tokens(config_path: Path) -> Iterator[tuple[OperatorTokens, Path]]:
-    from yarn_adapt.service.settings import load_settings
-    from yarn_adapt.service.store import Store
     from yarn_adapt.service.web.operators import OperatorTokens
 
-    database = load_settings(config_path).state.database_path
-    store = Store(database)
-    try:
+    with service_store(config_path) as (store, database):
         yield OperatorTokens(store), database
-    finally:
-        store.close()
 
 
 def _record_json(record: OperatorTokenRecord) -> dict[str, object]:

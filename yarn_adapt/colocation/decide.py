@@ -284,21 +284,21 @@ def visible_floor(capacity: Resources, settings: GuardSettings) -> Resources:
     """What batch always sees of a node: ``min_visible_fraction`` of it, rounded up, and
     never less than the RM's minimum allocation (a NodeManager registering with less is
     shut down by the RM), nor more than the node has."""
-    fraction = Resources(
+    registrable = Resources(settings.min_total_memory_mb, settings.min_total_vcores)
+    return _share_floor(capacity, settings).component_max(registrable).component_min(capacity)
+
+
+def _share_floor(capacity: Resources, settings: GuardSettings) -> Resources:
+    """``min_visible_fraction`` of the node, rounded up."""
+    return Resources(
         math.ceil(capacity.memory_mb * settings.min_visible_fraction),
         math.ceil(capacity.vcores * settings.min_visible_fraction),
     )
-    registrable = Resources(settings.min_total_memory_mb, settings.min_total_vcores)
-    return fraction.component_max(registrable).component_min(capacity)
 
 
 def floor_words(capacity: Resources, settings: GuardSettings) -> str:
     """Which floor binds: the share of the node, or the RM's minimum allocation."""
-    share = Resources(
-        math.ceil(capacity.memory_mb * settings.min_visible_fraction),
-        math.ceil(capacity.vcores * settings.min_visible_fraction),
-    )
-    if visible_floor(capacity, settings) == share:
+    if visible_floor(capacity, settings) == _share_floor(capacity, settings):
         return f"floor {settings.min_visible_fraction:.0%} of the node"
     return (
         f"floor {settings.min_visible_fraction:.0%} of the node, at least the RM's minimum "
