@@ -25,7 +25,11 @@ changed.
 As in the testbed, the NodeManagers (so every container), the services and the load
 generators share one cpu cgroup, so the two "machines" keep their CPUs on the shared
 host; inside it batch and services start as equals (weight 8192, the testbed's: any
-more and the burners would starve the rest of the host, this test's own agents too).
+more and the burners would starve the rest of the host). The cluster's control plane
+-- the RM, the JobHistory Server, this test, its Redis and the agents -- gets a group
+of the same weight beside it: in the root group, with both CPUs saturated, they were
+starved for a minute at a time (an agent acted minutes late and took longer than a
+SIGKILL's 10 s wait to die).
 
 The agents are started before the windows and trust no NodeManager until their
 window begins (their ``nodemanager_pid_file`` is written then: the agent's own trust
@@ -111,17 +115,19 @@ def sides(colocation_cluster: MiniCluster, tmp_path: Path) -> Iterator[list[Side
     """Both nodes' service replicas and load generators, in the testbed's weight group."""
     cluster = colocation_cluster
     weight = cpusets.create_weight_group(cluster.root, WEIGHT)
-    redis = RedisServer(tmp_path / "redis").start()
+    control = cpusets.control_plane(cluster.root, WEIGHT, [os.getpid(), *cluster.control_pids()])
     processes: list[ManagedProcess] = []
-    try:
-        found = [start_side(cluster, index, weight, redis.url, tmp_path, processes)
-                 for index in range(2)]  # fmt: skip
-        yield found
-    finally:
-        for process in reversed(processes):
-            process.kill_group()
-        redis.kill()
-        cpusets.release_weight_group(cluster.root)
+    with control:  # the RM, this test, its Redis and the agents it starts
+        redis = RedisServer(tmp_path / "redis").start()
+        try:
+            found = [start_side(cluster, index, weight, redis.url, tmp_path, processes)
+                     for index in range(2)]  # fmt: skip
+            yield found
+        finally:
+            for process in reversed(processes):
+                process.kill_group()
+            redis.kill()
+            cpusets.release_weight_group(cluster.root)
         for controller in ("cpuacct", "memory"):  # the agents' hierarchies made it there
             with contextlib.suppress(OSError):
                 (Path("/sys/fs/cgroup") / controller / weight.name).rmdir()

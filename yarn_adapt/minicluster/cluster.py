@@ -247,6 +247,12 @@ class MiniCluster:
         processes = [*self._daemons.values(), *self._security_processes()]
         return self._running and all(p.alive() for p in processes)
 
+    def control_pids(self) -> list[int]:
+        """The processes that are not a "machine": the ResourceManager, the JobHistory
+        Server (and the KDC of a Kerberized cluster)."""
+        daemons = [d for name, d in self._daemons.items() if not name.startswith("nodemanager")]
+        return [process.pid for process in [*daemons, *self._security_processes()]]
+
     def _security_processes(self) -> list[ManagedProcess]:
         return [self._kdc] if self._kdc is not None else []
 

@@ -7,16 +7,22 @@ joins its cpuset before ``exec`` (a ``sh`` wrapper writes its own pid into
 ``cgroup.procs``), so the JVM and everything it forks -- containers included -- run
 there. A user of the cluster may also put work into a cgroup v1 ``cpu`` group with
 a weight of its own (:func:`create_weight_group`; the testbed does, to stand apart
-from other load on a shared host). :func:`remove` deletes the groups once their
-processes are gone; the reaper does the same after an owner that died without
-stopping the cluster.
+from other load on a shared host) and then must give the cluster's control plane
+(the ResourceManager, the JobHistory Server, whatever drives the experiment) a group
+of the same weight beside it (:func:`control_plane`): in the root group each of
+their threads weighs as one ordinary task against the whole weight group, and with
+the "machines" saturated they were starved for a minute at a time (REST calls timed
+out, an agent took minutes to act and to die). :func:`remove` deletes the groups
+once their processes are gone; the reaper does the same after an owner that died
+without stopping the cluster.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from yarn_adapt.minicluster.errors import MiniClusterError
@@ -109,6 +115,47 @@ def create_weight_group(cluster_root: Path, shares: int) -> Path:
     return group
 
 
+def control_group_for(cluster_root: Path) -> Path:
+    """The ``cpu`` group of the cluster's control plane (it may not exist)."""
+    return cpu_root() / f"yarn-adapt-{cluster_root.name}-control"
+
+
+@contextlib.contextmanager
+def control_plane(cluster_root: Path, shares: int, pids: Sequence[int]) -> Iterator[Path]:
+    """``pids`` (and every process they start meanwhile) in a ``cpu`` group of weight
+    ``shares``; afterwards each goes back to the ``cpu`` group it came from."""
+    group = control_group_for(cluster_root)
+    try:
+        group.mkdir(exist_ok=True)
+        _write(group / "cpu.shares", str(shares))
+    except OSError as exc:
+        raise MiniClusterError(f"cannot create the cpu cgroup {group}: {exc}") from exc
+    origins = {pid: _cpu_group_of(pid) for pid in pids}
+    try:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                join(pid, group)
+        yield group
+    finally:
+        for pid in tasks(group):
+            with contextlib.suppress(OSError):  # exited meanwhile, or its group went
+                join(pid, origins.get(pid) or cpu_root())
+        _rmdir(group, time.monotonic() + 5.0)
+
+
+def _cpu_group_of(pid: int) -> Path | None:
+    """The ``cpu`` group ``pid`` is in now (None when it cannot be read)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):
+            return cpu_root() / path.lstrip("/")
+    return None
+
+
 def release_weight_group(cluster_root: Path) -> None:
     """Move what still runs in the cluster's ``cpu`` group back to the root; delete it."""
     group = weight_group_for(cluster_root)
@@ -126,9 +173,9 @@ def remove(cluster_root: Path, timeout_s: float = 10.0) -> None:
     """Delete the cluster's cpusets (children first) and its ``cpu`` group; waits for
     exiting processes."""
     deadline = time.monotonic() + timeout_s
-    weight = weight_group_for(cluster_root)
-    if weight.is_dir():
-        _rmdir(weight, deadline)
+    for weight in (weight_group_for(cluster_root), control_group_for(cluster_root)):
+        if weight.is_dir():
+            _rmdir(weight, deadline)
     parent = group_for(cluster_root)
     if not parent.is_dir():
         return

@@ -55,6 +55,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import secrets
 import shutil
 import statistics
@@ -390,8 +391,15 @@ class Testbed:
         """The NodeManagers (and so every container they start from now on) and the
         services into one cpu cgroup of weight ``cpu_shares``: on a host shared with
         other work, the testbed's two "machines" then keep about the same share of
-        their CPUs from run to run; inside, batch and services compete as equals."""
+        their CPUs from run to run; inside, batch and services compete as equals. The
+        control plane (the RM, the JobHistory Server, this process with the guard, and
+        the agents and the Redis it starts) gets a group of the same weight beside it,
+        or the saturated "machines" starve it."""
         self.weight_group = cpusets.create_weight_group(self.cluster.root, self.options.cpu_shares)
+        control = [os.getpid(), *self.cluster.control_pids()]
+        self._stack.enter_context(
+            cpusets.control_plane(self.cluster.root, self.options.cpu_shares, control)
+        )
         self.accounting_group = self._accounting_group()
         for index in range(2):
             group = self.cluster.nm_cpuset(index)
