@@ -211,3 +211,23 @@ def test_a_starving_configuration_is_reported_as_unbounded_not_unknown(tmp_path:
     assert summary["predicted_latency_after_unbounded"] is False
     page = client.get("/proposals/1").get_data(as_text=True)
     assert "never (jobs starve)" in page and "No job latency is predicted" not in page
+
+
+def test_the_audit_log_is_one_log_of_four_kinds(client: FlaskClient, service: Service) -> None:
+    assert client.post("/api/proposals/1/approve", headers=AUTH).status_code == 200
+    service.store.audit("guard", "guard lower node", None, "node-1: 8192 MB -> 4096 MB")
+    service.store.audit("service", "reconcile", None, "the scheduler file changed")
+    service.store.audit("admin", "issue agent token", None, "node node-1")
+    every = client.get("/api/audit").get_json()
+    kinds = {entry["action"]: entry["kind"] for entry in every}
+    assert kinds["propose"] == kinds["approve"] == "proposal"
+    assert kinds["guard lower node"] == "guard"
+    assert kinds["reconcile"] == "drift"
+    assert kinds["issue agent token"] == "access"
+    [guard] = client.get("/api/audit?kind=guard").get_json()
+    assert guard["detail"] == "node-1: 8192 MB -> 4096 MB"
+    proposal = client.get("/api/audit?kind=proposal&limit=1").get_json()
+    assert [entry["action"] for entry in proposal] == ["apply-succeeded"]  # newest first
+    reply = client.get("/api/audit?kind=guards")
+    assert reply.status_code == 400
+    assert "unknown audit kind 'guards'" in reply.get_json()["error"]

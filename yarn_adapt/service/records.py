@@ -268,6 +268,30 @@ class AuditEntry:
     detail: str
     reason: str = ""  # the operator's own words, when they gave some
 
+    @property
+    def kind(self) -> AuditKind:
+        return audit_kind(self.action)
+
+
+class AuditKind(StrEnum):
+    """What part of the service an audit entry is about: one log, four kinds."""
+
+    PROPOSAL = "proposal"  # the configurator's: propose, approve, reject, apply, rollback
+    DRIFT = "drift"  # the scheduler file changed outside the service (reconcile)
+    GUARD = "guard"  # the co-location guard: node totals, its mode, RM restarts
+    ACCESS = "access"  # operator and agent tokens issued or revoked
+
+
+def audit_kind(action: str) -> AuditKind:
+    """The kind of an entry by its action (every action the service writes has one)."""
+    if action.startswith("guard"):
+        return AuditKind.GUARD
+    if action == "reconcile":
+        return AuditKind.DRIFT
+    if action.endswith(" token"):
+        return AuditKind.ACCESS
+    return AuditKind.PROPOSAL
+
 
 @dataclass(frozen=True, kw_only=True)
 class OperatorTokenRecord:

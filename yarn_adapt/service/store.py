@@ -52,6 +52,7 @@ from yarn_adapt.service.agent_tokens import AgentTokenRecord
 from yarn_adapt.service.records import (
     ApplyRecord,
     AuditEntry,
+    AuditKind,
     Decision,
     DecisionKind,
     GroupPrediction,
@@ -664,18 +665,26 @@ class Store:
         with self._transaction() as db:
             _audit(db, actor, action, proposal_id, detail, reason)
 
-    def audit_log(self, limit: int = 100, proposal_id: int | None = None) -> list[AuditEntry]:
-        if proposal_id is None:
-            rows = self._db.execute("SELECT * FROM audit ORDER BY id DESC LIMIT ?", (limit,))
+    def audit_log(
+        self, limit: int = 100, proposal_id: int | None = None, kind: AuditKind | None = None
+    ) -> list[AuditEntry]:
+        """The newest ``limit`` entries (of one proposal, of one kind when given)."""
+        where, args = ("", ()) if proposal_id is None else ("WHERE proposal_id=?", (proposal_id,))
+        if kind is None:  # (a kind is the action's: read on until enough of it are found)
+            where, args = f"{where} ORDER BY id DESC LIMIT ?", (*args, limit)
         else:
-            rows = self._db.execute(
-                "SELECT * FROM audit WHERE proposal_id=? ORDER BY id DESC LIMIT ?",
-                (proposal_id, limit),
+            where = f"{where} ORDER BY id DESC"
+        rows = self._db.execute(f"SELECT * FROM audit {where}", args)
+        found: list[AuditEntry] = []
+        for r in rows:
+            entry = AuditEntry(
+                r["at"], r["actor"], r["action"], r["proposal_id"], r["detail"], r["reason"]
             )
-        return [
-            AuditEntry(r["at"], r["actor"], r["action"], r["proposal_id"], r["detail"], r["reason"])
-            for r in rows.fetchall()
-        ]
+            if kind is None or entry.kind is kind:
+                found.append(entry)
+                if len(found) >= limit:
+                    break
+        return found
 
     # ------------------------------------------------------------------ journal
 

@@ -49,7 +49,7 @@ from yarn_adapt.errors import (
     YarnAdaptError,
     YarnError,
 )
-from yarn_adapt.service.records import ProposalRecord, ProposalState
+from yarn_adapt.service.records import AuditKind, ProposalRecord, ProposalState
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.versions import note_running, standings
 from yarn_adapt.service.web import access, auth, words
@@ -293,8 +293,16 @@ def api_blueprint(service: Service) -> Blueprint:
         return jsonify([{"at_epoch_s": at, **decision_view(d)} for at, d in recent])
 
     @api.get("/audit")
-    def audit() -> Response:
-        return jsonify([audit_view(a) for a in store.audit_log(limit=_limit())])
+    def audit() -> Response | tuple[Response, int]:
+        """The audit log, newest first; ``?kind=guard`` (or proposal, drift, access)
+        keeps one kind of entry."""
+        kind = request.args.get("kind")
+        kinds = [str(k) for k in AuditKind]
+        if kind is not None and kind not in kinds:
+            error = InputError(f"unknown audit kind {kind!r}: expected one of {', '.join(kinds)}")
+            return _api_error(error)
+        entries = store.audit_log(limit=_limit(), kind=None if kind is None else AuditKind(kind))
+        return jsonify([audit_view(a) for a in entries])
 
     return api
 

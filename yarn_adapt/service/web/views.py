@@ -189,6 +189,7 @@ def apply_view(record: ApplyRecord) -> dict[str, Any]:
 def audit_view(entry: AuditEntry) -> dict[str, Any]:
     return {
         "at_epoch_s": entry.at,
+        "kind": str(entry.kind),
         "actor": entry.actor,
         "action": entry.action,
         "proposal_id": entry.proposal_id,
