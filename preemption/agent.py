@@ -40,7 +40,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -81,6 +81,7 @@ from preemption.status import (
     SqueezedContainer,
     squeeze_json,
     status_document,
+    status_lines,
     write_status,
 )
 from preemption.targets import Fetched, ServiceTarget, StandaloneTarget
@@ -96,6 +97,9 @@ log = logging.getLogger("preemption.agent")
 
 class TargetSource(Protocol):
     def current(self) -> Fetched: ...
+
+    def report(self, lines: Sequence[str]) -> None:
+        """What the agent does now, in words (for the service's page)."""
 
 
 class YarnView(Protocol):
@@ -511,9 +515,6 @@ class Agent:
     def _write_status(self, now: float, problem: str | None) -> None:
         """The status file (:mod:`preemption.status`); a failure to write it is logged,
         never fatal."""
-        path = self.parts.status_file
-        if path is None:
-            return
         squeezed = [
             SqueezedContainer(cid, t.baseline, t.limit, cid in self.reclaimer.state.blacklist)
             for cid, t in sorted(self.reclaimer.tracked.items())
@@ -524,6 +525,10 @@ class Agent:
             isolation=self.last_isolation, squeeze=squeeze_json(self.last_report, squeezed),
             evictions=list(self.evictions),
         )  # fmt: skip
+        self.parts.target.report(status_lines(document))
+        path = self.parts.status_file
+        if path is None:
+            return
         try:
             write_status(path, document)
         except OSError as error:

@@ -16,7 +16,10 @@ this shape is a :class:`~preemption.errors.ReclaimRequestError`; an unreachable
 service is :class:`~preemption.errors.ServiceUnreachable`. Both are logged and
 counted by the agent, which keeps the last valid target until it expires and then
 gives the resources back gradually: never a crash, never a limit stuck because the
-service went away.
+service went away. With each poll the agent also sends what it does now, in the
+words of ``agent status`` (``POST {url}/api/agent/nodes/{node}/report``, body
+``{"lines": [...]}``, at most ``REPORT_LINES`` lines of ``REPORT_LINE_CHARS``
+characters), for the service's page.
 
 **Standalone** (``mode = "standalone"``): a fixed reclaim amount from the agent's
 own settings, optionally with the QoS read from a local probe URL answering
@@ -26,9 +29,10 @@ own settings, optionally with the QoS read from a local probe URL answering
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -36,6 +40,11 @@ import requests
 
 from preemption.errors import ReclaimRequestError, ServiceUnreachable
 from preemption.model import NOTHING, Amount, QosSignal, ReclaimTarget, amount_from_json
+
+log = logging.getLogger("preemption.targets")
+
+REPORT_LINES = 12  # the agent's report to the service: its newest status, in words
+REPORT_LINE_CHARS = 300
 
 _TOP_KEYS = frozenset({"node", "generation", "reclaim", "ttl_s", "qos"})
 _QOS_KEYS = frozenset({"service", "satisfied", "latency_ms", "target_ms", "load", "measured_at"})
@@ -146,15 +155,23 @@ class ServiceTarget:
         self.session = session or requests.Session()
         self.last = ReclaimTarget(reclaim=NOTHING, source="service", expires_at_s=0.0)
         self._polled_at_s = -math.inf
+        self.report_url = f"{url.rstrip('/')}/api/agent/nodes/{quote(node, safe='')}/report"
+        self._report: list[str] | None = None  # what the agent did, sent with the next poll
 
     def __repr__(self) -> str:
         return f"ServiceTarget(url={self.url!r}, node={self.node!r}, token='***')"
+
+    def report(self, lines: Sequence[str]) -> None:
+        """What the agent does now (its status in words), for the service's page: sent
+        on the next poll, the newest only."""
+        self._report = [line[:REPORT_LINE_CHARS] for line in lines[:REPORT_LINES]]
 
     def current(self) -> Fetched:
         now = self.clock()
         if now - self._polled_at_s < self.poll_interval_s:
             return Fetched(self.last)
         self._polled_at_s = now
+        self._send_report()
         try:
             self.last = self.fetch(now)
         except ReclaimRequestError as error:
@@ -162,6 +179,23 @@ class ServiceTarget:
         except ServiceUnreachable as error:
             return Fetched(self.last, error.one_line(), "unreachable")
         return Fetched(self.last)
+
+    def _send_report(self) -> None:
+        """POST the newest report; a service that cannot take it (down, or too old to
+        know the route) costs a log line, never the poll."""
+        if self._report is None:
+            return
+        lines, self._report = self._report, None
+        headers = {"Authorization": f"Bearer {self._token}"}
+        try:
+            response = self.session.post(
+                self.report_url, json={"lines": lines}, headers=headers, timeout=self.timeout_s
+            )
+        except requests.RequestException as exc:
+            log.debug("POST %s: %s", self.report_url, exc.__class__.__name__)
+            return
+        if response.status_code != 204:
+            log.debug("POST %s -> HTTP %s", self.report_url, response.status_code)
 
     def fetch(self, now: float) -> ReclaimTarget:
         headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
@@ -192,6 +226,9 @@ class StandaloneTarget:
     timeout_s: float = 2.0
     clock: Callable[[], float] = time.time
     session: requests.Session = field(default_factory=requests.Session)
+
+    def report(self, lines: Sequence[str]) -> None:
+        """No service to tell: the status file and ``agent status`` say it."""
 
     def current(self) -> Fetched:
         target = ReclaimTarget(reclaim=self.reclaim, source="standalone")

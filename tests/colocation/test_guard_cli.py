@@ -5,6 +5,7 @@ service that cannot be reached is one line and a non-zero exit."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -15,6 +16,7 @@ from tests.service.factories import TOKEN, settings_for
 from yarn_adapt.cli import cli, main
 from yarn_adapt.colocation.observe import GuardObserver, RiskReading
 from yarn_adapt.service.backend import YarnBackend
+from yarn_adapt.service.guard import parse_agent_report
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer
@@ -40,6 +42,9 @@ class _NoProposer:
 
 def test_status_prints_the_api_object_or_lines_for_an_operator(tmp_path: Path) -> None:
     service = _service(tmp_path)
+    assert service.guard is not None
+    said = parse_agent_report({"lines": ["node a:1 at 12:00:00: trusted"]}, time.time())
+    service.guard.note_agent_report("a:1", said)
     server = WebServer(create_app(service), "127.0.0.1", 0).start()
     try:
         runner = CliRunner()
@@ -62,6 +67,8 @@ def test_status_prints_the_api_object_or_lines_for_an_operator(tmp_path: Path) -
             "3 vcores / 3276 MB (recommended)"
         ) in text.output
         assert "path frontend 4.0 ms (20%) throttle" in text.output
+        assert "agent on a:1, reported " in text.output
+        assert "\n  node a:1 at 12:00:00: trusted\n" in text.output
         config = tmp_path / "yarn-adapt.toml"
         config.write_text(f"[http]\nport = {server.url.rsplit(':', 1)[1]}\n")
         config.chmod(0o600)

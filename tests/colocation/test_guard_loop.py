@@ -6,6 +6,7 @@ per-node allowance the tuner reads."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -27,9 +28,15 @@ from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
 from yarn_adapt.colocation.model import GuardMode, GuardSettings
 from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.colocation.observe import GuardObserver, RiskReading
-from yarn_adapt.errors import YarnUnavailable
+from yarn_adapt.errors import InputError, YarnUnavailable
 from yarn_adapt.model import Node, Resources
-from yarn_adapt.service.guard import GuardCollector, GuardLoop, GuardStep, GuardStore
+from yarn_adapt.service.guard import (
+    GuardCollector,
+    GuardLoop,
+    GuardStep,
+    GuardStore,
+    parse_agent_report,
+)
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -313,3 +320,36 @@ def test_the_loop_is_thread_safe_against_mode_switches() -> None:
     finally:
         loop.stop()
     assert loop.health().consecutive_failures == 0 and loop.health().cycles > 0
+
+
+def test_each_node_shows_its_agents_newest_report_and_its_age(tmp_path: Path) -> None:
+    clock = Clock()
+    guard = _guard(clock)
+    store = GuardStore(tmp_path / "db.sqlite")
+    step = GuardStep(guard, store)
+    store.record(1, guard.run_round([rm_node("a:1")], 1))
+    assert step.status()["nodes"][0]["agent"] is None and step.status()["agents"] == {}
+    step.note_agent_report("a:1", parse_agent_report({"lines": ["old"]}, clock()))
+    said = ["node a:1 at 12:00:00: trusted", "  suppress: batch quota 650m", "bell\x07"]
+    step.note_agent_report("a:1", parse_agent_report({"lines": said}, clock()))
+    clock.at_s += 5.0
+    [row] = step.status()["nodes"]
+    expected = {"at_epoch_s": NOW_S, "age_s": 5.0, "lines": [*said[:2], "bell "]}
+    assert row["agent"] == expected
+    assert step.status()["agents"] == {"a:1": expected}
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (["a line"], 'an agent report is {"lines": [string, ...]}'),
+        ({"lines": "a line"}, 'an agent report is {"lines": [string, ...]}'),
+        ({"lines": ["ok", 7]}, 'an agent report is {"lines": [string, ...]}'),
+        ({"lines": ["x"] * 13}, "at most 12 lines, not 13"),
+        ({"lines": ["x" * 301]}, "at most 300 characters, not 301"),
+    ],
+)
+def test_a_report_of_another_shape_is_refused_in_one_line(body: object, error: str) -> None:
+    with pytest.raises(InputError, match=re.escape(error)):
+        parse_agent_report(body, NOW_S)

@@ -20,6 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from preemption.targets import ServiceTarget
 from tests.colocation.conftest import write_traces
 from tests.service.browser import sign_in
 from tests.service.factories import TOKEN
@@ -34,6 +35,8 @@ from yarn_adapt.service.records import DecisionKind, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer
+
+AGENT_SAYS = ["node at 12:00:00: trusted", "  suppress: batch quota 650m (budget 650m, held)"]
 
 
 class NothingToPropose:
@@ -125,6 +128,9 @@ def _operator_switches_it_off(driver: Any, base: str, risky: str) -> None:
     )
     assert [p.get_attribute("data-y") for p in risk] == ["1.0"]
     assert [p.get_attribute("data-y") for p in seen] == ["0.25"]
+    said = row.find_elements(By.CSS_SELECTOR, "td.agent .agent-line")
+    assert [line.text for line in said] == [line.strip() for line in AGENT_SAYS]
+    assert "reported" in row.find_element(By.CSS_SELECTOR, "td.agent").text
     sign_in(driver, TOKEN)
     driver.get(base + "/")
     Select(driver.find_element(By.CSS_SELECTOR, "#guard-mode-form select")).select_by_value("off")
@@ -153,6 +159,10 @@ def _agent_endpoint(base: str, risky: str, tokens: AgentTokens) -> None:
     assert requests.get(unknown, headers=bearer, timeout=30).status_code == 403  # not its node
     nowhere = {"Authorization": f"Bearer {tokens.issue('nowhere:1', 'test').token}"}
     assert requests.get(unknown, headers=nowhere, timeout=30).status_code == 404
+    # What the node's agent does, sent with its next poll as a real agent sends it.
+    agent = ServiceTarget(base, risky, bearer["Authorization"].removeprefix("Bearer "))
+    agent.report(AGENT_SAYS)
+    assert agent.current().problem is None
 
 
 def _total(cluster: MiniCluster, node_id: str) -> tuple[int, int]:

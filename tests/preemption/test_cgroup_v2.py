@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -164,6 +164,9 @@ class Explodes:
 
     def __init__(self) -> None:
         self.calls = 0
+
+    def report(self, lines: Sequence[str]) -> None:
+        pass
 
     def current(self) -> Fetched:
         self.calls += 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +49,9 @@ class Service:
     reclaim_cpu: int = 0
     target_ms: float | None = None
     generation: int = 1
+
+    def report(self, lines: Sequence[str]) -> None:
+        pass
 
     def current(self) -> Fetched:
         qos = QosSignal(

@@ -45,6 +45,8 @@ class Answers:
     body: str = json.dumps(GOOD)
     seen_paths: list[str] = field(default_factory=list)
     seen_tokens: list[str] = field(default_factory=list)
+    reports: list[object] = field(default_factory=list)  # the agent's POSTed reports
+    report_status: int = 204
 
 
 @pytest.fixture
@@ -64,6 +66,13 @@ def service() -> Iterator[tuple[str, Answers]]:
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            answers.reports.append(json.loads(self.rfile.read(length)))
+            self.send_response(answers.report_status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
         def log_message(self, format: str, *args: object) -> None:
             return
@@ -221,3 +230,44 @@ def test_what_the_co_location_guard_serves_is_what_the_agent_reads(with_qos: boo
         assert (target.qos.load, target.qos.target_ms) == (410.5, 100.0)
     else:
         assert target.qos.satisfied is None
+
+
+def test_the_agent_reports_what_it_does_with_its_next_poll(
+    service: tuple[str, Answers], tmp_path: Path
+) -> None:
+    url, answers = service
+    settings = agent_settings_from_mapping(
+        {"agent": {"mode": "service", "node_id": NODE, "state_file": str(tmp_path / "s.json")},
+         "service": {"url": url, "poll_interval_s": 0.0},
+         "discovery": {"source": "cgroup", "cgroup_version": "v2",
+                       "cgroup_root": str(tmp_path)}},
+    )  # fmt: skip
+    backend = V2Backend(tmp_path)
+    parts = AgentParts(
+        backend=backend,
+        journal=StateJournal.open(tmp_path / "s.json", backend.describe()),
+        target=ServiceTarget(url, NODE, TOKEN, poll_interval_s=0.0),
+        nodemanager=ListedBy(os.getpid()),
+        metrics=AgentMetrics(),
+    )
+    agent = Agent(settings, parts)
+    agent.tick()
+    assert answers.reports == []  # the first poll comes before there is anything to say
+    agent.tick()
+    [report] = answers.reports
+    assert isinstance(report, dict)
+    assert report["lines"][0].startswith(f"node {NODE} at ")
+    answers.report_status = 404  # a service that does not know the route: the poll goes on
+    agent.tick()
+    assert agent.last_report is not None and len(answers.reports) == 2
+    assert agent.metrics.value("yarn_adapt_agent_request_errors_total", kind="unreachable") == 0
+
+
+def test_a_report_is_cut_to_its_bounds(service: tuple[str, Answers]) -> None:
+    url, answers = service
+    target = source(url, Clock())
+    target.report([f"line {n} " + "x" * 400 for n in range(20)])
+    target.current()
+    [report] = answers.reports
+    assert isinstance(report, dict)
+    assert len(report["lines"]) == 12 and all(len(line) == 300 for line in report["lines"])

@@ -315,3 +315,24 @@ def test_the_page_refuses_auto_without_a_floor_in_words(tmp_path: Path) -> None:
         assert service.guard is not None and service.guard.guard.mode is GuardMode.RECOMMEND
     finally:
         service.close()
+
+
+def test_an_agent_reports_what_it_does_for_its_own_node_only(
+    client: FlaskClient, guarded: Service
+) -> None:
+    token = issue(guarded)
+    issue(guarded, OTHER)
+    report = f"/api/agent/nodes/{quote(NODE, safe='')}/report"
+    said = {"lines": [f"node {NODE} at 12:00:00: trusted", "  suppress: batch quota 650m"]}
+    assert client.post(report, json=said, headers=bearer(token)).status_code == 204
+    agents = client.get("/api/guard").get_json()["agents"]
+    assert agents[NODE]["lines"] == said["lines"]
+    other = f"/api/agent/nodes/{quote(OTHER, safe='')}/report"
+    refused = client.post(other, json=said, headers=bearer(token))
+    assert refused.status_code == 403 and f"not node {OTHER}'s" in refused.get_json()["error"]
+    assert client.post(report, json=said, headers=OPERATOR).status_code == 403
+    assert client.post(report, json=said).status_code == 401
+    bad = client.post(report, json={"lines": ["x"] * 13}, headers=bearer(token))
+    assert bad.status_code == 400
+    assert bad.get_json() == {"error": "an agent report has at most 12 lines, not 13"}
+    assert set(client.get("/api/guard").get_json()["agents"]) == {NODE}  # nothing else kept

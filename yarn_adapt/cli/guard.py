@@ -126,6 +126,9 @@ def status_lines(status: dict[str, Any]) -> list[str]:
         lines.append(_node(node))
     if not status.get("nodes"):
         lines.append("no decision yet")
+    for node, report in (status.get("agents") or {}).items():
+        lines.append(f"agent on {node}, reported {report['age_s']:.0f} s ago:")
+        lines += [f"  {line}" for line in report["lines"]]
     return lines
 
 

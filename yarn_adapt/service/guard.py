@@ -40,6 +40,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from preemption.targets import REPORT_LINE_CHARS, REPORT_LINES
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
@@ -60,7 +61,7 @@ from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.lra import LraDemandLearner, LraMode, LraSettings, LraSpec
-from yarn_adapt.errors import SettingsError, YarnAdaptError
+from yarn_adapt.errors import InputError, SettingsError, YarnAdaptError
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.metrics import NAMESPACE
 from yarn_adapt.service.settings import (
@@ -503,9 +504,44 @@ class _LoopMetrics:
 # --------------------------------------------------------------------------- the guard
 
 
+@dataclass(frozen=True)
+class AgentReport:
+    """What a node's agent last said it does (its status in words) and when."""
+
+    at_s: float
+    lines: tuple[str, ...]
+
+
+def parse_agent_report(body: object, at_s: float) -> AgentReport:
+    """An agent's report, ``{"lines": [str, ...]}``: at most ``REPORT_LINES`` lines of
+    ``REPORT_LINE_CHARS`` characters, printable; anything else is an InputError."""
+    lines = body.get("lines") if isinstance(body, dict) else None
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        raise InputError('an agent report is {"lines": [string, ...]}')
+    if len(lines) > REPORT_LINES:
+        raise InputError(f"an agent report has at most {REPORT_LINES} lines, not {len(lines)}")
+    too_long = [len(line) for line in lines if len(line) > REPORT_LINE_CHARS]
+    if too_long:
+        raise InputError(
+            f"an agent report's lines have at most {REPORT_LINE_CHARS} characters, "
+            f"not {too_long[0]}"
+        )
+    printable = ("".join(c if c.isprintable() else " " for c in line) for line in lines)
+    return AgentReport(at_s, tuple(printable))
+
+
+def agent_view(report: AgentReport | None, now_s: float) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {"at_epoch_s": report.at_s, "age_s": max(0.0, now_s - report.at_s),
+            "lines": list(report.lines)}  # fmt: skip
+
+
 class GuardStep:
     """The guard in the service: the guard, its tables, and its loop (``None`` when
-    the service was built without one); the page, the API and /metrics read it."""
+    the service was built without one); the page, the API and /metrics read it, and
+    the node agents' reports (the newest per node, kept in memory: an agent sends
+    one with every poll)."""
 
     def __init__(
         self, guard: ColocationGuard, store: GuardStore, loop: GuardLoop | None = None
@@ -513,6 +549,17 @@ class GuardStep:
         self.guard = guard
         self.store = store
         self.loop = loop
+        self._agent_reports: dict[str, AgentReport] = {}
+        self._reports_lock = threading.Lock()
+
+    def note_agent_report(self, node: str, report: AgentReport) -> None:
+        """Keep ``node``'s newest report (only a node with an agent token gets here)."""
+        with self._reports_lock:
+            self._agent_reports[node] = report
+
+    def agent_report(self, node: str) -> AgentReport | None:
+        with self._reports_lock:
+            return self._agent_reports.get(node)
 
     def stop(self) -> None:
         """Stop the loop, then give every node back."""
@@ -534,13 +581,26 @@ class GuardStep:
             "last_round": None if report is None else report_view(report),
             "applications": [] if plan is None else [app_view(a) for a in plan.applications],
             "nodes": self._nodes(report),
+            "agents": self._agents(now_s),
         }
 
+    def _agents(self, now_s: float) -> dict[str, Any]:
+        """Every agent's newest report by node (a node the guard has not decided on
+        yet shows here too)."""
+        with self._reports_lock:
+            reports = dict(self._agent_reports)
+        return {node: agent_view(report, now_s) for node, report in sorted(reports.items())}
+
     def _nodes(self, report: GuardRoundReport | None) -> list[dict[str, Any]]:
-        """The last cycle's decisions (the newest stored ones when it decided none)."""
+        """The last cycle's decisions (the newest stored ones when it decided none),
+        each with its agent's newest report."""
         if report is None or report.plan is None:
-            return [node_view(row) for row in self.store.latest()]
-        return [decision_view(report, d) for d in report.plan.decisions]
+            views = [node_view(row) for row in self.store.latest()]
+        else:
+            views = [decision_view(report, d) for d in report.plan.decisions]
+        now_s = self.guard.clock()
+        return [{**view, "agent": agent_view(self.agent_report(view["node"]), now_s)}
+                for view in views]  # fmt: skip
 
 
 def report_view(report: GuardRoundReport) -> dict[str, Any]:
@@ -823,7 +883,7 @@ def node_view(row: sqlite3.Row) -> dict[str, Any]:
         "paths": json.loads(row["paths"]) if row["paths"] else [],
         "result": row["result"],
         "status": row["status"],
-        "agent": None,  # what the node agent did (suppress, squeeze, evict): not reported yet
+        "agent": None,  # what the node's agent reported (GuardStep adds its newest)
     }
 
 

@@ -100,7 +100,7 @@ def operator_token_refusal(service: Service, given: str, action: str) -> Refusal
         return Refusal(
             403,
             f"{action} needs the operator token; {agent} may only read node "
-            f"{agent.node}'s reclaim request",
+            f"{agent.node}'s reclaim request and report what its agent does",
         )
     wait_s = throttle().retry_after_s(client())
     if wait_s is not None:
@@ -162,7 +162,9 @@ def agent_refusal(service: Service, node: str) -> Response | None:
     if agent.node != node:
         log.warning("refused %s from %s on node %r's agent endpoint", agent, client(), node)
         return Refusal(
-            403, f"{agent} may only read node {agent.node}'s reclaim request, not node {node}'s"
+            403,
+            f"{agent} may only read and report for node {agent.node}, not node {node}'s "
+            f"agent endpoint",
         ).response()
     # A success clears nothing: the agent shares its host's address with the tenants'
     # containers there, and a guesser's lock-out must outlast the agent's polls.

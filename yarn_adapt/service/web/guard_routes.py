@@ -5,12 +5,15 @@
   nodes' age, whether the error budget gave the nodes back), each latency-critical
   application's slack and state, and per node its state, its share of each
   application's critical path (or the paper's risk), real and visible resources,
-  demand, the decision's reason, and what its agent did (``agent``: no report yet).
+  demand, the decision's reason, and what its agent does (``agent``: its newest report,
+  ``{"at_epoch_s", "age_s", "lines"}``, or null; ``agents``: every agent's, by node).
 - ``/guard/nodes/<node>``, ``GET /api/guard/nodes/<node>``: one node's decisions.
 - ``POST /guard/mode`` (signed in), ``POST /api/guard/mode`` (operator token): ``{"mode": m}``
   with m one of ``off``, ``recommend``, ``auto``.
 - ``GET /api/agent/nodes/<node>/reclaim`` (that node's agent token): a node agent's
-  reclaim request.
+  reclaim request; ``POST /api/agent/nodes/<node>/report`` (the same token): what the
+  agent does now, ``{"lines": [...]}`` in the words of ``agent status`` (204; a body
+  of another shape, more than 12 lines or a line over 300 characters is a 400).
 
 The agents' endpoint answers the contract of ``preemption/targets.py``: ``{"node",
 "generation", "reclaim": {"cpu_millicores", "memory_mb"}, "ttl_s", "qos"}``, or 404
@@ -40,7 +43,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import InputError
-from yarn_adapt.service.guard import GuardStep, node_view
+from yarn_adapt.service.guard import GuardStep, node_view, parse_agent_report
 from yarn_adapt.service.web import access, auth, charts
 from yarn_adapt.service.web.console import Section, add_section
 
@@ -151,6 +154,18 @@ def guard_blueprint(service: Service) -> Blueprint:
         if request_for_node is None:
             return jsonify(error=f"nothing is asked of node {node}"), 404
         return jsonify(request_for_node.to_json())
+
+    @guard.post("/api/agent/nodes/<node>/report")
+    def agent_report(node: str) -> Any:
+        refused = access.agent_refusal(service, node)
+        if refused is not None:
+            return refused
+        try:
+            report = parse_agent_report(request.get_json(silent=True), step().guard.clock())
+        except InputError as exc:
+            return jsonify(error=exc.one_line()), 400
+        step().note_agent_report(node, report)
+        return "", 204
 
     @guard.get("/guard/nodes/<node>")
     def history_page(node: str) -> str:
