@@ -31,6 +31,7 @@ from yarn_adapt.errors import YarnAdaptError
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.agent_tokens import AgentTokens
 from yarn_adapt.service.backend import Observed
+from yarn_adapt.service.guard import GuardHealth
 from yarn_adapt.service.records import DecisionKind, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
@@ -248,11 +249,36 @@ def test_the_guard_acts_on_its_cadence_through_drift_and_a_failing_tuner(
         status = create_app(service).test_client().get("/api/guard").get_json()
         assert status["health"]["healthy"] is True and status["policy"] == "slack"
         assert status["applications"][0]["state"] == "grow"
+
+        # 3. The other way round: every guard cycle fails (a bug in it), the tuner works
+        # again; the configurator's rounds go on, and the guard's loop keeps trying.
+        tuner.failing = False
+        guard = service.guard.guard
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("the guard broke")
+
+        guard.run_round = broken  # type: ignore[method-assign]
+        _until(lambda: health_of(service).consecutive_failures >= 3, 30, "three failed cycles")
+        first = _round_id(service)
+        _until(lambda: _round_id(service) >= first + 2, 60, "two more configurator rounds")
+        assert service.loop.status()["last_round"]["status"] == "done"  # type: ignore[index]
+        assert health_of(service).running and "the guard broke" in health_of(service).last_error
     finally:
         stop.set()
         serving.join(60)
         service.close()
     assert _total(cluster, risky) == (4096, 4) and _total(cluster, other) == (4096, 4)
+
+
+def health_of(service: Service) -> GuardHealth:
+    assert service.guard is not None and service.guard.loop is not None
+    return service.guard.loop.health()
+
+
+def _round_id(service: Service) -> int:
+    last = service.loop.status()["last_round"]
+    return int(last["id"]) if isinstance(last, dict) else 0
 
 
 def _lowered(service: Service, node: str) -> list[tuple[int, int]]:
