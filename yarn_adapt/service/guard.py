@@ -48,6 +48,7 @@ from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
 from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
 from yarn_adapt.colocation.lra import LearnedLraDemand, NodeUtilizationUsage, load_warm_start
+from yarn_adapt.colocation.metricslatency import MetricsLatency
 from yarn_adapt.colocation.mirror import DynamicResourcesMirror
 from yarn_adapt.colocation.model import (
     AppSlack,
@@ -58,7 +59,7 @@ from yarn_adapt.colocation.model import (
     NodePath,
 )
 from yarn_adapt.colocation.nodes import NodeCache
-from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
+from yarn_adapt.colocation.observe import GuardObserver, RiskSource, TraceStoreRisk
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.lra import LraDemandLearner, LraMode, LraSettings, LraSpec
 from yarn_adapt.errors import InputError, SettingsError, YarnAdaptError
@@ -225,7 +226,7 @@ def build_guard(
     read: the guard's demand learners are its own, :func:`lra_demand`.)"""
     section = settings.colocation
     targets = {name: float(ms) for name, ms in pairs(section.qos_targets).items()}
-    risk = TraceStoreRisk(
+    risk: RiskSource = TraceStoreRisk(
         trace_store_opener(settings),
         window_s=settings.tracing.window_s,
         risk_settings=RiskSettings(
@@ -235,6 +236,12 @@ def build_guard(
         targets_ms=targets,
         slo_window_s=section.slo_window_s,
     )
+    if section.latency_metrics:  # the latency from the endpoints, the paths from traces
+        risk = MetricsLatency(
+            risk, pairs(section.latency_metrics), histogram=section.latency_histogram,
+            percentile=section.qos_percentile, slo_window_s=section.slo_window_s,
+            targets_ms=targets,
+        )  # fmt: skip
     demand = demand_provider(settings)
     observer = GuardObserver(risk, demand, node_hosts=pairs(section.node_hosts))
     actuator = guard_actuator(settings, backend, store)

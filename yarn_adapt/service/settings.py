@@ -212,6 +212,8 @@ class ColocationSection:
     millicores_per_vcore: int = 1000
     qos_percentile: float = 95.0
     qos_targets: tuple[str, ...] = ()
+    latency_metrics: tuple[str, ...] = ()  # "app=URL": its P95 from that metrics endpoint
+    latency_histogram: str = ""  # the histogram those endpoints export (..._seconds)
     node_hosts: tuple[str, ...] = ()
     reclaim_ttl_s: float = 0.0
     verify_timeout_s: float = 30.0
@@ -477,7 +479,32 @@ def _colocation_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
             "is empty (the RM must re-read the mirrored dynamic_resources_file)",
         ),
         *_learning_rules(guard),
+        *_latency_metrics_rules(guard),
     ]  # fmt: skip
+
+
+def _latency_metrics_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
+    """Latency from metrics endpoints: each a URL, of an application with a target."""
+    named = _pairs(guard.latency_metrics)
+    untargeted = sorted(set(named) - set(_pairs(guard.qos_targets)))
+    not_urls = sorted(app for app, url in named.items() if not _is_http_url(url))
+    unit = guard.latency_histogram.rsplit("_", 1)[-1]
+    return [
+        ("[colocation] latency_metrics", _pairs_ok(guard.latency_metrics, numeric=False),
+         'entries "application=http://host:port/metrics"'),
+        ("[colocation] latency_metrics", not not_urls,
+         f"must be http(s) URLs: {', '.join(not_urls)}"),
+        ("[colocation] latency_metrics", not untargeted,
+         f"names an application without a qos_targets entry: {', '.join(untargeted)}"),
+        ("[colocation] latency_histogram", not named or unit in ("seconds", "milliseconds"),
+         "must name the endpoints' latency histogram, ending in _seconds or _milliseconds "
+         "(e.g. http_request_duration_seconds)"),
+    ]  # fmt: skip
+
+
+def _is_http_url(url: str) -> bool:
+    parsed = urlsplit(url)
+    return parsed.scheme in ("http", "https") and bool(parsed.netloc)
 
 
 def _learning_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
