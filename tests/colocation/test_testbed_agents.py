@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from preemption.settings import load_agent_settings
+from yarn_adapt.errors import SettingsError
 from yarn_adapt.testbed import run as testbed
 from yarn_adapt.testbed.agents import AgentPlan, NodeAgent, parse_counts
 
@@ -59,3 +62,12 @@ def test_the_phase_order_is_counterbalanced_and_starts_with_the_agents_on() -> N
     pairs = testbed.TestbedOptions(repeats=3, guard_only=False).order
     assert pairs == ["on", "off", "off", "on", "on", "off"]
     assert square[0] == "on"
+
+
+def test_the_guards_policy_is_an_option_and_a_wrong_one_is_one_line() -> None:
+    assert testbed.options_from(True, 0, {}).policy == "slack"
+    paper = testbed.options_from(True, 0, {"policy": "toposch-paper"})
+    assert paper.policy == "toposch-paper"
+    assert testbed.TestbedResult(paper).summary()["policy"] == "toposch-paper"
+    with pytest.raises(SettingsError, match="policy 'rank': one of slack, toposch-paper"):
+        testbed.options_from(True, 0, {"policy": "rank"})

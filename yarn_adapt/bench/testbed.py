@@ -10,7 +10,9 @@ Figures: ``p95_alone_ms``, ``p95_off_ms``, ``p95_on_ms`` (means over the repeats
 with ``*_spread_ms`` = max - min, ``*_median_ms``, ``*_worst_ms`` and the runs),
 ``p95_on_vs_alone`` (target <= 1.2), ``batch_makespan_off_s``, ``batch_makespan_on_s``
 (the fixed job; ``batch_jobs`` says it finished), ``preempted_containers`` (0: the
-guard never kills). ``--quick`` is the short form; ``--set KEY=VALUE`` sets any
+guard never kills), ``policy`` (the guard's; ``--set policy=toposch-paper`` runs
+TopoSch's min-max risk as published, to set beside the default slack policy).
+``--quick`` is the short form; ``--set KEY=VALUE`` sets any
 :class:`~yarn_adapt.testbed.run.TestbedOptions` field; ``--seed`` the load's.
 The host is shared: absolute latencies move with its load; compare within a run.
 The table adds each window's batch CPU share per node; ``--set windows=true`` adds

@@ -77,7 +77,7 @@ from tracing.risk import RiskSettings
 from tracing.store import TraceStore
 from yarn_adapt.colocation.actuate import RmNodeTotals
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import GuardMode, GuardSettings
+from yarn_adapt.colocation.model import GuardMode, GuardPolicy, GuardSettings
 from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.errors import SettingsError, YarnAdaptError
 from yarn_adapt.minicluster import cpusets
@@ -144,6 +144,7 @@ class TestbedOptions:
     nu: float = 1.0
     demand_headroom: float = 0.5
     cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
+    policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
     guard_only: bool = True  # also measure the guard without the agents
     qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
     agent_interval_s: float = 0.5
@@ -160,6 +161,8 @@ class TestbedOptions:
     def __post_init__(self) -> None:
         if self.repeats < 1 or self.rate_rps <= 0 or self.phase_s <= 0 or self.alone_s <= 0:
             raise ValueError("repeats, rate_rps, phase_s and alone_s must be positive")
+        if self.policy not in {str(p) for p in GuardPolicy}:
+            raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
         if self.cpu_shares <= 0:
             raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
         if self.qos_target_factor <= 0 or self.agent_interval_s <= 0:
@@ -238,6 +241,7 @@ class TestbedResult:
     def summary(self) -> dict[str, Any]:
         alone = self.p95s("alone")
         body: dict[str, Any] = {
+            "policy": self.options.policy,
             "phases": {name: PHASES[name] for name in ("alone", OFF, GUARD, ON)},
             "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
             "p95_alone_runs_ms": [_round(v) for v in alone],
@@ -493,7 +497,8 @@ class Testbed:
         # the service's defaults in guard periods: growth waits 60 after a decrease
         # (300 s of 5 s), a throttle step settles 3 (15 s)
         settings = GuardSettings(
-            nu=options.nu, cooldown_s=60 * options.guard_interval_s,
+            policy=GuardPolicy(options.policy), nu=options.nu,
+            cooldown_s=60 * options.guard_interval_s,
             throttle_settle_s=3 * options.guard_interval_s,
             stale_after_s=max(30.0, 5 * options.risk_window_s), max_step_up_fraction=0.5,
             millicores_per_vcore=MILLICORES_PER_VCORE,
