@@ -47,33 +47,49 @@ class Adopter:
         return Cgroup(f"{self.hierarchy}/{container_id}")
 
     def adopt(self, container_id: str, processes: Iterable[ProcessInfo]) -> Cgroup:
-        """The container's own cgroup, created and filled as needed (CgroupError if not)."""
+        """The container's own cgroup, created and filled as needed (CgroupError if not).
+
+        The group and every move are journalled in one save before any is made."""
         group = self.group_for(container_id)
-        if not self.journal.owns(group):
-            if self.backend.exists(group):
-                self.journal.remember_adopted(group)
-            else:
-                self.journal.remember_created(group)
-                self.backend.create(group)
-        for process in processes:
-            self._move_in(Expected.of(process), group)
+        create = False
+        with self.journal.one_save():
+            if not self.journal.owns(group):
+                create = not self.backend.exists(group)
+                if create:
+                    self.journal.remember_created(group)
+                else:
+                    self.journal.remember_adopted(group)
+            moves = [m for m in (self._plan(Expected.of(p), group) for p in processes) if m]
+        if create:
+            self.backend.create(group)
+        failed = [move for move in moves if not self._move_in(move, group)]
+        with self.journal.one_save():
+            for expected, _ in failed:
+                self.journal.forget_pid(expected.pid)
         return group
 
-    def _move_in(self, expected: Expected, group: Cgroup) -> None:
+    def _plan(self, expected: Expected, group: Cgroup) -> tuple[Expected, dict[str, str]] | None:
+        """Journal the move of one process into ``group``; its destination, or None
+        when it needs no move (or nothing says yet where it came from)."""
         pid = expected.pid
         try:
             # Read before the pin: if the pid names another process by now, the move
             # below refuses it and this reading is dropped with it.
             membership = self.backend.membership(pid)
         except CgroupVanished:
-            return  # exited meanwhile
+            return None  # exited meanwhile
         if membership and all(path == group.relpath for path in membership.values()):
-            return
+            return None
         origin = origin_outside(membership, group, self.journal.origin_of(group) or {})
         if origin is None:
-            return  # nothing says yet where it belongs outside the agent's groups
+            return None  # nothing says yet where it belongs outside the agent's groups
         self.journal.remember_moved(pid, group, origin)
-        destination = dict.fromkeys(membership, group.relpath)
+        return expected, dict.fromkeys(membership, group.relpath)
+
+    def _move_in(self, move: tuple[Expected, dict[str, str]], group: Cgroup) -> bool:
+        """Make one journalled move; whether the process is now in ``group``."""
+        expected, destination = move
+        pid = expected.pid
         try:
             outcome = checked_move(
                 self.backend, self.procfs, expected, destination,
@@ -81,10 +97,9 @@ class Adopter:
             )  # fmt: skip
         except CgroupVanished:
             outcome = Moved.GONE
-        if outcome is not Moved.MOVED:
-            self.journal.forget_pid(pid)
         if outcome is Moved.STRAY:
             log.warning("%s: a process that took pid %d is left in it", group.relpath, pid)
+        return outcome is Moved.MOVED
 
     def release_finished(self, active: set[str]) -> list[str]:
         """Dissolve the agent's cgroups of containers that ended; returns problems."""

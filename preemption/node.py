@@ -468,13 +468,15 @@ def apply_limit(
     originals = {key: recorded.get(key, value) for key, value in current.items()}
     desired = desired_for(backend, journal, group, limit, baseline, current, usage, caps, policy)
     keys = [*backend.limit_keys, *(key for key in desired if key not in backend.limit_keys)]
+    changing = [key for key in keys if key in desired and desired[key] != current.get(key)]
+    with journal.one_save():  # every original on disk before the first write
+        for key in changing:
+            journal.remember_original(group, key, current[key])
     written: list[tuple[str, str]] = []
     try:
-        for key in keys:
-            if key in desired and desired[key] != current.get(key):
-                journal.remember_original(group, key, current[key])
-                backend.write(group, key, desired[key])
-                written.append((key, current[key]))
+        for key in changing:
+            backend.write(group, key, desired[key])
+            written.append((key, current[key]))
     except CgroupError:
         _roll_back(backend, group, written)
         raise

@@ -36,7 +36,8 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,22 @@ class StateJournal:
     def __init__(self, path: Path | None, backend: Mapping[str, str]) -> None:
         self.path = path
         self.content = JournalContent(backend=dict(backend))
+        self._deferring = 0  # inside one_save(): saves wait for its end
+        self._unsaved = False
+
+    @contextmanager
+    def one_save(self) -> Iterator[None]:
+        """Every record made inside reaches the disk in one save at its end: for
+        journalling several changes before making any of them (each save is two
+        fsyncs, and a node's disk may be slow: dozens of them took the agent minutes
+        under load). Nothing may be changed inside, only remembered."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+        if not self._deferring and self._unsaved:
+            self.save()
 
     @classmethod
     def open(cls, path: Path | None, backend: Mapping[str, str]) -> StateJournal:
@@ -212,6 +229,10 @@ class StateJournal:
         return None
 
     def save(self) -> None:
+        if self._deferring:
+            self._unsaved = True
+            return
+        self._unsaved = False
         if self.path is None:
             return
         if self.content.empty:

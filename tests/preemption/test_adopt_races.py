@@ -8,6 +8,7 @@ cgroups in test_cgroup_v1.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from preemption import statefile
 from preemption.adopt import Adopter
 from preemption.cgroups.base import Cgroup
 from preemption.cgroups.v1 import CONTROLLERS, V1Backend
@@ -110,3 +112,38 @@ def test_the_groups_processes_are_those_of_every_controller(tmp_path: Path) -> N
     (tmp_path / "cpu" / GROUP / "cgroup.procs").write_text("100\n")
     (tmp_path / "memory" / GROUP / "cgroup.procs").write_text("100\n101\n")
     assert sorted(backend.pids(group)) == [100, 101]
+
+
+def test_every_move_is_on_disk_before_the_first_in_one_save(
+    tmp_path: Path, sleepers: Callable[[], ProcessInfo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The adopted group and the three moves reach the disk in one write (each write
+    is two fsyncs; dozens of them took an agent minutes on a busy node), before any
+    move is made."""
+    backend = layout(tmp_path)
+    state = tmp_path / "state.json"
+    journal = StateJournal.open(state, backend.describe())
+    processes = [sleepers() for _ in range(3)]
+    for process in processes:
+        place(tmp_path, process.pid, dict.fromkeys(CONTROLLERS, NM))
+    on_disk_at_moves: list[set[int]] = []
+    real_move = backend.move
+
+    def move(pid: int, group: Cgroup) -> None:
+        on_disk_at_moves.append({m["pid"] for m in json.loads(state.read_text())["moved"]})
+        real_move(pid, group)
+
+    monkeypatch.setattr(backend, "move", move)
+    writes: list[str] = []
+    real_write = statefile.write_atomically
+
+    def write(path: Path, text: str) -> None:
+        writes.append(text)
+        real_write(path, text)
+
+    monkeypatch.setattr(statefile, "write_atomically", write)
+    Adopter(backend, journal, "yarn-adapt").adopt(CID, processes)
+    pids = {p.pid for p in processes}
+    assert len(on_disk_at_moves) == 3 and all(seen == pids for seen in on_disk_at_moves)
+    [written] = writes
+    assert json.loads(written)["adopted"] == [GROUP]
