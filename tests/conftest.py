@@ -145,11 +145,24 @@ def _cluster_baseline(request: pytest.FixtureRequest) -> Iterator[None]:
         raise
 
 
+MEASURING_VARIANTS = frozenset({"colocation_cluster"})  # CPUs pinned, latency measured
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark cluster tests ``yarn``; run plain tests first, then each variant together."""
+    """Mark cluster tests ``yarn``; run plain tests first, then each variant together.
+
+    Under pytest-xdist (``tests/run``) each variant's tests stay on one worker (the
+    ``xdist_group`` of its name), so a worker runs one cluster at a time; the tests of a
+    measuring variant are marked ``alone`` and run after the others, one at a time.
+    """
     for item in items:
-        if cluster_fixture_of(item) is not None:
-            item.add_marker(pytest.mark.yarn)
+        name = cluster_fixture_of(item)
+        if name is None:
+            continue
+        item.add_marker(pytest.mark.yarn)
+        item.add_marker(pytest.mark.xdist_group(name))
+        if name in MEASURING_VARIANTS:
+            item.add_marker(pytest.mark.alone)
 
     def group(item: pytest.Item) -> int:
         name = cluster_fixture_of(item)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from yarn_adapt.bench.sim_fidelity import (
     Scenario,
     SleepApp,
@@ -11,6 +13,8 @@ from yarn_adapt.bench.sim_fidelity import (
 )
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.sim.calibration import RECORDED_OVERHEADS, estimate_overheads
+
+pytestmark = pytest.mark.alone  # the RM's timings against the simulator's
 
 TINY = Scenario(
     "tiny",

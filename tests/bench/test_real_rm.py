@@ -167,6 +167,7 @@ def test_cases_whose_pick_misses_come_first_and_ties_are_left_out(
     assert len(real_rm_cases([hit, tied, miss], count=1)) == 1
 
 
+@pytest.mark.alone  # the RM's timings under two configurations
 def test_one_case_on_the_real_rm_under_two_configurations(capacity_cluster: MiniCluster) -> None:
     """Queue q1 alone: a sixth of the cluster against five sixths decides
     how long its apps wait; both the RM and the simulator say so."""

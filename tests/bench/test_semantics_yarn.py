@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
 
+import pytest
+
 from yarn_adapt.bench.sim_fidelity import (
     AGREE_MAX_REL_ERR,
     RealRun,
@@ -22,6 +24,8 @@ from yarn_adapt.bench.sim_fidelity import (
 )
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.sim.calibration import RECORDED_OVERHEADS
+
+pytestmark = pytest.mark.alone  # the RM's timings against the simulator's
 
 # One user may hold about a tenth of the 8 GiB node (user-limit-factor 1): an AM and
 # a container or two; two users each get their own share.

@@ -47,7 +47,7 @@ from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from .conftest import CONTROLLERS, Replay, remove_tree
 from .factories import ISOLATION_OFF, RECORDED_NM
 
-pytestmark = [pytest.mark.yarn, pytest.mark.slow]
+pytestmark = [pytest.mark.yarn, pytest.mark.slow, pytest.mark.alone]  # CPU measured
 BURNER = Path(__file__).with_name("ds_burner.py")
 GRACE_S = 6.0
 STEADY_WORK_S = 4.0
