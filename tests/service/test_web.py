@@ -231,3 +231,20 @@ def test_the_audit_log_is_one_log_of_four_kinds(client: FlaskClient, service: Se
     reply = client.get("/api/audit?kind=guards")
     assert reply.status_code == 400
     assert "unknown audit kind 'guards'" in reply.get_json()["error"]
+
+
+def test_only_the_proposal_running_now_offers_a_rollback(
+    client: FlaskClient, service: Service
+) -> None:
+    assert client.post("/api/proposals/1/approve", headers=AUTH).status_code == 200
+    assert "rollback" in client.get("/api/proposals/1").get_json()["actions"]
+    assert client.post("/api/versions/1/revert", headers=AUTH).status_code == 200
+    assert client.post("/api/proposals/2/approve", headers=AUTH).status_code == 200
+    # proposal 1 is still "applied", but proposal 2 replaced it: the desk refuses its
+    # rollback, so neither the API nor the page offers one
+    first = client.get("/api/proposals/1").get_json()
+    assert first["state"] == "applied" and "rollback" not in first["actions"]
+    assert "rollback" in client.get("/api/proposals/2").get_json()["actions"]
+    sign_in(client)
+    page = client.get("/proposals/1").get_data(as_text=True)
+    assert 'value="rollback"' not in page and "rollback" not in page.split('id="actions"')[1][:400]

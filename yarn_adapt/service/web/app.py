@@ -343,7 +343,7 @@ def _limit() -> int:
 def _detail(service: Service, proposal_id: int) -> dict[str, Any]:
     store = service.store
     proposal = store.proposal(proposal_id)
-    return proposal_detail(
+    detail = proposal_detail(
         proposal,
         store.realized(proposal_id),
         store.applies(proposal_id=proposal_id),
@@ -352,6 +352,10 @@ def _detail(service: Service, proposal_id: int) -> dict[str, Any]:
         store.origins().get(proposal_id),
         store.prediction_errors(),
     )
+    latest = store.latest_applied()
+    if latest is None or latest.id != proposal_id:  # as the desk: only what runs now
+        detail["actions"] = [a for a in detail["actions"] if a != "rollback"]
+    return detail
 
 
 # --------------------------------------------------------------------------- pages
