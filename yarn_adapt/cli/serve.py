@@ -20,7 +20,12 @@ from yarn_adapt.errors import YarnUnavailable
     metavar="TOML",
     help="yarn-adapt.toml (see conf/yarn-adapt.toml).",
 )
-@click.option("--once", is_flag=True, help="Run one round, print it as JSON and exit.")
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Run one configurator round, print it as JSON and exit (no guard cycle: on "
+    "exit the guard gives every node back, so it acts only in the running service).",
+)
 @click.option(
     "--public",
     is_flag=True,
