@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from preemption.settings import load_agent_settings
+from preemption.targets import ServiceTarget
+from tests.colocation.test_guard_loop import Clock, _guard
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.testbed import run as testbed
-from yarn_adapt.testbed.agents import AgentPlan, NodeAgent, parse_counts
+from yarn_adapt.testbed.agents import AgentPlan, NodeAgent, ReclaimEndpoint, parse_counts
 
 PLAN = AgentPlan(
     interval_s=0.5, strategy="NTF", per_task_millicores=150, step_millicores=50,
@@ -71,3 +73,17 @@ def test_the_guards_policy_is_an_option_and_a_wrong_one_is_one_line() -> None:
     assert testbed.TestbedResult(paper).summary()["policy"] == "toposch-paper"
     with pytest.raises(SettingsError, match="policy 'rank': one of slack, toposch-paper"):
         testbed.options_from(True, 0, {"policy": "rank"})
+
+
+def test_the_testbeds_endpoint_takes_an_agents_report(tmp_path: Path) -> None:
+    """The testbed serves the service's agent routes over its own guard: a real
+    agent's poll sends its report there too."""
+    guard = _guard(Clock())
+    endpoint = ReclaimEndpoint(guard, "operator-token", tmp_path / "service.db")
+    try:
+        agent = ServiceTarget(endpoint.url, "a:1", endpoint.agent_token("a:1"))
+        agent.report(["node a:1 at 12:00:00: trusted"])
+        assert agent.current().problem is None  # nothing asked yet: a 404, no problem
+        assert endpoint.step.reports["a:1"].lines == ("node a:1 at 12:00:00: trusted",)
+    finally:
+        endpoint.close()

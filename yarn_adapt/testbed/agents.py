@@ -55,6 +55,7 @@ from yarn_adapt.service.store import Store
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
+    from yarn_adapt.service.guard import AgentReport
     from yarn_adapt.service.service import Service
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,14 @@ TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"  # preemption.settings.TOKEN_ENV
 
 @dataclass
 class _GuardStepView:
-    """What the service's routes read of its ``GuardStep``: the guard."""
+    """What the service's routes read of its ``GuardStep``: the guard, and where an
+    agent's report goes (kept, newest per node, as the service keeps them)."""
 
     guard: ColocationGuard
+    reports: dict[str, AgentReport] = field(default_factory=dict)
+
+    def note_agent_report(self, node: str, report: AgentReport) -> None:
+        self.reports[node] = report
 
 
 @dataclass
@@ -98,7 +104,8 @@ class ReclaimEndpoint:
         app = Flask("yarn-adapt-testbed")
         app.extensions["yarn_adapt_throttle"] = LoginThrottle()
         self.store = Store(database)
-        service = _ServiceView(_GuardStepView(guard), token, self.store)
+        self.step = _GuardStepView(guard)
+        service = _ServiceView(self.step, token, self.store)
         app.register_blueprint(guard_blueprint(cast("Service", service)))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
