@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from tests.colocation.factories import NOW_S, qos, risk
 from tests.colocation.test_edges import FixedRisk
 from tests.service.factories import settings_for
+from yarn_adapt.colocation import metricslatency
 from yarn_adapt.colocation.metricslatency import (
     MetricsLatency,
     MetricsProblem,
@@ -200,3 +201,13 @@ def _body(requests: int) -> str:
         f'{HISTOGRAM}_bucket{{le="+Inf"}} {requests}\n'
         f"{HISTOGRAM}_count {requests}\n"
     )
+
+
+def test_an_endpoint_that_answers_too_much_is_one_line(
+    endpoint: tuple[str, Histogram], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, latency = endpoint
+    latency.labels("/cart").observe(0.01)
+    monkeypatch.setattr(metricslatency, "MAX_BODY_BYTES", 100)
+    reading = source(url).read(NOW_S)
+    assert reading.problem == f"latency of frontend from {url}: answered more than 100 bytes"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import requests
+import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 
 from yarn_adapt.colocation.model import QosReading
@@ -117,14 +118,22 @@ class Endpoint:
 Fetch = Callable[[str, float], str]
 
 
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a metrics page is kilobytes; more is not one
+
+
 def http_fetch(url: str, timeout_s: float) -> str:
     try:
-        response = requests.get(url, timeout=timeout_s, headers={"Accept": "text/plain"})
-    except requests.RequestException as exc:
+        with requests.get(
+            url, timeout=timeout_s, headers={"Accept": "text/plain"}, stream=True
+        ) as response:
+            if response.status_code != 200:
+                raise MetricsProblem(f"answered HTTP {response.status_code}")
+            body = response.raw.read(MAX_BODY_BYTES + 1, decode_content=True)
+    except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
         raise MetricsProblem(f"cannot be read ({exc.__class__.__name__})") from exc
-    if response.status_code != 200:
-        raise MetricsProblem(f"answered HTTP {response.status_code}")
-    return response.text
+    if len(body) > MAX_BODY_BYTES:
+        raise MetricsProblem(f"answered more than {MAX_BODY_BYTES} bytes")
+    return body.decode("utf-8", errors="replace")
 
 
 class MetricsLatency:
