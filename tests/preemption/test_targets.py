@@ -180,10 +180,8 @@ def test_the_token_is_never_shown() -> None:
     assert TOKEN not in repr(ServiceTarget("http://x", NODE, TOKEN))
 
 
-def test_the_agent_counts_bad_answers_and_keeps_running(
-    service: tuple[str, Answers], tmp_path: Path
-) -> None:
-    url, answers = service
+def service_agent(url: str, tmp_path: Path) -> Agent:
+    """An agent in service mode polling ``url`` every tick, on a v2 tree in ``tmp_path``."""
     settings = agent_settings_from_mapping(
         {"agent": {"mode": "service", "node_id": NODE, "state_file": str(tmp_path / "s.json")},
          "service": {"url": url, "poll_interval_s": 0.0},
@@ -198,7 +196,14 @@ def test_the_agent_counts_bad_answers_and_keeps_running(
         nodemanager=ListedBy(os.getpid()),
         metrics=AgentMetrics(),
     )
-    agent = Agent(settings, parts)
+    return Agent(settings, parts)
+
+
+def test_the_agent_counts_bad_answers_and_keeps_running(
+    service: tuple[str, Answers], tmp_path: Path
+) -> None:
+    url, answers = service
+    agent = service_agent(url, tmp_path)
     answers.body = "{broken"
     for _ in range(3):
         agent.tick()
@@ -236,21 +241,7 @@ def test_the_agent_reports_what_it_does_with_its_next_poll(
     service: tuple[str, Answers], tmp_path: Path
 ) -> None:
     url, answers = service
-    settings = agent_settings_from_mapping(
-        {"agent": {"mode": "service", "node_id": NODE, "state_file": str(tmp_path / "s.json")},
-         "service": {"url": url, "poll_interval_s": 0.0},
-         "discovery": {"source": "cgroup", "cgroup_version": "v2",
-                       "cgroup_root": str(tmp_path)}},
-    )  # fmt: skip
-    backend = V2Backend(tmp_path)
-    parts = AgentParts(
-        backend=backend,
-        journal=StateJournal.open(tmp_path / "s.json", backend.describe()),
-        target=ServiceTarget(url, NODE, TOKEN, poll_interval_s=0.0),
-        nodemanager=ListedBy(os.getpid()),
-        metrics=AgentMetrics(),
-    )
-    agent = Agent(settings, parts)
+    agent = service_agent(url, tmp_path)
     agent.tick()
     assert answers.reports == []  # the first poll comes before there is anything to say
     agent.tick()

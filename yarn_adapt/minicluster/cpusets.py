@@ -106,7 +106,11 @@ def weight_group_for(cluster_root: Path) -> Path:
 
 def create_weight_group(cluster_root: Path, shares: int) -> Path:
     """A ``cpu`` group with ``cpu.shares`` = ``shares`` (1024 is one ordinary task)."""
-    group = weight_group_for(cluster_root)
+    return _cpu_group(weight_group_for(cluster_root), shares)
+
+
+def _cpu_group(group: Path, shares: int) -> Path:
+    """``group`` made (if need be) with ``cpu.shares`` = ``shares``."""
     try:
         group.mkdir(exist_ok=True)
         _write(group / "cpu.shares", str(shares))
@@ -124,12 +128,7 @@ def control_group_for(cluster_root: Path) -> Path:
 def control_plane(cluster_root: Path, shares: int, pids: Sequence[int]) -> Iterator[Path]:
     """``pids`` (and every process they start meanwhile) in a ``cpu`` group of weight
     ``shares``; afterwards each goes back to the ``cpu`` group it came from."""
-    group = control_group_for(cluster_root)
-    try:
-        group.mkdir(exist_ok=True)
-        _write(group / "cpu.shares", str(shares))
-    except OSError as exc:
-        raise MiniClusterError(f"cannot create the cpu cgroup {group}: {exc}") from exc
+    group = _cpu_group(control_group_for(cluster_root), shares)
     origins = {pid: _cpu_group_of(pid) for pid in pids}
     try:
         for pid in pids:
