@@ -210,7 +210,13 @@ def test_serve_once_runs_a_round_against_the_rm_and_keeps_a_private_token(
     assert main(["serve", "--config", str(config), "--once"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["status"] == "done"
-    assert report["decisions"][0]["kind"] == "no-new-submissions"  # an idle cluster
+    # An idle cluster: nothing to tune. The cluster serves the whole session, so jobs
+    # of earlier tests may have finished on it: this first round then counts them as
+    # submitted and finished before it looked (which of the two depends on test order).
+    assert [d["kind"] for d in report["decisions"]] in (
+        ["no-new-submissions"],
+        ["nothing-pending"],
+    ), report["decisions"]
     assert set(report["timings_s"]) >= {"observe", "propose", "record"}
     token = state / "token"
     assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text().strip()) >= 32
