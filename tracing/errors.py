@@ -12,6 +12,8 @@ are translated into this tree in one place too (``tracing/redisconn.py``).
     │                                     "<file>: <record or line>: <problem>"
     ├── StoreError                        the Redis trace store failed
     │   └── StoreUnavailable (+ConnectionError)   Redis does not answer
+    ├── ReceiverError                     the OTLP receiver cannot start (its port,
+    │                                     its TLS certificate)
     └── TraceNotFound (+KeyError)         no stored trace has that id
 """
 
@@ -42,6 +44,10 @@ class StoreError(TracingError):
 
 class StoreUnavailable(StoreError, ConnectionError):
     """Redis does not answer (down, refused, timed out, wrong password)."""
+
+
+class ReceiverError(TracingError):
+    """The OTLP receiver cannot start: its port is taken, its certificate unreadable."""
 
 
 class TraceNotFound(TracingError, KeyError):
