@@ -20,6 +20,7 @@ from yarn_adapt.service.intervals import (
     Calibration,
     PredictionLedger,
     RoundPrediction,
+    log_ratio_spread,
     normal_quantile,
     t_quantile,
 )
@@ -121,3 +122,14 @@ def test_a_proposal_left_unapplied_is_checked_as_the_running_configuration() -> 
     ledger.record([RoundPrediction(0.0, "root", ("a",), 90.0, 60.0, (80.0, 100.0), None, proposed)])
     [checked] = ledger.observe([_job("a", 0.0, 95.0)], current, 60.0)
     assert checked.config == "running" and checked.predicted_s == 90.0 and checked.inside
+
+
+def test_the_spread_of_checked_log_ratios_is_reported_over_every_run() -> None:
+    found = log_ratio_spread([(0.1, -0.1), (0.3,), ()])
+    assert found["prediction_log_error_mean_ratio"] == pytest.approx(0.1, abs=1e-3)
+    assert found["prediction_log_error_sd_ratio"] == pytest.approx(0.2, abs=1e-3)
+    too_few = log_ratio_spread([(0.2,)])
+    assert too_few == {
+        "prediction_log_error_mean_ratio": 0.2,
+        "prediction_log_error_sd_ratio": None,
+    }

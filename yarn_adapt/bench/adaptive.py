@@ -52,7 +52,9 @@ Protocol.
   of checked predictions whose jobs' realised mean fell inside the range,
   ``interval_coverage_calibrated`` the same over those ranged from checks
   (``ranges_checked``, ``ranges_calibrated``: how many); none with the forecast, whose
-  hypothetical jobs never realise.
+  hypothetical jobs never realise. ``prediction_log_error_mean_ratio`` and
+  ``prediction_log_error_sd_ratio`` (of ``log(realised / predicted)`` over every check) are
+  what a range's prior should assume before a service has checks of its own.
 * Google (§4.5.2, paper 1.94x): the same comparison on a multi-group cluster,
   group level and cluster level (the DP), replaying a Google 2011 trace --
   :mod:`yarn_adapt.bench.google_cluster`; its figures are the ``google_*`` keys
@@ -77,7 +79,7 @@ from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
 from yarn_adapt.progress import report
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.intervals import PredictionLedger, RoundPrediction
+from yarn_adapt.service.intervals import PredictionLedger, RoundPrediction, log_ratio_spread
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.sim import (
     ClusterSpec,
@@ -340,6 +342,7 @@ def adaptive_latency(
         _errors(simulated, predictions),
         ledger.coverage(),
         ledger.coverage(calibrated_only=True),
+        tuple(c.log_ratio for c in ledger.checks if c.predicted_s > 0),
     )
 
 
@@ -381,6 +384,7 @@ class TunedRun:
     errors: tuple[float, ...]
     ranges: tuple[int, int] = (0, 0)  # predictions inside their likely range, of checked
     calibrated: tuple[int, int] = (0, 0)  # the same, of those ranged from checks
+    log_ratios: tuple[float, ...] = ()  # log(realised / predicted) of this run's checks
 
 
 def _errors(
@@ -440,6 +444,7 @@ class Row:
     errors: tuple[float, ...] = ()
     ranges: tuple[int, int] = (0, 0)
     calibrated: tuple[int, int] = (0, 0)
+    log_ratios: tuple[float, ...] = ()
 
     @property
     def vs_best_static(self) -> float:
@@ -483,6 +488,7 @@ def run_scenario(
                 tuned.errors,
                 tuned.ranges,
                 tuned.calibrated,
+                tuned.log_ratios,
             )
         )
         log.info("%s", rows[-1])
@@ -535,6 +541,7 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     held, calibrated = sum(r.calibrated[0] for r in rows), sum(r.calibrated[1] for r in rows)
     found["interval_coverage_calibrated"] = round(held / calibrated, 3) if calibrated else None
     found["ranges_calibrated"] = calibrated
+    found.update(log_ratio_spread(r.log_ratios for r in rows))
     found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3) if rows else None
     return found
 

@@ -35,7 +35,7 @@ from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
 from yarn_adapt.service.backend import FinishedJob, Observed
 from yarn_adapt.service.checking import ProposalError, check_proposal, proposal_errors
-from yarn_adapt.service.intervals import PredictionLedger, population_by_group
+from yarn_adapt.service.intervals import PredictionLedger, log_ratio_spread, population_by_group
 from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.realized import group_of_queue
 from yarn_adapt.service.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
@@ -426,6 +426,8 @@ def judged_so_far(service: Service, rounds: int) -> dict[str, Any]:
         decisions=decision_counts(service),
         complete=False,
     )
+    ledger = ledger_of(service)  # range_hits above checked it up to now
+    found.update(log_ratio_spread([ledger.log_ratios()] if ledger is not None else []))
     return found
 
 

@@ -169,6 +169,16 @@ def with_ranges(
     return tuple(found)
 
 
+def log_ratio_spread(runs: Iterable[Sequence[float]]) -> dict[str, float | None]:
+    """The mean and standard deviation of every checked log ratio (None under two)."""
+    ratios = [r for run in runs for r in run]
+    enough = len(ratios) >= 2
+    return {
+        "prediction_log_error_mean_ratio": round(statistics.fmean(ratios), 3) if ratios else None,
+        "prediction_log_error_sd_ratio": round(statistics.stdev(ratios), 3) if enough else None,
+    }
+
+
 # --------------------------------------------------------------------------- the ledger
 
 
