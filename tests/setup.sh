@@ -8,6 +8,7 @@
 #   - a C compiler and Python's headers, and the simulator's compiled core built from
 #     the current sources (python -m yarn_adapt.sim.native --if-stale)
 #   - the Hadoop jars of tests/hadoop/pom.xml, resolved once into ~/.cache/yarn-adapt
+#   - the OpenTelemetry Java SDK's jars of tests/tracing/java/pom.xml, likewise
 #
 # Idempotent: anything already present is left alone, so a second run takes seconds.
 # Quiet on success; on failure it prints the failing step's output and exits non-zero.
@@ -108,6 +109,9 @@ main() {
     "$python" -m yarn_adapt.sim.native --if-stale
   quietly "resolving the Hadoop jars (tests/hadoop/pom.xml)" \
     "$python" -c "from yarn_adapt.minicluster import resolve_hadoop_jars; resolve_hadoop_jars()"
+  quietly "resolving the OpenTelemetry Java SDK's jars (tests/tracing/java/pom.xml)" \
+    "$python" -c "import sys, pathlib, yarn_adapt.minicluster.jars as jars
+jars.resolve_maven_jars(pathlib.Path(sys.argv[1]))" "$repo/tests/tracing/java/pom.xml"
 }
 
 main

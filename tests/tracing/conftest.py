@@ -62,6 +62,16 @@ def client(store_config: RedisConfig) -> Iterator[redis.Redis]:
     connection.close()
 
 
+@pytest.fixture
+def settings_file(tmp_path: Path, store_config: RedisConfig) -> Path:
+    """A yarn-adapt.toml whose [tracing] section names the test's store."""
+    path = tmp_path / "yarn-adapt.toml"
+    path.write_text(
+        f'[tracing]\nredis_url = "{store_config.url}"\nprefix = "{store_config.prefix}"\n'
+    )
+    return path
+
+
 def span(
     span_id: str,
     parent: str | None,

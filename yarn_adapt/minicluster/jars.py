@@ -5,7 +5,8 @@ dependency:copy-dependencies`` copies every runtime jar into one flat directory 
 per-user cache, so the whole classpath of every daemon, client and container is
 ``<conf dir>:<lib dir>/*``. Resolution runs once; a stamp holding the pom's digest
 marks a complete copy, so editing the pom re-resolves and an interrupted copy is
-never mistaken for a finished one.
+never mistaken for a finished one. :func:`resolve_maven_jars` does the same for any
+pom (the OpenTelemetry Java SDK's, tests/tracing/java/pom.xml).
 """
 
 from __future__ import annotations
@@ -85,26 +86,45 @@ def resolve_hadoop_jars(pom: Path | None = None, cache: Path | None = None) -> H
     pom = pom or default_pom()
     version = hadoop_version(pom)
     home = (cache or cache_root()) / f"hadoop-{version}"
-    jars = HadoopJars(version=version, lib_dir=home / "lib")
-    digest = hashlib.sha256(_read_pom(pom).encode()).hexdigest()
+    return HadoopJars(version=version, lib_dir=resolve_maven_jars(pom, home))
+
+
+def resolve_maven_jars(pom: Path, home: Path | None = None) -> Path:
+    """The runtime jars of ``pom`` in one directory, ``<home>/lib``, copied from Maven
+    first unless the stamp there holds the pom's digest. ``home``: by default the
+    cache's folder named after the pom's own ``artifactId``."""
+    text = _read_pom(pom)
+    home = home or cache_root() / _artifact_id(pom, text)
+    lib_dir = home / "lib"
+    digest = hashlib.sha256(text.encode()).hexdigest()
     stamp = home / STAMP_NAME
     if _stamp_matches(stamp, digest):
-        return jars
+        return lib_dir
     home.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(home / ".lock"):
         if not _stamp_matches(stamp, digest):
-            _copy_dependencies(pom, jars.lib_dir)
+            _copy_dependencies(pom, lib_dir)
             stamp.write_text(digest + "\n")
-    return jars
+    return lib_dir
 
 
 def _read_pom(pom: Path) -> str:
     try:
         return pom.read_text()
     except OSError as exc:
-        raise MiniClusterError(
-            f"{pom}: cannot read the Hadoop pom ({exc.strerror}); set {POM_ENV}"
-        ) from exc
+        hint = f"; set {POM_ENV}" if pom == default_pom() else ""
+        raise MiniClusterError(f"{pom}: cannot read the pom ({exc.strerror}){hint}") from exc
+
+
+def _artifact_id(pom: Path, text: str) -> str:
+    """The project's ``artifactId``: the first one outside ``<parent>``."""
+    found = re.search(r"<artifactId>\s*([\w.-]+)\s*</artifactId>", _PARENT.sub("", text))
+    if found is None:
+        raise MiniClusterError(f"{pom}: no <artifactId>")
+    return found.group(1)
+
+
+_PARENT = re.compile(r"<parent>.*?</parent>|<!--.*?-->", re.DOTALL)
 
 
 def _stamp_matches(stamp: Path, digest: str) -> bool:
