@@ -67,6 +67,9 @@ def test_two_nodemanagers_register_and_stop_twice_leaves_nothing() -> None:
         cannot_start(exc.one_line())
     root = cluster.root
     assert len(cluster.node_ids()) == 2
+    # the RM's node-attribute store is the cluster's own, not /tmp/hadoop-yarn-<user>'s
+    # (which every RM on the machine would share: one's transition to active failed)
+    assert (root / "tmp" / "node-attribute").is_dir()
     metrics = cluster.rm_get("metrics")["clusterMetrics"]
     assert (metrics["totalMB"], metrics["totalVirtualCores"]) == (4096, 4)
     cluster.submit_sleep_app("a", containers=2, sleep_s=600)

@@ -61,9 +61,16 @@ def application_classpath(layout: ClusterLayout, jars: HadoopJars) -> str:
 
 
 def core_site(layout: ClusterLayout) -> dict[str, str]:
+    """Where a cluster's daemons keep their files: all under its own directory. (The
+    RM's node-attribute and node-label stores default to /tmp/hadoop-yarn-<user>/,
+    whatever hadoop.tmp.dir says: RMs of clusters started side by side then share one
+    store, and one RM's transition to active failed on the other's files. YARN reads
+    them from core-site too, and every daemon of every variant reads this one.)"""
     return {
         "fs.defaultFS": "file:///",
         "hadoop.tmp.dir": str(layout.tmp_dir),
+        "yarn.node-attribute.fs-store.root-dir": (layout.tmp_dir / "node-attribute").as_uri(),
+        "yarn.node-labels.fs-store.root-dir": (layout.tmp_dir / "node-labels").as_uri(),
     }
 
 
