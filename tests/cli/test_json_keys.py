@@ -129,6 +129,24 @@ def _guard_status(env: Env) -> list[object]:
         service.close()
 
 
+def _doctor(env: Env) -> list[object]:
+    """The RM alone (the guard not enabled: exit 0), then every piece (enabled, with a
+    real Redis and no service listening, so not every piece is ok: exit 1)."""
+    documents = []
+    for enabled, code in ((False, 0), (True, 1)):
+        config = env.tmp / f"doctor-{enabled}.toml"
+        config.write_text(
+            f'[state]\ndir = "{env.tmp / "state"}"\n[yarn]\nrm = ["{env.rm_url}"]\n'
+            f'retries = 0\n[tracing]\nredis_url = "{env.redis_url}"\nprefix = "doctor"\n'
+            f"[http]\nport = 1\n[colocation]\nenabled = {str(enabled).lower()}\n"
+            'qos_targets = ["frontend=100"]\n'
+        )
+        config.chmod(0o600)
+        assert main(["doctor", "--config", str(config), "--json"]) == code
+        documents.append(json.loads(env.capsys.readouterr().out))
+    return documents
+
+
 def _tokens(kind: str, subject: str) -> Callable[[Env], list[object]]:
     def run(env: Env) -> list[object]:
         config = ["--config", str(env.toml), "--json"]
@@ -189,6 +207,7 @@ RUNNERS: dict[str, Callable[[Env], list[object]]] = {
         )
     ],
     "bench": lambda env: [env.json(["bench", "--list", "--json"])],
+    "doctor": _doctor,
     "config diff": lambda env: [
         env.json(
             [

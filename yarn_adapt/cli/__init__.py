@@ -104,6 +104,7 @@ def _register_commands() -> None:
     from yarn_adapt.cli.apply import apply_command, recover_command
     from yarn_adapt.cli.config import config_group
     from yarn_adapt.cli.demo import demo_command
+    from yarn_adapt.cli.doctor import doctor_command
     from yarn_adapt.cli.guard import guard_group
     from yarn_adapt.cli.observe import observe_command
     from yarn_adapt.cli.operator_token import operator_token_group
@@ -128,6 +129,7 @@ def _register_commands() -> None:
         agent_token_group,
         operator_token_group,
         guard_group,
+        doctor_command,
     ):
         cli.add_command(command)
 
