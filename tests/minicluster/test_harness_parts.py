@@ -12,6 +12,7 @@ from lxml import etree
 
 from yarn_adapt.minicluster import MiniClusterSpec
 from yarn_adapt.minicluster.confgen import site_xml, yarn_site
+from yarn_adapt.minicluster.ha import java_failure
 from yarn_adapt.minicluster.jars import HadoopJars, hadoop_version, java_major
 from yarn_adapt.minicluster.layout import ClusterLayout, Ports
 from yarn_adapt.minicluster.processes import kill_marked_processes
@@ -170,3 +171,20 @@ def test_sweep_kills_processes_carrying_the_marker(tmp_path: Path) -> None:
     finally:
         marked.kill()
         marked.wait()
+
+
+def test_a_failed_java_command_is_told_by_its_exceptions_not_its_stack_tail() -> None:
+    stderr = (
+        "transitionToActive: failed\n"
+        "org.apache.hadoop.ha.ServiceFailedException: RM could not transition to Active\n"
+        + "\tat org.apache.hadoop.Some.frame(Some.java:1)\n"
+        * 40
+        + "Caused by: java.io.IOException: Mkdirs failed to create /tmp/node-attribute\n"
+        "\tat org.apache.hadoop.fs.Store.init(Store.java:2)\n"
+    )
+    told = java_failure(stderr)
+    assert told == (
+        "org.apache.hadoop.ha.ServiceFailedException: RM could not transition to Active | "
+        "Caused by: java.io.IOException: Mkdirs failed to create /tmp/node-attribute"
+    )
+    assert java_failure("no such command\n") == "no such command"

@@ -256,7 +256,7 @@ class HAResourceManagerPair:
         flag = {"active": "-transitionToActive", "standby": "-transitionToStandby"}[to]
         done = self.rmadmin(flag, rm_id)
         if done.returncode != 0:
-            raise MiniClusterError(f"rmadmin {flag} {rm_id} failed: {done.stderr.strip()[-300:]}")
+            raise MiniClusterError(f"rmadmin {flag} {rm_id} failed: {java_failure(done.stderr)}")
         self.wait_for_state(rm_id, to.upper())
 
     def fail_over(self, from_id: str, to_id: str) -> None:
@@ -272,3 +272,14 @@ class HAResourceManagerPair:
         env = marked_env(self._root(), {"HADOOP_CONF_DIR": str(java.layout.conf_dir)})
         return subprocess.run(command, capture_output=True, text=True, env=env,
                               timeout=ADMIN_TIMEOUT_S, check=False)  # fmt: skip
+
+
+def java_failure(stderr: str) -> str:
+    """What a failed Java command says went wrong: the exception lines (a stack trace's
+    ``Caused by:`` lines name the cause, its tail only where it was thrown), else the
+    output's last 300 characters."""
+    causes = [
+        line.strip() for line in stderr.splitlines()
+        if ("Exception" in line or "Error" in line) and not line.lstrip().startswith("at ")
+    ]  # fmt: skip
+    return " | ".join(causes)[-600:] if causes else stderr.strip()[-300:]
