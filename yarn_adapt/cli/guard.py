@@ -19,20 +19,12 @@ service's own from ``--config`` (``[http] public_url``, else ``[http] host`` and
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import click
 
-from yarn_adapt.errors import YarnAdaptError
-
-DEFAULT_URL = "http://127.0.0.1:8765"
-WILDCARDS = frozenset({"0.0.0.0", "::", "[::]", ""})
-
-
-class GuardStatusUnavailable(YarnAdaptError):
-    """The service could not be asked for its guard's status."""
+from yarn_adapt.service.guard_client import DEFAULT_URL, fetch_status, service_url
 
 
 @click.group("guard")
@@ -70,39 +62,7 @@ def _service_url(config_path: Path | None) -> str:
         return DEFAULT_URL
     from yarn_adapt.service.settings import load_settings
 
-    http = load_settings(config_path).http
-    if http.public_url:
-        return http.public_url
-    host = "127.0.0.1" if http.host in WILDCARDS else http.host
-    host = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"http://{host}:{http.port}"
-
-
-def fetch_status(base: str, timeout_s: float) -> dict[str, Any]:
-    """``GET {base}/api/guard``; a one-line error naming the address when it fails."""
-    import requests
-
-    where = base.rstrip("/") + "/api/guard"
-    try:
-        reply = requests.get(where, timeout=timeout_s)
-    except requests.RequestException as exc:
-        raise GuardStatusUnavailable(
-            f"{where}: the service cannot be reached ({_reason(exc)})"
-        ) from exc
-    try:
-        body = reply.json()
-    except ValueError:
-        body = None
-    if reply.status_code != 200 or not isinstance(body, dict):
-        error = body.get("error") if isinstance(body, dict) else reply.text[:200]
-        raise GuardStatusUnavailable(f"{where}: HTTP {reply.status_code}: {error}")
-    return body
-
-
-def _reason(exc: Exception) -> str:
-    """The operating system's words for a failed connection, else the error's kind."""
-    found = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(exc))
-    return found.group(1).strip() if found else type(exc).__name__
+    return service_url(load_settings(config_path).http)
 
 
 # --------------------------------------------------------------------------- text

@@ -37,7 +37,6 @@ from tracing.errors import TracingError
 from tracing.forest import MISSING_ROOT, Forest, build_forest
 from tracing.redisconn import make_client, store_errors
 from tracing.store import SEGMENT_OVERHEAD_BYTES, TraceStore
-from yarn_adapt.cli.guard import WILDCARDS, GuardStatusUnavailable, fetch_status
 from yarn_adapt.colocation.actuate import NEVER_PREEMPT
 from yarn_adapt.doctor.model import (
     AgentsReading,
@@ -58,7 +57,8 @@ from yarn_adapt.errors import ApplyInProgress, YarnError, YarnHTTPError
 from yarn_adapt.model import Node, NodeState, Resources
 from yarn_adapt.service.backend import http_settings, rm_addresses, scheduler_file
 from yarn_adapt.service.guard import redis_config, store_limits
-from yarn_adapt.service.settings import HttpSection, Settings
+from yarn_adapt.service.guard_client import GuardStatusUnavailable, fetch_status, service_url
+from yarn_adapt.service.settings import Settings
 from yarn_adapt.yarn.apply import ApplySettings
 from yarn_adapt.yarn.http import INFO_PATH
 from yarn_adapt.yarn.parse import parse_cluster_info, parse_node
@@ -352,13 +352,3 @@ def agents_reading(base: str, status: Mapping[str, Any]) -> AgentsReading:
         if isinstance(view, dict) and isinstance(view.get("age_s"), int | float)
     }
     return AgentsReading(base, ages, str(status.get("mode", "unknown")))
-
-
-def service_url(http: HttpSection) -> str:
-    """Where the service listens, as ``guard status --config`` finds it: ``[http]
-    public_url``, else ``host`` and ``port`` (a wildcard host asked on loopback)."""
-    if http.public_url:
-        return http.public_url
-    host = "127.0.0.1" if http.host in WILDCARDS else http.host
-    host = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"http://{host}:{http.port}"
