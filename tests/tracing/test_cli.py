@@ -20,6 +20,7 @@ from tracing.redisconn import Keys, RedisConfig, make_client
 from tracing.store import TraceStore
 from yarn_adapt import bench
 from yarn_adapt.cli import main
+from yarn_adapt.cli.conventions import json_key_problems
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
 
 
@@ -133,8 +134,9 @@ def test_the_bench_runs_a_small_window(
         [
             "bench",
             "trace-risk",
+            "--quick",
             "--set",
-            "traces=150",
+            "traces=150",  # the quick form on fewer traces than its 3,000
             "--set",
             "repeats=1",
             "--set",
@@ -148,6 +150,18 @@ def test_the_bench_runs_a_small_window(
     assert figures["exporter_dropped"] == 0
     for key in ("ingest_spans_per_s", "analyse_s", "redis_mb", "load_s"):
         assert key in figures
+    # the same traces through the OTLP/HTTP receiver, the stream and the worker
+    assert figures["otlp_spans_sent"] == figures["spans_exported"]
+    assert figures["otlp_spans_stored"] == figures["otlp_spans_sent"]
+    assert figures["otlp_spans_rejected"] == 0
+    assert figures["otlp_requests"] >= figures["spans"] / figures["otlp_batch_spans"]
+    assert figures["otlp_spans_per_s"] > 0 and figures["otlp_receive_spans_per_s"] > 0
+    assert figures["otlp_cpu_s"] > 0 and figures["otlp_spans_per_cpu_s"] > 0
+    latencies = [figures[f"otlp_request_{q}_s"] for q in ("p50", "p99", "worst")]
+    assert 0 < figures["otlp_request_mean_s"] <= latencies[-1] and latencies == sorted(latencies)
+    assert figures["otlp_retries"] == 0
+    otlp = {k: v for k, v in figures.items() if k.startswith("otlp_")}
+    assert json_key_problems(otlp) == [] and "otlp_spans_per_s" in figures["gap_to_target"]
 
 
 def test_the_bench_takes_traces_for_scaling_rows(

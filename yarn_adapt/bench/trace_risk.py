@@ -14,19 +14,32 @@ loaded machine inflates less), ``load_s`` (reading the window back from Redis), 
 minus before: the stored traces, the interned names and what is left of the stream;
 ``redis_peak_mb`` is the same with every span still in the stream).
 
+The same traces are then sent again as OpenTelemetry exporters send them, to a real
+OTLP/HTTP receiver on 127.0.0.1 (``otlp_load.py``: protobuf, gzip, 512 spans a request
+per resource, 4 client connections), while an ingest worker polls as the service's
+does: ``otlp_spans_per_s`` is spans over the time from the first request until the
+store holds every span (``otlp_spans_stored``), ``otlp_receive_spans_per_s`` until the
+last answer (beside ``export_spans_per_s``, the built-in exporter's path to the
+stream), ``otlp_request_mean_s`` / ``_p50_s`` / ``_p99_s`` / ``_worst_s`` each request's
+answer time, ``otlp_cpu_s`` / ``otlp_redis_cpu_s`` / ``otlp_spans_per_cpu_s`` the
+receiver's and worker's CPU (the clients' subtracted) and Redis's.
+
 On a shared machine wall times measure the neighbours too, so CPU seconds are reported
 beside them: ``analyse_cpu_s``, and for the ingest the worker's and redis-server's
 (``ingest_cpu_s``, ``ingest_redis_cpu_s``; ``ingest_spans_per_cpu_s`` = spans over
 their sum, which is about the wall rate of the worker and Redis taking turns on an idle
 machine). Anchor: TopoSch needs about 1.6 s and
-126 MB for 30k traces. Targets: analyse_s <= 0.2, redis_mb <= 32, ingest >= 200,000/s.
+126 MB for 30k traces. Targets: analyse_s <= 0.2, redis_mb <= 32, ingest >= 200,000/s,
+otlp_spans_per_s >= 100,000 (issue 26).
 
 Options: ``--quick`` (3,000 traces), ``--seed``, ``--trace FILE`` (any format
 ``trace import`` reads, instead of the generated application), ``--traces N[,N...]``
 (repeatable; or ``--set traces=N[,N...]``: one scaling row per size, the JSON describes
 the last), ``--set repeats=5``,
 ``--set redis_url=URL`` (an existing Redis; a key prefix of its own is used) and
-``--set skew_us=3000``, ``--set error_rate=0.01``.
+``--set skew_us=3000``, ``--set error_rate=0.01``; for the OTLP run ``--set
+otlp_clients=4``, ``--set otlp_batch_spans=512`` and ``--set otlp_quiet_s=0`` (the
+worker's quiet period: any more only adds a wait at the end).
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ from tracing.redisconn import Keys, RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.bench.otlp_load import SDK_BATCH_SPANS, OtlpLoad, measure_otlp, redis_cpu_s
 from yarn_adapt.bench.piggymetrics import AppSettings, PiggyMetrics
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster.redis_server import RedisServer
@@ -60,9 +74,23 @@ from yarn_adapt.progress import report
 
 FULL_TRACES = 30_000
 QUICK_TRACES = 3_000
-TARGETS = {"analyse_s": 0.2, "redis_mb": 32.0, "ingest_spans_per_s": 200_000.0}
+TARGETS = {
+    "analyse_s": 0.2,
+    "redis_mb": 32.0,
+    "ingest_spans_per_s": 200_000.0,
+    "otlp_spans_per_s": 100_000.0,  # issue 26
+}
 ANCHOR = {"analyse_s": 1.6, "redis_mb": 126.0}
-KNOWN = {"traces", "repeats", "redis_url", "skew_us", "error_rate"}
+KNOWN = {
+    "traces",
+    "repeats",
+    "redis_url",
+    "skew_us",
+    "error_rate",
+    "otlp_clients",
+    "otlp_batch_spans",
+    "otlp_quiet_s",
+}
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,7 @@ class _Settings:
     repeats: int
     redis_url: str | None
     app: AppSettings
+    otlp: OtlpLoad
 
 
 @benchmark("trace-risk", "TopoSch tracing: 30k traces through Redis, critical paths and risk")
@@ -86,6 +115,7 @@ def trace_risk(options: BenchOptions) -> BenchResult:
         "analyse_s": round(figures["analyse_s"] - TARGETS["analyse_s"], 4),
         "redis_mb": round(figures["redis_mb"] - TARGETS["redis_mb"], 2),
         "ingest_spans_per_s": round(figures["ingest_spans_per_s"] - TARGETS["ingest_spans_per_s"]),
+        "otlp_spans_per_s": round(figures["otlp_spans_per_s"] - TARGETS["otlp_spans_per_s"]),
     }
     figures["targets"] = TARGETS
     figures["anchor_toposch"] = ANCHOR
@@ -105,11 +135,16 @@ def _settings(options: BenchOptions) -> _Settings:
             skew_us=int(extra.get("skew_us", "3000")),
             error_rate=float(extra.get("error_rate", "0.01")),
         )
+        otlp = OtlpLoad(
+            clients=int(extra.get("otlp_clients", "4")),
+            batch_spans=int(extra.get("otlp_batch_spans", str(SDK_BATCH_SPANS))),
+            quiet_s=float(extra.get("otlp_quiet_s", "0")),
+        )
     except ValueError as exc:
         raise SettingsError(f"trace-risk: {exc}") from exc
     if not sizes or min(sizes) < 1 or repeats < 1:
         raise SettingsError("trace-risk: traces and repeats must be positive")
-    return _Settings(sizes, repeats, extra.get("redis_url"), app)
+    return _Settings(sizes, repeats, extra.get("redis_url"), app, otlp)
 
 
 class _RedisFor:
@@ -148,12 +183,12 @@ def _measure(
     peak = used_memory()
     store = TraceStore(client, config, StoreLimits(retention_s=3600, memory_budget_bytes=1 << 30))
     worker = IngestWorker(store, IngestConfig(quiet_s=0.0, claim_idle_s=60.0))
-    redis_cpu = _redis_cpu_s(client)
+    redis_cpu = redis_cpu_s(client)
     began, cpu = time.perf_counter(), time.process_time()
     counters = worker.drain()
     ingest_s = time.perf_counter() - began
     ingest_cpu_s = time.process_time() - cpu
-    ingest_redis_cpu_s = _redis_cpu_s(client) - redis_cpu
+    ingest_redis_cpu_s = redis_cpu_s(client) - redis_cpu
     client.connection_pool.disconnect()  # a client's buffers are not stored traces
     after = used_memory()
     started = time.perf_counter()
@@ -163,6 +198,8 @@ def _measure(
     walls, cpus, result = _analyse_repeatedly(loaded, window, settings.repeats)
     _check(result, loaded.columns.n_traces)
     client.close()
+    otlp_traces = _traces(size, settings, options)  # the same workload, once more
+    otlp = measure_otlp(url, f"{config.prefix}-otlp", otlp_traces, settings.otlp)
     return {
         "traces": loaded.columns.n_traces,
         "spans": loaded.columns.n_spans,
@@ -191,13 +228,8 @@ def _measure(
         "top_nodes": [
             {"node": n.node, "risk": round(n.normalized, 3)} for n in result.risk.nodes[:3]
         ],
+        **otlp,
     }
-
-
-def _redis_cpu_s(client: redis.Redis) -> float:
-    """CPU seconds the redis-server process has used (INFO cpu)."""
-    info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def _traces(size: int, settings: _Settings, options: BenchOptions) -> Iterator[list[Span]]:
@@ -281,6 +313,8 @@ def _table_row(row: Mapping[str, Any]) -> dict[str, Any]:
         "spans",
         "export_spans_per_s",
         "ingest_spans_per_s",
+        "otlp_spans_per_s",
+        "otlp_request_p99_s",
         "load_s",
         "analyse_s",
         "analyse_s_worst",
