@@ -392,7 +392,9 @@ def static_replay(
 ) -> SimulatedCluster:
     """The same jobs on the same cluster with the same simulator options under the
     starting configuration (the demo's scheduler file, untouched), simulated in the
-    same segments as far as ``cluster`` got; ``on_segment(done, total)`` after each."""
+    same segments as far as ``cluster`` got (the co-location half cuts each round's
+    into guard periods) and with the same node totals at the same times;
+    ``on_segment(done, total)`` after each round's worth."""
     config = read_scheduler_document(demo_scheduler_file(options.scheduler)).config
     replay = Workload(tuple(cluster.specs.values()), "the demo's replay, untuned")
     # the node totals the guard set, at the same times: the twin differs in its
@@ -401,11 +403,12 @@ def static_replay(
                             capacity_plan=cluster.capacity_log)  # fmt: skip
     total = max(1, math.ceil(cluster.elapsed_s / options.step_s - 1e-9))
     done = 0
-    while twin.elapsed_s < cluster.elapsed_s - 1e-6:
-        twin.advance(min(options.step_s, cluster.elapsed_s - twin.elapsed_s))
-        done += 1
-        if on_segment is not None:
-            on_segment(done, total)
+    for end_s in cluster.segment_ends:
+        twin.advance(end_s - twin.elapsed_s)
+        if end_s >= min((done + 1) * options.step_s, cluster.elapsed_s) - 1e-6:
+            done += 1
+            if on_segment is not None:
+                on_segment(done, total)
     return twin
 
 

@@ -153,6 +153,7 @@ class SimulatedCluster:
         # every node total set (updateNodeResource on the simulated RM), in order: the
         # next segments schedule on it; a twin replays the same plan
         self.capacity_log: list[CapacityChange] = list(capacity_plan)
+        self.segment_ends: list[float] = []  # elapsed_s after each advance (a twin's cuts)
 
     @property
     def elapsed_s(self) -> float:
@@ -225,6 +226,7 @@ class SimulatedCluster:
         self._settle(result.jobs)
         self.recent = arriving
         self.clock_s = until
+        self.segment_ends.append(self.elapsed_s)
 
     def _arrivals(self, until: float) -> tuple[JobSpec, ...]:
         arriving: list[JobSpec] = []
