@@ -261,6 +261,10 @@ class TraceStore:
         columns, merged = merge_duplicates(concat_columns(parts))
         return LoadedTraces(columns, names, len(pieces), merged)
 
+    def close(self) -> None:
+        """Release the connection."""
+        self.client.close()
+
     def newest_end_us(self) -> int | None:
         with store_errors(self.config, "reading the trace index"):
             newest = self.client.zrange(self.keys.segments, -1, -1, withscores=True)

@@ -88,11 +88,17 @@ REVIEW_POLL_S = 0.5
     help="Keep the demo's database and files here.  [default: a new temporary directory]",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--no-colocation",
+    is_flag=True,
+    help="Batch only: no latency-critical services, guard or node agents beside it.",
+)
 @quiet_option
 def demo_command(
     once: bool, rounds: int, scheduler: str, interval_s: float, step_s: float | None,
     pace_s: float, nodes: int | None, containers_per_node: int, port: int, no_serve: bool,
     review: bool, keep_serving: bool, trace: Path | None, state_dir: Path | None, seed: int,
+    no_colocation: bool,
 ) -> None:  # fmt: skip
     """Watch the configurator tune a simulated cluster: proposals with predicted
     latency before and after, applied at once (auto-approve) or, with --review,
@@ -122,6 +128,7 @@ def demo_command(
         trace=trace,
         review=review,
         token=secrets.token_urlsafe(24) if review else None,
+        colocation=not no_colocation,
     )
     service = build_demo(options)
     try:
@@ -150,6 +157,8 @@ def _run(
     nodes = len(_cluster(service).cluster.nodes)
     how = "as asked" if options.nodes is not None else "sized from the trace's demand"
     announce(f"simulated cluster: {nodes} nodes x {options.containers_per_node} containers ({how})")
+    for line in _colocation_lines(service):
+        announce(line)
     progress = DemoProgress(rounds)
     stopping = nullcontext(stop_event) if stop_event is not None else stop_on_signals()
     with serving(service) as server, stopping as stop:
@@ -268,6 +277,21 @@ def _await_review(
             announce(f"  proposal {proposal.id} is now {state}")
             return
         stop.wait(REVIEW_POLL_S)
+
+
+def _colocation_lines(service: Service) -> list[str]:
+    from yarn_adapt.service.simcoloc import DemoColocation
+
+    beside = getattr(service.backend, "beside", None)
+    if not isinstance(beside, DemoColocation):
+        return []
+    app = beside.app
+    where = ", ".join(f"{s.name} on {s.node_id}" for s in app.services)
+    return [
+        f"latency-critical services: {where}; {app.entry.name}'s P95 target "
+        f"{app.target_ms:g} ms; guard auto, a cycle every {beside.period_s:g} simulated s, "
+        "a simulated agent on every node (--no-colocation: batch only)"
+    ]
 
 
 def _cluster(service: Service) -> SimulatedCluster:

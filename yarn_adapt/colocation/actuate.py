@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -41,9 +41,13 @@ from yarn_adapt.errors import (
     YarnError,
     YarnHTTPError,
 )
-from yarn_adapt.model import Node, Resources
+from yarn_adapt.model import ClusterInfo, Node, NodeState, Resources
 from yarn_adapt.yarn.apply import ApplySettings, MemoryJournal, PollSettings
-from yarn_adapt.yarn.apply.node_resource import NodeResourceApplier, NodeResourceTarget
+from yarn_adapt.yarn.apply.node_resource import (
+    NodeResourceApplier,
+    NodeResourceRm,
+    NodeResourceTarget,
+)
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
 log = logging.getLogger(__name__)
@@ -99,10 +103,19 @@ class Actuator(Protocol):
         ...
 
 
+class NodeTotalsRm(NodeResourceRm, Protocol):
+    """What :class:`RmNodeTotals` needs of an RM: the REST client, or the demo's
+    simulated RM (``yarn_adapt.service.simcoloc``)."""
+
+    def nodes(self, *, states: Iterable[NodeState | str] = ()) -> tuple[Node, ...]: ...
+
+    def cluster_info(self) -> ClusterInfo: ...
+
+
 class RmNodeTotals:
     def __init__(
         self,
-        rm: ResourceManagerClient,
+        rm: NodeTotalsRm,
         state_dir: Path,
         *,
         verify: PollSettings | None = None,

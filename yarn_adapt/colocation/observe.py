@@ -33,7 +33,7 @@ from tracing.errors import TracingError
 from tracing.forest import MISSING_ROOT, UNKNOWN_HOST, Forest
 from tracing.model import RiskSnapshot
 from tracing.risk import RiskSettings
-from tracing.store import TraceStore
+from tracing.store import LoadedTraces
 from yarn_adapt.colocation.demand import DemandProvider, FedDemandProvider
 from yarn_adapt.colocation.model import GuardInputs, NodeView, QosReading, RequestTally
 from yarn_adapt.colocation.originals import NodeOriginal
@@ -48,6 +48,17 @@ class RiskReading:
     tallies: tuple[RequestTally, ...] = ()  # requests since the previous read
 
 
+class TraceReader(Protocol):
+    """What the guard reads of a trace store: the Redis one (:class:`tracing.store.TraceStore`)
+    or the demo's in-process one (:class:`tracing.memstore.MemoryTraceStore`)."""
+
+    def newest_end_us(self) -> int | None: ...
+
+    def load(self, start_us: int | None = None, end_us: int | None = None) -> LoadedTraces: ...
+
+    def close(self) -> None: ...
+
+
 class RiskSource(Protocol):
     def read(self, now_s: float) -> RiskReading: ...
 
@@ -59,7 +70,7 @@ class TraceStoreRisk:
 
     def __init__(
         self,
-        open_store: Callable[[], TraceStore],
+        open_store: Callable[[], TraceReader],
         *,
         window_s: float,
         risk_settings: RiskSettings,
@@ -68,7 +79,7 @@ class TraceStoreRisk:
         slo_window_s: float | None = None,
     ) -> None:
         self._open_store = open_store
-        self._store: TraceStore | None = None
+        self._store: TraceReader | None = None
         self.window_s = window_s
         self.slo_window_s = min(slo_window_s or window_s, window_s)
         self.risk_settings = risk_settings
@@ -98,7 +109,7 @@ class TraceStoreRisk:
 
     def close(self) -> None:
         if self._store is not None:
-            self._store.client.close()
+            self._store.close()
             self._store = None
 
 

@@ -15,6 +15,12 @@ re-tuned groups when the tuner looked) realised; and how often the likely ranges
 proposer stated held (``interval_coverage``). The summary is stored
 (:meth:`Store.record_run_summary`) so the page shows it too.
 
+Unless ``colocation`` is off, the demo also runs the co-location half
+(:mod:`yarn_adapt.service.simcoloc`): a latency-critical application of three
+services on three of the nodes, traced into an in-process store, the guard in
+``auto`` with simulated node agents; the summary adds the services' P95 against
+their target and the batch work their nodes ran.
+
 The scheduler file starts as ``yarn_adapt/data/demo/<scheduler>-scheduler.xml``
 (copied into the demo's state directory, where the applier backs it up and rewrites
 it); jobs go to its leaves by priority as AdaptiveConfig §4.3 does.
@@ -27,10 +33,12 @@ import shutil
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
 from yarn_adapt.service.backend import FinishedJob, Observed
@@ -41,6 +49,7 @@ from yarn_adapt.service.realized import group_of_queue
 from yarn_adapt.service.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import (
+    ColocationSection,
     HttpSection,
     Mode,
     ServiceSection,
@@ -49,10 +58,12 @@ from yarn_adapt.service.settings import (
     TuningSection,
 )
 from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
+from yarn_adapt.service.simcoloc import DemoColocation, demo_guard
 from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
 from yarn_adapt.service.web.console import change_words
 from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
+from yarn_adapt.sim.lc_services import HostModel, LcApplication, LcService
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over
@@ -81,6 +92,34 @@ class DemoOptions:
     trace: Path | None = None
     review: bool = False  # proposals wait for an operator on the page (no auto-approve)
     token: str | None = None  # the page's write token (the demo makes a one-time one)
+    colocation: bool = True  # latency-critical services, the guard and agents beside batch
+
+
+GUARD_PERIOD_S = 60.0
+"""Simulated seconds between the demo's guard cycles (each round's segment is cut so)."""
+
+LC_TARGET_MS = 25.0
+"""The demo application's P95 target: met with little batch on its nodes, missed with
+the nodes full."""
+
+
+def demo_application(node_ids: Sequence[str]) -> LcApplication:
+    """A shop: ``frontend`` calls ``cart`` then ``catalog``, each on its own node (the
+    first three; fewer nodes are shared), 200 requests/s of which 5/s are traced."""
+    nodes = [node_ids[i % len(node_ids)] for i in range(3)]
+    return LcApplication(
+        LcService("frontend", nodes[0], 2.0),
+        (LcService("cart", nodes[1], 10.0), LcService("catalog", nodes[2], 4.0)),
+        rate_per_s=200.0,
+        traced_per_s=5.0,
+        target_ms=LC_TARGET_MS,
+    )
+
+
+def demo_colocation(cluster: SimulatedCluster, seed: int) -> DemoColocation:
+    nodes = sorted(node.id for node in cluster.cluster.nodes)
+    return DemoColocation(cluster, demo_application(nodes), host=HostModel(), seed=seed,
+                          period_s=GUARD_PERIOD_S)  # fmt: skip
 
 
 def demo_scheduler_file(scheduler: str) -> Path:
@@ -101,6 +140,14 @@ def demo_settings(options: DemoOptions) -> Settings:
         ),
         state=StateSection(dir=str(options.state_dir)),
         http=HttpSection(enabled=options.serve, port=options.port),
+        colocation=ColocationSection(
+            enabled=True,
+            mode=GuardMode.AUTO,
+            period_s=GUARD_PERIOD_S,
+            qos_targets=(f"frontend={LC_TARGET_MS:g}",),
+        )
+        if options.colocation
+        else ColocationSection(),
         source="<demo>",
     )
 
@@ -119,12 +166,15 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     apply_settings = ApplySettings(
         state_dir=options.state_dir, verify=PollSettings(timeout_s=5.0, interval_s=0.1)
     )
-    backend = SimulatedBackend(cluster, path, apply_settings, options.step_s)
+    colocation = demo_colocation(cluster, options.seed) if options.colocation else None
+    backend = SimulatedBackend(cluster, path, apply_settings, options.step_s, colocation)
     if proposer is None:
         # the same model, carrying its error on the history's last jobs it had not seen
         model = fit_with_measured_error(history, seed=options.seed)
         proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
-    return Service.build(settings, backend, RecordingProposer(proposer), token=options.token)
+    builder = None if colocation is None else partial(demo_guard, settings, colocation)
+    return Service.build(settings, backend, RecordingProposer(proposer), token=options.token,
+                         guard_builder=builder)  # fmt: skip
 
 
 def replay_cluster(
@@ -231,7 +281,14 @@ def summary(service: Service, rounds: int, simulated_s: float) -> dict[str, Any]
         "applied": len(applied),
         "rounds": rounds,
         "simulated_s": round(simulated_s, 1),
+        **colocation_figures(service),
     }
+
+
+def colocation_figures(service: Service) -> dict[str, Any]:
+    """The co-location half's figures (none when it is off)."""
+    beside = getattr(service.backend, "beside", None)
+    return beside.figures() if isinstance(beside, DemoColocation) else {}
 
 
 def _rounded(value: float) -> float | None:
@@ -335,17 +392,23 @@ def static_replay(
 ) -> SimulatedCluster:
     """The same jobs on the same cluster with the same simulator options under the
     starting configuration (the demo's scheduler file, untouched), simulated in the
-    same segments as far as ``cluster`` got; ``on_segment(done, total)`` after each."""
+    same segments as far as ``cluster`` got (the co-location half cuts each round's
+    into guard periods) and with the same node totals at the same times;
+    ``on_segment(done, total)`` after each round's worth."""
     config = read_scheduler_document(demo_scheduler_file(options.scheduler)).config
     replay = Workload(tuple(cluster.specs.values()), "the demo's replay, untuned")
-    twin = SimulatedCluster(replay, cluster.cluster, config, cluster.options)
+    # the node totals the guard set, at the same times: the twin differs in its
+    # scheduler configuration alone
+    twin = SimulatedCluster(replay, cluster.cluster, config, cluster.options,
+                            capacity_plan=cluster.capacity_log)  # fmt: skip
     total = max(1, math.ceil(cluster.elapsed_s / options.step_s - 1e-9))
     done = 0
-    while twin.elapsed_s < cluster.elapsed_s - 1e-6:
-        twin.advance(min(options.step_s, cluster.elapsed_s - twin.elapsed_s))
-        done += 1
-        if on_segment is not None:
-            on_segment(done, total)
+    for end_s in cluster.segment_ends:
+        twin.advance(end_s - twin.elapsed_s)
+        if end_s >= min((done + 1) * options.step_s, cluster.elapsed_s) - 1e-6:
+            done += 1
+            if on_segment is not None:
+                on_segment(done, total)
     return twin
 
 

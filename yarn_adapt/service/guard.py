@@ -46,7 +46,7 @@ from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
 from yarn_adapt.colocation.actuate import Actuator, RmNodeTotals
 from yarn_adapt.colocation.demand import DemandProvider, NoDemand, ObservedUsageDemand
-from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
+from yarn_adapt.colocation.guard import ColocationGuard, GuardRecorder, GuardRoundReport
 from yarn_adapt.colocation.lra import LearnedLraDemand, NodeUtilizationUsage, load_warm_start
 from yarn_adapt.colocation.metricslatency import MetricsLatency
 from yarn_adapt.colocation.mirror import DynamicResourcesMirror
@@ -59,7 +59,7 @@ from yarn_adapt.colocation.model import (
     NodePath,
 )
 from yarn_adapt.colocation.nodes import NodeCache
-from yarn_adapt.colocation.observe import GuardObserver, RiskSource, TraceStoreRisk
+from yarn_adapt.colocation.observe import GuardObserver, RiskSource, TraceReader, TraceStoreRisk
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.lra import LraDemandLearner, LraMode, LraSettings, LraSpec
 from yarn_adapt.errors import InputError, SettingsError, YarnAdaptError
@@ -225,36 +225,52 @@ def build_guard(
     """The guard of ``[colocation]``. (``proposer``, the configurator's, is not
     read: the guard's demand learners are its own, :func:`lra_demand`.)"""
     section = settings.colocation
-    targets = {name: float(ms) for name, ms in pairs(section.qos_targets).items()}
-    risk: RiskSource = TraceStoreRisk(
-        trace_store_opener(settings),
+    risk: RiskSource = trace_risk(settings, trace_store_opener(settings))
+    if section.latency_metrics:  # the latency from the endpoints, the paths from traces
+        risk = MetricsLatency(
+            risk, pairs(section.latency_metrics), histogram=section.latency_histogram,
+            percentile=section.qos_percentile, slo_window_s=section.slo_window_s,
+            targets_ms=qos_targets(section),
+        )  # fmt: skip
+    actuator = guard_actuator(settings, backend, store)
+    return assemble_guard(settings, risk, actuator, ServiceRecorder(store, guard_store))
+
+
+def qos_targets(section: ColocationSection) -> dict[str, float]:
+    return {name: float(ms) for name, ms in pairs(section.qos_targets).items()}
+
+
+def trace_risk(settings: Settings, open_store: Callable[[], TraceReader]) -> TraceStoreRisk:
+    """Risk, path times and QoS over ``[tracing] window_s`` of a trace store."""
+    section = settings.colocation
+    return TraceStoreRisk(
+        open_store,
         window_s=settings.tracing.window_s,
         risk_settings=RiskSettings(
             alpha=settings.tracing.alpha, min_share=settings.tracing.critical_min_share
         ),
         percentile=section.qos_percentile,
-        targets_ms=targets,
+        targets_ms=qos_targets(section),
         slo_window_s=section.slo_window_s,
     )
-    if section.latency_metrics:  # the latency from the endpoints, the paths from traces
-        risk = MetricsLatency(
-            risk, pairs(section.latency_metrics), histogram=section.latency_histogram,
-            percentile=section.qos_percentile, slo_window_s=section.slo_window_s,
-            targets_ms=targets,
-        )  # fmt: skip
-    demand = demand_provider(settings)
-    observer = GuardObserver(risk, demand, node_hosts=pairs(section.node_hosts))
-    actuator = guard_actuator(settings, backend, store)
+
+
+def assemble_guard(
+    settings: Settings,
+    risk: RiskSource,
+    actuator: Actuator,
+    recorder: GuardRecorder,
+    clock: Callable[[], float] = time.time,
+) -> ColocationGuard:
+    """The guard of ``[colocation]`` on these sources: what :func:`build_guard` builds
+    beside a real RM, and the demo beside its simulated one."""
+    section = settings.colocation
+    observer = GuardObserver(risk, demand_provider(settings), clock=clock,
+                             node_hosts=pairs(section.node_hosts))  # fmt: skip
     mode = section.mode if section.enabled else GuardMode.OFF
     ttl = section.reclaim_ttl_s or 3 * section.period_s
-    return ColocationGuard(
-        decision_settings(section),
-        observer,
-        actuator,
-        ServiceRecorder(store, guard_store),
-        mode=mode,
-        reclaim_ttl_s=ttl,
-    )
+    return ColocationGuard(decision_settings(section), observer, actuator, recorder,
+                           mode=mode, reclaim_ttl_s=ttl, clock=clock)  # fmt: skip
 
 
 def guard_actuator(settings: Settings, backend: YarnBackend, store: Store) -> Actuator:
@@ -375,6 +391,7 @@ class GuardLoop:
         self._last_ok_at_s: float | None = None
         self._last_error = ""
         self._gave_back: tuple[float, str] | None = None
+        self._driven = False  # cycles run by the caller (the demo's simulated clock)
         self._metrics = _LoopMetrics(registry or CollectorRegistry())
 
     # ------------------------------------------------------------------ thread
@@ -389,8 +406,15 @@ class GuardLoop:
         )
         self._thread.start()
 
+    def drive(self) -> None:
+        """The caller runs the cycles (:meth:`run_cycle`) on a clock of its own -- the
+        demo's simulated one -- instead of a thread: the loop counts as running
+        until :meth:`stop`."""
+        self._driven = True
+
     def stop(self, timeout_s: float = 120.0) -> None:
         """No new cycle; wait for the one running (at most ``timeout_s``)."""
+        self._driven = False
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None:
@@ -400,7 +424,7 @@ class GuardLoop:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._driven or (self._thread is not None and self._thread.is_alive())
 
     def run_forever(self, stop: threading.Event) -> None:
         """A cycle every ``period_s`` (the next at once when one took longer)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from yarn_adapt.colocation.guard import GuardRoundReport
@@ -37,6 +38,9 @@ from yarn_adapt.service.store import Store
 
 log = logging.getLogger(__name__)
 
+GuardBuilder = Callable[[Store, ServiceMetrics], GuardStep]
+"""Builds the service's guard step on the store and metrics the service made."""
+
 
 @dataclass
 class Service:
@@ -58,7 +62,10 @@ class Service:
         *,
         token: str | None,
         store: Store | None = None,
+        guard_builder: GuardBuilder | None = None,
     ) -> Service:
+        """``guard_builder``: the guard on sources of the caller's (the demo's
+        simulated ones); by default the guard beside a real RM, or none."""
         store = store or Store(settings.state.database_path)
         metrics = ServiceMetrics(store)
         desk = ProposalDesk(store, backend, metrics, guard_owned=GuardOwned.of(settings))
@@ -68,7 +75,10 @@ class Service:
         loop = TuningLoop(
             settings, store, backend, proposer, actuator, metrics, in_flight=desk.in_flight
         )
-        guard = _guard_step(settings, backend, store, metrics, proposer)
+        if guard_builder is not None:
+            guard: GuardStep | None = guard_builder(store, metrics)
+        else:
+            guard = _guard_step(settings, backend, store, metrics, proposer)
         if guard is not None and isinstance(proposer, OnRealCapacity):
             proposer.reserve_for(services_reserved(guard.guard))
         return cls(settings, store, backend, desk, loop, metrics, token, guard)

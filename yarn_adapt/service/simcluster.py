@@ -20,12 +20,13 @@ recover after a crash) -- activation being "the simulated RM loads the file".
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from yarn_adapt.errors import ApplyNotVerified
-from yarn_adapt.model import SchedulerConfig, TaskSpec, Workload
+from yarn_adapt.model import Resources, SchedulerConfig, TaskSpec, Workload
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import FinishedJob, Observed
 from yarn_adapt.sim import (
@@ -39,6 +40,7 @@ from yarn_adapt.sim import (
     SimulationStart,
     simulate,
 )
+from yarn_adapt.sim.hooks import CapacityChange, ScheduledNodeCapacity
 from yarn_adapt.yarn.apply import (
     ApplyHistory,
     ApplyLock,
@@ -99,6 +101,15 @@ class _Progress:
         job = replace(self.spec, tasks=remaining)
         return JobInProgress(job, running, self.am_started_s, self.am_node)
 
+    def holding(self, now_s: float) -> Iterable[tuple[str, Resources]]:
+        """(node, resources) of each container the job holds at ``now_s``: its AM
+        and its running tasks."""
+        if self.am_node is not None:
+            yield self.am_node, self.spec.am_resources
+        for task, started_s, node in self.started:
+            if started_s <= now_s < started_s + task.duration_s:
+                yield node, task.resources
+
 
 @dataclass(frozen=True)
 class SimulatedView:
@@ -120,6 +131,7 @@ class SimulatedCluster:
         cluster: ClusterSpec,
         config: SchedulerConfig,
         options: SimulationOptions | None = None,
+        capacity_plan: Sequence[CapacityChange] = (),
     ) -> None:
         self.cluster = cluster
         self.config = config
@@ -138,6 +150,10 @@ class SimulatedCluster:
         # when each task and ApplicationMaster started (how busy the replay kept it)
         self.task_spans: list[tuple[float, float]] = []
         self.am_started: dict[str, float] = {}
+        # every node total set (updateNodeResource on the simulated RM), in order: the
+        # next segments schedule on it; a twin replays the same plan
+        self.capacity_log: list[CapacityChange] = list(capacity_plan)
+        self.segment_ends: list[float] = []  # elapsed_s after each advance (a twin's cuts)
 
     @property
     def elapsed_s(self) -> float:
@@ -153,6 +169,40 @@ class SimulatedCluster:
         ``refreshQueues`` does to a real RM)."""
         self.config = config
 
+    def set_total(self, node_id: str, total: Resources) -> None:
+        """What the scheduler may give batch on the node from now on (YARN's
+        ``updateNodeResource``; the containers running there keep running)."""
+        if node_id not in {node.id for node in self.cluster.nodes}:
+            raise KeyError(node_id)
+        self.capacity_log.append(CapacityChange(self.clock_s, node_id, total))
+
+    def totals(self, at_s: float | None = None) -> dict[str, Resources]:
+        """Each node's total as the scheduler sees it at ``at_s`` (default: now)."""
+        at_s = self.clock_s if at_s is None else at_s
+        found = {node.id: node.resources for node in self.cluster.nodes}
+        for change in self.capacity_log:
+            if change.time_s <= at_s:
+                found[change.node_id] = change.visible
+        return found
+
+    def used(self) -> dict[str, Resources]:
+        """What the containers on each node hold now (AMs and running tasks)."""
+        found = {node.id: Resources(0, 0) for node in self.cluster.nodes}
+        for progress in self._progress.values():
+            for node_id, resources in progress.holding(self.clock_s):
+                found[node_id] = found[node_id] + resources
+        return found
+
+    def _options_until(self, until: float) -> SimulationOptions:
+        options = replace(self.options, horizon_s=until, record_allocations=True)
+        if not self.capacity_log:
+            return options
+        plan = ScheduledNodeCapacity(
+            tuple(self.totals(self.clock_s).items()),
+            tuple(c for c in self.capacity_log if self.clock_s < c.time_s < until),
+        )
+        return replace(options, hooks=replace(options.hooks, node_capacity=plan))
+
     def start_state(self) -> SimulationStart:
         jobs = tuple(p.in_progress(self.clock_s) for p in self._progress.values())
         return SimulationStart(self.clock_s, jobs)
@@ -161,7 +211,7 @@ class SimulatedCluster:
         """Simulate ``seconds`` more under the current configuration."""
         until = self.clock_s + seconds
         arriving = self._arrivals(until)
-        options = replace(self.options, horizon_s=until, record_allocations=True)
+        options = self._options_until(until)
         start = self.start_state()
         result = simulate(Workload(arriving), self.config, self.cluster, options, start=start)
         for job in arriving:
@@ -176,6 +226,7 @@ class SimulatedCluster:
         self._settle(result.jobs)
         self.recent = arriving
         self.clock_s = until
+        self.segment_ends.append(self.elapsed_s)
 
     def _arrivals(self, until: float) -> tuple[JobSpec, ...]:
         arriving: list[JobSpec] = []
@@ -218,18 +269,32 @@ class SimulatedCluster:
 # --------------------------------------------------------------------------- backend
 
 
+class Beside(Protocol):
+    """What runs beside the simulated cluster and advances it (the demo's services,
+    guard and agents, :class:`yarn_adapt.service.simcoloc.DemoColocation`)."""
+
+    def advance(self, seconds: float) -> None: ...
+
+
 class SimulatedBackend:
     """The :class:`~yarn_adapt.service.backend.ClusterBackend` of a simulated
     cluster. Each observation first simulates ``step_s`` more seconds, so the
-    service's rounds drive simulated time (the demo's accelerated clock)."""
+    service's rounds drive simulated time (the demo's accelerated clock); with
+    ``beside``, that advances it (in its own steps)."""
 
     def __init__(
-        self, cluster: SimulatedCluster, path: Path, settings: ApplySettings, step_s: float
+        self,
+        cluster: SimulatedCluster,
+        path: Path,
+        settings: ApplySettings,
+        step_s: float,
+        beside: Beside | None = None,
     ) -> None:
         self.cluster = cluster
         self.path = path
         self.settings = settings
         self.step_s = step_s
+        self.beside = beside
 
     @property
     def target(self) -> str:
@@ -239,7 +304,10 @@ class SimulatedBackend:
         return read_scheduler_document(self.path)
 
     def observe(self) -> Observed:
-        self.cluster.advance(self.step_s)
+        if self.beside is not None:
+            self.beside.advance(self.step_s)
+        else:
+            self.cluster.advance(self.step_s)
         finished = tuple(_finished(job) for job in self.cluster.finished)
         taken_ms = int(self.cluster.clock_s * 1000)
         document = self.document()

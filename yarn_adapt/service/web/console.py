@@ -145,7 +145,24 @@ def run_words(summary: dict[str, Any]) -> dict[str, Any]:
         "nodes": summary.get("nodes"),
         "utilisation": percent(100.0 * utilisation, 0) if utilisation is not None else "",
         "decisions": ", ".join(f"{k} {v}" for k, v in summary.get("decisions", {}).items()),
+        "colocation": colocation_words(summary),
     }
+
+
+def colocation_words(summary: dict[str, Any]) -> str:
+    """The demo's latency-critical services over the run, in words ("": none ran)."""
+    if summary.get("lc_requests") is None:
+        return ""
+    p95, target = summary.get("lc_p95_ms"), summary.get("lc_target_ms")
+    met, batch = summary.get("lc_slo_met_ratio"), summary.get("lc_nodes_batch_vcore_s") or 0.0
+    whole = summary.get("lc_nodes_capacity_vcore_s") or 0.0
+    return (
+        f"Latency-critical services ({', '.join(summary.get('lc_services', []))}): P95 "
+        f"{p95} ms over {summary['lc_requests']} traced requests against a {target} ms "
+        f"target, met in {percent(100.0 * (met or 0.0), 0)} of the guard's periods; their "
+        f"nodes ran batch for {percent(100.0 * batch / whole, 0) if whole else '-'} of their "
+        f"vcore-seconds; the guard lowered {summary.get('guard_lowered_nodes', 0)} node(s)."
+    )
 
 
 def change_words(change: ConfigChange) -> dict[str, str]:

@@ -8,9 +8,10 @@ The RM answers the POST with the total it read *before* applying the update
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from yarn_adapt.errors import ApplyNotVerified, RollbackFailed, YarnError
-from yarn_adapt.model import Resources
+from yarn_adapt.model import Node, Resources
 from yarn_adapt.yarn.apply.base import (
     ApplyOutcome,
     ApplyPlan,
@@ -21,9 +22,19 @@ from yarn_adapt.yarn.apply.base import (
 from yarn_adapt.yarn.apply.journal import ApplyJournal, ApplyStep, JournalEntry
 from yarn_adapt.yarn.apply.polling import poll_until
 from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
-from yarn_adapt.yarn.rm import ResourceManagerClient
 
 NAME = "node resource"
+
+
+class NodeResourceRm(Protocol):
+    """What setting a node's total needs of an RM: the REST client
+    (:class:`~yarn_adapt.yarn.rm.ResourceManagerClient`) or the demo's simulated RM."""
+
+    def node(self, node_id: str) -> Node: ...
+
+    def update_node_resource(
+        self, node_id: str, resources: Resources, *, overcommit_timeout_ms: int = -1
+    ) -> Resources: ...
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,7 @@ class NodeResourceTarget:
 class NodeResourceApplier:
     def __init__(
         self,
-        rm: ResourceManagerClient,
+        rm: NodeResourceRm,
         settings: ApplySettings,
         journal: ApplyJournal | None = None,
     ) -> None:
