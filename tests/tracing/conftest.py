@@ -8,12 +8,16 @@ they are skipped with the reason.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from tracing.model import Span, SpanKind, Status
 from tracing.redisconn import RedisConfig, make_client
@@ -108,3 +112,23 @@ def _pad(short: str) -> str:
 
 def pad(short: str) -> str:
     return _pad(short)
+
+
+def one_span_request() -> bytes:
+    """An OTLP protobuf export of one server span of "frontend", ending now."""
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add()
+    spans.resource.attributes.append(
+        KeyValue(key="service.name", value=AnyValue(string_value="frontend"))
+    )
+    now_ns = time.time_ns()
+    span = ProtoSpan(
+        trace_id=bytes.fromhex("0af7651916cd43dd8448eb211c80319c"),
+        span_id=bytes.fromhex("b7ad6b7169203331"),
+        name="GET /",
+        kind=ProtoSpan.SpanKind.SPAN_KIND_SERVER,
+        start_time_unix_nano=now_ns - 5_000_000,
+        end_time_unix_nano=now_ns,
+    )
+    spans.scope_spans.add().spans.append(span)
+    return request.SerializeToString()

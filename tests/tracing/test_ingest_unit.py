@@ -19,11 +19,8 @@ from pathlib import Path
 import pytest
 import redis
 import requests
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
-from tests.tracing.conftest import unavailable
+from tests.tracing.conftest import one_span_request, unavailable
 from tracing.__main__ import parser
 from tracing.redisconn import RedisConfig, make_client
 from tracing.store import TraceStore
@@ -65,25 +62,6 @@ def test_the_unit_is_hardened_and_its_command_is_the_ingest_worker_with_the_rece
     # the unit's binary is the package's console script for that same entry point
     scripts = (ROOT / "pyproject.toml").read_text()
     assert 'yarn-adapt-tracing = "tracing.__main__:main"' in scripts
-
-
-def one_span_request() -> bytes:
-    request = ExportTraceServiceRequest()
-    spans = request.resource_spans.add()
-    spans.resource.attributes.append(
-        KeyValue(key="service.name", value=AnyValue(string_value="frontend"))
-    )
-    now_ns = time.time_ns()
-    span = ProtoSpan(
-        trace_id=bytes.fromhex("0af7651916cd43dd8448eb211c80319c"),
-        span_id=bytes.fromhex("b7ad6b7169203331"),
-        name="GET /",
-        kind=ProtoSpan.SpanKind.SPAN_KIND_SERVER,
-        start_time_unix_nano=now_ns - 5_000_000,
-        end_time_unix_nano=now_ns,
-    )
-    spans.scope_spans.add().spans.append(span)
-    return request.SerializeToString()
 
 
 def test_redis_from_the_example_conf_and_the_units_command_store_an_exporters_spans(

@@ -36,6 +36,7 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
     operators' page and /metrics."""
     # Imported here: the web stack and the tuner are not needed by other commands.
     from yarn_adapt.service.backend import YarnBackend
+    from yarn_adapt.service.ingest import ingesting
     from yarn_adapt.service.proposer import snapshot_proposer
     from yarn_adapt.service.records import DecisionKind
     from yarn_adapt.service.runner import check_exposure, ensure_token, serving, stop_on_signals
@@ -63,7 +64,7 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
             if unavailable:  # exit 3, as every command that cannot reach the RM
                 raise YarnUnavailable(unavailable[0].reason)
             return
-        with serving(service) as server, stop_on_signals() as stop:
+        with ingesting(settings), serving(service) as server, stop_on_signals() as stop:
             if server is not None:
                 where = f"; token in {token_file}" if token_file else ""
                 click.echo(f"yarn-adapt serving {server.url} ({settings.service.mode}){where}")

@@ -26,13 +26,14 @@ from tracing.errors import StoreError, StoreUnavailable, TraceInputError, TraceN
 from tracing.graph import critical_path, service_topology
 from tracing.importers import FORMATS, load_spans, publish
 from tracing.importers.common import external_trace_id
-from tracing.ingest import IngestConfig, IngestWorker
+from tracing.ingest import IngestWorker
 from tracing.model import CriticalPath, RiskSnapshot
 from tracing.redisconn import make_client
 from tracing.risk import RiskSettings
 from tracing.store import TraceStore
 from yarn_adapt.errors import InputError, YarnAdaptError
 from yarn_adapt.service.guard import redis_config, store_limits
+from yarn_adapt.service.ingest import worker_config
 from yarn_adapt.service.settings import Settings, TracingSection, load_settings
 from yarn_adapt.service.web.words import duration, when
 
@@ -81,15 +82,7 @@ class _Context:
             return TraceStore(make_client(self.config), self.config, store_limits(self.section))
 
     def worker(self, store: TraceStore) -> IngestWorker:
-        quiet = self.section.quiet_s
-        return IngestWorker(
-            store,
-            IngestConfig(
-                quiet_s=quiet,
-                claim_idle_s=max(60.0, 4 * quiet + 1),
-                max_clock_ahead_s=self.section.max_clock_ahead_s,
-            ),
-        )
+        return IngestWorker(store, worker_config(self.section))
 
     def risk_settings(self, alpha: float | None, min_share: float | None) -> RiskSettings:
         try:

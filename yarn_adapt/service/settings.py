@@ -177,6 +177,11 @@ class TracingSection:
     window_s: float = 60.0
     alpha: float = 0.5
     critical_min_share: float = 0.0
+    # serve runs the ingest worker (and, with otlp_listen, the OTLP/HTTP receiver) itself
+    ingest: bool = False
+    otlp_listen: str = ""
+    otlp_token_file: str = ""
+    otlp_public: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -417,6 +422,16 @@ def check_settings(settings: Settings) -> None:
         ("[tracing] window_s", settings.tracing.window_s > 0, "must be positive"),
         ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
         ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),
+        (
+            "[tracing] otlp_listen",
+            _listen_ok(settings.tracing.otlp_listen),
+            "must be HOST:PORT (e.g. 127.0.0.1:4318), or empty for no receiver",
+        ),
+        (
+            "[tracing] otlp_listen",
+            not settings.tracing.otlp_listen or settings.tracing.ingest,
+            "needs ingest = true (the receiver's spans wait for the worker in Redis)",
+        ),
     ]
     rules += _colocation_rules(settings.colocation)
     for key, ok, expectation in rules:
@@ -595,6 +610,14 @@ def _is_word(text: str) -> bool:
 
 def _redis_url_ok(url: str) -> bool:
     return url.startswith(("redis://", "rediss://", "unix://"))
+
+
+def _listen_ok(listen: str) -> bool:
+    """Empty, or HOST:PORT with a port in 0..65535."""
+    if not listen:
+        return True
+    host, _, port = listen.rpartition(":")
+    return bool(host) and port.isdigit() and int(port) <= 65535
 
 
 def redis_password(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
