@@ -14,29 +14,55 @@ structure above the spans is not an ExportTraceServiceRequest's (in JSON: a
 ``resourceSpans`` entry, a resource or a ``scopeSpans`` entry of the wrong shape, which
 binary protobuf could not even express), is :class:`OtlpBadData` (HTTP 400): it holds
 no countable spans to reject one by one.
+
+The accepted spans come out as the span stream carries them
+(:class:`~tracing.wire_columns.WireSpans`). Protobuf requests are read a scope at a
+time, a column per field (reading a message's field is most of the cost), and checked
+with numpy for all the scope's spans at once, ids by their length first; only the first
+rejected span is then checked alone (:func:`_proto_span`), for the reason that names
+it. JSON requests go through the importer's :class:`~tracing.model.Span` objects.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from operator import attrgetter
 
+import numpy as np
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
+from tracing.batch import WIRE_DTYPE
 from tracing.importers.common import Rejects
 from tracing.importers.otlp import OTLP_KINDS, parse_otlp
 from tracing.model import Span, Status, span_problem
+from tracing.wire import FLAG_ERROR, FLAG_FOLLOWS_FROM, FLAG_HAS_PARENT
+from tracing.wire_columns import Placement, WireSpans
 
 UNKNOWN_SERVICE = "unknown_service"
 _STATUS_ERROR = 2
 _MAX_US = (1 << 63) - 1  # the wire's i64 (tracing.wire)
 _SPAN_LABEL = re.compile(r"^record \d+ \(")  # parse_otlp's label of one span
+# what a span's columns are read from, in _scope_columns' order
+_READ = attrgetter(
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "start_time_unix_nano",
+    "end_time_unix_nano",
+    "kind",
+    "status.code",
+    "name",
+)
+_WIRE_KINDS = np.array([OTLP_KINDS[k] for k in range(len(OTLP_KINDS))], np.uint8)
+_NO_PARENT = bytes(8)
 
 
 class Encoding(Enum):
@@ -50,10 +76,10 @@ class OtlpBadData(ValueError):
 
 @dataclass(frozen=True)
 class Decoded:
-    """What one request carried: the spans accepted, how many were rejected and why
-    (the first problem, naming the span)."""
+    """What one request carried: the spans accepted (as the span stream carries them),
+    how many were rejected and why (the first problem, naming the span)."""
 
-    spans: tuple[Span, ...]
+    spans: WireSpans
     rejected: int
     problem: str
 
@@ -83,25 +109,111 @@ def _decode_protobuf(body: bytes) -> Decoded:
         request = ExportTraceServiceRequest.FromString(body)
     except DecodeError as exc:
         raise OtlpBadData(f"the body is not a protobuf ExportTraceServiceRequest: {exc}") from None
-    spans: list[Span] = []
+    parts: list[WireSpans] = []
     rejected = 0
     problem = ""
-    for where, raw, resource in _proto_spans(request):
-        span, why = _proto_span(raw, resource)
-        if span is None:
-            rejected += 1
-            problem = problem or f"{where}: {why}"
-        else:
-            spans.append(span)
-    return Decoded(tuple(spans), rejected, problem)
-
-
-def _proto_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[str, ProtoSpan, _Resource]]:
     for r, resource_spans in enumerate(request.resource_spans):
         resource = _resource(resource_spans.resource.attributes)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
-            for i, raw in enumerate(scope_spans.spans):
-                yield f"resource_spans[{r}].scope_spans[{s}].spans[{i}]", raw, resource
+            raws = scope_spans.spans
+            if not raws:
+                continue
+            columns, valid = _scope_columns(raws, resource)
+            if not bool(valid.all()):
+                rejected += int(np.count_nonzero(~valid))
+                where = f"resource_spans[{r}].scope_spans[{s}]"
+                problem = problem or _first_problem(raws, valid, resource, where)
+                columns = columns.kept(valid)
+            parts.append(columns)
+    return Decoded(WireSpans.joined(parts), rejected, problem)
+
+
+def _scope_columns(raws: Sequence[ProtoSpan], resource: _Resource) -> tuple[WireSpans, np.ndarray]:
+    """The spans of one scope as wire columns, and which of them are valid: the checks
+    of :func:`_proto_span`, made on all the spans at once."""
+    trace_ids, span_ids, parent_ids, starts, ends, kinds, codes, names = zip(
+        *map(_READ, raws), strict=True
+    )
+    trace_fits, trace_words = _ids(trace_ids, 16)
+    span_fits, span_words = _ids(span_ids, 8)
+    parent_fits, parent_words = _ids([p or _NO_PARENT for p in parent_ids], 8)
+    span, parent = span_words[:, 0], parent_words[:, 0].copy()
+    follows = _linked_parents(raws, parent, parent_fits)
+    start_ns, end_ns, kind = _numbers("Q", starts), _numbers("Q", ends), _numbers("q", kinds)
+    known_kind = (kind >= 0) & (kind < len(_WIRE_KINDS))
+    records = np.zeros(len(raws), WIRE_DTYPE)
+    records["span"], records["parent"] = span, parent
+    records["start"], records["end"] = start_ns // 1000, end_ns // 1000
+    records["kind"] = _WIRE_KINDS[np.where(known_kind, kind, 0)]
+    records["flags"] = _flags(_numbers("q", codes), follows, parent)
+    valid = trace_fits & trace_words.any(axis=1) & span_fits & (span != 0) & parent_fits
+    valid &= (start_ns != 0) & (end_ns != 0) & known_kind
+    valid &= (parent != span) & (records["end"] >= records["start"])
+    columns = WireSpans(list(trace_ids), list(names), _placements(raws, resource), records)
+    return columns, valid
+
+
+def _ids(ids: Sequence[bytes], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which ``ids`` are ``size`` bytes long (checked before anything else is read of
+    them), and every id as big-endian 64-bit words, the wire's numbers (zero words for
+    those of another length)."""
+    joined = b"".join(ids)
+    if len(joined) == size * len(ids) and max(map(len, ids), default=size) == size:
+        fits = np.ones(len(ids), bool)
+    else:
+        fits = np.fromiter(map(len, ids), np.int64, len(ids)) == size
+        joined = b"".join(i if len(i) == size else bytes(size) for i in ids)
+    return fits, np.frombuffer(joined, ">u8").reshape(len(ids), size // 8)
+
+
+def _numbers(typecode: str, numbers: Sequence[int]) -> np.ndarray:
+    """``numbers`` as a numpy array: "Q" unsigned, "q" signed, 64 bits."""
+    return np.frombuffer(array(typecode, numbers), np.uint64 if typecode == "Q" else np.int64)
+
+
+def _linked_parents(
+    raws: Sequence[ProtoSpan], parent: np.ndarray, parent_fits: np.ndarray
+) -> np.ndarray:
+    """Where a span has no parent id, the span of its own trace it links to becomes its
+    parent (set in ``parent``); which spans only follow from their parent so."""
+    follows = np.zeros(len(raws), bool)
+    for i in np.flatnonzero((parent == 0) & parent_fits).tolist():
+        if not raws[i].links:  # most roots link to nothing
+            continue
+        linked, follows[i] = _parent(raws[i])
+        if linked is not None:
+            parent[i] = int(linked, 16)
+    return follows
+
+
+def _flags(codes: np.ndarray, follows: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    flags: np.ndarray = (
+        np.where(codes == _STATUS_ERROR, FLAG_ERROR, 0)
+        | np.where(follows, FLAG_FOLLOWS_FROM, 0)
+        | np.where(parent != 0, FLAG_HAS_PARENT, 0)
+    )
+    return flags
+
+
+def _placements(raws: Sequence[ProtoSpan], resource: _Resource) -> list[Placement]:
+    """Each span's service, host and container: its resource's host and container,
+    else those it names itself."""
+    host, container = resource.host, resource.container
+    if host and container:
+        return [(resource.service, host, container)] * len(raws)
+    return [(resource.service, *_span_placement(raw, host, container)) for raw in raws]
+
+
+def _first_problem(
+    raws: Sequence[ProtoSpan], valid: np.ndarray, resource: _Resource, where: str
+) -> str:
+    """Why the first invalid span of a scope is rejected, said by the checks one span at
+    a time."""
+    first = int(np.flatnonzero(~valid)[0])
+    span, why = _proto_span(raws[first], resource)
+    if span is not None:
+        raise RuntimeError(f"{where}.spans[{first}] is valid, yet its scope's checks failed it")
+    return f"{where}.spans[{first}]: {why}"
 
 
 def _resource(attributes: Sequence[KeyValue]) -> _Resource:
@@ -227,7 +339,7 @@ def _decode_json(body: bytes) -> Decoded:
             rejects.reject(label, problem, "invalid-span")
         else:
             spans.append(span)
-    return Decoded(tuple(spans), rejects.total, rejects.first)
+    return Decoded(WireSpans.of(spans), rejects.total, rejects.first)
 
 
 def _time_problem(span: Span) -> str | None:

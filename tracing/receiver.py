@@ -67,7 +67,7 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -84,9 +84,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tracing.errors import ReceiverError
-from tracing.model import Span
 from tracing.otlp_decode import Decoded, Encoding, OtlpBadData, decode_request
-from tracing.wire import FIELD, MAX_SPANS_PER_BATCH, encode_batch
+from tracing.wire import FIELD, MAX_SPANS_PER_BATCH
+from tracing.wire_columns import WireSpans
 
 log = logging.getLogger("tracing.receiver")
 DEFAULT_PORT = 4318  # OTLP/HTTP's
@@ -431,14 +431,13 @@ class OtlpReceiver:
 
     # ------------------------------------------------------------------ acting
 
-    def _store(self, spans: Sequence[Span]) -> None:
-        if not spans:
+    def _store(self, spans: WireSpans) -> None:
+        if not len(spans):
             return
-        size = self.config.batch_spans
         pipe = self.client.pipeline(transaction=True)
         entries = 0
-        for first in range(0, len(spans), size):
-            pipe.xadd(self.stream, {FIELD: encode_batch(spans[first : first + size])})
+        for payload in spans.payloads(self.config.batch_spans):
+            pipe.xadd(self.stream, {FIELD: payload})
             entries += 1
         pipe.execute()
         with self._lock:

@@ -14,13 +14,14 @@ exporter pays one XADD per few hundred spans rather than one per span. Little en
 
 Names longer than ``MAX_NAME_BYTES`` are cut (an operation is an API url, never a body).
 Cross-trace links are not carried: only the parent relation and its follows-from flag
-matter to the critical path. The decoding side (numpy) is :mod:`tracing.batch`.
+matter to the critical path. The decoding side (numpy) is :mod:`tracing.batch`; the
+OTLP receiver encodes from columns (numpy) with :mod:`tracing.wire_columns`.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from tracing.model import Span, Status
 
@@ -76,13 +77,22 @@ def encode_batch(spans: Sequence[Span]) -> bytes:
             flags,
         )
         offset += RECORD_SIZE
+    trace_ids = [bytes.fromhex(trace_id) for trace_id in traces]
+    return batch_payload(names, trace_ids, len(spans), records)
+
+
+def batch_payload(
+    names: Collection[str], trace_ids: Collection[bytes], n_spans: int, records: bytes | bytearray
+) -> bytes:
+    """A stream entry's payload from its parts: the names and the 16-byte trace ids in
+    the order the records' indices number them, and ``n_spans`` records."""
     table: list[bytes] = []
     for name in names:
         raw = name.encode("utf-8", "replace")[:MAX_NAME_BYTES]
         table += (_U16.pack(len(raw)), raw)
     name_bytes = b"".join(table)
     parts = [MAGIC, _U32.pack(len(names)), _U32.pack(len(name_bytes)), name_bytes]
-    parts.append(_U32.pack(len(traces)))
-    parts += [bytes.fromhex(trace_id) for trace_id in traces]
-    parts += (_U32.pack(len(spans)), bytes(records))
+    parts.append(_U32.pack(len(trace_ids)))
+    parts += trace_ids
+    parts += (_U32.pack(n_spans), bytes(records))
     return b"".join(parts)

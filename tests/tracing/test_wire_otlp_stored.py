@@ -7,7 +7,9 @@ traces, names past the wire's cut, repeated trace ids and spans) plus a span of 
 kind OTLP rejects goes through ``OtlpReceiver.answer`` into a real redis-server; the
 stream's payloads must hash to what the receiver of commit 919a82a (a ``Span`` per span,
 then :func:`tracing.wire.encode_batch`) wrote, for batches that end inside a resource
-and for the default. Each rejection is also checked alone, with its reason.
+and for the default. Each rejection is also checked alone, with its reason, and the
+receiver's columnar encoder is checked against ``encode_batch`` on the spans the JSON
+path and the importers make.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import hashlib
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 import redis
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -26,9 +29,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from tracing.batch import decode_batch
+from tracing.model import Span, SpanKind, Status
 from tracing.receiver import OtlpReceiver, ReceiverConfig
 from tracing.redisconn import Keys, RedisConfig
-from tracing.wire import FIELD
+from tracing.wire import FIELD, encode_batch
+from tracing.wire_columns import WireSpans
 
 BASE_NS = 1_700_000_000_000_000_000
 TRACE = bytes.fromhex("5b8efff798038103d269b633813fc60c")
@@ -255,3 +260,46 @@ def test_each_invalid_span_is_rejected_alone_with_its_reason(
     where = "resource_spans[0].scope_spans[0].spans[1]"
     assert partial.error_message == f"rejected 1 of 3 spans; the first: {where}: {INVALID[how]}"
     assert receiver.stats().spans_accepted == 2
+
+
+def varied_spans(count: int) -> list[Span]:
+    """Spans as the JSON path and the importers make them: placements that change from
+    span to span and back, a name in several roles, follows-from with and without a
+    parent, names past the wire's cut, repeated spans."""
+    rng = random.Random(7)
+    names = ["gw", "node-1", "", "c-1", "GET /", "é" * 300, "x" * 600]
+    traces = [f"{rng.getrandbits(128) | 1:032x}" for _ in range(30)]
+    spans = []
+    for i in range(count):
+        parent = None if rng.random() < 0.2 else f"{rng.getrandbits(64) | 1:016x}"
+        start = rng.randrange(-(10**6), 10**15)
+        spans.append(
+            Span(
+                trace_id=rng.choice(traces),
+                span_id=f"{i + 1:016x}",
+                parent_id=parent,
+                service=rng.choice(names) or "svc",
+                operation=rng.choice(names),
+                start_us=start,
+                end_us=start + rng.randrange(10**6),
+                kind=rng.choice(list(SpanKind)),
+                status=rng.choice(list(Status)),
+                host=rng.choice(names),
+                container=rng.choice(names[:4]) if i % 50 < 25 else "c-9",
+                follows_from=rng.random() < 0.1,
+            )
+        )
+    return spans + spans[:40]
+
+
+@pytest.mark.parametrize("batch_spans", [1, 7, 512, 4096])
+def test_wire_spans_are_encoded_as_encode_batch_encodes_the_spans(batch_spans: int) -> None:
+    spans = varied_spans(3000)
+    expected = [encode_batch(spans[i : i + batch_spans]) for i in range(0, len(spans), batch_spans)]
+    assert list(WireSpans.of(spans).payloads(batch_spans)) == expected
+    keep = np.array([i % 3 != 1 for i in range(len(spans))])
+    kept = [s for s, k in zip(spans, keep, strict=True) if k]
+    parts = WireSpans.joined([WireSpans.of(spans[:1000]), WireSpans.of(spans[1000:])])
+    expected = [encode_batch(kept[i : i + batch_spans]) for i in range(0, len(kept), batch_spans)]
+    assert list(parts.kept(keep).payloads(batch_spans)) == expected
+    assert list(WireSpans.of([]).payloads(batch_spans)) == []
