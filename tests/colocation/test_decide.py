@@ -166,7 +166,7 @@ def test_visibility_decision(case: Case) -> None:
 @pytest.mark.parametrize(
     ("snapshot_age_s", "traces", "problem", "reason"),
     [
-        (300.0, 100, "", "risk stale: newest traces 300 s old"),
+        (300.0, 100, "", "risk stale: newest traces 5 m old"),
         (5.0, 0, "", "no traces in the window"),
         (None, 0, "Redis at redis://127.0.0.1:1 unreachable", "risk unavailable (Redis at"),
     ],

@@ -61,6 +61,10 @@ def test_demo_once_runs_a_round_with_the_tuner_and_ends_with_a_json_summary(
     assert set(summary) == {  # --once keeps its keys; the run's judgement is the full demo's
         "proposals", "predicted_latency_before_s", "predicted_latency_after_s", "applied",
         "rounds", "simulated_s",
+        # the co-location half's round: the services' latency and what the guard did
+        "lc_services", "lc_requests", "lc_p95_ms", "lc_target_ms", "lc_slo_met_ratio",
+        "lc_nodes_batch_vcore_s", "lc_nodes_capacity_vcore_s", "guard_lowered_nodes",
+        "guard_node_updates",
     }  # fmt: skip
     assert summary["proposals"] == 1
     assert summary["predicted_latency_after_s"] < summary["predicted_latency_before_s"]

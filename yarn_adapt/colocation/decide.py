@@ -65,6 +65,7 @@ from yarn_adapt.colocation.model import (
     NodeView,
     QosReading,
 )
+from yarn_adapt.durations import duration
 from yarn_adapt.model import Resources
 
 NO_MEMORY = NodeMemory()
@@ -185,7 +186,8 @@ def evidence_problem(inputs: GuardInputs, settings: GuardSettings) -> str:
         return "risk stale: no traces in the window"
     age_s = inputs.now_s - snapshot.window_end_us / 1e6
     if age_s > settings.stale_after_s:
-        return f"risk stale: newest traces {age_s:.0f} s old (> {settings.stale_after_s:g} s)"
+        limit = duration(settings.stale_after_s)
+        return f"risk stale: newest traces {duration(age_s)} old (> {limit})"
     return ""
 
 
@@ -331,7 +333,7 @@ def safe_target(
     )
     notes = []
     if cooling is not None and _grows(current, wanted):
-        notes.append(f"cool-down: lowered {cooling:.0f} s ago, growth waits")
+        notes.append(f"cool-down: lowered {duration(cooling)} ago, growth waits")
     elif target != wanted and _grows(current, wanted):
         notes.append(f"step limit: grows at most {settings.max_step_up_fraction:.0%} a round")
     if target != current and target != capacity and _within_band(current, target, node, settings):

@@ -62,6 +62,7 @@ from yarn_adapt.colocation.model import (
     QosReading,
     SlackState,
 )
+from yarn_adapt.durations import duration
 from yarn_adapt.model import Resources
 
 URGENCY = {SlackState.GROW: 0, SlackState.HOLD: 1, SlackState.THROTTLE: 2,
@@ -187,7 +188,7 @@ def _stepped_down(
 ) -> tuple[Resources, list[str]]:
     settling = _settling_for_s(memory, now_s, settings) if settle else None
     if settling is not None:
-        return node.total, [f"settling: lowered {settling:.0f} s ago, no further step yet"]
+        return node.total, [f"settling: lowered {duration(settling)} ago, no further step yet"]
     share = max(p.share for p in acting)
     fraction = min(settings.max_step_down_fraction, settings.nu * share)
     capacity = node.capacity
