@@ -291,6 +291,10 @@ class RestoreReport:
         return text
 
 
+DISSOLVE_PASSES = 5
+"""How often a group being dissolved is listed again for processes forked meanwhile."""
+
+
 def restore(
     journal: StateJournal, backend: CgroupBackend, procfs: ProcFs | None = None
 ) -> RestoreReport:
@@ -350,20 +354,13 @@ def dissolve(
     made = group.relpath in journal.content.created
     failures_before = len(report.failures)
     origin = journal.origin_of(group) or {}
-    try:
-        pids = backend.pids(group)
-    except CgroupVanished:
-        pids = ()
-    for pid in pids:
-        moved = journal.content.moved.get(pid)
-        back_to = (origin_outside(moved.origin, group, origin) or {}) if moved else origin
-        if not back_to:
-            if made:
-                # Nothing says where it came from: the root cgroup would free it from
-                # the NodeManager's limits, so it stays (the group stays journalled).
-                report.failures.append(f"{group.relpath}: process {pid} has no recorded origin")
-            continue  # in an adopted group: it was there before the agent
-        _move_back(backend, procfs, pid, back_to, report)
+    # A process forks while its siblings are moved back: the child is born in the group
+    # after it was listed. So list again until a pass finds nothing more to move.
+    for _ in range(DISSOLVE_PASSES):
+        moved_before = report.moved_back
+        _move_back_listed(journal, backend, procfs, group, origin, made, report)
+        if report.moved_back == moved_before or len(report.failures) > failures_before:
+            break
     if not made and len(report.failures) > failures_before:
         return  # some processes are still in it: stays journalled, tried again later
     if made:
@@ -378,6 +375,27 @@ def dissolve(
     journal.content.moved = {
         p: m for p, m in journal.content.moved.items() if m.group != group.relpath
     }
+
+
+def _move_back_listed(
+    journal: StateJournal, backend: CgroupBackend, procfs: ProcFs, group: Cgroup,
+    origin: Mapping[str, str], made: bool, report: RestoreReport,
+) -> None:  # fmt: skip
+    """Every process the group holds now back to where it came from."""
+    try:
+        pids = backend.pids(group)
+    except CgroupVanished:
+        return
+    for pid in pids:
+        moved = journal.content.moved.get(pid)
+        back_to = (origin_outside(moved.origin, group, origin) or {}) if moved else origin
+        if not back_to:
+            if made:
+                # Nothing says where it came from: the root cgroup would free it from
+                # the NodeManager's limits, so it stays (the group stays journalled).
+                report.failures.append(f"{group.relpath}: process {pid} has no recorded origin")
+            continue  # in an adopted group: it was there before the agent
+        _move_back(backend, procfs, pid, back_to, report)
 
 
 def _move_back(

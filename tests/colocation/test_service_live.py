@@ -17,12 +17,11 @@ from urllib.parse import quote
 
 import requests
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from preemption.targets import ServiceTarget
 from tests.colocation.conftest import write_traces
-from tests.service.browser import sign_in
+from tests.service.browser import click_and_wait_for_next_page, sign_in
 from tests.service.factories import TOKEN
 from tests.service.live import live_service
 from tracing.redisconn import RedisConfig
@@ -135,9 +134,9 @@ def _operator_switches_it_off(driver: Any, base: str, risky: str) -> None:
     sign_in(driver, TOKEN)
     driver.get(base + "/")
     Select(driver.find_element(By.CSS_SELECTOR, "#guard-mode-form select")).select_by_value("off")
-    old = driver.find_element(By.TAG_NAME, "html")
-    driver.find_element(By.CSS_SELECTOR, "#guard-mode-form button").click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    # (the shared step: chromedriver may say the old page's node "does not belong to
+    # the document" instead of stale while the next page loads)
+    click_and_wait_for_next_page(driver, By.CSS_SELECTOR, "#guard-mode-form button")
     assert driver.find_element(By.ID, "guard-mode").text == "off"
     assert "co-location guard: off; 1 node(s) given back" in driver.page_source
 

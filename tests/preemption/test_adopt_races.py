@@ -147,3 +147,35 @@ def test_every_move_is_on_disk_before_the_first_in_one_save(
     assert len(on_disk_at_moves) == 3 and all(seen == pids for seen in on_disk_at_moves)
     [written] = writes
     assert json.loads(written)["adopted"] == [GROUP]
+
+
+def test_a_child_forked_while_its_siblings_are_moved_back_goes_back_too(
+    tmp_path: Path, sleepers: Callable[[], ProcessInfo]
+) -> None:
+    # Seen on the testbed (CI r15): an agent's restore on stop moved back what its group
+    # held, then rmdir failed "Device or resource busy": a process forked meanwhile
+    # was born in the group after it was listed; the agent exited 5 with it left.
+    backend = layout(tmp_path)
+    journal = StateJournal.open(tmp_path / "state.json", backend.describe())
+    group = Cgroup(GROUP)
+    parent, child = sleepers(), sleepers()
+    journal.remember_created(group)
+    journal.remember_moved(parent.pid, group, dict.fromkeys(CONTROLLERS, NM))
+    procs = tmp_path / "cpu" / GROUP / "cgroup.procs"
+    procs.write_text(f"{parent.pid}\n")
+    listed = backend.pids
+
+    def pids_with_a_fork(cgroup: Cgroup) -> tuple[int, ...]:
+        found = tuple(listed(cgroup))
+        if procs.read_text().split() == [str(parent.pid)]:
+            procs.write_text(f"{child.pid}\n")  # the parent forks as it is moved back
+        else:
+            procs.write_text("")
+        return found
+
+    backend.pids = pids_with_a_fork  # type: ignore[method-assign]
+    report = RestoreReport()
+    dissolve(journal, backend, group, report)
+    assert report.moved_back == 2  # the child too, to the group's origin
+    back = (tmp_path / "cpu" / NM / "cgroup.procs").read_text().split()
+    assert str(child.pid) in back

@@ -32,7 +32,7 @@ def _left(old_page: Any) -> Any:
     return predicate
 
 
-def _click_and_wait_for_next_page(driver: Any, by: str, selector: str) -> None:
+def click_and_wait_for_next_page(driver: Any, by: str, selector: str) -> None:
     old_page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(by, selector).click()
     WebDriverWait(driver, PAGE_LOAD_S).until(_left(old_page))
@@ -43,13 +43,13 @@ def _click_and_wait_for_next_page(driver: Any, by: str, selector: str) -> None:
 
 def open_first_proposal(driver: Any, base_url: str) -> None:
     driver.get(base_url + "/")
-    _click_and_wait_for_next_page(driver, By.CSS_SELECTOR, "#proposals a.proposal-link")
+    click_and_wait_for_next_page(driver, By.CSS_SELECTOR, "#proposals a.proposal-link")
 
 
 def sign_in(driver: Any, token: str) -> None:
-    _click_and_wait_for_next_page(driver, By.ID, "sign-in")
+    click_and_wait_for_next_page(driver, By.ID, "sign-in")
     driver.find_element(By.ID, "token").send_keys(token)
-    _click_and_wait_for_next_page(driver, By.ID, "sign-in-submit")
+    click_and_wait_for_next_page(driver, By.ID, "sign-in-submit")
 
 
 def text_of(driver: Any, element_id: str) -> str:
@@ -58,4 +58,4 @@ def text_of(driver: Any, element_id: str) -> str:
 
 def click(driver: Any, element_id: str) -> None:
     """Click a button that submits a form (approve, reject, apply, roll back)."""
-    _click_and_wait_for_next_page(driver, By.ID, element_id)
+    click_and_wait_for_next_page(driver, By.ID, element_id)
