@@ -143,10 +143,9 @@ def _receiver(args: argparse.Namespace, config: RedisConfig, store: TraceStore) 
         yield
         return
     from tracing.receiver import (  # protobuf only where a receiver runs
-        OtlpReceiver,
         ReceiverConfig,
-        ReceiverServer,
         exposure_problem,
+        receiving,
     )
 
     host, _, port = args.otlp.rpartition(":")
@@ -167,14 +166,8 @@ def _receiver(args: argparse.Namespace, config: RedisConfig, store: TraceStore) 
     problem = exposure_problem(receiver_config)
     if problem:
         raise ValueError(f"--otlp: {problem} (--otlp-token-file, --otlp-public)")
-    client = make_client(config, retries=0)
-    receiver = OtlpReceiver(client, store.keys.stream, receiver_config)
-    server = ReceiverServer(receiver).start()
-    try:
+    with receiving(config, store.keys.stream, receiver_config):
         yield
-    finally:
-        server.stop()
-        client.close()
 
 
 def _otlp_token(token_file: str) -> str:

@@ -71,10 +71,9 @@ def _receiver(settings: Settings, store: TraceStore) -> Iterator[None]:
         yield
         return
     from tracing.receiver import (  # protobuf only where a receiver runs
-        OtlpReceiver,
         ReceiverConfig,
-        ReceiverServer,
         exposure_problem,
+        receiving,
     )
 
     host, _, port = section.otlp_listen.rpartition(":")
@@ -84,13 +83,8 @@ def _receiver(settings: Settings, store: TraceStore) -> Iterator[None]:
     problem = exposure_problem(receiver_config)
     if problem:
         raise SettingsError(f"{settings.source}: [tracing] otlp_listen: {problem}")
-    client = make_client(redis_config(settings), retries=0)  # the exporters retry
-    server = ReceiverServer(OtlpReceiver(client, store.keys.stream, receiver_config)).start()
-    try:
+    with receiving(redis_config(settings), store.keys.stream, receiver_config):
         yield
-    finally:
-        server.stop()
-        client.close()
 
 
 def _token(settings: Settings) -> str:
