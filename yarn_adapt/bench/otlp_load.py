@@ -17,23 +17,27 @@ has no time before 1970).
 
 How: ``clients`` threads, each with a ``requests.Session`` (one keep-alive connection,
 as an exporter holds), take the requests in turn; a 429 or 503 is retried after its
-``Retry-After`` as exporters do (``otlp_retries``). The clock runs from the first
-request to the moment the worker has stored every span (``otlp_s``,
-``otlp_spans_per_s``); ``otlp_receive_spans_per_s`` stops at the last answer (receiver
--> stream: the counterpart of the exporter's ``export_spans_per_s``). The clients share
-this process's interpreter with the receiver and the worker, so they slow both a little
-on a machine of few cores; their own CPU time is subtracted from ``otlp_cpu_s``.
+``Retry-After`` as exporters do (``otlp_retries``). The clients run in a process of
+their own, as exporters run in their services' processes: in this one they would take
+the interpreter's lock from the receiver and the worker for every request they build
+and read. The clock runs from the first request to the moment the worker has stored
+every span (``otlp_s``, ``otlp_spans_per_s``); ``otlp_receive_spans_per_s`` stops at
+the last answer (receiver -> stream: the counterpart of the exporter's
+``export_spans_per_s``). ``otlp_cpu_s`` is this process's (the receiver's and the
+worker's), ``otlp_client_cpu_s`` the clients'.
 """
 
 from __future__ import annotations
 
 import gzip
 import math
+import multiprocessing
 import statistics
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any
 
 import redis
@@ -154,7 +158,7 @@ class _Sent:
     latencies_s: list[float] = field(default_factory=list)
     retries: int = 0
     client_cpu_s: float = 0.0
-    last_answer: float = 0.0  # perf_counter
+    last_answer: float = 0.0  # perf_counter (CLOCK_MONOTONIC: one clock for every process)
     failure: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -219,6 +223,72 @@ class _Clients:
         raise RuntimeError(f"the receiver refused a request {RETRY_ATTEMPTS} times")
 
 
+def _client_process(
+    url: str, bodies: Sequence[bytes], count: int, go: Any, answers: Connection
+) -> None:
+    """The clients' own process: says it is ready once every client waits, posts every
+    body once ``go`` is set, and sends back what it saw (:meth:`_ClientProcess.result`)."""
+    clients = _Clients(url, bodies, count)
+    answers.send("ready")
+    go.wait()
+    clients.go.set()
+    clients.join(24 * 3600.0)
+    sent = clients.sent
+    answers.send(
+        (sent.latencies_s, sent.retries, sent.client_cpu_s, sent.last_answer, sent.failure)
+    )
+    answers.close()
+
+
+class _ClientProcess:
+    """:class:`_Clients` in a process of their own (spawned: this process has threads),
+    ready to go when built."""
+
+    def __init__(self, url: str, bodies: Sequence[bytes], count: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.go = context.Event()
+        self.answers, child_end = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=_client_process,
+            args=(url, bodies, count, self.go, child_end),
+            name="otlp-clients",
+            daemon=True,
+        )
+        self.process.start()
+        child_end.close()
+        self.sent: _Sent | None = None
+        if not self.answers.poll(120) or self.answers.recv() != "ready":
+            self.stop()
+            raise RuntimeError("bench trace-risk: the OTLP clients' process did not start")
+
+    def start(self) -> None:
+        self.go.set()
+
+    def result(self) -> _Sent | None:
+        """What the clients saw, once they all ended (None before); a process that
+        ended without saying is a failure."""
+        if self.sent is not None:
+            return self.sent
+        if self.answers.poll():
+            latencies, retries, cpu_s, last_answer, failure = self.answers.recv()
+            self.sent = _Sent(latencies, retries, cpu_s, last_answer, failure)
+        elif not self.process.is_alive():
+            self.sent = _Sent(failure=f"the clients' process ended {self.process.exitcode}")
+        return self.sent
+
+    def wait(self, timeout_s: float) -> _Sent:
+        if self.result() is None:
+            self.answers.poll(timeout_s)
+        sent = self.result()
+        return sent if sent is not None else _Sent(failure=f"no answer in {timeout_s:g} s")
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(10)
+        self.answers.close()
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -279,32 +349,34 @@ class _Run:
     sent: _Sent
     elapsed_s: float  # first request -> every span stored
     receive_s: float  # first request -> last answer
-    service_cpu_s: float  # the receiver's and the worker's (this process less the clients)
+    service_cpu_s: float  # the receiver's and the worker's (this process)
     redis_cpu_s: float
 
 
 def _timed_run(service: _Service, built: OtlpRequests, load: OtlpLoad) -> _Run:
-    clients = _Clients(service.server.url, built.bodies, load.clients)
-    redis_before, cpu = redis_cpu_s(service.store.client), time.process_time()
-    began = time.perf_counter()
-    clients.go.set()
-    stored_at = _wait_stored(service, built.spans, clients)
-    process_cpu_s = time.process_time() - cpu
-    redis_used_s = redis_cpu_s(service.store.client) - redis_before
-    clients.join(60)
-    sent = clients.sent
+    clients = _ClientProcess(service.server.url, built.bodies, load.clients)
+    try:
+        redis_before, cpu = redis_cpu_s(service.store.client), time.process_time()
+        began = time.perf_counter()
+        clients.start()
+        stored_at = _wait_stored(service, built.spans, clients)
+        service_cpu_s = time.process_time() - cpu
+        redis_used_s = redis_cpu_s(service.store.client) - redis_before
+        sent = clients.wait(60)
+    finally:
+        clients.stop()
     if sent.failure:
         raise RuntimeError(f"bench trace-risk: an OTLP client failed: {sent.failure}")
     return _Run(
         sent,
         elapsed_s=stored_at - began,
         receive_s=sent.last_answer - began,
-        service_cpu_s=process_cpu_s - sent.client_cpu_s,
+        service_cpu_s=service_cpu_s,
         redis_cpu_s=redis_used_s,
     )
 
 
-def _wait_stored(service: _Service, spans: int, clients: _Clients) -> float:
+def _wait_stored(service: _Service, spans: int, clients: _ClientProcess) -> float:
     """When the worker had stored ``spans`` spans, less those the receiver rejected or
     the worker found twice (perf_counter), or when waiting became pointless (a client
     failed, the worker died, the deadline passed)."""
@@ -312,7 +384,8 @@ def _wait_stored(service: _Service, spans: int, clients: _Clients) -> float:
     counters, receiver = service.worker.counters, service.server.receiver
     while counters.spans_stored + counters.duplicates + receiver.stats().spans_rejected < spans:
         now = time.perf_counter()
-        failed = clients.sent.failure and clients.done()
+        sent = clients.result()
+        failed = sent is not None and bool(sent.failure)
         if now > deadline or failed or not service.thread.is_alive():
             return now
         time.sleep(0.002)
