@@ -31,8 +31,9 @@ is calibrated on outcomes:
   checked log ratios (``earlier``): the bench carries one from run to run, as a
   service carries its own from round to round.
 
-The ledger lives with the proposer (in memory: a restarted service starts from the
-prior again); the proposals' own checks are stored
+The ledger lives with the proposer; the RM's proposer keeps its checked log ratios in
+the state directory, so a restarted service does not start from the prior again
+(:mod:`yarn_adapt.service.checks_file`); the proposals' own checks are stored
 (:class:`~yarn_adapt.service.records.PredictionError`) and shown on their pages.
 """
 

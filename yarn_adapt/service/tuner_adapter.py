@@ -11,7 +11,9 @@ JobHistory jobs it has seen so far, refitted when new ones arrive.
 Likely ranges: each proposer keeps a :class:`~yarn_adapt.service.intervals.PredictionLedger`
 of its predictions; every round it first checks those whose jobs finished, then
 states each new prediction's range as the ledger's calibration gives it
-(:mod:`yarn_adapt.service.intervals`).
+(:mod:`yarn_adapt.service.intervals`). The RM's proposer keeps its checked log ratios
+in the state directory and starts from them after a restart
+(:mod:`yarn_adapt.service.checks_file`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from yarn_adapt.errors import TraceError
 from yarn_adapt.model import ClusterSnapshot, TaskType, Workload
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import Observed
+from yarn_adapt.service.checks_file import checks_path, load_log_ratios, save_log_ratios
 from yarn_adapt.service.evidence import (
     jobs_by_group,
     simulated_jobs,
@@ -173,13 +176,15 @@ class SnapshotProposer:
         self.settings = tuner_settings(settings)
         self.history = HistoryModel(seed=settings.tuning.seed)
         self.executor = settings.tuning.executor
-        self.ledger = PredictionLedger()
+        self.checks_file = checks_path(settings.state.state_dir)
+        self.ledger = PredictionLedger(earlier=load_log_ratios(self.checks_file))
 
     def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
         snapshot = observed.view
         assert isinstance(snapshot, ClusterSnapshot), "the snapshot proposer needs an RM"
         now_s = snapshot.taken_ms / 1000.0
-        self.ledger.observe(observed.finished, observed.config, now_s)
+        if self.ledger.observe(observed.finished, observed.config, now_s):
+            save_log_ratios(self.checks_file, self.ledger.log_ratios())
         history = self.history.update(snapshot)
         assert self.history.model is not None
         model = self.history.model
