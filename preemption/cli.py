@@ -11,8 +11,10 @@ the tuner), and ``yarn_adapt.cli`` registers the same group as ``yarn-adapt agen
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,10 +49,12 @@ def agent_group() -> None:
 @click.option("--dry-run", is_flag=True, help="Decide and log, change nothing.")
 @click.option("--ticks", type=click.IntRange(min=1), help="Stop after N intervals.")
 def run_command(config_path: Path, dry_run: bool, ticks: int | None) -> None:
-    """Run the agent until SIGTERM/SIGINT, then restore every limit it changed."""
+    """Run the agent until SIGTERM/SIGINT, then restore every limit it changed.
+    SIGUSR1 writes every thread's stack to stderr (where a stuck agent is)."""
     from preemption.agent import Agent
     from preemption.settings import load_agent_settings
 
+    _stacks_on_sigusr1()
     settings = load_agent_settings(config_path)
     agent = Agent.build(settings, dry_run=dry_run or None)
     recovered = agent.recover()
@@ -140,6 +144,13 @@ def _metrics_server(agent: Agent) -> WSGIServer | None:
         port, addr=agent.settings.agent.metrics_address, registry=agent.metrics.registry
     )
     return server
+
+
+def _stacks_on_sigusr1() -> None:
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)
+    except (AttributeError, ValueError, OSError):  # a stderr with no descriptor (tests)
+        return
 
 
 @contextmanager

@@ -268,7 +268,7 @@ def measured_with_agent(
     on.pid_file.write_text(f"{nodemanager_pid(cluster, on.index)}\n")
     samples: list[dict[str, Any]] = []
     try:
-        wait_until(lambda: suppressing(on), 30)
+        wait_for_agent(lambda: suppressing(on), 30, agent, on)
         began = time.time()
         while time.time() < began + WINDOW_S:
             samples.append(status(on))
@@ -283,6 +283,22 @@ def measured_with_agent(
     after = (v1.read(group, "cpu.cfs_quota_us"), v1.read(group, "cpu.shares"),
              on.state_file.exists())  # fmt: skip
     return Window(p95(on, began, ended), p95(off, began, ended), samples, code, after)
+
+
+def wait_for_agent(
+    probe: Callable[[], bool], timeout_s: float, agent: subprocess.Popen[bytes], side: Side
+) -> None:
+    """:func:`wait_until`; on a timeout the agent writes its threads' stacks to its log
+    (SIGUSR1) and the failure shows the log's end and the last status (docs/flakes.md:
+    once, in a run with CPU burners beside it, the first trusted tick took 45 s)."""
+    try:
+        wait_until(probe, timeout_s)
+    except AssertionError as exc:
+        agent.send_signal(signal.SIGUSR1)
+        time.sleep(2.0)
+        log = (side.directory / "agent.log").read_text(errors="replace")[-6000:]
+        shown = f"{exc}; status {status(side)}; the agent's log ends:\n{log}"
+        raise AssertionError(shown) from None
 
 
 def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_node_lowered(

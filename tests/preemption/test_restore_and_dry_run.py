@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -215,3 +216,29 @@ def test_a_cgroup_path_that_resolves_outside_the_root_is_refused(tmp_path: Path)
         with pytest.raises(CgroupError, match="refused cgroup path"):
             backend.write(Cgroup(relpath), "cpu.max", "1000 100000")
     assert (tmp_path / "elsewhere" / "cpu.max").read_text() == "max 100000"
+
+
+def test_sigusr1_makes_a_running_agent_write_its_stacks_and_it_still_stops_cleanly(
+    hierarchy: str, tmp_path: Path
+) -> None:
+    """How a stuck agent says where it is (docs/flakes.md): SIGUSR1 writes every
+    thread's stack to stderr, and the agent runs on and stops on SIGTERM as before."""
+    config = write_config(tmp_path / "agent.toml", hierarchy, tmp_path / "s.json", cpu=0, memory=0)
+    log = tmp_path / "agent.log"
+    with log.open("wb") as stream:
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "preemption", "run", "--config", str(config)],
+            stdout=stream, stderr=stream, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    try:
+        wait_for(lambda: "yarn-adapt agent on" in log.read_text(), 30)
+        agent.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "most recent call first" in log.read_text(), 10)
+        assert agent.poll() is None  # still running
+        text = log.read_text()
+        assert "Current thread" in text and "preemption/agent.py" in text, text
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        code = agent.wait(60)
+    assert code == 0, log.read_text()
+    assert "stopped: " in log.read_text()
