@@ -8,7 +8,7 @@ the risk over the window are computed by the code ``yarn-adapt trace risk`` runs
 
 Figures (last line): ``traces``, ``spans``, ``ingest_spans_per_s`` (stream drained,
 assembled, stored, acknowledged), ``analyse_s`` (critical paths + risk for all traces:
-the median of ``repeats`` runs, with ``analyse_s_worst`` and the CPU time, which a
+the median of ``repeats`` runs, with ``analyse_worst_s`` and the CPU time, which a
 loaded machine inflates less), ``load_s`` (reading the window back from Redis), and
 ``redis_mb`` (Redis's used memory after ingest, with the bench's connections closed,
 minus before: the stored traces, the interned names and what is left of the stream;
@@ -213,7 +213,7 @@ def _measure(
         "ingest_spans_per_cpu_s": round(counters.spans / (ingest_cpu_s + ingest_redis_cpu_s)),
         "ingest_duplicates": counters.duplicates,
         "analyse_s": round(statistics.median(walls), 4),
-        "analyse_s_worst": round(max(walls), 4),
+        "analyse_worst_s": round(max(walls), 4),
         "analyse_cpu_s": round(statistics.median(cpus), 4),
         "analyse_steps_s": {k: round(v, 4) for k, v in result.seconds.items()},
         "load_s": round(load_s, 3),
@@ -317,7 +317,7 @@ def _table_row(row: Mapping[str, Any]) -> dict[str, Any]:
         "otlp_request_p99_s",
         "load_s",
         "analyse_s",
-        "analyse_s_worst",
+        "analyse_worst_s",
         "analyse_cpu_s",
         "redis_mb",
         "redis_peak_mb",
