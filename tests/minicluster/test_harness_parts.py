@@ -15,7 +15,7 @@ from yarn_adapt.minicluster.confgen import site_xml, yarn_site
 from yarn_adapt.minicluster.ha import java_failure
 from yarn_adapt.minicluster.jars import HadoopJars, hadoop_version, java_major
 from yarn_adapt.minicluster.layout import ClusterLayout, Ports
-from yarn_adapt.minicluster.processes import kill_marked_processes
+from yarn_adapt.minicluster.processes import MARKER_ENV, kill_marked_processes
 from yarn_adapt.minicluster.schedconf import capacity_queues, stop_queues_body
 from yarn_adapt.minicluster.spec import DEFAULT_CAPACITY_XML, DEFAULT_FAIR_XML
 
@@ -166,6 +166,14 @@ def test_sweep_kills_processes_carrying_the_marker(tmp_path: Path) -> None:
     env = {**os.environ, "YARN_ADAPT_MINICLUSTER": str(root)}
     marked = subprocess.Popen(["sleep", "60"], cwd=tmp_path, env=env, start_new_session=True)
     try:
+        # Popen returns when the exec closed its pipe, which the kernel does before it
+        # lays out the new environment: until then /proc/PID/environ reads empty
+        # (CI r18). The sweep is for a cluster's running processes, not one mid-exec.
+        marker = f"{MARKER_ENV}={root}".encode()
+        environ = Path("/proc") / str(marked.pid) / "environ"
+        deadline = time.monotonic() + 10
+        while marker not in environ.read_bytes().split(b"\0") and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert kill_marked_processes(root) == 1
         assert marked.wait(timeout=5) == -9
     finally:

@@ -68,17 +68,19 @@ def test_demo_once_runs_a_round_with_the_tuner_and_ends_with_a_json_summary(
     }  # fmt: skip
     assert summary["proposals"] == 1
     assert summary["predicted_latency_after_s"] < summary["predicted_latency_before_s"]
-    # nothing checked yet: the range is the wide prior, reaches "no gain", and
-    # auto-approve leaves the move to an operator (issue 29, item 2)
-    assert summary["applied"] == 0
-    held = [line for line in lines if "auto-approve holds it for an operator" in line]
-    assert held and "the move may gain nothing" in held[0]
+    # nothing checked yet: the range is the prior's; this move's stays clear of "no
+    # gain" (what the running configuration would give), so auto-approve applies it
+    # (a range that reaches it is held for an operator: test_gates, test_hardening)
+    assert summary["applied"] == 1
+    assert not any("auto-approve holds it for an operator" in line for line in lines)
     assert any(
-        line.startswith("  proposal 1 (pending): predicted mean job latency") for line in lines
+        line.startswith("  proposal 1 (applied): predicted mean job latency") for line in lines
     )
     assert any(line.startswith("    group root:") and ", likely " in line for line in lines)
     assert (tmp_path / "yarn-adapt.db").exists()
-    assert not (tmp_path / "backups").exists() or not list((tmp_path / "backups").iterdir())
+    # the apply kept the file it replaced
+    [backup] = (tmp_path / "backups").iterdir()
+    assert backup.name.startswith("capacity-scheduler.xml.")
 
 
 def test_demo_serves_the_page_while_it_runs(
