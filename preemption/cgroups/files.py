@@ -16,12 +16,18 @@ each write atomically); they are never renamed over.
 from __future__ import annotations
 
 import errno
+import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from preemption.errors import CgroupError, CgroupPermissionDenied, CgroupVanished
+
+log = logging.getLogger(__name__)
+
+SLOW_WRITE_S = 1.0  # a cgroup write normally takes well under a millisecond
 
 _GONE = frozenset({errno.ENOENT, errno.ENODEV, errno.ESRCH, errno.ENOTDIR})
 _DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -48,8 +54,15 @@ class CgroupFiles:
             return path.read_text().strip()
 
     def write(self, path: Path, value: str) -> None:
+        """One write; one taking longer than ``SLOW_WRITE_S`` is logged (the kernel
+        made the agent wait: a move waits for the cgroup locks, which other cgroup
+        work on the node holds)."""
+        started = time.monotonic()
         with _mapped(path, f"write {value!r}"):
             self.raw_write(path, value)
+        took_s = time.monotonic() - started
+        if took_s > SLOW_WRITE_S:
+            log.warning("%s: writing %r took %.1f s", path, value, took_s)
 
     def raw_write(self, path: Path, value: str) -> None:
         """The system calls of a write; tests override this to inject an ``OSError``."""

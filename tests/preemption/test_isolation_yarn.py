@@ -294,11 +294,46 @@ def wait_for_agent(
     try:
         wait_until(probe, timeout_s)
     except AssertionError as exc:
+        kernel = kernel_waits(agent.pid)
         agent.send_signal(signal.SIGUSR1)
         time.sleep(2.0)
         log = (side.directory / "agent.log").read_text(errors="replace")[-6000:]
-        shown = f"{exc}; status {status(side)}; the agent's log ends:\n{log}"
+        shown = (f"{exc}; status {status(side)}; in the kernel:\n{kernel}\n"
+                 f"the agent's log ends:\n{log}")  # fmt: skip
         raise AssertionError(shown) from None
+
+
+def kernel_waits(agent_pid: int) -> str:
+    """Where the agent's threads, and every process in uninterruptible sleep, wait in
+    the kernel (their state, wchan and kernel stack): what a stuck cgroup write waits on."""
+    shown = [_thread_waits(Path(f"/proc/{agent_pid}/task/{tid}"))
+             for tid in _listed(Path(f"/proc/{agent_pid}/task"))]  # fmt: skip
+    for pid in _listed(Path("/proc")):
+        if pid != str(agent_pid) and _state(Path(f"/proc/{pid}")) == "D":
+            shown.append(_thread_waits(Path(f"/proc/{pid}")))
+    return "\n".join(shown)
+
+
+def _listed(directory: Path) -> list[str]:
+    with contextlib.suppress(OSError):
+        return sorted(entry.name for entry in directory.iterdir() if entry.name.isdigit())
+    return []
+
+
+def _state(proc: Path) -> str:
+    with contextlib.suppress(OSError, IndexError):
+        return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    return "?"
+
+
+def _thread_waits(proc: Path) -> str:
+    parts = []
+    for name in ("comm", "wchan", "stack"):
+        try:
+            parts.append((proc / name).read_text(errors="replace").strip())
+        except OSError as exc:
+            parts.append(f"({name}: {exc.strerror})")
+    return f"{proc} state {_state(proc)} " + " | ".join(parts)
 
 
 def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_node_lowered(
