@@ -142,11 +142,9 @@ def _receiver(args: argparse.Namespace, config: RedisConfig, store: TraceStore) 
     if not args.otlp:
         yield
         return
-    from tracing.receiver import (  # protobuf only where a receiver runs
-        ReceiverConfig,
-        exposure_problem,
-        receiving,
-    )
+    # protobuf only where a receiver runs
+    from tracing.receiver import ReceiverConfig, exposure_problem
+    from tracing.receiver_process import receiving
 
     host, _, port = args.otlp.rpartition(":")
     if not host or not port.isdigit():

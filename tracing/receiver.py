@@ -67,8 +67,7 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,7 +85,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from tracing.errors import ReceiverError
 from tracing.otlp_decode import Decoded, Encoding, OtlpBadData, decode_request
-from tracing.redisconn import RedisConfig, make_client
 from tracing.wire import FIELD, MAX_SPANS_PER_BATCH
 from tracing.wire_columns import WireSpans
 
@@ -761,21 +759,3 @@ __all__ = [
     "Reply",
     "exposure_problem",
 ]
-
-
-@contextmanager
-def receiving(redis_config: RedisConfig, stream: str, config: ReceiverConfig) -> Iterator[None]:
-    """The receiver answering on ``config``'s address while the block runs, writing to
-    ``stream``. Its Redis client does not retry: the exporters do, and a request must
-    not sit in back-off. (Refuses an exposed address first: :func:`exposure_problem`,
-    raised as a ValueError.)"""
-    problem = exposure_problem(config)
-    if problem:
-        raise ValueError(problem)
-    client = make_client(redis_config, retries=0)
-    server = ReceiverServer(OtlpReceiver(client, stream, config)).start()
-    try:
-        yield
-    finally:
-        server.stop()
-        client.close()

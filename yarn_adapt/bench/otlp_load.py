@@ -1,9 +1,9 @@
 """The OTLP/HTTP path of ``bench trace-risk``: the bench's traces, as exporters would
 send them, through the receiver, the span stream and the ingest worker into the store.
 
-The service's pieces, run as ``python -m tracing ingest --otlp`` runs them: a real
-:class:`~tracing.receiver.ReceiverServer` on 127.0.0.1 and an
-:class:`~tracing.ingest.IngestWorker` polling in a thread of the same process, each
+The service's pieces, run as ``python -m tracing ingest --otlp`` runs them: the
+receiver on 127.0.0.1 in a process of its own (:func:`tracing.receiver_process.receiving`)
+and an :class:`~tracing.ingest.IngestWorker` polling in a thread of this process, each
 with a Redis client of its own. The receiver's rate limit is off (its default 200,000
 spans/s would cap the figure); every other setting is its default.
 
@@ -19,11 +19,11 @@ How: ``clients`` threads, each with a ``requests.Session`` (one keep-alive conne
 as an exporter holds), take the requests in turn; a 429 or 503 is retried after its
 ``Retry-After`` as exporters do (``otlp_retries``). The clients run in a process of
 their own, as exporters run in their services' processes: in this one they would take
-the interpreter's lock from the receiver and the worker for every request they build
+the interpreter's lock from the worker for every request they build
 and read. The clock runs from the first request to the moment the worker has stored
 every span (``otlp_s``, ``otlp_spans_per_s``); ``otlp_receive_spans_per_s`` stops at
 the last answer (receiver -> stream: the counterpart of the exporter's
-``export_spans_per_s``). ``otlp_cpu_s`` is this process's (the receiver's and the
+``export_spans_per_s``). ``otlp_cpu_s`` is the receiver's process's and this one's (the
 worker's), ``otlp_client_cpu_s`` the clients'.
 """
 
@@ -32,12 +32,14 @@ from __future__ import annotations
 import gzip
 import math
 import multiprocessing
+import os
 import statistics
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -55,7 +57,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status as ProtoStatus
 
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import Span, SpanKind, Status
-from tracing.receiver import OtlpReceiver, ReceiverConfig, ReceiverServer
+from tracing.receiver import ReceiverConfig
+from tracing.receiver_process import receiving
 from tracing.redisconn import RedisConfig, make_client
 from tracing.store import StoreLimits, TraceStore
 
@@ -293,8 +296,8 @@ class _ClientProcess:
 
 
 class _Service:
-    """The receiver and the ingest worker under ``prefix`` of ``url``, as the service
-    runs them; ``stop`` ends both and deletes the keys."""
+    """The receiver (in its own process) and the ingest worker under ``prefix`` of
+    ``url``, as the service runs them; ``stop`` ends both and deletes the keys."""
 
     def __init__(self, url: str, prefix: str, load: OtlpLoad) -> None:
         self.config = RedisConfig(url=url, prefix=prefix)
@@ -305,27 +308,29 @@ class _Service:
         )
         self.worker = IngestWorker(self.store, IngestConfig(quiet_s=load.quiet_s))
         self.worker.ensure_group()
-        self.receiver_client = make_client(self.config, retries=0)
-        receiver = OtlpReceiver(
-            self.receiver_client,
+        self._receiving = receiving(
+            self.config,
             self.store.keys.stream,
             ReceiverConfig(host="127.0.0.1", port=0, max_spans_per_s=0.0),
         )
-        self.server = ReceiverServer(receiver).start()
+        self.receiver = self._receiving.__enter__()
         self.stopping = threading.Event()
         self.thread = threading.Thread(
             target=self.worker.run, args=(self.stopping,), name="otlp-ingest", daemon=True
         )
         self.thread.start()
 
+    def cpu_s(self) -> float:
+        """CPU seconds of this process (the worker) and the receiver's."""
+        return time.process_time() + process_cpu_s(self.receiver.pid)
+
     def stop(self) -> None:
-        self.server.stop()
+        self._receiving.__exit__(None, None, None)
         self.stopping.set()
         self.thread.join(60)
         client = self.store.client
         for key in client.scan_iter(f"{self.config.prefix}:*"):
             client.delete(key)
-        self.receiver_client.close()
         client.close()
 
 
@@ -338,7 +343,7 @@ def measure_otlp(
     try:
         run = _timed_run(service, built, load)
         stored_spans = service.store.load().columns.n_spans
-        rejected = service.server.receiver.stats().spans_rejected
+        rejected = service.receiver.stats().spans_rejected
     finally:
         service.stop()
     return _figures(built, run, (stored_spans, rejected), load)
@@ -349,18 +354,18 @@ class _Run:
     sent: _Sent
     elapsed_s: float  # first request -> every span stored
     receive_s: float  # first request -> last answer
-    service_cpu_s: float  # the receiver's and the worker's (this process)
+    service_cpu_s: float  # the receiver's process's and the worker's
     redis_cpu_s: float
 
 
 def _timed_run(service: _Service, built: OtlpRequests, load: OtlpLoad) -> _Run:
-    clients = _ClientProcess(service.server.url, built.bodies, load.clients)
+    clients = _ClientProcess(service.receiver.url, built.bodies, load.clients)
     try:
-        redis_before, cpu = redis_cpu_s(service.store.client), time.process_time()
+        redis_before, cpu = redis_cpu_s(service.store.client), service.cpu_s()
         began = time.perf_counter()
         clients.start()
         stored_at = _wait_stored(service, built.spans, clients)
-        service_cpu_s = time.process_time() - cpu
+        service_cpu_s = service.cpu_s() - cpu
         redis_used_s = redis_cpu_s(service.store.client) - redis_before
         sent = clients.wait(60)
     finally:
@@ -381,9 +386,11 @@ def _wait_stored(service: _Service, spans: int, clients: _ClientProcess) -> floa
     the worker found twice (perf_counter), or when waiting became pointless (a client
     failed, the worker died, the deadline passed)."""
     deadline = time.perf_counter() + max(60.0, spans / 1000)
-    counters, receiver = service.worker.counters, service.server.receiver
-    while counters.spans_stored + counters.duplicates + receiver.stats().spans_rejected < spans:
+    counters, rejected, asked = service.worker.counters, 0, 0.0
+    while counters.spans_stored + counters.duplicates + rejected < spans:
         now = time.perf_counter()
+        if now > asked + 0.1:  # a round trip to the receiver's process
+            rejected, asked = service.receiver.stats().spans_rejected, now
         sent = clients.result()
         failed = sent is not None and bool(sent.failure)
         if now > deadline or failed or not service.thread.is_alive():
@@ -422,6 +429,12 @@ def _figures(
 
 def _nearest_rank(ordered: Sequence[float], quantile: float) -> float:
     return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)]
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds process ``pid`` has used (user and system, /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def redis_cpu_s(client: redis.Redis) -> float:

@@ -70,11 +70,9 @@ def _receiver(settings: Settings, store: TraceStore) -> Iterator[None]:
     if not section.otlp_listen:
         yield
         return
-    from tracing.receiver import (  # protobuf only where a receiver runs
-        ReceiverConfig,
-        exposure_problem,
-        receiving,
-    )
+    # protobuf only where a receiver runs
+    from tracing.receiver import ReceiverConfig, exposure_problem
+    from tracing.receiver_process import receiving
 
     host, _, port = section.otlp_listen.rpartition(":")
     receiver_config = ReceiverConfig(

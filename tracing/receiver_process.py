@@ -1,0 +1,221 @@
+"""The OTLP receiver in a process of its own, as ``python -m tracing ingest --otlp``
+and ``yarn-adapt serve`` run it.
+
+In the ingest worker's process the two took turns on one interpreter lock: decoding a
+request (about 6 µs a span) and assembling it (about 3 µs) could not overlap, which
+held the pair to about 70,000 spans a second on two cores. Apart, each has a core.
+
+The parent starts the receiver with :func:`receiving` and talks to it over one pipe:
+the child answers ``ready`` with its URL (or the one-line reason it could not listen),
+then ``stats`` on request, and stops on ``stop`` or when the pipe closes (so a parent
+killed outright takes its receiver with it). The child's log records go to the
+parent's handlers. A receiver process that dies is started again on the same port,
+once a second at most, and each death is logged with its exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import logging.handlers
+import multiprocessing
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import Any
+
+from tracing.errors import ReceiverError
+from tracing.receiver import (
+    OtlpReceiver,
+    ReceiverConfig,
+    ReceiverServer,
+    ReceiverStats,
+    exposure_problem,
+)
+from tracing.redisconn import RedisConfig, make_client
+
+log = logging.getLogger("tracing.receiver")
+START_TIMEOUT_S = 30.0  # a spawned interpreter importing protobuf on a busy node
+STOP_TIMEOUT_S = 10.0
+RESTART_DELAY_S = 1.0
+
+_CONTEXT = multiprocessing.get_context("spawn")  # no copy of the parent's threads
+
+
+def _serve(
+    redis_config: RedisConfig,
+    stream: str,
+    config: ReceiverConfig,
+    pipe: Connection,
+    records: Any,
+    level: int,
+) -> None:
+    """The child: listen, say so, answer the parent until it says stop or goes away."""
+    root = logging.getLogger()
+    root.handlers[:] = [logging.handlers.QueueHandler(records)]
+    root.setLevel(level)
+    client = make_client(redis_config, retries=0)
+    try:
+        server = ReceiverServer(OtlpReceiver(client, stream, config)).start()
+    except ReceiverError as exc:
+        pipe.send(("error", str(exc)))
+        client.close()
+        return
+    pipe.send(("ready", server.url, server.port))
+    try:
+        while (message := _next(pipe)) != "stop":
+            if message == "stats":
+                pipe.send(server.receiver.stats())
+    finally:
+        server.stop()
+        client.close()
+
+
+def _next(pipe: Connection) -> str:
+    try:
+        return str(pipe.recv())
+    except (EOFError, OSError):
+        return "stop"  # the parent is gone
+
+
+class ReceiverProcess:
+    """One receiver child and its pipe; :meth:`start` raises ReceiverError when the
+    child cannot listen (the child's own message)."""
+
+    def __init__(self, redis_config: RedisConfig, stream: str, config: ReceiverConfig) -> None:
+        self.redis_config, self.stream, self.config = redis_config, stream, config
+        self._records: Any = _CONTEXT.Queue()
+        self._listener = logging.handlers.QueueListener(
+            self._records, _Forward(), respect_handler_level=False
+        )
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._process: Any = None
+        self._pipe: Connection | None = None
+        self.url = ""
+        self.port = config.port
+        self.restarts = 0
+
+    def start(self) -> ReceiverProcess:
+        self._listener.start()
+        try:
+            self._spawn()
+        except BaseException:
+            self._listener.stop()
+            raise
+        threading.Thread(target=self._watch, name="otlp-receiver-watch", daemon=True).start()
+        return self
+
+    @property
+    def pid(self) -> int:
+        """The receiver process's (it changes when the receiver is started again)."""
+        return int(self._process.pid)
+
+    def stats(self) -> ReceiverStats:
+        """The child's counters (since it last started)."""
+        with self._lock:
+            assert self._pipe is not None
+            self._pipe.send("stats")
+            stats: ReceiverStats = self._pipe.recv()
+            return stats
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            process, pipe = self._process, self._pipe
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # the child is already gone
+                    pipe.send("stop")
+        if process is not None:
+            process.join(STOP_TIMEOUT_S)
+            if process.is_alive():
+                log.error(
+                    "the OTLP receiver process did not stop in %.0f s; killed", STOP_TIMEOUT_S
+                )
+                process.kill()
+                process.join()
+        if pipe is not None:
+            pipe.close()
+        self._listener.stop()
+        self._records.close()
+        self._records.join_thread()
+
+    def _spawn(self) -> None:
+        parent_end, child_end = _CONTEXT.Pipe()
+        config = replace(self.config, port=self.port)
+        process = _CONTEXT.Process(
+            target=_serve,
+            args=(self.redis_config, self.stream, config, child_end, self._records,
+                  min(logging.getLogger().getEffectiveLevel(), log.getEffectiveLevel())),
+            name="otlp-receiver",
+            daemon=True,
+        )  # fmt: skip
+        process.start()
+        child_end.close()
+        answer = _first_answer(parent_end, process)
+        if answer[0] != "ready":
+            process.join(STOP_TIMEOUT_S)
+            parent_end.close()
+            raise ReceiverError(answer[1])
+        self.url, self.port = answer[1], answer[2]
+        with self._lock:
+            self._process, self._pipe = process, parent_end
+
+    def _watch(self) -> None:
+        """Start the child again whenever it dies while the receiver should run."""
+        while not self._stopping.is_set():
+            process = self._process
+            process.join()
+            if self._stopping.wait(RESTART_DELAY_S):
+                return
+            log.error(
+                "the OTLP receiver process exited (code %s); starting it again on port %d",
+                process.exitcode, self.port,
+            )  # fmt: skip
+            try:
+                self._spawn()
+                self.restarts += 1
+            except ReceiverError as exc:
+                log.error("the OTLP receiver could not start again: %s", exc)
+
+
+def _first_answer(pipe: Connection, process: Any) -> tuple[Any, ...]:
+    if pipe.poll(START_TIMEOUT_S):
+        try:
+            answer: tuple[Any, ...] = pipe.recv()
+            return answer
+        except EOFError:
+            pass
+    if process.is_alive():
+        process.kill()
+    process.join()
+    return ("error", f"the OTLP receiver process did not start (exit code {process.exitcode})")
+
+
+class _Forward(logging.Handler):
+    """The child's records, handled by the parent's loggers as if logged here."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
+
+
+@contextmanager
+def receiving(
+    redis_config: RedisConfig, stream: str, config: ReceiverConfig
+) -> Iterator[ReceiverProcess]:
+    """The receiver answering on ``config``'s address, in a process of its own, while
+    the block runs, writing to ``stream``. Its Redis client does not retry: the
+    exporters do, and a request must not sit in back-off. (Refuses an exposed address
+    first: :func:`~tracing.receiver.exposure_problem`, raised as a ValueError.)"""
+    problem = exposure_problem(config)
+    if problem:
+        raise ValueError(problem)
+    receiver = ReceiverProcess(redis_config, stream, config).start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
