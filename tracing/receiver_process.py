@@ -162,6 +162,9 @@ class ReceiverProcess:
         self.url, self.port = answer[1], answer[2]
         with self._lock:
             self._process, self._pipe = process, parent_end
+        if self._stopping.is_set():  # stop() came while this one was starting
+            parent_end.send("stop")
+            process.join(STOP_TIMEOUT_S)
 
     def _watch(self) -> None:
         """Start the child again whenever it dies while the receiver should run."""

@@ -103,10 +103,14 @@ LC_TARGET_MS = 25.0
 the nodes full."""
 
 
+LC_NODES = 3
+"""The demo application's services' nodes, added to those the trace's batch needs."""
+
+
 def demo_application(node_ids: Sequence[str]) -> LcApplication:
     """A shop: ``frontend`` calls ``cart`` then ``catalog``, each on its own node (the
     first three; fewer nodes are shared), 200 requests/s of which 5/s are traced."""
-    nodes = [node_ids[i % len(node_ids)] for i in range(3)]
+    nodes = [node_ids[i % len(node_ids)] for i in range(LC_NODES)]
     return LcApplication(
         LcService("frontend", nodes[0], 2.0),
         (LcService("cart", nodes[1], 10.0), LcService("catalog", nodes[2], 4.0)),
@@ -160,8 +164,9 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     shutil.copyfile(demo_scheduler_file(options.scheduler), path)
     config = read_scheduler_document(path).config
     cluster, history = replay_cluster(
-        config, options.trace, options.nodes, options.containers_per_node, options.seed
-    )
+        config, options.trace, options.nodes, options.containers_per_node, options.seed,
+        lc_nodes=LC_NODES if options.colocation else 0,
+    )  # fmt: skip
     settings = demo_settings(options)
     apply_settings = ApplySettings(
         state_dir=options.state_dir, verify=PollSettings(timeout_s=5.0, interval_s=0.1)
@@ -183,16 +188,21 @@ def replay_cluster(
     nodes: int | None,
     containers_per_node: int,
     seed: int,
+    lc_nodes: int = 0,
 ) -> tuple[SimulatedCluster, Workload]:
     """A simulated cluster running ``config`` that replays the later half of ``trace``
     (default: the bundled FB-2009 day), its jobs spread over the config's leaves by
     priority; and the earlier half, the history the task-time model learns from.
-    ``nodes=None`` sizes the cluster for the replayed half's whole span."""
+    ``nodes=None`` sizes the cluster for the replayed half's whole span, plus
+    ``lc_nodes`` for latency-critical services: they bring their nodes, and batch gets
+    what the guard leaves on them (with the services on nodes batch was sized for, the
+    guard's share backs batch up past the run's end, and few predictions can be
+    checked)."""
     leaves = [leaf.name for leaf in config.leaves()]
     workload = load_trace(trace or bundled_trace(), seed=seed, queues=spread_over(leaves))
     history, replay = split_in_half(workload)
     if nodes is None:
-        nodes = sized_nodes(replay, replay_span_s(replay), containers_per_node)
+        nodes = sized_nodes(replay, replay_span_s(replay), containers_per_node) + lc_nodes
     spec = ClusterSpec.uniform(nodes, CONTAINER * containers_per_node)
     return SimulatedCluster(replay, spec, config, SimulationOptions(seed=seed)), history
 
