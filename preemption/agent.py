@@ -399,6 +399,7 @@ class Agent:
                     allocation=listed.allocation if listed is not None else None,
                     locality=self._locality(container.container_id),
                     alive=container.running,
+                    exiting=container.exiting,
                     progress=self._task_progress(now, ref),
                 )
             )

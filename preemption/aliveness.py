@@ -4,8 +4,9 @@ Pure: judged from two :class:`~preemption.model.TaskSample` readings taken one
 interval apart, the CPU rate the task had before the last step, and the limit now in
 force. A task falters when
 
-* its processes are gone or stopped while the container is still there (lost its
-  heartbeat: ``alive`` is False),
+* its processes are stopped while the container is still there (lost its heartbeat:
+  ``alive`` is False; processes that exited and wait for their parent to reap them
+  are a task ending, not faltering: ``exiting``),
 * the kernel OOM-killed something in its cgroup since the last reading,
 * it was busy before the step and now gets less than ``cpu_progress_ratio`` of what
   it could use (``min(rate before, new limit)``): hung, e.g. thrashing on memory,
@@ -64,8 +65,10 @@ def check(
     settings: AlivenessSettings,
 ) -> Verdict:
     """The verdict on a task for the interval ``before`` → ``after``."""
+    if not after.alive and after.exiting:
+        return ALIVE  # its processes exited: its work ended, no sign of faltering
     if not after.alive:
-        return Verdict(False, "no running process left (exited or stopped)")
+        return Verdict(False, "its processes are stopped")
     if after.oom_kills > before.oom_kills:
         return Verdict(False, f"OOM kill in the cgroup ({after.oom_kills - before.oom_kills})")
     rate_after = cpu_rate_millicores(before, after)

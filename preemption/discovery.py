@@ -52,6 +52,7 @@ class FoundContainer:
     started_at_s: float
     running: bool
     cgroup: Cgroup | None = None
+    exiting: bool = False  # no process running, and none stopped: its work ended
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -155,10 +156,12 @@ def _found(
     container_id: str, table: Mapping[int, ProcessInfo], procfs: ProcFs, group: Cgroup | None
 ) -> FoundContainer:
     infos = sorted(table.values(), key=lambda info: info.pid)
+    leaves = _leaves(infos)
     return FoundContainer(
         container_id=container_id,
         processes=tuple(infos),
         started_at_s=min(procfs.started_at_s(info) for info in infos),
-        running=any(info.running for info in _leaves(infos)),
+        running=any(info.running for info in leaves),
         cgroup=group,
+        exiting=all(info.exiting for info in leaves),
     )

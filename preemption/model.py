@@ -156,6 +156,7 @@ class TaskSample:
     cpu_usage_ns: int
     oom_kills: int = 0
     progress: float | None = None
+    exiting: bool = False  # not alive because its processes exited, none stopped
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ class ManagedContainer:
     locality: Locality = Locality.UNKNOWN
     alive: bool = True
     progress: float | None = None
+    exiting: bool = False  # not alive because its processes exited (not stopped)
 
 
 @dataclass(frozen=True)
@@ -230,8 +231,9 @@ class NodeReclaimer:
                 self._set_aside(container.container_id, now_s, error, events)
                 continue
             sample = TaskSample(
-                now_s, container.alive, usage.cpu_usage_ns, usage.oom_kills, container.progress
-            )
+                now_s, container.alive, usage.cpu_usage_ns, usage.oom_kills, container.progress,
+                exiting=container.exiting,
+            )  # fmt: skip
             self._track(container, values, usage, sample)
             present[container.container_id] = container
         return present

@@ -15,6 +15,7 @@ from pathlib import Path
 PROC = Path("/proc")
 # R running, S sleeping, D disk wait, I idle: alive. T/t stopped, Z zombie, X dead: not.
 RUNNING_STATES = frozenset("RSDIWP")
+EXITING_STATES = frozenset("ZX")  # exited, not yet reaped by its parent
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class ProcessInfo:
     @property
     def running(self) -> bool:
         return self.state in RUNNING_STATES
+
+    @property
+    def exiting(self) -> bool:
+        return self.state in EXITING_STATES
 
 
 def parse_stat(text: str) -> ProcessInfo:

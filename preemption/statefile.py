@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from preemption import lazyfree
 from preemption.cgroups.base import Cgroup, CgroupBackend, relpath_problem
 from preemption.errors import CgroupError, CgroupVanished, StateFileCorrupt
 from preemption.pinned import Moved as MoveOutcome
@@ -236,14 +237,15 @@ class StateJournal:
         if self.path is None:
             return
         if self.content.empty:
-            self.path.unlink(missing_ok=True)
+            lazyfree.remove(self.path)
             _fsync_directory(self.path.parent)
             return
         write_atomically(self.path, json.dumps(self.content.to_json(), indent=1) + "\n")
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Temp file in the same directory, fsync, rename over, fsync the directory."""
+    """Temp file in the same directory, fsync, rename over, fsync the directory (the
+    replaced file is freed in the background: :mod:`preemption.lazyfree`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -251,7 +253,7 @@ def write_atomically(path: Path, text: str) -> None:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
-        Path(temp).replace(path)
+        lazyfree.replace(Path(temp), path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise

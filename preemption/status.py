@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from preemption import lazyfree
 from preemption.errors import StatusUnavailable
 from preemption.isolator import IsolationReport
 from preemption.model import Amount
@@ -146,15 +147,16 @@ def _eviction_json(eviction: Eviction) -> dict[str, Any]:
 
 
 def write_status(path: Path, document: Mapping[str, Any]) -> None:
-    """Replace the status file (temp file and rename: readers see a whole one). Not
-    fsynced: it is rewritten every interval and nothing is restored from it."""
+    """Replace the status file (temp file and rename: readers see a whole one; the
+    old one is freed in the background, :mod:`preemption.lazyfree`). Not fsynced: it is
+    rewritten every interval and nothing is restored from it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as stream:
             json.dump(document, stream, indent=1)
             stream.write("\n")
-        Path(temp).replace(path)
+        lazyfree.replace(Path(temp), path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise

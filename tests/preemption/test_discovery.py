@@ -125,9 +125,29 @@ def test_a_container_whose_working_process_is_stopped_is_not_running(
                 break
             time.sleep(0.05)
         assert not found[CID_B].running  # its launcher only waits: the leaf is stopped
+        assert not found[CID_B].exiting  # stopped is not ended: the agent judges it
         assert found[CID_A].running
     finally:
         os.kill(child_of_b, signal.SIGCONT)
+
+
+def test_a_container_whose_working_process_exited_unreaped_is_exiting(
+    launched: Launched,
+) -> None:
+    """Its work ended; until the launcher reaps the zombie it is not running, and not
+    faltering either (CI r22: a container that finished its work was blacklisted)."""
+    child_of_b = launched.children[launched.by_argv.pid]
+    os.kill(child_of_b, signal.SIGKILL)  # the launcher sleeps: never reaps it
+    deadline = time.monotonic() + 5
+    while True:
+        found = {
+            c.container_id: c for c in containers_in_tree(os.getpid(), ProcFs(), {CID_A, CID_B})
+        }
+        if found[CID_B].exiting or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not found[CID_B].running and found[CID_B].exiting
+    assert found[CID_A].running and not found[CID_A].exiting
 
 
 def test_proc_stat_lines_with_spaces_and_parens_in_the_name_parse() -> None:
