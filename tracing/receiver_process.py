@@ -16,10 +16,14 @@ once a second at most, and each death is logged with its exit code.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
 import logging.handlers
 import multiprocessing
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -53,6 +57,7 @@ def _serve(
     level: int,
 ) -> None:
     """The child: listen, say so, answer the parent until it says stop or goes away."""
+    faulthandler.register(signal.SIGUSR1)  # its threads' stacks, when it does not stop
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(records)]
     root.setLevel(level)
@@ -92,6 +97,7 @@ class ReceiverProcess:
         )
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._ended = threading.Event()  # the watcher saw the child end after stop()
         self._process: Any = None
         self._pipe: Connection | None = None
         self.url = ""
@@ -128,14 +134,16 @@ class ReceiverProcess:
             if pipe is not None:
                 with contextlib.suppress(OSError):  # the child is already gone
                     pipe.send("stop")
-        if process is not None:
-            process.join(STOP_TIMEOUT_S)
-            if process.is_alive():
-                log.error(
-                    "the OTLP receiver process did not stop in %.0f s; killed", STOP_TIMEOUT_S
-                )
+        if process is not None and not self._ended.wait(STOP_TIMEOUT_S):
+            log.error(
+                "the OTLP receiver process did not stop in %.0f s; its stacks are on its "
+                "standard error; killing it", STOP_TIMEOUT_S,
+            )  # fmt: skip
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGUSR1)
+                time.sleep(1.0)
                 process.kill()
-                process.join()
+            self._ended.wait(STOP_TIMEOUT_S)
         if pipe is not None:
             pipe.close()
         self._listener.stop()
@@ -164,14 +172,15 @@ class ReceiverProcess:
             self._process, self._pipe = process, parent_end
         if self._stopping.is_set():  # stop() came while this one was starting
             parent_end.send("stop")
-            process.join(STOP_TIMEOUT_S)
 
     def _watch(self) -> None:
-        """Start the child again whenever it dies while the receiver should run."""
-        while not self._stopping.is_set():
+        """The one thread that waits for (and reaps) the child: it starts it again
+        whenever it dies while the receiver should run, and says when it ended."""
+        while True:
             process = self._process
             process.join()
-            if self._stopping.wait(RESTART_DELAY_S):
+            if self._stopping.is_set() or self._stopping.wait(RESTART_DELAY_S):
+                self._ended.set()
                 return
             log.error(
                 "the OTLP receiver process exited (code %s); starting it again on port %d",
