@@ -87,3 +87,28 @@ def test_segments_of_the_first_format_still_read_and_their_shared_names_then_go(
     client.delete(keys.segment(1))  # it expired
     store.maintain()
     assert client.exists(*keys.shared_names) == 0
+
+
+def test_ticks_store_quiet_traces_at_most_every_flush_every_s(
+    client: redis.Redis, store_config: RedisConfig
+) -> None:
+    """Storing after every read of a few entries cost the worker most of its CPU at
+    high rates (bench trace-risk); a tick stores at most every ``flush_every_s``."""
+    keys = Keys(store_config.prefix)
+    store = TraceStore(client, store_config)
+    now = [100.0]
+    config = IngestConfig(consumer="w", quiet_s=0.0, flush_every_s=0.1, claim_idle_s=60.0)
+    worker = IngestWorker(store, config, clock=lambda: now[0])
+    stored = lambda: store.load().columns.n_traces  # noqa: E731
+    publish(request(1, 1_000_000, "a"), client, keys.stream)
+    worker.read_available()
+    worker.tick()
+    assert stored() == 1
+    publish(request(2, 2_000_000, "b"), client, keys.stream)
+    worker.read_available()
+    now[0] += 0.05
+    worker.tick()  # within flush_every_s of the last store: held
+    assert stored() == 1
+    now[0] += 0.06
+    worker.tick()
+    assert stored() == 2
