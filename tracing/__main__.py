@@ -6,7 +6,8 @@ with ``--otlp HOST:PORT`` the OTLP/HTTP receiver beside it (:mod:`tracing.receiv
         [--dead-letter-entries 1000] [--tls] [--ca-bundle FILE] [--no-verify-tls]
         [--otlp 127.0.0.1:4318 [--otlp-token-file FILE] [--otlp-public]
          [--otlp-tls-cert FILE --otlp-tls-key FILE] [--otlp-max-body-mb 4]
-         [--otlp-max-spans-per-s 200000] [--otlp-max-backlog 20000]]
+         [--otlp-max-spans-per-s 200000] [--otlp-max-backlog 20000]
+         [--otlp-processes 2]]
 
 The Redis password comes from ``$TRACING_REDIS_PASSWORD``, the receiver's bearer token
 from ``$TRACING_OTLP_TOKEN`` else ``--otlp-token-file`` (its first line). SIGTERM /
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from tracing.errors import TracingError
 from tracing.ingest import IngestConfig, IngestWorker
+from tracing.receiver_process import RECEIVER_PROCESSES
 from tracing.redisconn import DEFAULT_URL, RedisConfig, make_client
 from tracing.store import StoreLimits, TraceStore
 
@@ -80,6 +82,10 @@ def _receiver_options(ingest: argparse.ArgumentParser) -> None:
     otlp.add_argument("--otlp-max-body-mb", type=float, default=4.0)
     otlp.add_argument("--otlp-max-spans-per-s", type=float, default=200_000.0)
     otlp.add_argument("--otlp-max-backlog", type=int, default=20_000, help="stream entries")
+    otlp.add_argument(
+        "--otlp-processes", type=int, default=RECEIVER_PROCESSES,
+        help="receiver processes on the address (about 120,000 spans/s each)",
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -164,7 +170,9 @@ def _receiver(args: argparse.Namespace, config: RedisConfig, store: TraceStore) 
     problem = exposure_problem(receiver_config)
     if problem:
         raise ValueError(f"--otlp: {problem} (--otlp-token-file, --otlp-public)")
-    with receiving(config, store.keys.stream, receiver_config):
+    if args.otlp_processes < 1:
+        raise ValueError(f"--otlp-processes {args.otlp_processes}: must be at least 1")
+    with receiving(config, store.keys.stream, receiver_config, args.otlp_processes):
         yield
 
 

@@ -129,6 +129,7 @@ class ReceiverConfig:
     max_connections: int = 64
     idle_timeout_s: float = 30.0
     batch_spans: int = 4096
+    reuse_port: bool = False  # SO_REUSEPORT: several receiver processes on one address
 
     def __post_init__(self) -> None:
         problem = config_problem(self)
@@ -659,6 +660,8 @@ class _Server(ThreadingHTTPServer):
 
     def server_bind(self) -> None:
         # HTTPServer's own also looks the host's name up (getfqdn: DNS), which nothing uses
+        if self.config.reuse_port:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         socketserver.TCPServer.server_bind(self)
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)

@@ -19,31 +19,32 @@ import contextlib
 import faulthandler
 import logging
 import logging.handlers
+import math
 import multiprocessing
 import os
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracing.errors import ReceiverError
-from tracing.receiver import (
-    OtlpReceiver,
-    ReceiverConfig,
-    ReceiverServer,
-    ReceiverStats,
-    exposure_problem,
-)
 from tracing.redisconn import RedisConfig, make_client
+
+if TYPE_CHECKING:  # protobuf is imported where a receiver runs, not by its settings
+    from tracing.receiver import ReceiverConfig, ReceiverStats
 
 log = logging.getLogger("tracing.receiver")
 START_TIMEOUT_S = 30.0  # a spawned interpreter importing protobuf on a busy node
 STOP_TIMEOUT_S = 10.0
 RESTART_DELAY_S = 1.0
+RECEIVER_PROCESSES = 2
+"""The receiver's processes unless told: one interpreter decodes about 120,000 spans a
+second (bench trace-risk); two let a burst use two cores."""
 
 _CONTEXT = multiprocessing.get_context("spawn")  # no copy of the parent's threads
 
@@ -57,6 +58,8 @@ def _serve(
     level: int,
 ) -> None:
     """The child: listen, say so, answer the parent until it says stop or goes away."""
+    from tracing.receiver import OtlpReceiver, ReceiverServer
+
     faulthandler.register(signal.SIGUSR1)  # its threads' stacks, when it does not stop
     root = logging.getLogger()
     root.handlers[:] = [logging.handlers.QueueHandler(records)]
@@ -215,19 +218,91 @@ class _Forward(logging.Handler):
             logger.handle(record)
 
 
+class ReceiverGroup:
+    """``processes`` receiver processes on one address (SO_REUSEPORT: the kernel spreads
+    the exporters' connections over them), each with an equal share of the rate limit
+    and of the connections; counted together."""
+
+    def __init__(
+        self, redis_config: RedisConfig, stream: str, config: ReceiverConfig, processes: int
+    ) -> None:
+        if processes < 1:
+            raise ValueError(f"receiver processes must be at least 1, got {processes}")
+        self.redis_config, self.stream, self.processes = redis_config, stream, processes
+        self.config = replace(
+            config,
+            reuse_port=processes > 1,
+            max_spans_per_s=config.max_spans_per_s / processes,
+            max_connections=max(1, math.ceil(config.max_connections / processes)),
+        )
+        self.members: list[ReceiverProcess] = []
+
+    def start(self) -> ReceiverGroup:
+        try:
+            first = ReceiverProcess(self.redis_config, self.stream, self.config).start()
+            self.members.append(first)
+            bound = replace(self.config, port=first.port)  # port 0: the one the first got
+            for _ in range(self.processes - 1):
+                self.members.append(ReceiverProcess(self.redis_config, self.stream, bound).start())
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def url(self) -> str:
+        return self.members[0].url
+
+    @property
+    def port(self) -> int:
+        return self.members[0].port
+
+    @property
+    def pids(self) -> list[int]:
+        return [member.pid for member in self.members]
+
+    @property
+    def restarts(self) -> int:
+        return sum(member.restarts for member in self.members)
+
+    def stats(self) -> ReceiverStats:
+        """Every process's counters, added up."""
+        from tracing.receiver import ReceiverStats
+
+        each = [member.stats() for member in self.members]
+        answers: Counter[int] = Counter()
+        for stats in each:
+            answers.update(stats.answers)
+        return ReceiverStats(
+            answers=dict(answers),
+            spans_accepted=sum(stats.spans_accepted for stats in each),
+            spans_rejected=sum(stats.spans_rejected for stats in each),
+            entries_written=sum(stats.entries_written for stats in each),
+        )
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
+
+
 @contextmanager
 def receiving(
-    redis_config: RedisConfig, stream: str, config: ReceiverConfig
-) -> Iterator[ReceiverProcess]:
-    """The receiver answering on ``config``'s address, in a process of its own, while
-    the block runs, writing to ``stream``. Its Redis client does not retry: the
-    exporters do, and a request must not sit in back-off. (Refuses an exposed address
-    first: :func:`~tracing.receiver.exposure_problem`, raised as a ValueError.)"""
+    redis_config: RedisConfig,
+    stream: str,
+    config: ReceiverConfig,
+    processes: int = RECEIVER_PROCESSES,
+) -> Iterator[ReceiverGroup]:
+    """The receiver answering on ``config``'s address, in ``processes`` processes of its
+    own, while the block runs, writing to ``stream``. Its Redis clients do not retry:
+    the exporters do, and a request must not sit in back-off. (Refuses an exposed
+    address first: :func:`~tracing.receiver.exposure_problem`, raised as a ValueError.)"""
+    from tracing.receiver import exposure_problem
+
     problem = exposure_problem(config)
     if problem:
         raise ValueError(problem)
-    receiver = ReceiverProcess(redis_config, stream, config).start()
+    receivers = ReceiverGroup(redis_config, stream, config, processes).start()
     try:
-        yield receiver
+        yield receivers
     finally:
-        receiver.stop()
+        receivers.stop()

@@ -20,7 +20,7 @@ import requests
 from tests.tracing.conftest import one_span_request
 from tracing.errors import ReceiverError
 from tracing.receiver import ReceiverConfig
-from tracing.receiver_process import receiving
+from tracing.receiver_process import RECEIVER_PROCESSES, ReceiverGroup, receiving
 from tracing.redisconn import Keys, RedisConfig
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -56,15 +56,15 @@ def test_the_child_answers_writes_the_stream_counts_and_ends_with_the_block(
     client.delete(stream)
     config = ReceiverConfig(host="127.0.0.1", port=0)
     with caplog.at_level(logging.INFO, logger="tracing.receiver"):
-        with receiving(store_config, stream, config) as receiver:
-            assert receiver.pid != os.getpid()
+        with receiving(store_config, stream, config, processes=1) as receiver:
+            [child] = receiver.pids
+            assert child != os.getpid()
             answer = requests.post(
                 receiver.url, data=one_span_request(), headers=PROTOBUF, timeout=10
             )
             assert answer.status_code == 200
             assert client.xlen(stream) == 1
             assert receiver.stats().spans_accepted == 1
-            child = receiver.pid
         assert not alive(child)
     # the child's own log line, handled by this process's loggers
     assert any(f"listening on {receiver.url}" in r.getMessage() for r in caplog.records)
@@ -87,11 +87,12 @@ def test_a_receiver_that_dies_is_started_again_on_its_port_and_says_so(
 ) -> None:
     stream = Keys(store_config.prefix).stream
     client.delete(stream)
-    with receiving(store_config, stream, ReceiverConfig(host="127.0.0.1", port=0)) as receiver:
-        first, url = receiver.pid, receiver.url
+    config = ReceiverConfig(host="127.0.0.1", port=0)
+    with receiving(store_config, stream, config, processes=1) as receiver:
+        [first], url = receiver.pids, receiver.url
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: receiver.restarts == 1, 30)
-        assert receiver.pid != first and receiver.url == url
+        assert receiver.pids != [first] and receiver.url == url
         answer = requests.post(url, data=one_span_request(), headers=PROTOBUF, timeout=10)
         assert answer.status_code == 200 and client.xlen(stream) == 1
     died = [r.getMessage() for r in caplog.records if "exited" in r.getMessage()]
@@ -103,10 +104,10 @@ def test_a_receiver_that_dies_is_started_again_on_its_port_and_says_so(
 PARENT = """
 import sys, time
 from tracing.receiver import ReceiverConfig
-from tracing.receiver_process import receiving
+from tracing.receiver_process import RECEIVER_PROCESSES, ReceiverGroup, receiving
 from tracing.redisconn import RedisConfig
 with receiving(RedisConfig(url=sys.argv[1]), "s", ReceiverConfig(host="127.0.0.1", port=0)) as r:
-    print(r.pid, flush=True)
+    print(*r.pids, flush=True)
     time.sleep(300)
 """
 
@@ -119,14 +120,40 @@ def test_a_parent_killed_outright_takes_its_receiver_with_it(store_config: Redis
     )  # fmt: skip
     try:
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert alive(child)
+        children = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(children) == RECEIVER_PROCESSES and all(map(alive, children))
         parent.kill()
         parent.wait(10)
-        wait_for(lambda: not alive(child), 15)
+        wait_for(lambda: not any(map(alive, children)), 15)
     finally:
         if parent.poll() is None:
             parent.kill()
             parent.wait(10)
         if parent.stdout is not None:
             parent.stdout.close()
+
+
+def test_processes_share_the_address_the_limits_and_count_together(
+    store_config: RedisConfig, client: redis.Redis
+) -> None:
+    stream = Keys(store_config.prefix).stream
+    client.delete(stream)
+    config = ReceiverConfig(host="127.0.0.1", port=0, max_spans_per_s=1000, max_connections=9)
+    group = ReceiverGroup(store_config, stream, config, 2)
+    assert (group.config.max_spans_per_s, group.config.max_connections) == (500, 5)
+    with receiving(store_config, stream, config, processes=2) as receivers:
+        assert len(set(receivers.pids)) == 2
+        for _ in range(24):  # a new connection each: the kernel spreads them
+            answer = requests.post(
+                receivers.url, data=one_span_request(), headers={**PROTOBUF, "Connection": "close"},
+                timeout=10,
+            )  # fmt: skip
+            assert answer.status_code == 200
+        each = [member.stats().answers.get(200, 0) for member in receivers.members]
+        assert sum(each) == 24 and min(each) > 0, each
+        assert receivers.stats().spans_accepted == 24 == client.xlen(stream)
+
+
+def test_no_processes_is_refused(store_config: RedisConfig) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        ReceiverGroup(store_config, "s", ReceiverConfig(host="127.0.0.1", port=0), 0)

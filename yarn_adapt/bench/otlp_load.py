@@ -58,7 +58,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status as ProtoStatus
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import Span, SpanKind, Status
 from tracing.receiver import ReceiverConfig
-from tracing.receiver_process import receiving
+from tracing.receiver_process import RECEIVER_PROCESSES, receiving
 from tracing.redisconn import RedisConfig, make_client
 from tracing.store import StoreLimits, TraceStore
 
@@ -85,10 +85,13 @@ class OtlpLoad:
     clients: int = 4
     batch_spans: int = SDK_BATCH_SPANS
     quiet_s: float = 0.0  # the worker's; the service's 5 s would only add a wait at the end
+    processes: int = RECEIVER_PROCESSES  # the receiver's, as the service runs it
 
     def __post_init__(self) -> None:
-        if self.clients < 1 or self.batch_spans < 1 or self.quiet_s < 0:
-            raise ValueError("otlp_clients and otlp_batch_spans >= 1, otlp_quiet_s >= 0")
+        if self.clients < 1 or self.batch_spans < 1 or self.quiet_s < 0 or self.processes < 1:
+            raise ValueError(
+                "otlp_clients, otlp_batch_spans and otlp_processes >= 1, otlp_quiet_s >= 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -312,6 +315,7 @@ class _Service:
             self.config,
             self.store.keys.stream,
             ReceiverConfig(host="127.0.0.1", port=0, max_spans_per_s=0.0),
+            load.processes,
         )
         self.receiver = self._receiving.__enter__()
         self.stopping = threading.Event()
@@ -321,8 +325,8 @@ class _Service:
         self.thread.start()
 
     def cpu_s(self) -> float:
-        """CPU seconds of this process (the worker) and the receiver's."""
-        return time.process_time() + process_cpu_s(self.receiver.pid)
+        """CPU seconds of this process (the worker) and the receiver's processes."""
+        return time.process_time() + sum(map(process_cpu_s, self.receiver.pids))
 
     def stop(self) -> None:
         self._receiving.__exit__(None, None, None)
@@ -424,6 +428,7 @@ def _figures(
         "otlp_clients": load.clients,
         "otlp_batch_spans": load.batch_spans,
         "otlp_quiet_s": load.quiet_s,
+        "otlp_processes": load.processes,
     }
 
 

@@ -38,8 +38,9 @@ Options: ``--quick`` (3,000 traces), ``--seed``, ``--trace FILE`` (any format
 the last), ``--set repeats=5``,
 ``--set redis_url=URL`` (an existing Redis; a key prefix of its own is used) and
 ``--set skew_us=3000``, ``--set error_rate=0.01``; for the OTLP run ``--set
-otlp_clients=4``, ``--set otlp_batch_spans=512`` and ``--set otlp_quiet_s=0`` (the
-worker's quiet period: any more only adds a wait at the end).
+otlp_clients=4``, ``--set otlp_batch_spans=512``, ``--set otlp_quiet_s=0`` (the
+worker's quiet period: any more only adds a wait at the end) and ``--set
+otlp_processes=2`` (the receiver's processes; the service's default).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from tracing.exporter import ExporterConfig, RedisStreamExporter
 from tracing.importers import load_spans
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import Span
+from tracing.receiver_process import RECEIVER_PROCESSES
 from tracing.redisconn import Keys, RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import StoreLimits, TraceStore
@@ -90,6 +92,7 @@ KNOWN = {
     "otlp_clients",
     "otlp_batch_spans",
     "otlp_quiet_s",
+    "otlp_processes",
 }
 
 
@@ -139,6 +142,7 @@ def _settings(options: BenchOptions) -> _Settings:
             clients=int(extra.get("otlp_clients", "4")),
             batch_spans=int(extra.get("otlp_batch_spans", str(SDK_BATCH_SPANS))),
             quiet_s=float(extra.get("otlp_quiet_s", "0")),
+            processes=int(extra.get("otlp_processes", str(RECEIVER_PROCESSES))),
         )
     except ValueError as exc:
         raise SettingsError(f"trace-risk: {exc}") from exc

@@ -81,7 +81,9 @@ def _receiver(settings: Settings, store: TraceStore) -> Iterator[None]:
     problem = exposure_problem(receiver_config)
     if problem:
         raise SettingsError(f"{settings.source}: [tracing] otlp_listen: {problem}")
-    with receiving(redis_config(settings), store.keys.stream, receiver_config):
+    with receiving(
+        redis_config(settings), store.keys.stream, receiver_config, section.otlp_processes
+    ):
         yield
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 from urllib.parse import urlsplit
 
+from tracing.receiver_process import RECEIVER_PROCESSES
 from yarn_adapt.colocation.mirror import DEFAULT_REFRESH_COMMAND as MIRROR_REFRESH_COMMAND
 from yarn_adapt.colocation.model import (
     DEFAULT_HIGH_SLACK_RATIO,
@@ -182,6 +183,7 @@ class TracingSection:
     otlp_listen: str = ""
     otlp_token_file: str = ""
     otlp_public: bool = False
+    otlp_processes: int = RECEIVER_PROCESSES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -422,6 +424,7 @@ def check_settings(settings: Settings) -> None:
         ("[tracing] window_s", settings.tracing.window_s > 0, "must be positive"),
         ("[tracing] alpha", 0 <= settings.tracing.alpha <= 1, "in [0, 1]"),
         ("[tracing] critical_min_share", 0 <= settings.tracing.critical_min_share <= 1, "[0, 1]"),
+        ("[tracing] otlp_processes", settings.tracing.otlp_processes >= 1, "at least 1"),
         (
             "[tracing] otlp_listen",
             _listen_ok(settings.tracing.otlp_listen),
