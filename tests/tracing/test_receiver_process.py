@@ -25,6 +25,7 @@ from tracing.redisconn import Keys, RedisConfig
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 ROOT = Path(__file__).resolve().parents[2]
+LOOPBACK = ReceiverConfig(host="127.0.0.1", port=0)
 
 
 def alive(pid: int) -> bool:
@@ -42,6 +43,12 @@ def _state(pid: int) -> str:
         return "Z"
 
 
+def emptied_stream(store_config: RedisConfig, client: redis.Redis) -> str:
+    stream = Keys(store_config.prefix).stream
+    client.delete(stream)
+    return stream
+
+
 def wait_for(probe: object, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not probe():  # type: ignore[operator]
@@ -52,11 +59,9 @@ def wait_for(probe: object, timeout_s: float) -> None:
 def test_the_child_answers_writes_the_stream_counts_and_ends_with_the_block(
     store_config: RedisConfig, client: redis.Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    stream = Keys(store_config.prefix).stream
-    client.delete(stream)
-    config = ReceiverConfig(host="127.0.0.1", port=0)
+    stream = emptied_stream(store_config, client)
     with caplog.at_level(logging.INFO, logger="tracing.receiver"):
-        with receiving(store_config, stream, config, processes=1) as receiver:
+        with receiving(store_config, stream, LOOPBACK, processes=1) as receiver:
             [child] = receiver.pids
             assert child != os.getpid()
             answer = requests.post(
@@ -85,10 +90,8 @@ def test_a_port_taken_is_one_line_naming_the_address(store_config: RedisConfig) 
 def test_a_receiver_that_dies_is_started_again_on_its_port_and_says_so(
     store_config: RedisConfig, client: redis.Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    stream = Keys(store_config.prefix).stream
-    client.delete(stream)
-    config = ReceiverConfig(host="127.0.0.1", port=0)
-    with receiving(store_config, stream, config, processes=1) as receiver:
+    stream = emptied_stream(store_config, client)
+    with receiving(store_config, stream, LOOPBACK, processes=1) as receiver:
         [first], url = receiver.pids, receiver.url
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: receiver.restarts == 1, 30)
@@ -136,8 +139,7 @@ def test_a_parent_killed_outright_takes_its_receiver_with_it(store_config: Redis
 def test_processes_share_the_address_the_limits_and_count_together(
     store_config: RedisConfig, client: redis.Redis
 ) -> None:
-    stream = Keys(store_config.prefix).stream
-    client.delete(stream)
+    stream = emptied_stream(store_config, client)
     config = ReceiverConfig(host="127.0.0.1", port=0, max_spans_per_s=1000, max_connections=9)
     group = ReceiverGroup(store_config, stream, config, 2)
     assert (group.config.max_spans_per_s, group.config.max_connections) == (500, 5)
