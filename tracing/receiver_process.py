@@ -147,8 +147,9 @@ class ReceiverProcess:
                 time.sleep(1.0)
                 process.kill()
             self._ended.wait(STOP_TIMEOUT_S)
-        if pipe is not None:
-            pipe.close()
+        for each in {pipe, self._pipe}:  # and a child's started meanwhile
+            if each is not None:
+                each.close()
         self._listener.stop()
         self._records.close()
         self._records.join_thread()
@@ -182,7 +183,7 @@ class ReceiverProcess:
         while True:
             process = self._process
             process.join()
-            if self._stopping.is_set() or self._stopping.wait(RESTART_DELAY_S):
+            if self._stopping.wait(RESTART_DELAY_S):  # at once when stop() came
                 self._ended.set()
                 return
             log.error(

@@ -2,7 +2,7 @@
 send them, through the receiver, the span stream and the ingest worker into the store.
 
 The service's pieces, run as ``python -m tracing ingest --otlp`` runs them: the
-receiver on 127.0.0.1 in a process of its own (:func:`tracing.receiver_process.receiving`)
+receiver on 127.0.0.1 in processes of its own (:class:`tracing.receiver_process.ReceiverGroup`)
 and an :class:`~tracing.ingest.IngestWorker` polling in a thread of this process, each
 with a Redis client of its own. The receiver's rate limit is off (its default 200,000
 spans/s would cap the figure); every other setting is its default.
@@ -58,7 +58,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status as ProtoStatus
 from tracing.ingest import IngestConfig, IngestWorker
 from tracing.model import Span, SpanKind, Status
 from tracing.receiver import ReceiverConfig
-from tracing.receiver_process import RECEIVER_PROCESSES, receiving
+from tracing.receiver_process import RECEIVER_PROCESSES, ReceiverGroup
 from tracing.redisconn import RedisConfig, make_client
 from tracing.store import StoreLimits, TraceStore
 
@@ -311,13 +311,12 @@ class _Service:
         )
         self.worker = IngestWorker(self.store, IngestConfig(quiet_s=load.quiet_s))
         self.worker.ensure_group()
-        self._receiving = receiving(
+        self.receiver = ReceiverGroup(
             self.config,
             self.store.keys.stream,
             ReceiverConfig(host="127.0.0.1", port=0, max_spans_per_s=0.0),
             load.processes,
-        )
-        self.receiver = self._receiving.__enter__()
+        ).start()
         self.stopping = threading.Event()
         self.thread = threading.Thread(
             target=self.worker.run, args=(self.stopping,), name="otlp-ingest", daemon=True
@@ -329,7 +328,7 @@ class _Service:
         return time.process_time() + sum(map(process_cpu_s, self.receiver.pids))
 
     def stop(self) -> None:
-        self._receiving.__exit__(None, None, None)
+        self.receiver.stop()
         self.stopping.set()
         self.thread.join(60)
         client = self.store.client
