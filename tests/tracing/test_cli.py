@@ -160,6 +160,9 @@ def test_the_bench_runs_a_small_window(
     latencies = [figures[f"otlp_request_{q}_s"] for q in ("p50", "p99", "worst")]
     assert 0 < figures["otlp_request_mean_s"] <= latencies[-1] and latencies == sorted(latencies)
     assert figures["otlp_retries"] == 0
+    runs = figures["otlp_runs_spans_per_s"]  # the median run's figures, every run's rate
+    assert len(runs) == figures["otlp_repeats"] == 3 and runs == sorted(runs)
+    assert figures["otlp_worst_spans_per_s"] == runs[0] and figures["otlp_spans_per_s"] == runs[1]
     otlp = {k: v for k, v in figures.items() if k.startswith("otlp_")}
     assert json_key_problems(otlp) == [] and "otlp_spans_per_s" in figures["gap_to_target"]
 

@@ -16,13 +16,15 @@ minus before: the stored traces, the interned names and what is left of the stre
 
 The same traces are then sent again as OpenTelemetry exporters send them, to a real
 OTLP/HTTP receiver on 127.0.0.1 (``otlp_load.py``: protobuf, gzip, 512 spans a request
-per resource, 4 client connections), while an ingest worker polls as the service's
-does: ``otlp_spans_per_s`` is spans over the time from the first request until the
-store holds every span (``otlp_spans_stored``), ``otlp_receive_spans_per_s`` until the
-last answer (beside ``export_spans_per_s``, the built-in exporter's path to the
-stream), ``otlp_request_mean_s`` / ``_p50_s`` / ``_p99_s`` / ``_worst_s`` each request's
-answer time, ``otlp_cpu_s`` / ``otlp_redis_cpu_s`` / ``otlp_spans_per_cpu_s`` the
-receiver's and worker's CPU (the clients' subtracted) and Redis's.
+per resource, 4 client connections), while an ingest worker polls as the service's does,
+three times: ``otlp_spans_per_s`` is spans over the time from the first request until
+the store holds every span (``otlp_spans_stored``), of the median run, with
+``otlp_worst_spans_per_s`` and ``otlp_runs_spans_per_s`` beside it;
+``otlp_receive_spans_per_s`` until the last answer (beside ``export_spans_per_s``, the
+built-in exporter's path to the stream), ``otlp_request_mean_s`` / ``_p50_s`` /
+``_p99_s`` / ``_worst_s`` each request's answer time, ``otlp_cpu_s`` /
+``otlp_redis_cpu_s`` / ``otlp_spans_per_cpu_s`` the receiver's and worker's CPU (the
+clients' subtracted) and Redis's.
 
 On a shared machine wall times measure the neighbours too, so CPU seconds are reported
 beside them: ``analyse_cpu_s``, and for the ingest the worker's and redis-server's
@@ -40,7 +42,8 @@ the last), ``--set repeats=5``,
 ``--set skew_us=3000``, ``--set error_rate=0.01``; for the OTLP run ``--set
 otlp_clients=4``, ``--set otlp_batch_spans=512``, ``--set otlp_quiet_s=0`` (the
 worker's quiet period: any more only adds a wait at the end) and ``--set
-otlp_processes=2`` (the receiver's processes; the service's default).
+otlp_processes=2`` (the receiver's processes; the service's default), ``--set
+otlp_repeats=3`` (whole OTLP runs).
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ KNOWN = {
     "otlp_batch_spans",
     "otlp_quiet_s",
     "otlp_processes",
+    "otlp_repeats",
 }
 
 
@@ -143,6 +147,7 @@ def _settings(options: BenchOptions) -> _Settings:
             batch_spans=int(extra.get("otlp_batch_spans", str(SDK_BATCH_SPANS))),
             quiet_s=float(extra.get("otlp_quiet_s", "0")),
             processes=int(extra.get("otlp_processes", str(RECEIVER_PROCESSES))),
+            repeats=int(extra.get("otlp_repeats", "3")),
         )
     except ValueError as exc:
         raise SettingsError(f"trace-risk: {exc}") from exc
