@@ -1,6 +1,6 @@
 """One interval of reclaim on a node: observe the batch cgroups, decide (Algorithm 2),
 act through the backend. Shared by the agent (:mod:`preemption.agent`, real v1/v2
-cgroups) and the simulator (:mod:`yarn_adapt.sim.colocation`, a simulated backend),
+cgroups) and the simulator (:mod:`yarn_adapt.cosim.colocation`, a simulated backend),
 so a benchmark scores the code the agent runs.
 
 Per interval, :meth:`NodeReclaimer.tick`:

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from yarn_adapt.bench import BenchOptions, run_and_print
+from yarn_adapt.demand.curves import curves_csv
 from yarn_adapt.demand.environment import synthetic_job_types
-from yarn_adapt.workload.curves import curves_csv
 
 POLICIES = {
     "resource-fair", "oracle-njc", "oracle-sw", "oracle-ew", "cilantro-njc", "cilantro-sw",

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from yarn_adapt.cli import main
-from yarn_adapt.demand.environment import synthetic_job_types
-from yarn_adapt.errors import TraceError
-from yarn_adapt.workload.curves import (
+from yarn_adapt.demand.curves import (
     CURVE_COLUMNS,
     curves_csv,
     load_arrivals,
     load_curves,
     parse_curves,
 )
+from yarn_adapt.demand.environment import synthetic_job_types
+from yarn_adapt.errors import TraceError
 
 HEADER = ",".join(CURVE_COLUMNS)
 

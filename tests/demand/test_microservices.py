@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from yarn_adapt.demand.curves import load_arrivals
 from yarn_adapt.demand.microservices import (
     AppRound,
     CilantroEndToEnd,
@@ -16,7 +17,6 @@ from yarn_adapt.demand.microservices import (
     run_end_to_end,
 )
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
-from yarn_adapt.workload.curves import load_arrivals
 
 APP = ServiceGraph(work=(0.02, 0.05, 0.01, 0.08, 0.03, 0.04), paths=((0, 1, 3), (0, 2, 4), (0, 5)))
 

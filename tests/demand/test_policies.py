@@ -8,6 +8,7 @@ from functools import cache
 import numpy as np
 import pytest
 
+from yarn_adapt.demand.curves import load_arrivals
 from yarn_adapt.demand.environment import Environment, PolicyRun, build_environment, run_policy
 from yarn_adapt.demand.learner import ProfiledCurve
 from yarn_adapt.demand.policies import (
@@ -38,7 +39,6 @@ from yarn_adapt.demand.utility import (
     social_welfare,
 )
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
-from yarn_adapt.workload.curves import load_arrivals
 
 # Fig. 5: three jobs on 60 CPUs, utility linear up to demands 10, 50 and 90.
 DEMANDS = np.array([10.0, 50.0, 90.0])

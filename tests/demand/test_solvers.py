@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from yarn_adapt.demand.curves import load_arrivals
 from yarn_adapt.demand.environment import build_environment
 from yarn_adapt.demand.policies import utility_table
 from yarn_adapt.demand.solvers import (
@@ -17,7 +18,6 @@ from yarn_adapt.demand.solvers import (
     welfare_of,
 )
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
-from yarn_adapt.workload.curves import load_arrivals
 
 
 def random_table(rng: np.random.Generator, jobs: int, resources: int) -> np.ndarray:

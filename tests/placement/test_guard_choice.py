@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from yarn_adapt.cosim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
 from yarn_adapt.errors import InputError
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.placement.guard_choice import SampledLowestRisk, lowest_risk_chooser
 from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.placement.sampling import sample_size
-from yarn_adapt.sim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
 
 ONE = Resources(1024, 1)
 

@@ -13,9 +13,7 @@ from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.bench import BenchOptions
 from yarn_adapt.bench.preemption import preemption_bench
-from yarn_adapt.model.apps import TaskType
-from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
-from yarn_adapt.sim.colocation import (
+from yarn_adapt.cosim.colocation import (
     ColocatedNode,
     NodeModel,
     SimCgroups,
@@ -23,6 +21,8 @@ from yarn_adapt.sim.colocation import (
     batch_jobs,
     lc_p95_ms,
 )
+from yarn_adapt.model.apps import TaskType
+from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
 
 FIFTY_JOBS = (
     Path(__file__).resolve().parents[1]

@@ -17,8 +17,8 @@ from preemption.qos import (
     sample_line,
 )
 from preemption.settings import MODEL_KINDS as SETTINGS_MODEL_KINDS
+from yarn_adapt.cosim.colocation import NodeModel, lc_p95_ms, profile_samples
 from yarn_adapt.errors import TraceError
-from yarn_adapt.sim.colocation import NodeModel, lc_p95_ms, profile_samples
 
 MODEL = NodeModel()
 LOADS = [1800.0, 2400.0, 3000.0, 4100.0]

@@ -17,11 +17,7 @@ from tracing.risk import RiskSettings
 from yarn_adapt.colocation.actuate import RmNodeTotals
 from yarn_adapt.colocation.model import Action, GuardPlan, GuardPolicy, NodeDecision
 from yarn_adapt.colocation.observe import TraceStoreRisk
-from yarn_adapt.model import Resources
-from yarn_adapt.service.simcluster import SimulatedCluster
-from yarn_adapt.service.simcoloc import SimulatedAgents, SimulatedResourceManager
-from yarn_adapt.sim import ClusterSpec
-from yarn_adapt.sim.lc_services import (
+from yarn_adapt.cosim.lc_services import (
     HostModel,
     LcApplication,
     LcService,
@@ -29,6 +25,10 @@ from yarn_adapt.sim.lc_services import (
     percentile_ms,
     service_p95_ms,
 )
+from yarn_adapt.model import Resources
+from yarn_adapt.service.simcluster import SimulatedCluster
+from yarn_adapt.service.simcoloc import SimulatedAgents, SimulatedResourceManager
+from yarn_adapt.sim import ClusterSpec
 from yarn_adapt.yarn.apply import PollSettings
 from yarn_adapt.yarn.confxml import load_scheduler_config
 

@@ -6,7 +6,7 @@ twitter trace (``--trace`` takes any file of one arrival rate per line), 180
 two-minute rounds (6 simulated hours; ``--quick``: 30), each policy starting from
 the equal split. Curves are synthesised from the paper's description unless
 ``--curves FILE.csv`` (or ``--set curves=FILE``) gives them (format:
-:mod:`yarn_adapt.workload.curves`).
+:mod:`yarn_adapt.demand.curves`).
 
 Per policy, time-averaged over the rounds: social welfare, egalitarian welfare,
 NJC fairness and useful resource usage (eqs. 1, 2, 3, 8), and the wall time of
@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.demand.curves import load_arrivals, load_curves
 from yarn_adapt.demand.environment import (
     Environment,
     PolicyRun,
@@ -83,7 +84,6 @@ from yarn_adapt.demand.solvers import (
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.progress import report
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
-from yarn_adapt.workload.curves import load_arrivals, load_curves
 
 RATIO_TARGET = 0.98
 ALLOC_MS_TARGET = 30.0

@@ -1,5 +1,5 @@
 """``yarn-adapt bench colocation``: TopoSch's §6.2 comparison in the cluster
-co-location simulator (:mod:`yarn_adapt.sim.lra_model`).
+co-location simulator (:mod:`yarn_adapt.cosim.lra_model`).
 
 12 nodes; a 12-service application (PiggyMetrics-shaped DAG, one service per node)
 whose request rate follows the bundled twitter trace (``--set load_trace=PATH``);
@@ -31,7 +31,7 @@ to run-alone, minus 1) with ``_median`` and ``_worst`` over jobs;
 the TopoSch rows: ``tarcil`` by default, sampling as
 :func:`yarn_adapt.placement.guard_choice.lowest_risk_chooser` does; ``greedy``
 scans every node). ``interference`` defaults to the live testbed's calibration
-(:data:`yarn_adapt.sim.lra_model.CALIBRATION`; ``model.calibration`` names it).
+(:data:`yarn_adapt.cosim.lra_model.CALIBRATION`; ``model.calibration`` names it).
 """
 
 from __future__ import annotations
@@ -49,11 +49,8 @@ from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.colocation.model import GuardPolicy, GuardSettings
-from yarn_adapt.errors import InputError, SettingsError, TraceError
-from yarn_adapt.placement.guard_choice import lowest_risk_chooser
-from yarn_adapt.progress import report
-from yarn_adapt.sim.colocation import NodeModel, batch_jobs, profile_samples
-from yarn_adapt.sim.lra_model import (
+from yarn_adapt.cosim.colocation import NodeModel, batch_jobs, profile_samples
+from yarn_adapt.cosim.lra_model import (
     CALIBRATION,
     Cluster,
     ClusterModel,
@@ -64,7 +61,10 @@ from yarn_adapt.sim.lra_model import (
     service_model,
     summary,
 )
-from yarn_adapt.sim.toposch import LowestRiskChooser, ToposchSettings
+from yarn_adapt.cosim.toposch import LowestRiskChooser, ToposchSettings
+from yarn_adapt.errors import InputError, SettingsError, TraceError
+from yarn_adapt.placement.guard_choice import lowest_risk_chooser
+from yarn_adapt.progress import report
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 from yarn_adapt.workload.swim import SwimReplaySettings, load_swim
 

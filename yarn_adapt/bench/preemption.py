@@ -1,6 +1,6 @@
 """``yarn-adapt bench preemption``: gradual preemption against YARN's Kill (TopoSch §6.3).
 
-In the node co-location simulator (:mod:`yarn_adapt.sim.colocation`) batch jobs from
+In the node co-location simulator (:mod:`yarn_adapt.cosim.colocation`) batch jobs from
 a SWIM trace (``--trace``; the bundled FB-2009 by default) share a node with a
 latency-critical service whose load follows the bundled twitter trace (``--set
 load_trace=PATH`` for another). When the load spikes, the QoS model asks for a reclaim
@@ -30,7 +30,7 @@ many tasks each strategy touches for the same reclaim: the gradual ones 1.33x
 floor (900 millicores here), so c is 0.57 to 0.75 of that: 600. ω = c / 2 (two
 mini-steps a task).
 
-Settings (``--set KEY=VALUE``): any :class:`~yarn_adapt.sim.colocation.NodeModel`
+Settings (``--set KEY=VALUE``): any :class:`~yarn_adapt.cosim.colocation.NodeModel`
 field (``utilization``, ``target_p95_ms``, ``kill_latency_s``, ``restart_delay_s``,
 ``cpu_fraction_low``/``cpu_fraction_high``, ...), the reclaim knobs ``per_task``,
 ``step``, ``floor``, ``grace_period_s``; ``load_trace``, ``load_points`` (how many
@@ -51,9 +51,7 @@ from preemption.qos import QosModel, compare_models
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
-from yarn_adapt.errors import SettingsError
-from yarn_adapt.progress import report
-from yarn_adapt.sim.colocation import (
+from yarn_adapt.cosim.colocation import (
     ColocatedNode,
     NodeModel,
     RunResult,
@@ -61,6 +59,8 @@ from yarn_adapt.sim.colocation import (
     load_series,
     profile_samples,
 )
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.progress import report
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 from yarn_adapt.workload.swim import SwimReplaySettings, load_swim
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 import time
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
-from yarn_adapt.cli.sim import within_hours
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.progress import report
 from yarn_adapt.sim import run_speed_benchmark
 from yarn_adapt.sim.bench import replicate_workload
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
+from yarn_adapt.workload.window import within_hours
 
 
 @benchmark("sim-speed", "Simulate a whole trace (FB-2009 day, 600 nodes x 8 containers)")

@@ -17,7 +17,7 @@ TopoSch's min-max risk as published, to set beside the default slack policy).
 The host is shared: absolute latencies move with its load; compare within a run.
 The table adds each window's batch CPU share per node; ``--set windows=true`` adds
 every window's CPU and per-service figures (``windows``, the calibration's input:
-``python -m yarn_adapt.sim.lra_calibration fit``) to the JSON.
+``python -m yarn_adapt.cosim.lra_calibration fit``) to the JSON.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from yarn_adapt.sim import (
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import QueueMapping, spread_over
+from yarn_adapt.workload.window import within_hours
 from yarn_adapt.yarn.confxml import load_scheduler_config
 
 CONTAINER = Resources(2048, 1)  # AdaptiveConfig §4.2: 1 core and 2 GB per container
@@ -49,14 +50,6 @@ def load_for_config(
     else priorities 2..8 spread over the leaves as the paper does."""
     mapping = QueueMapping.parse(queues) if queues else spread_over(leaf_names(config))
     return load_trace(trace, lenient=lenient, seed=seed, queues=mapping)
-
-
-def within_hours(workload: Workload, hours: float | None) -> Workload:
-    if hours is None:
-        return workload
-    first = workload.jobs[0].submit_s if workload.jobs else 0.0
-    jobs = tuple(job for job in workload.jobs if job.submit_s - first < hours * 3600)
-    return Workload(jobs, workload.source, workload.skipped_rows)
 
 
 @click.command("sim")

@@ -1,5 +1,5 @@
 """The placement policies as the co-location guard's node chooser: Algorithm 1's
-"the node with the lowest risk" (:mod:`yarn_adapt.sim.toposch`, Lines 17-18)
+"the node with the lowest risk" (:mod:`yarn_adapt.cosim.toposch`, Lines 17-18)
 goes through :func:`lowest_risk_chooser`, set as ``ToposchSettings.lowest_risk``.
 
 * ``tarcil`` -- sample with the §3.3 guarantee instead of ranking every node:
@@ -27,15 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from yarn_adapt.errors import InputError
-from yarn_adapt.placement.policies import POLICY_NAMES
-from yarn_adapt.placement.sampling import sample_best, sample_size
-from yarn_adapt.sim.toposch import (
+from yarn_adapt.cosim.toposch import (
     LowestRiskChooser,
     NodeState,
     WaitingContainer,
     scan_lowest_risk,
 )
+from yarn_adapt.errors import InputError
+from yarn_adapt.placement.policies import POLICY_NAMES
+from yarn_adapt.placement.sampling import sample_best, sample_size
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

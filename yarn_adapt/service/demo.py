@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from yarn_adapt.colocation.model import GuardMode
+from yarn_adapt.cosim.lc_services import HostModel, LcApplication, LcService
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
 from yarn_adapt.service.backend import FinishedJob, Observed
@@ -63,7 +64,6 @@ from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
 from yarn_adapt.service.web.console import change_words
 from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
-from yarn_adapt.sim.lc_services import HostModel, LcApplication, LcService
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over

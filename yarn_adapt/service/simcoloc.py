@@ -12,7 +12,7 @@ simulated sources through the interfaces a real deployment fills:
   guard's :class:`~yarn_adapt.colocation.actuate.RmNodeTotals` calls unchanged
   (journal, verify); the scheduler then places batch on the node within the new
   total from that moment (:meth:`SimulatedCluster.set_total`);
-- **the traces**: the services' requests (:mod:`yarn_adapt.sim.lc_services`, latency
+- **the traces**: the services' requests (:mod:`yarn_adapt.cosim.lc_services`, latency
   rising with batch on their node) in a :class:`~tracing.memstore.MemoryTraceStore`
   read by the guard's :class:`~yarn_adapt.colocation.observe.TraceStoreRisk`;
 - **the agents** (:class:`SimulatedAgents`): each reads its node's reclaim request
@@ -41,6 +41,7 @@ from tracing.memstore import MemoryTraceStore
 from tracing.model import Span
 from yarn_adapt.colocation.actuate import RmNodeTotals
 from yarn_adapt.colocation.nodes import NodeCache
+from yarn_adapt.cosim.lc_services import HostModel, LcApplication, LcTraffic, percentile_ms
 from yarn_adapt.errors import YarnHTTPError
 from yarn_adapt.model import (
     ClusterInfo,
@@ -64,7 +65,6 @@ from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.service.store import Store
-from yarn_adapt.sim.lc_services import HostModel, LcApplication, LcTraffic, percentile_ms
 from yarn_adapt.yarn.apply import PollSettings
 
 SERVICE_MEMORY_MB = 1024  # each service's memory outside the containers (the demand bound's)

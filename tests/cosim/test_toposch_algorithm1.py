@@ -8,10 +8,7 @@ import random
 
 import pytest
 
-from yarn_adapt.errors import InputError
-from yarn_adapt.model.resources import Resources
-from yarn_adapt.sim.hooks import PlacementRequest
-from yarn_adapt.sim.toposch import (
+from yarn_adapt.cosim.toposch import (
     Algorithm1Placement,
     NodeState,
     ToposchSettings,
@@ -19,6 +16,9 @@ from yarn_adapt.sim.toposch import (
     schedule,
     visible_available,
 )
+from yarn_adapt.errors import InputError
+from yarn_adapt.model.resources import Resources
+from yarn_adapt.sim.hooks import PlacementRequest
 
 ONE = Resources(1024, 1)
 

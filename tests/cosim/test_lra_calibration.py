@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from yarn_adapt.cosim import lra_calibration as calibration
+from yarn_adapt.cosim.colocation import NodeModel, lc_p95_ms
+from yarn_adapt.cosim.lra_model import CALIBRATION, ClusterModel, calibrated_node
 from yarn_adapt.errors import InputError
-from yarn_adapt.sim import lra_calibration as calibration
-from yarn_adapt.sim.colocation import NodeModel, lc_p95_ms
-from yarn_adapt.sim.lra_model import CALIBRATION, ClusterModel, calibrated_node
 
 REPLICAS = {
     ("pricing", 0): (6.0, 20.0),

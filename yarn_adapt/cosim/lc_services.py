@@ -3,7 +3,7 @@ batch work on their node, and the request traces they would send.
 
 An application is an entry service that calls its other services one after another
 (each on its own node) for every request. A service's P95 is the one-node model's
-queueing + interference formula (:func:`yarn_adapt.sim.colocation.lc_p95_ms`): its
+queueing + interference formula (:func:`yarn_adapt.cosim.colocation.lc_p95_ms`): its
 load is the request rate times its CPU time per request; it gets the host's cores
 that batch leaves (``host_cores`` less the batch CPU on the node); the interference
 term grows with batch's share of the host's cores. Batch CPU is what batch's
@@ -13,7 +13,7 @@ back from them (``squeezed_cores``).
 Modelled, not measured: a request's time in each service is drawn from a lognormal
 whose 95th percentile is that service's P95 (``spread``: its sigma); squeezing batch
 lowers the interference the services see but does not slow the simulator's batch
-tasks (its task durations are fixed), as in :mod:`yarn_adapt.sim.lra_model`.
+tasks (its task durations are fixed), as in :mod:`yarn_adapt.cosim.lra_model`.
 
 Every request is one trace: a SERVER span of the entry service on its node with a
 SERVER span per callee inside it, on the callee's node (the host the guard maps to a
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tracing.model import Span, SpanKind
-from yarn_adapt.sim.colocation import NodeModel, lc_p95_ms
+from yarn_adapt.cosim.colocation import NodeModel, lc_p95_ms
 
 Z95 = 1.6448536269514722  # the standard normal's 95th percentile
 

@@ -1,14 +1,14 @@
 """A cluster where a latency-critical application (a DAG of services, each on a node)
 shares the nodes with batch jobs: TopoSch's evaluation (§6) in the simulator.
 
-Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
+Built from the one-node model (:mod:`yarn_adapt.cosim.colocation`), not beside it:
 
-* **Each node** is a :class:`~yarn_adapt.sim.colocation.ColocatedNode` (its batch
+* **Each node** is a :class:`~yarn_adapt.cosim.colocation.ColocatedNode` (its batch
   slots, CFS sharing between batch and the services, task progress under CPU caps,
   the preemption agent's own code and kills); the cluster takes over its queue and
   job accounting (:class:`ClusterNode`).
 * **Per service latency**: the one-node model's queueing + interference formula
-  (:func:`~yarn_adapt.sim.colocation.lc_p95_ms`) with the service's own service
+  (:func:`~yarn_adapt.cosim.colocation.lc_p95_ms`) with the service's own service
   time, its load (the twitter trace's request rate times its CPU weight) and its
   share of the CPU batch leaves on its node. A request's end-to-end P95 is the sum
   along the critical path of the DAG (the slowest chain of calls; a pessimistic
@@ -16,7 +16,7 @@ Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
 * **Risk** every ``risk_interval_s``: the window's per-service latencies and
   critical paths go through :func:`tracing.risk.assess` (eqs. 4-8) unchanged; a
   latency at the model's ceiling counts as a failed request (eq. 6).
-* **Batch placement**: Algorithm 1 (:mod:`yarn_adapt.sim.toposch`) every
+* **Batch placement**: Algorithm 1 (:mod:`yarn_adapt.cosim.toposch`) every
   ``pass_interval_s`` over the cluster's waiting tasks. Maps have data on
   ``replicas`` random nodes (``local_share`` of them; the rest and reduces have no
   locality).
@@ -27,7 +27,7 @@ Built from the one-node model (:mod:`yarn_adapt.sim.colocation`), not beside it:
   ``min(1, target / p95)`` against allocation per unit load); its targets are the
   visible totals Algorithm 1 sees.
 * **Calibration**: by default every node's ``interference`` is the one fitted to the
-  live testbed (:mod:`yarn_adapt.sim.lra_calibration`), read from the committed
+  live testbed (:mod:`yarn_adapt.cosim.lra_calibration`), read from the committed
   :data:`CALIBRATION` (:func:`calibrated_node`); the application's service times
   stay PiggyMetrics' (the testbed's own services are measured, not these).
 * **Agents**: ``qos`` -- the one-node model's autoscaler (the QoS model's smallest
@@ -66,12 +66,12 @@ from yarn_adapt.colocation.model import (
     NodeView,
     QosReading,
 )
+from yarn_adapt.cosim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
+from yarn_adapt.cosim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
 from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
 from yarn_adapt.errors import InputError
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
-from yarn_adapt.sim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
-from yarn_adapt.sim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
 
 # --------------------------------------------------------------------------- the app
 
@@ -142,7 +142,7 @@ def piggymetrics() -> AppSpec:
 
 # --------------------------------------------------------------------------- settings
 
-# The committed fit (``python -m yarn_adapt.sim.lra_calibration fit``) of the model to
+# The committed fit (``python -m yarn_adapt.cosim.lra_calibration fit``) of the model to
 # the live testbed; the source checkout's (the package is installed editable).
 CALIBRATION = Path(__file__).resolve().parents[2] / "docs" / "calibration" / "lra-model.json"
 

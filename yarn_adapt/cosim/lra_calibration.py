@@ -1,7 +1,7 @@
 """Fit the co-location model's service time and interference to the live testbed.
 
-The model (:func:`yarn_adapt.sim.colocation.lc_p95_ms`, used per service by
-:mod:`yarn_adapt.sim.lra_model`) says a service's P95 is
+The model (:func:`yarn_adapt.cosim.colocation.lc_p95_ms`, used per service by
+:mod:`yarn_adapt.cosim.lra_model`) says a service's P95 is
 ``S (1 + ln 20 Wq/S) (1 + interference * b)``: S its CPU time per request, Wq the
 queueing (Sakasegawa M/M/c) at its load ``rate * S`` on the CPU batch leaves it,
 ``b`` the batch CPU share of its node. The testbed (``yarn-adapt testbed --json``)
@@ -34,7 +34,7 @@ services is a simplification the spread shows); and ``end_to_end``: the testbed'
 measured end-to-end P95 over the sum of its services' own P95s (what the per-service
 model does not represent: HTTP, tracing, wake-ups, the shared host).
 
-    python -m yarn_adapt.sim.lra_calibration fit RESULT.json [RESULT.json ...] \\
+    python -m yarn_adapt.cosim.lra_calibration fit RESULT.json [RESULT.json ...] \\
         > docs/calibration/lra-model.json
 
 :func:`fit` (two points: a run-alone and a contended P95) is the same fit by hand.
@@ -52,8 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from yarn_adapt.cosim.colocation import NodeModel, lc_p95_ms
 from yarn_adapt.errors import InputError
-from yarn_adapt.sim.colocation import NodeModel, lc_p95_ms
 
 FORMER_INTERFERENCE = 0.2  # NodeModel's default before the calibration
 SATURATED_RHO = 0.99
@@ -269,7 +269,7 @@ def calibrate(
     interference = fit_interference(scaled)
     overall = fit_interference(contended)
     return {
-        "model": "yarn_adapt.sim.colocation.lc_p95_ms",
+        "model": "yarn_adapt.cosim.colocation.lc_p95_ms",
         "sources": [source for source, _ in bodies],
         "interference": round(interference, 4),
         "interference_all_replicas": round(overall, 4),
@@ -382,7 +382,7 @@ def load_result(path: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m yarn_adapt.sim.lra_calibration",
+        prog="python -m yarn_adapt.cosim.lra_calibration",
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     commands = parser.add_subparsers(dest="command", required=True)

@@ -14,10 +14,8 @@ from preemption.reclaim import ReclaimSettings
 from yarn_adapt.bench import BenchOptions, get
 from yarn_adapt.bench.colocation import read_loads
 from yarn_adapt.colocation.model import GuardPolicy, GuardSettings
-from yarn_adapt.errors import SettingsError, TraceError
-from yarn_adapt.model.apps import TaskType
-from yarn_adapt.sim.colocation import NodeModel, SimJob, SimTask
-from yarn_adapt.sim.lra_model import (
+from yarn_adapt.cosim.colocation import NodeModel, SimJob, SimTask
+from yarn_adapt.cosim.lra_model import (
     AppSpec,
     Cluster,
     ClusterModel,
@@ -26,7 +24,9 @@ from yarn_adapt.sim.lra_model import (
     calibrated_node,
     piggymetrics,
 )
-from yarn_adapt.sim.toposch import ToposchSettings
+from yarn_adapt.cosim.toposch import ToposchSettings
+from yarn_adapt.errors import SettingsError, TraceError
+from yarn_adapt.model.apps import TaskType
 
 RECLAIM = ReclaimSettings(
     per_task=Amount(1000, 0), mini_step=Amount(500, 0), floor=Amount(100, 0),
@@ -148,8 +148,8 @@ def test_bench_json_has_every_policy_and_the_best_row() -> None:
 def test_calibration_recovers_service_time_and_interference() -> None:
     from dataclasses import replace
 
-    from yarn_adapt.sim.colocation import lc_p95_ms
-    from yarn_adapt.sim.lra_calibration import fit
+    from yarn_adapt.cosim.colocation import lc_p95_ms
+    from yarn_adapt.cosim.lra_calibration import fit
 
     truth = replace(NodeModel(), lc_service_ms=8.0, interference=0.4, max_latency_factor=1e9)
     load = 20 * 8.0 / 1000.0
