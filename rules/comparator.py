@@ -26,12 +26,13 @@ from dataclasses import dataclass
 
 from rules.compiler import MechanismCompiler, signature
 from rules.decision import Choice, DecisionRule, choose
-from rules.engine import Algorithm1, Estimate
+from rules.engine import Algorithm1
 from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
 from rules.judging import PathJudge
 from rules.mechanism import Mechanism
 from rules.paths import Decisions, Path
 from rules.rulebook import DEFAULT_BOOK, RuleBook
+from rules.state import Estimate
 from rules.uncertainty import POINT_ESTIMATE, Uncertainty, heartbeat_phases, sample_mixes
 
 __all__ = ["POINT_ESTIMATE", "Comparator", "Ranked", "Uncertainty", "expected"]

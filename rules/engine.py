@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from rules.granting import Granting
 from rules.heartbeats import (
@@ -49,24 +48,8 @@ from rules.kernels import Totals
 from rules.kernelset import FairShares, kernel_set, make_queues
 from rules.mechanism import Mechanism
 from rules.paths import Decisions
-from rules.state import INFINITY, JobState, QueueState, normalised, plan_of
+from rules.state import INFINITY, Estimate, JobState, QueueState, normalised, plan_of
 from yarn_adapt.errors import SettingsError
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """The comparator's answer: mean latency over the mix's jobs (infinite if a job
-    can never run under the configuration) and each job's latency; over several
-    samples, their means and ``samples`` each one's mean latency."""
-
-    mean_latency_s: float
-    latencies: tuple[float, ...]
-    unfinished: int
-    samples: tuple[float, ...] = ()
-
-    @property
-    def finite(self) -> bool:
-        return self.unfinished == 0
 
 
 class Algorithm1(Granting, HeartbeatTiming):

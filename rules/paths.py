@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
-    from rules.engine import Estimate
-    from rules.state import JobState, QueueState
+    from rules.state import Estimate, JobState, QueueState
 
 T = TypeVar("T")
 # named tuples built without their keyword-checking __new__ (recording is hot)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 
 from rules.inputs import MixJob, TaskGroupSpec, group_shape
 from yarn_adapt.model.resources import Resources
@@ -240,3 +241,19 @@ class JobState:
 def _run(group: TaskGroupSpec, default: Resources, unit: Resources, both_dims: bool) -> TaskRun:
     memory, vcores = normalised(group_shape(group, default), unit)
     return group[0], group[1], memory, vcores if both_dims else 0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The comparator's answer: mean latency over the mix's jobs (infinite if a job
+    can never run under the configuration) and each job's latency; over several
+    samples, their means and ``samples`` each one's mean latency."""
+
+    mean_latency_s: float
+    latencies: tuple[float, ...]
+    unfinished: int
+    samples: tuple[float, ...] = ()
+
+    @property
+    def finite(self) -> bool:
+        return self.unfinished == 0

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from yarn_adapt.durations import duration
+
 MIN_GAP_S = 1.0
 
 
@@ -39,8 +41,6 @@ def enabled() -> bool:
 
 
 def eta_words(seconds: float) -> str:
-    from yarn_adapt.service.web.words import duration
-
     return duration(seconds)
 
 

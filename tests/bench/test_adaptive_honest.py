@@ -17,10 +17,10 @@ from yarn_adapt.bench.adaptive import (
     forecast_setting,
     scenarios,
     static_latency,
-    static_settings,
     tuner_refuses,
 )
 from yarn_adapt.bench.comparator import SETTINGS
+from yarn_adapt.bench.paper_configs import static_settings
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.apply import apply_setting
 from yarn_adapt.tuning.paper import PaperCluster, base_config

@@ -28,8 +28,9 @@ from yarn_adapt.colocation.model import (
     GuardPolicy,
     GuardSettings,
     QosReading,
+    RiskReading,
 )
-from yarn_adapt.colocation.observe import GuardObserver, RiskReading, node_views, qos_readings
+from yarn_adapt.colocation.observe import GuardObserver, node_views, qos_readings
 from yarn_adapt.colocation.originals import GuardStateDamaged, NodeOriginal, OriginalTotals
 from yarn_adapt.colocation.queuecap import visible_percent
 from yarn_adapt.demand.model import Demand, DemandSnapshot

@@ -14,7 +14,8 @@ from tests.colocation.factories import qos, risk
 from tests.colocation.test_edges import FixedRisk, NoDemands, rm_node
 from tests.service.factories import TOKEN, settings_for
 from yarn_adapt.cli import cli, main
-from yarn_adapt.colocation.observe import GuardObserver, RiskReading
+from yarn_adapt.colocation.model import RiskReading
+from yarn_adapt.colocation.observe import GuardObserver
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.guard import parse_agent_report
 from yarn_adapt.service.service import Service

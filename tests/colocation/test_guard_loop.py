@@ -25,9 +25,9 @@ from tests.colocation.test_edges import (
     rm_node,
 )
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import GuardMode, GuardSettings
+from yarn_adapt.colocation.model import GuardMode, GuardSettings, RiskReading
 from yarn_adapt.colocation.nodes import NodeCache
-from yarn_adapt.colocation.observe import GuardObserver, RiskReading
+from yarn_adapt.colocation.observe import GuardObserver
 from yarn_adapt.errors import InputError, YarnUnavailable
 from yarn_adapt.model import Node, Resources
 from yarn_adapt.service.guard import (

@@ -24,8 +24,8 @@ from yarn_adapt.colocation.lra import (
     load_warm_start,
     process_cpu_seconds,
 )
-from yarn_adapt.colocation.model import RequestTally
-from yarn_adapt.colocation.observe import GuardObserver, RiskReading, TraceStoreRisk
+from yarn_adapt.colocation.model import RequestTally, RiskReading
+from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.demand.lra import LraDemandLearner, LraSettings, LraSpec
 from yarn_adapt.demand.model import DemandSource
 from yarn_adapt.errors import TraceError

@@ -24,7 +24,7 @@ from yarn_adapt.colocation.metricslatency import (
     parse_histogram,
     quantile,
 )
-from yarn_adapt.colocation.observe import RiskReading
+from yarn_adapt.colocation.model import RiskReading
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.guard import GuardStore, build_guard

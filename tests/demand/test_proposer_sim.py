@@ -11,7 +11,7 @@ from yarn_adapt.model import TaskType, Workload
 from yarn_adapt.model.workload import JobSpec, TaskSpec
 from yarn_adapt.service.cilantro_adapter import CilantroProposer
 from yarn_adapt.service.hysteresis import queue_shares
-from yarn_adapt.service.proposer import snapshot_proposer
+from yarn_adapt.service.proposers import snapshot_proposer
 from yarn_adapt.service.records import DecisionKind
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app

@@ -19,8 +19,15 @@ from tests.colocation.test_edges import FixedRisk, NoDemands
 from yarn_adapt.cli import cli
 from yarn_adapt.colocation.actuate import Result, RmNodeTotals
 from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import Action, GuardMode, GuardPolicy, GuardSettings, NodeDecision
-from yarn_adapt.colocation.observe import GuardObserver, RiskReading
+from yarn_adapt.colocation.model import (
+    Action,
+    GuardMode,
+    GuardPolicy,
+    GuardSettings,
+    NodeDecision,
+    RiskReading,
+)
+from yarn_adapt.colocation.observe import GuardObserver
 from yarn_adapt.colocation.originals import OriginalTotals
 from yarn_adapt.minicluster.ha import HAResourceManagerPair
 from yarn_adapt.model import Resources

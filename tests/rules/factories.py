@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rules.comparator import Comparator
-from rules.engine import Algorithm1, Estimate
+from rules.engine import Algorithm1
 from rules.inputs import (
     NO_CONSTRAINTS,
     GroupConfig,
@@ -15,6 +15,7 @@ from rules.inputs import (
     RunningTasks,
 )
 from rules.rulebook import DEFAULT_BOOK, RuleBook
+from rules.state import Estimate
 from yarn_adapt.model import Resources
 
 CONTAINER = Resources(1024, 1)

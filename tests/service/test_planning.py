@@ -36,7 +36,7 @@ from yarn_adapt.service.planning import (
     planning_nodes,
     services_reserved,
 )
-from yarn_adapt.service.proposer import snapshot_proposer
+from yarn_adapt.service.proposers import snapshot_proposer
 from yarn_adapt.service.records import Suggestion
 from yarn_adapt.service.runner import serving
 from yarn_adapt.service.service import Service

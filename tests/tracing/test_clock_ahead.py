@@ -24,8 +24,8 @@ from tracing.risk import RiskSettings
 from tracing.store import TraceStore, trace_ends
 from tracing.wire import FIELD, encode_batch
 from yarn_adapt.colocation.decide import node_risk
-from yarn_adapt.colocation.model import GuardInputs, GuardSettings
-from yarn_adapt.colocation.observe import RiskReading, TraceStoreRisk
+from yarn_adapt.colocation.model import GuardInputs, GuardSettings, RiskReading
+from yarn_adapt.colocation.observe import TraceStoreRisk
 
 AHEAD_US = 50 * 60 * 1_000_000  # node-3's clock: 50 minutes fast
 SERVER = SpanKind.SERVER

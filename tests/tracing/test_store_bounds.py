@@ -21,7 +21,8 @@ from tracing.redisconn import Keys, RedisConfig, as_text
 from tracing.risk import RiskSettings
 from tracing.store import SEGMENT_OVERHEAD_BYTES, LoadedTraces, StoreLimits, TraceStore
 from tracing.wire import FIELD
-from yarn_adapt.colocation.observe import RiskReading, TraceStoreRisk
+from yarn_adapt.colocation.model import RiskReading
+from yarn_adapt.colocation.observe import TraceStoreRisk
 
 BIG = 16 << 20
 DEFAULT_DEAD_LETTERS = 1000

@@ -17,9 +17,10 @@ import pytest
 from yarn_adapt.model import JobFeatures, JobSpec, Resources, TaskSpec, TaskType, Workload
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import SpaceSettings
 from yarn_adapt.tuning.state import TuningState
-from yarn_adapt.tuning.tuner import TunerSettings, propose
+from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload import fit_task_time_model
 
 CONTAINER = Resources(2048, 1)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from yarn_adapt.bench.adaptive import adaptive_space, static_settings, window
+from yarn_adapt.bench.adaptive import window
 from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting
+from yarn_adapt.bench.paper_configs import adaptive_space, static_settings
 from yarn_adapt.model import JobSpec, Resources, TaskSpec, TaskType
 from yarn_adapt.tuning.apply import apply_setting
 from yarn_adapt.tuning.paper import PaperCluster, base_config, candidates, leaf_paths, make_mix

@@ -47,12 +47,14 @@ from yarn_adapt.tuning.apply import apply_ratios, groups_of
 from yarn_adapt.tuning.bridge import GroupBase
 from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
 from yarn_adapt.tuning.executors import open_executor
+from yarn_adapt.tuning.group_tuning import AppLimits
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
 from yarn_adapt.tuning.proposal import GroupDecision, finish_proposal
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import GroupSetting, QueueSetting, Scheduler, SpaceSettings
 from yarn_adapt.tuning.split import group_bounds, spread_leftover
 from yarn_adapt.tuning.state import TuningState, group_share, state_from_snapshot, state_mix
-from yarn_adapt.tuning.tuner import AppLimits, TunerSettings, propose
+from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload import fit_task_time_model
 from yarn_adapt.yarn.confxml import parse_capacity_xml, parse_fair_xml, validate, yarn_refuses
 

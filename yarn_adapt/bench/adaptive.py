@@ -63,7 +63,6 @@ Protocol.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import statistics
@@ -75,6 +74,8 @@ from typing import Any
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mean_latency
+from yarn_adapt.bench.google_cluster import run_google
+from yarn_adapt.bench.paper_configs import adaptive_space, fixed_space, static_settings
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
 from yarn_adapt.progress import report
@@ -89,20 +90,14 @@ from yarn_adapt.sim import (
     simulate,
 )
 from yarn_adapt.tuning.apply import apply_setting
-from yarn_adapt.tuning.paper import PaperCluster, base_config, leaf_paths
+from yarn_adapt.tuning.paper import PaperCluster, base_config
 from yarn_adapt.tuning.proposal import Proposal
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import (
-    FAIR_POLICIES,
-    GridSpace,
     GroupSetting,
-    Parameter,
-    ParameterKind,
-    QueueSetting,
-    Scheduler,
-    table2_space,
 )
 from yarn_adapt.tuning.state import TuningState
-from yarn_adapt.tuning.tuner import TunerSettings, propose
+from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload import SwimReplaySettings, TaskTimeModel, fit_task_time_model, load_swim
 from yarn_adapt.workload.bundled import FB_2009, GOOGLE_2011, bundled_trace
 
@@ -113,67 +108,6 @@ LOAD = 1.0
 INTERVALS_MIN = (1, 2, 4, 8)
 SIZES = (6, 8)
 SWIM_TARGET_MACHINES = 6
-
-
-# --------------------------------------------------------------------------- configurations
-
-
-def static_settings(
-    setting: SchedulerSetting, containers: int = 8, *, elastic: bool = False
-) -> list[GroupSetting]:
-    """The representative static configurations of §4.4, for ``containers``: Capacity
-    2 queues i and C - i containers (C = 8: the paper's c1..c7); 4 queues the
-    permutations of (1, 1, 1, C - 3) and (1, 1, (C - 2) / 2, (C - 2) / 2) containers
-    (C = 8: the paper's 10 combinations of 1, 3 and 5); Fair: Table 2."""
-    paths = leaf_paths(setting.mapping.queues)
-    if setting.scheduler is Scheduler.FAIR:
-        space = table2_space("root", paths)
-        return [space.decode(p) for p in space.points()]
-    if setting.queue_count == 2:
-        splits: Sequence[tuple[int, ...]] = [(i, containers - i) for i in range(1, containers)]
-    else:
-        half = (containers - 2) // 2
-        combos = ((1, 1, 1, containers - 3), (1, 1, half, containers - 2 - half))
-        splits = sorted({p for combo in combos for p in itertools.permutations(combo)})
-    return [_capacity_setting(paths, split, elastic) for split in splits]
-
-
-def _capacity_setting(paths: Sequence[str], parts: Sequence[int], elastic: bool) -> GroupSetting:
-    shares = [round(100.0 * e / sum(parts), 2) for e in parts]
-    queues = tuple(
-        QueueSetting(p, share, "fifo", None if elastic else share)
-        for p, share in zip(paths, shares, strict=True)
-    )
-    return GroupSetting(Scheduler.CAPACITY, "root", queues)
-
-
-def adaptive_space(
-    setting: SchedulerSetting, containers: int = 8, *, elastic: bool = False
-) -> GridSpace:
-    """§4.4's search space: Capacity capacities in C - 1 equal steps per queue (the
-    paper's 7 for 8 containers), static like the baselines; Fair weights
-    {25, 50, 75} per queue x FIFO/Fair/DRF."""
-    paths = tuple(leaf_paths(setting.mapping.queues))
-    if setting.scheduler is Scheduler.CAPACITY:
-        static = Parameter("static", ParameterKind.ELASTICITY, paths, (0.0,), True)
-        step = 100.0 / containers
-        if setting.queue_count == 2:
-            splits = tuple((step * i, step * (containers - i)) for i in range(1, containers))
-            shares: tuple[Parameter, ...] = (
-                Parameter("split", ParameterKind.SPLIT, paths, splits, True),
-            )
-        else:
-            steps = tuple(step * i for i in range(1, containers))
-            shares = tuple(
-                Parameter(f"{p}.share", ParameterKind.SHARE, (p,), steps, True) for p in paths
-            )
-        held = () if elastic else (static,)
-        return GridSpace(Scheduler.CAPACITY, "root", paths, (*shares, *held), "fifo")
-    weights = tuple(
-        Parameter(f"{p}.weight", ParameterKind.SHARE, (p,), (25.0, 50.0, 75.0), True) for p in paths
-    )
-    policy = Parameter("policy", ParameterKind.POLICY, paths, FAIR_POLICIES, False)
-    return GridSpace(Scheduler.FAIR, "root", paths, (*weights, policy), "fair")
 
 
 # --------------------------------------------------------------------------- workload
@@ -242,25 +176,6 @@ def static_latency(
     unfinished = sum(1 for j in result.jobs if j.finish_s is None)
     unfinished += len(scenario.workload.jobs) - len(result.jobs)
     return censored_mean_latency(result, horizon), unfinished
-
-
-def fixed_space(setting: GroupSetting, elastic: bool) -> GridSpace:
-    """A space with one point, ``setting`` (a static configuration of
-    :func:`static_settings`), for asking the tuner about it."""
-    paths = tuple(q.path for q in setting.queues)
-    shares = tuple(
-        Parameter(f"{q.path}.share", ParameterKind.SHARE, (q.path,), (q.share,), True)
-        for q in setting.queues
-    )
-    if setting.scheduler is Scheduler.CAPACITY:
-        static = Parameter("static", ParameterKind.ELASTICITY, paths, (0.0,), True)
-        held = () if elastic else (static,)
-        return GridSpace(Scheduler.CAPACITY, setting.parent, paths, (*shares, *held), "fifo")
-    policies = {q.policy for q in setting.queues}
-    if len(policies) != 1:
-        raise SettingsError(f"static {setting.describe()}: one policy for every queue expected")
-    policy = Parameter("policy", ParameterKind.POLICY, paths, (policies.pop(),), False)
-    return GridSpace(Scheduler.FAIR, setting.parent, paths, (*shares, policy), "fair")
 
 
 def tuner_refuses(
@@ -567,9 +482,6 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
         swim = swim_latency(options)
         found, table = dict(swim.figures), list(swim.rows)
     if part != "swim":
-        # imported here: google_cluster builds on this module's configurations
-        from yarn_adapt.bench.google_cluster import run_google
-
         found.update(run_google(google_trace, options.extra, options.quick, options.seed))
     return BenchResult(found, table)
 

@@ -53,8 +53,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from yarn_adapt.bench.adaptive import adaptive_space, fixed_space, static_settings
 from yarn_adapt.bench.comparator import SchedulerSetting, censored_mean_latency
+from yarn_adapt.bench.paper_configs import adaptive_space, fixed_space, static_settings
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import (
     CapacityQueue,
@@ -70,9 +70,10 @@ from yarn_adapt.progress import report
 from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationOptions, SimulationStart, simulate
 from yarn_adapt.tuning.apply import apply_ratios, apply_setting
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import GridSpace, GroupSetting, Scheduler
 from yarn_adapt.tuning.state import TuningState
-from yarn_adapt.tuning.tuner import TunerSettings, propose
+from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload import TaskTimeModel, fit_task_time_model
 from yarn_adapt.workload.google import GoogleResourceMapping, group_by_application, load_google
 from yarn_adapt.workload.queues import QueueMapping

@@ -17,7 +17,7 @@ Durations are estimates: the task-time model is fitted on the trace's first half
 the tuner sees only its predictions. Each group's space is the §4.3 candidate set
 refined ten-fold (Capacity 2/4 queues: 50/100 splits; Fair: the same splits x
 FIFO/Fair/DRF, 150/300). Everything else is the service's default
-(:class:`~yarn_adapt.tuning.tuner.TunerSettings`): RRS (p = 0.99, g0 = 1/27, gt =
+(:class:`~yarn_adapt.tuning.settings.TunerSettings`): RRS (p = 0.99, g0 = 1/27, gt =
 1/270, gamma = 0.5, stopping after an iteration without improvement; a space no larger
 than its samples is enumerated), 16 resource levels per group between its
 Algorithm 3 bounds, each group searched once at its current resources and its best
@@ -88,6 +88,7 @@ from yarn_adapt.tuning.group_optimizer import (
 )
 from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.search import RRSSettings
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import (
     FAIR_POLICIES,
     ConfigSpace,
@@ -98,7 +99,7 @@ from yarn_adapt.tuning.space import (
     paper_splits,
 )
 from yarn_adapt.tuning.state import TuningState, group_resources, group_share, state_mix
-from yarn_adapt.tuning.tuner import GroupTuned, TunerSettings, propose
+from yarn_adapt.tuning.tuner import GroupTuned, propose
 from yarn_adapt.workload import (
     BEST_EFFORT_PRIORITIES,
     QueueMapping,

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from yarn_adapt.service.agent_tokens import AgentTokenRecord, AgentTokens
+    from yarn_adapt.service.agent_tokens import AgentTokens
+    from yarn_adapt.service.records import AgentTokenRecord
     from yarn_adapt.service.store import Store
 
 CONFIG = click.option(

@@ -35,7 +35,8 @@ from yarn_adapt.progress import Progress
 if TYPE_CHECKING:  # the tuner pulls in the comparator and scikit-learn: loaded on use
     from yarn_adapt.tuning.executors import ExecutorHandle
     from yarn_adapt.tuning.proposal import Proposal
-    from yarn_adapt.tuning.tuner import GroupTuned, TunerSettings
+    from yarn_adapt.tuning.settings import TunerSettings
+    from yarn_adapt.tuning.tuner import GroupTuned
     from yarn_adapt.workload.taskmodel import TaskTimeModel
     from yarn_adapt.yarn.confxml import SchedulerDocument
     from yarn_adapt.yarn.rm import ResourceManagerClient
@@ -156,7 +157,7 @@ def _check_sim_options(at: float, nodes: int, containers_per_node: int) -> None:
 def _tuner_settings(interval_s: float, min_improvement: float, seed: int) -> TunerSettings:
     if not 0 <= min_improvement < 1:
         raise InputError(f"--min-improvement must be in [0, 1), got {min_improvement:g}")
-    from yarn_adapt.tuning.tuner import TunerSettings
+    from yarn_adapt.tuning.settings import TunerSettings
 
     return TunerSettings(interval_s=interval_s, min_improvement=min_improvement, seed=seed)
 

@@ -37,7 +37,7 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
     # Imported here: the web stack and the tuner are not needed by other commands.
     from yarn_adapt.service.backend import YarnBackend
     from yarn_adapt.service.ingest import ingesting
-    from yarn_adapt.service.proposer import snapshot_proposer
+    from yarn_adapt.service.proposers import snapshot_proposer
     from yarn_adapt.service.records import DecisionKind
     from yarn_adapt.service.runner import check_exposure, ensure_token, serving, stop_on_signals
     from yarn_adapt.service.service import Service

@@ -24,16 +24,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from tracing.model import RiskSnapshot
-from yarn_adapt.colocation.model import NodeDemand
+from yarn_adapt.colocation.model import NodeDemand, NodeView, RiskReading
 from yarn_adapt.demand.model import DemandSnapshot
 from yarn_adapt.model import Node
-
-if TYPE_CHECKING:
-    from yarn_adapt.colocation.model import NodeView
-    from yarn_adapt.colocation.observe import RiskReading
 
 
 class DemandProvider(Protocol):

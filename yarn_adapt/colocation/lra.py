@@ -54,8 +54,7 @@ import numpy as np
 
 from tracing.model import RiskSnapshot
 from yarn_adapt.colocation.demand import node_of
-from yarn_adapt.colocation.model import NodeDemand, NodeView
-from yarn_adapt.colocation.observe import RiskReading
+from yarn_adapt.colocation.model import NodeDemand, NodeView, RiskReading
 from yarn_adapt.demand.learner import ProfiledCurve
 from yarn_adapt.demand.lra import LraDemandLearner, LraRound, NodeCpu, had_vcores
 from yarn_adapt.demand.model import DemandSnapshot, DemandSource

@@ -29,8 +29,8 @@ import requests
 import urllib3
 from prometheus_client.parser import text_string_to_metric_families
 
-from yarn_adapt.colocation.model import QosReading
-from yarn_adapt.colocation.observe import RiskReading, RiskSource
+from yarn_adapt.colocation.model import QosReading, RiskReading
+from yarn_adapt.colocation.observe import RiskSource
 
 UNIT_TO_MS = {"seconds": 1000.0, "milliseconds": 1.0}
 

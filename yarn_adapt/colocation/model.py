@@ -371,3 +371,14 @@ class GuardPlan:
         if not self.decisions:
             return "no nodes"
         return "; ".join(f"{d.node_id}: {d.action} ({d.reason})" for d in self.decisions)
+
+
+@dataclass(frozen=True)
+class RiskReading:
+    """What the guard read of the traces for one round: the risk snapshot (or why there
+    is none), the services' QoS, and the requests counted since the previous read."""
+
+    snapshot: RiskSnapshot | None
+    qos: tuple[QosReading, ...] = ()
+    problem: str = ""  # why there is no snapshot, or a warning about the one there is
+    tallies: tuple[RequestTally, ...] = ()  # requests since the previous read

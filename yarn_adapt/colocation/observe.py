@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -31,21 +30,12 @@ import numpy as np
 from tracing.analysis import analyse
 from tracing.errors import TracingError
 from tracing.forest import MISSING_ROOT, UNKNOWN_HOST, Forest
-from tracing.model import RiskSnapshot
 from tracing.risk import RiskSettings
 from tracing.store import LoadedTraces
 from yarn_adapt.colocation.demand import DemandProvider, FedDemandProvider
-from yarn_adapt.colocation.model import GuardInputs, NodeView, QosReading, RequestTally
+from yarn_adapt.colocation.model import GuardInputs, NodeView, QosReading, RequestTally, RiskReading
 from yarn_adapt.colocation.originals import NodeOriginal
 from yarn_adapt.model import Node, NodeState, Resources
-
-
-@dataclass(frozen=True)
-class RiskReading:
-    snapshot: RiskSnapshot | None
-    qos: tuple[QosReading, ...] = ()
-    problem: str = ""  # why there is no snapshot, or a warning about the one there is
-    tallies: tuple[RequestTally, ...] = ()  # requests since the previous read
 
 
 class TraceReader(Protocol):

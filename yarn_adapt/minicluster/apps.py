@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess
 from yarn_adapt.minicluster.rest import poll
 
-if TYPE_CHECKING:
-    from yarn_adapt.minicluster.cluster import MiniCluster
-
 # YarnClientImpl logs this line (INFO) as soon as the RM accepted the submission.
 SUBMITTED = re.compile(r"Submitted application (application_\d+_\d+)")
+
+
+class AppControl(Protocol):
+    """What an app's handle asks of its cluster (:class:`~yarn_adapt.minicluster.MiniCluster`)."""
+
+    def wait_for_app(
+        self, app_id: str, timeout_s: float = ..., states: Iterable[str] = ...
+    ) -> dict[str, Any]: ...
+
+    def kill_app(self, app_id: str) -> None: ...
 
 
 class SubmittedApp:
     """Returned at once by a submit call; the client keeps running until the app ends."""
 
-    def __init__(self, cluster: MiniCluster, client: ManagedProcess, kind: str) -> None:
+    def __init__(self, cluster: AppControl, client: ManagedProcess, kind: str) -> None:
         self.cluster = cluster
         self.client = client
         self.kind = kind

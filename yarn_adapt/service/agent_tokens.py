@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yarn_adapt.errors import InputError
+from yarn_adapt.service.records import AgentTokenRecord
 
 if TYPE_CHECKING:
     from yarn_adapt.service.store import Store
@@ -44,17 +45,6 @@ TOKEN_SHAPE = re.compile(r"yaa\.(?P<id>[0-9a-f]{16})\.[A-Za-z0-9_-]{43}")
 NODE_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\[\]-]{0,254}")
 """A YARN node id as the RM and the agent name it (``host:port``): the letters of a
 host name, an IPv6 literal in brackets and a port; no ``/`` (it is a path segment)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AgentTokenRecord:
-    """One node's token as stored: never the token, only its digest."""
-
-    token_id: str
-    node: str
-    sha256: str = field(repr=False)
-    issued_at: float
-    issued_by: str
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from yarn_adapt.model import (
     SchedulerConfig,
 )
 from yarn_adapt.service.backend import Observed
+from yarn_adapt.service.proposer import Proposer
 from yarn_adapt.service.records import Suggestion
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.yarn.schedconf.capacity_xml import MAXIMUM_CAPACITY
@@ -45,7 +46,6 @@ from yarn_adapt.yarn.schedconf.diff import ConfigChange
 
 if TYPE_CHECKING:
     from yarn_adapt.colocation.guard import ColocationGuard
-    from yarn_adapt.service.proposer import Proposer
 
 NOTHING = Resources(0, 0)
 

@@ -303,3 +303,14 @@ class OperatorTokenRecord:
     sha256: str = field(repr=False)
     issued_at: float
     issued_by: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentTokenRecord:
+    """One node's token as stored: never the token, only its digest."""
+
+    token_id: str
+    node: str
+    sha256: str = field(repr=False)
+    issued_at: float
+    issued_by: str

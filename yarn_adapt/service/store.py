@@ -48,8 +48,8 @@ from yarn_adapt.errors import (
     StateDamaged,
     VersionNotFound,
 )
-from yarn_adapt.service.agent_tokens import AgentTokenRecord
 from yarn_adapt.service.records import (
+    AgentTokenRecord,
     ApplyRecord,
     AuditEntry,
     AuditKind,

@@ -47,8 +47,9 @@ from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.simcluster import SimulatedView
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.proposal import Proposal
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.state import state_from_simulation, state_from_snapshot
-from yarn_adapt.tuning.tuner import TunerSettings, propose
+from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload import fit_task_time_model, workload_from_history
 from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
 from yarn_adapt.workload.taskvalidation import measure_error

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from rules.inputs import JobMix, MixJob
 from yarn_adapt.model import (
@@ -23,6 +22,7 @@ from yarn_adapt.tuning.group_optimizer import (
     ResourceBounds,
     optimize_group,
 )
+from yarn_adapt.tuning.group_tuning import GroupTuning, GroupWork
 from yarn_adapt.tuning.proposal import (
     GroupDecision,
     Proposal,
@@ -33,9 +33,6 @@ from yarn_adapt.tuning.proposal import (
 )
 from yarn_adapt.tuning.space import GroupSetting
 from yarn_adapt.tuning.state import TuningState, group_share
-
-if TYPE_CHECKING:
-    from yarn_adapt.tuning.tuner import GroupTuning, GroupWork
 
 
 @dataclass(frozen=True)

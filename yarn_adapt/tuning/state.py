@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from rules.inputs import GroupResources, JobMix, MixJob, RunningTasks
 from rules.mixes import mix_job
@@ -23,11 +22,9 @@ from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.tuning.apply import Group
+from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.snapshot_state import start_from_snapshot
 from yarn_adapt.workload.taskmodel import TaskTimeModel
-
-if TYPE_CHECKING:
-    from yarn_adapt.tuning.tuner import TunerSettings
 
 OVERDUE_FRACTION = 0.1
 """A running task already past its estimate is expected to need this fraction of

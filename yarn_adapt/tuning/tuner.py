@@ -29,36 +29,23 @@ description of the jobs in progress); step 3 is :mod:`.split`, step 4
 
 from __future__ import annotations
 
-import math
-import zlib
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import partial
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
-import numpy as np
-
-from rules.comparator import POINT_ESTIMATE, Comparator, Uncertainty
 from rules.compiler import MechanismCompiler
-from rules.inputs import GroupConfig, GroupResources, JobMix
-from yarn_adapt.errors import SettingsError
+from rules.inputs import GroupResources, JobMix
 from yarn_adapt.model import (
-    CapacitySchedulerConfig,
     ClusterSnapshot,
     Resources,
     SchedulerConfig,
     Workload,
 )
 from yarn_adapt.model.workload import JobSpec
-from yarn_adapt.semantics.capacity import MAXIMUM_APPLICATIONS, maximum_applications
 from yarn_adapt.sim import ClusterSpec, SimulationStart
 from yarn_adapt.tuning.apply import Group, groups_of, scheduler_of
-from yarn_adapt.tuning.bridge import GroupBase, canonical_key
+from yarn_adapt.tuning.bridge import GroupBase
 from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
-from yarn_adapt.tuning.group_optimizer import (
-    RESCORED,
-    LevelSearch,
-    ResourceBounds,
-)
+from yarn_adapt.tuning.group_tuning import GroupTuning, GroupWork, app_limits
 from yarn_adapt.tuning.proposal import (
     GroupDecision,
     Proposal,
@@ -67,8 +54,8 @@ from yarn_adapt.tuning.proposal import (
     seconds_text,
     worth_it,
 )
-from yarn_adapt.tuning.search import Point, RRSSettings, SearchResult, Strategy, search
-from yarn_adapt.tuning.space import ConfigSpace, SpaceSettings, quantized_space
+from yarn_adapt.tuning.settings import TunerSettings
+from yarn_adapt.tuning.space import ConfigSpace, quantized_space
 from yarn_adapt.tuning.split import LevelPlan, level_plan, split_cluster, split_pool
 from yarn_adapt.tuning.state import (
     TuningState,
@@ -81,213 +68,7 @@ from yarn_adapt.tuning.state import (
 )
 from yarn_adapt.workload.taskmodel import TaskTimeModel
 
-
-@dataclass(frozen=True, kw_only=True)
-class TunerSettings:
-    """``interval_s``: the tuning interval (§4.4: 2 minutes works as well as 1);
-    ``space``: how each group's space is quantized; ``spaces``: explicit spaces per
-    group parent (overrides ``space``); ``rrs``: RRS parameters for spaces larger than
-    RRS would sample; ``min_improvement``: the predicted gain a group needs before
-    its configuration changes; ``uncertainty``: compare on the expected latency
-    over the task-time model's error; ``levels``: resource levels per group for the
-    cluster-level DP; ``am_containers``: jobs have ApplicationMasters (MapReduce);
-    ``fair_assign_multiple``: yarn-site's ``yarn.scheduler.fair.assignmultiple``;
-    ``forecast``: also count on the next interval bringing what the last one did
-    (the recent submissions again, one interval later) -- a configuration that
-    starves a queue that is idle this instant but busy every interval is then not
-    chosen; ``forecast_intervals``: how many intervals ahead (the recent
-    submissions again at 1, 2, ... intervals on). The service does not forecast
-    (what it predicts must be checkable on the jobs that realise); ``bench
-    adaptive-latency --set forecast=yes`` measures it. The cluster-level curves:
-    ``level_search`` ``reference`` searches each group once, at its current
-    resources, and re-scores its ``rescored`` best candidates (1: the best alone) at
-    the other levels, from the lowest up, dropping those more than ``rescore_margin``
-    worse than a level's best (``None``: none); ``full`` searches every level
-    (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
-    cannot tell apart in whole containers are scored once
-    (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
-    that found nothing better (``rrs.patience``). ``strategy``: how a group's space
-    is searched (:func:`yarn_adapt.tuning.search.search`); ``refine`` (coarse lattice,
-    then a pattern search) only changes spaces with ordered dimensions finer than its
-    coarse lattice -- the others are searched as ``auto`` would. ``app_headroom``:
-    a Capacity leaf must admit this many times the group's jobs there (at least two
-    more) under ``maximum-applications`` (:class:`AppLimits`); 1.0 is YARN's own
-    rule, no fewer than the jobs in view."""
-
-    interval_s: float = 120.0
-    space: SpaceSettings = field(default_factory=SpaceSettings)
-    spaces: Mapping[str, ConfigSpace] = field(default_factory=dict)
-    rrs: RRSSettings = field(default_factory=lambda: RRSSettings(patience=1))
-    min_improvement: float = 0.02
-    uncertainty: Uncertainty = POINT_ESTIMATE
-    levels: int = 16
-    level_search: LevelSearch = LevelSearch.REFERENCE
-    rescored: int = RESCORED
-    rescore_margin: float | None = 0.05
-    canonical: bool = True
-    strategy: Strategy = "refine"
-    am_containers: bool = True
-    fair_assign_multiple: bool | None = None
-    forecast: bool = False
-    forecast_intervals: int = 1
-    app_headroom: float = 2.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.app_headroom >= 1.0:
-            raise SettingsError(f"app_headroom {self.app_headroom}: want at least 1.0")
-        if self.forecast_intervals < 1:
-            raise SettingsError(f"forecast_intervals {self.forecast_intervals}: want at least 1")
-
-
 # --------------------------------------------------------------------------- search
-
-
-@dataclass(frozen=True)
-class AppLimits:
-    """What a Capacity group's leaves admit (``maximum-applications``): the
-    system-wide setting, each leaf's own, and the group's jobs per leaf. A share so
-    small that a leaf would hold no more applications than the group sends it makes
-    YARN refuse submissions (AbstractLeafQueue.validateSubmitApplication), so the
-    tuner predicts such a setting never to finish them (:meth:`refuses`)."""
-
-    cluster_units: int
-    system: int | None
-    own: Mapping[str, int]
-    apps: Mapping[str, int]
-    headroom: float = 2.0
-
-    def refuses(self, config: GroupConfig, units: int) -> bool:
-        """Some leaf would admit fewer than ``headroom`` times the group's jobs there
-        (at least two more): arrivals come in bursts, and one beyond the limit is
-        refused (the Google replay's tuned run lost two jobs to a leaf sized for its
-        9). The absolute capacity is then taken 1 % low, for the rounding of the
-        percents written to the file. ``headroom`` 1.0: YARN's own rule for the jobs
-        in view, exactly."""
-        margin = self.headroom > 1.0
-        for queue in config.queues:
-            count = self.apps.get(queue.name, 0)
-            if not count:
-                continue
-            absolute = units / self.cluster_units * queue.capacity / 100.0
-            wanted = max(math.ceil(count * self.headroom), count + 2) if margin else count
-            admitted = maximum_applications(
-                self.own.get(queue.name), self.system, absolute * (0.99 if margin else 1.0)
-            )
-            if admitted < wanted:
-                return True
-        return False
-
-
-def app_limits(
-    config: SchedulerConfig, group: Group, mix: JobMix, state: TuningState, headroom: float = 2.0
-) -> AppLimits | None:
-    """The group's :class:`AppLimits` (Capacity only: Fair's maxRunningApps makes
-    applications wait, never refuses them)."""
-    if not isinstance(config, CapacitySchedulerConfig):
-        return None
-    own: dict[str, int] = {}
-    for path in group.queues:
-        queue = config.find(path)
-        value = queue.other(MAXIMUM_APPLICATIONS) if queue is not None else None
-        if value is not None and value.strip().lstrip("-").isdigit():
-            own[path.rsplit(".", 1)[-1]] = int(value)
-    system = config.global_value(MAXIMUM_APPLICATIONS)
-    apps: dict[str, int] = {}
-    for job in mix.jobs:
-        apps[job.queue] = apps.get(job.queue, 0) + 1
-    unit = state.cluster.minimum_allocation.memory_mb
-    return AppLimits(
-        max(1, state.cluster.total.memory_mb // unit),
-        int(system) if system is not None and system.strip().isdigit() else None,
-        own,
-        apps,
-        headroom,
-    )
-
-
-@dataclass
-class GroupTuning:
-    """One triggered group's search: its space, its C_i as configured, its mix, and
-    the search done at its current resources (``reference``, ``units`` of them)."""
-
-    group: Group
-    space: ConfigSpace
-    base: GroupBase
-    mix: JobMix
-    settings: TunerSettings
-    compiler: MechanismCompiler
-    unit: Resources = field(default_factory=lambda: Resources(1024, 1))
-    units: int = 0
-    reference: SearchResult | None = None
-    limits: AppLimits | None = None
-    _comparators: dict[GroupResources, Comparator] = field(default_factory=dict, repr=False)
-    _configs: dict[Point, GroupConfig] = field(default_factory=dict, repr=False)
-
-    def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_comparators": {}, "_configs": {}}
-
-    def comparator(self, resources: GroupResources) -> Comparator:
-        found = self._comparators.get(resources)
-        if found is None:
-            if len(self._comparators) >= _COMPARATORS_KEPT:
-                self._comparators.clear()
-            found = self._comparators[resources] = Comparator(
-                self.mix, resources, compiler=self.compiler, uncertainty=self.settings.uncertainty
-            )
-        return found
-
-    def config_at(self, point: Point) -> GroupConfig:
-        found = self._configs.get(point)
-        if found is None:
-            found = self._configs[point] = self.base.with_setting(self.space.decode(point))
-        return found
-
-    def current_latency(self, resources: GroupResources) -> float:
-        return self._latency(resources, self.base.config)
-
-    def latencies(self, resources: GroupResources, points: Sequence[Point]) -> list[float]:
-        return [self._latency(resources, self.config_at(p)) for p in points]
-
-    def _latency(self, resources: GroupResources, config: GroupConfig) -> float:
-        if self.limits is not None and self.limits.refuses(config, resources.units):
-            return math.inf
-        return self.comparator(resources).latency(config)
-
-    def key(self, resources: GroupResources, point: Point) -> Hashable:
-        """Points the engine cannot tell apart at these resources share a key."""
-        if not self.settings.canonical:
-            return point
-        config = self.config_at(point)
-        return canonical_key(config, self.comparator(resources).mechanism(config), resources.units)
-
-    def best(self, resources: GroupResources) -> SearchResult:
-        rng = np.random.default_rng(
-            [self.settings.seed, zlib.crc32(self.group.parent.encode()), resources.units]
-        )
-        return search(
-            self.space,
-            partial(self.latencies, resources),
-            self.settings.rrs,
-            rng,
-            self.settings.strategy,
-            key=partial(self.key, resources),
-        )
-
-    # the cluster-level curve: the objective and key of a GroupProblem, by level
-
-    def at_level(self, containers: int, points: Sequence[Point]) -> Sequence[float]:
-        return self.latencies(self.unit_resources(containers), points)
-
-    def key_at_level(self, containers: int, point: Point) -> Hashable:
-        return self.key(self.unit_resources(containers), point)
-
-    def unit_resources(self, units: int) -> GroupResources:
-        unit = self.unit
-        return GroupResources(Resources(units * unit.memory_mb, units * unit.vcores), unit)
-
-
-_COMPARATORS_KEPT = 4
 
 
 def _space_for(group: Group, config: SchedulerConfig, settings: TunerSettings) -> ConfigSpace:
@@ -367,17 +148,6 @@ def _tune_groups(
         if on_group_tuned is not None:
             on_group_tuned(number, len(work), item.tuning.group.parent)
     return results
-
-
-@dataclass(frozen=True)
-class GroupWork:
-    """A triggered group to tune (in an executor's worker when one is given): its
-    search at ``resources`` and, with ``bounds``, its cluster-level curve."""
-
-    tuning: GroupTuning
-    resources: GroupResources
-    reason: str
-    bounds: ResourceBounds | None = None
 
 
 def _tune_group(work: GroupWork) -> tuple[GroupDecision, LevelPlan | None]:
