@@ -1,4 +1,4 @@
-"""Regenerate the console screenshots in docs/screenshots/ (the README's tour uses them).
+"""Regenerate the console screenshots in docs/screenshots/ (docs/demo.md's tour uses them).
 
     python docs/screenshots/make.py [--rounds 10]
 

@@ -2,7 +2,7 @@
 the trace alone, an honest ETA that counts the judging after the last round, progress
 through that judging, SIGTERM handled like SIGINT there too, and the review token
 described as what it is. The tuner is stood in for (the real one: test_demo.py's
-end-to-end run and the README's figures)."""
+end-to-end run and docs/demo.md's figures)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every ``--json`` output follows the README's rule: a number that is not a whole
+"""Every ``--json`` output follows docs/CLI.md's rule: a number that is not a whole
 count names its unit at the end of its key (issue 29, item 7). The walk covers every
 command that has ``--json`` -- a command added later fails
 :func:`test_every_json_command_is_walked` until it is added here. RM answers are

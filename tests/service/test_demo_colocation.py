@@ -1,6 +1,6 @@
 """The demo's co-location half: the guard (the service's own, in auto) lowers a
 service's node when the application's slack falls, the simulated agents report, the
-summary's keys follow the README's unit rule, and the same seed gives the same run;
+summary's keys follow docs/CLI.md's unit rule, and the same seed gives the same run;
 ``colocation=False`` is the batch-only demo. The tuner is stood in for."""
 
 from __future__ import annotations

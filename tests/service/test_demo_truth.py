@@ -86,7 +86,7 @@ def test_each_proposal_is_judged_on_the_jobs_it_predicted_for(tmp_path: Path) ->
     assert errors[0] == round(abs(80.0 - realised) / realised, 3)
     assert found["prediction_error_median_ratio"] == statistics.median(errors)
     assert found["nodes"] >= 1 and 0 < found["utilisation_ratio"] <= 1.0
-    assert json_key_problems(found) == []  # the README's rule for JSON keys
+    assert json_key_problems(found) == []  # docs/CLI.md's rule for JSON keys
     # the stand-in proposer states no range: nothing to cover, said as such
     assert (found["ranges_checked"], found["interval_coverage"]) == (0, None)
     assert service.store.run_summary() is not None  # the page's copy

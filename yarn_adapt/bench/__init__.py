@@ -4,6 +4,13 @@ A benchmark is a function taking :class:`BenchOptions` and returning a
 :class:`BenchResult`: rows for a readable table and one flat dict of figures. The runner
 prints the table, then the figures as ONE JSON object on the last line (the issue notes
 quote that line). Benchmarks report figures; tests assert behaviour.
+
+The benchmarks (docs/benchmarks.md): ``sim_speed``, ``sim_fidelity``, ``comparator``
+(``comparator-accuracy``, with ``real_rm``), ``adaptive`` (``adaptive-latency``, with
+``google_cluster``), ``search_scale``, ``cilantro``, ``crash_safety`` (with
+``crash_harness`` and ``crash_child``), ``trace_risk`` (with ``piggymetrics``, the
+traced application it generates, and ``otlp_load``, the OTLP clients), ``colocation``,
+``preemption``, ``placement`` and ``testbed``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,16 @@ Every command is a thin shell over library functions: it parses options, calls t
 library, prints. Errors from the project's error tree become ``yarn-adapt: <message>``
 on one line with the error class's exit code; a traceback only with ``--debug``.
 Unexpected exceptions are bugs: they keep their traceback.
+
+This module has the group, ``bench`` and the error mapping. The other commands:
+``observe``, ``config`` (``config validate``, ``config diff``), ``apply`` (``apply``,
+``recover``), ``sim``, ``propose``, ``serve``, ``demo``, ``trace`` (the ``trace``
+group), ``testbed``, ``guard`` (``guard status``), ``doctor`` (over
+:mod:`yarn_adapt.doctor`), ``agent`` (re-exports ``preemption.cli``), ``agent_token``
+and ``operator_token``. ``connect`` holds the shared ``--rm/--history/--user/...``
+options, ``common`` ``--quiet``; progress lines come from :mod:`yarn_adapt.progress`.
+``conventions`` holds the rules every command follows (docs/CLI.md) as data, checked by
+``tests/cli/test_conventions.py``.
 """
 
 from __future__ import annotations

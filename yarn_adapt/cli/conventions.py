@@ -14,7 +14,7 @@ so a command added later is held to them too).
 4. **Long work reports progress** on stderr (N/M and ETA) and takes ``--quiet``: the
    commands in :data:`LONG_WORK`.
 5. The root has ``--version``.
-6. **JSON keys carry their unit** (:func:`json_key_problems`, the README's rule): a
+6. **JSON keys carry their unit** (:func:`json_key_problems`, docs/CLI.md): a
    number that is not a whole count ends in its unit (:data:`JSON_UNITS`: ``_s``
    seconds, ``_epoch_s`` Unix time, ``_percent`` 0-100, ``_ratio`` a fraction 0-1,
    ``_coverage`` the share of stated ranges that held, ...) or is a score named in

@@ -71,7 +71,7 @@ EPOCH_MS = 10**11
 
 
 def with_units(value: object) -> object:
-    """The snapshot as JSON whose keys carry their unit (the README's rule):
+    """The snapshot as JSON whose keys carry their unit (docs/CLI.md's rule):
     milliseconds become seconds (``_s``, or ``_epoch_s`` for a moment), percentages
     ``_percent``, fractions ``_ratio``."""
     if isinstance(value, list):

@@ -9,10 +9,17 @@ as reclaim requests, on the guard's own clock.
 - ``slack``    the slack policy (pure): whether, where and how much
 - ``decide``   the visibility decision (pure): the policies and the safety steps
 - ``demand``   where the demand bound comes from (learners, or usage plus headroom)
+- ``lra``      feeding the latency-critical applications' learners; their demand per node
 - ``nodes``    the RM's node list, read at most once a period and shared
 - ``observe``  the edges read: the trace store's risk, path times and QoS
+- ``metricslatency`` the same reading with tail latency from the services' own histograms
 - ``originals``the journal of each node's original total, written before any change
 - ``follow``   which journal entries the nodes the RM lists make obsolete (pure)
-- ``actuate``  acting on the RM (node totals, or a queue cap) and putting it all back
+- ``actuate``  acting on the RM (node totals) and putting it all back
+- ``queuecap`` the other actuator: the batch queue's maximum capacity
+- ``mirror``   the held totals mirrored into the RM's dynamic-resources.xml
 - ``guard``    one cycle (observe -> decide -> act -> record) and the guard's state
+
+The guard's loop inside ``serve`` is :mod:`yarn_adapt.service.guard`; how it all works
+is in docs/colocation.md.
 """

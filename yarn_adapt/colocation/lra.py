@@ -26,7 +26,7 @@ recommendation (``"recommendation"``: ``beta x upper + (1 - beta) x`` the
 exploration point). The first never lets the application run on less than its
 bound, so its bound shrinks only as load moves (the learner sees less CPU per
 request only when the load beats its forecast); the second explores below it, as
-Cilantro's demand-based policies do, and converges (see the README's numbers).
+Cilantro's demand-based policies do, and converges (docs/colocation.md has the numbers).
 
 Where the applications' CPU comes from (:class:`CpuUsage`):
 

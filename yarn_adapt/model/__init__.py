@@ -2,6 +2,17 @@
 
 Nothing here does I/O. Decision code (``rules``, ``yarn_adapt.tuning``,
 ``yarn_adapt.sim``) reads only these types.
+
+- ``resources``: memory in MiB, vcores.
+- ``cluster``: nodes, cluster info and metrics, ``ClusterSnapshot`` (everything one
+  observation saw).
+- ``capacity`` / ``fair``: the two scheduler configurations as queue trees; ``None``
+  means unset, and ``effective_*`` applies YARN's defaults. ``queue_tree``: paths,
+  walking, replacing a queue.
+- ``scheduler_state``: what ``/ws/v1/cluster/scheduler`` reports, for verification.
+- ``apps``: RM applications, JobHistory jobs, tasks, attempts.
+- ``workload``: ``JobSpec`` / ``TaskSpec`` / ``Workload`` for the simulator and the tuner.
+- ``serialize``: JSON.
 """
 
 from yarn_adapt.model.apps import (
