@@ -12,5 +12,6 @@ Pure decision code, no I/O:
 - :mod:`.policies`: Cilantro-NJC/SW/EW, the oracles and the §7.1 baselines;
 - :mod:`.microservices`: the end-to-end policy of §4.2 and its baselines;
 - :mod:`.model`: the :class:`~.model.DemandSnapshot` other parts read;
-- :mod:`.environment`: the §7.1 cluster-sharing environment the bench runs.
+- :mod:`.environment`: the §7.1 cluster-sharing environment the bench runs;
+- :mod:`.curves`: performance-curve files and query-arrival traces for the bench.
 """

@@ -8,7 +8,8 @@ docs/operations.md).
   record) and the backoff.
 - ``backend``: the ``ClusterBackend`` seam and ``YarnBackend``; ``simcluster``: the
   simulated backend and ``SimulatedApplier``.
-- ``proposer``: the ``Proposer`` seam; ``tuner_adapter``: the tuner behind it, learning
+- ``proposer``: the ``Proposer`` seam; ``proposers``: which one the service runs;
+  ``tuner_adapter``: the tuner behind it, learning
   task times from JobHistory; ``cilantro_adapter`` and ``cilantro_settings``: the
   Cilantro proposer; ``planning``: with the guard on, plan on each node's real capacity
   (``OnRealCapacity``), and the one setting the guard may own (``GuardOwned``).

@@ -2,7 +2,9 @@
 Pure decision code, except ``executors``, which only chooses where work runs.
 
 - ``tuner``: one tuning pass, as the service and ``propose`` use it, the only tuning
-  path; it runs each triggered group's search and curve.
+  path; it runs each triggered group's search and curve; ``settings``: its
+  ``TunerSettings``; ``group_tuning``: one triggered group's search (``GroupTuning``,
+  the ``GroupWork`` an executor runs, a Capacity group's ``AppLimits``).
 - ``state``: what the tuner sees: the jobs in progress from a simulator or a snapshot,
   the triggered groups, each group's job mix and share of the cluster;
   ``snapshot_state``: an RM snapshot's jobs in progress, shaped from JobHistory.
