@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.colocation.observe import GuardObserver, RiskSource, TraceReader, TraceStoreRisk
 from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.lra import LraDemandLearner, LraMode, LraSettings, LraSpec
-from yarn_adapt.errors import InputError, SettingsError, YarnAdaptError
+from yarn_adapt.errors import InputError, SettingsError, StateDamaged, YarnAdaptError
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.metrics import NAMESPACE
 from yarn_adapt.service.settings import (
@@ -73,6 +73,7 @@ from yarn_adapt.service.settings import (
     redis_password,
     redis_password_setting,
 )
+from yarn_adapt.service.sqlitefile import SqliteFile
 from yarn_adapt.service.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import PollSettings
 
@@ -752,9 +753,7 @@ class GuardStore:
         self.path = path
         self.record_every_s = record_every_s
         self.keep_s = keep_s
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._file = SqliteFile(path, lambda problem: StateDamaged(f"{path}: {problem}"))
         self._written: dict[str, tuple[tuple[object, ...], float]] = {}  # node -> (key, at)
         self._pruned_at = 0.0
         with self._transaction() as db:
@@ -767,28 +766,10 @@ class GuardStore:
 
     @property
     def _db(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-            connection.row_factory = sqlite3.Row
-            connection.execute("PRAGMA journal_mode=WAL")
-            self._local.connection = connection
-            with self._all_lock:
-                self._all.append(connection)
-        return connection
+        return self._file.db
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._file.transaction()
 
     def record(self, round_id: int | None, report: GuardRoundReport) -> None:
         """The cycle's decisions of nodes whose decision changed, or that were last
@@ -847,11 +828,7 @@ class GuardStore:
 
     def close(self) -> None:
         """Every thread's connection (the web server's included)."""
-        with self._all_lock:
-            for connection in self._all:
-                connection.close()
-            self._all.clear()
-        self._local = threading.local()
+        self._file.close()
 
 
 def _row(report: GuardRoundReport, decision: NodeDecision) -> tuple[object, ...]:

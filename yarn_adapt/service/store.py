@@ -33,10 +33,9 @@ import json
 import logging
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -71,6 +70,7 @@ from yarn_adapt.service.series import (
     QueueUsage,
     UsageSample,
 )
+from yarn_adapt.service.sqlitefile import SqliteFile
 from yarn_adapt.service.statemachine import Action, allowed_from, refusal, target_of
 from yarn_adapt.yarn.apply import ApplyStep, JournalEntry
 from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
@@ -277,9 +277,7 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._file = SqliteFile(path, self._damaged)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._check_integrity()
@@ -291,50 +289,13 @@ class Store:
 
     @property
     def _db(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._connect()
-            self._local.connection = connection
-            with self._all_lock:
-                self._all.append(connection)
-        return connection
-
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            connection = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise SettingsError(f"{self.path}: cannot open the database: {exc}") from exc
-        try:
-            connection.row_factory = sqlite3.Row
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=FULL")
-            connection.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.DatabaseError as exc:
-            connection.close()
-            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
-                raise self._damaged(str(exc)) from exc  # a database, damaged
-            raise SettingsError(f"{self.path}: not a usable SQLite database: {exc}") from exc
-        return connection
+        return self._file.db
 
     def close(self) -> None:
-        with self._all_lock:
-            for connection in self._all:
-                connection.close()
-            self._all.clear()
-        self._local = threading.local()
+        self._file.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._file.transaction()
 
     def _check_integrity(self) -> None:
         rows = [str(row[0]) for row in self._db.execute("PRAGMA quick_check").fetchall()]
