@@ -4,6 +4,10 @@ A benchmark is a function taking :class:`BenchOptions` and returning a
 :class:`BenchResult`: rows for a readable table and one flat dict of figures. The runner
 prints the table, then the figures as ONE JSON object on the last line (the issue notes
 quote that line). Benchmarks report figures; tests assert behaviour.
+
+Each benchmark declares its ``--set`` keys (:mod:`yarn_adapt.bench.set_keys`) when it
+registers; :func:`run_and_print` reads them before the benchmark starts, so a wrong
+key or value is refused before any work.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from yarn_adapt.bench.set_keys import SetSpec
 from yarn_adapt.errors import SettingsError
 
 
@@ -34,6 +39,7 @@ class BenchResult:
 
 
 BenchFunction = Callable[[BenchOptions], BenchResult]
+SpecSource = SetSpec | Callable[[], SetSpec]
 
 
 @dataclass(frozen=True)
@@ -41,16 +47,25 @@ class Benchmark:
     name: str
     summary: str
     run: BenchFunction
+    spec_source: SpecSource
+
+    def settings(self) -> SetSpec:
+        """Its ``--set`` keys."""
+        source = self.spec_source
+        return source if isinstance(source, SetSpec) else source()
 
 
 _REGISTRY: dict[str, Benchmark] = {}
 
 
-def benchmark(name: str, summary: str) -> Callable[[BenchFunction], BenchFunction]:
-    """Register ``fn`` as ``yarn-adapt bench NAME``."""
+def benchmark(
+    name: str, summary: str, settings: SpecSource
+) -> Callable[[BenchFunction], BenchFunction]:
+    """Register ``fn`` as ``yarn-adapt bench NAME``, its ``--set`` keys ``settings``
+    (or a function giving them, when declaring them needs a slow import)."""
 
     def register(fn: BenchFunction) -> BenchFunction:
-        _REGISTRY[name] = Benchmark(name, summary, fn)
+        _REGISTRY[name] = Benchmark(name, summary, fn, settings)
         return fn
 
     return register
@@ -71,6 +86,7 @@ def get(name: str) -> Benchmark:
 
 def run_and_print(name: str, options: BenchOptions, out: TextIO) -> Mapping[str, Any]:
     bench = get(name)
+    bench.settings().read(options.extra, quick=options.quick)  # refused before any work
     result = bench.run(options)
     _print_table(result.rows, out)
     figures = {"bench": name, **result.figures}
