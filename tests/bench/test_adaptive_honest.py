@@ -14,11 +14,11 @@ from yarn_adapt.bench.adaptive import (
     Statics,
     _skipped,
     figures,
-    forecast_setting,
     scenarios,
     static_latency,
     tuner_refuses,
 )
+from yarn_adapt.bench.adaptive_keys import SET_KEYS, Knobs
 from yarn_adapt.bench.comparator import SETTINGS
 from yarn_adapt.bench.paper_configs import static_settings
 from yarn_adapt.errors import SettingsError
@@ -70,7 +70,9 @@ def test_figures_report_the_paper_mean_the_geomean_and_the_worst_scenario_agains
 
 
 def test_the_forecast_setting_names_how_many_intervals_ahead() -> None:
-    assert [forecast_setting(t) for t in ("no", "yes", "3")] == [0, 1, 3]
-    for bad in ("0", "-1", "maybe", "21"):
-        with pytest.raises(SettingsError, match=f"forecast={bad}: want no"):
-            forecast_setting(bad)
+    given = ("no", "yes", "3", "false", "0", "true")
+    assert [SET_KEYS.read({"forecast": t})[Knobs.forecast] for t in given] == [0, 1, 3, 0, 0, 1]
+    assert SET_KEYS.read({})[Knobs.forecast] == 0
+    for bad in ("-1", "maybe", "21"):
+        with pytest.raises(SettingsError, match=f"forecast={bad}: expected no, yes or 1-20"):
+            SET_KEYS.read({"forecast": bad})

@@ -167,10 +167,11 @@ def test_settings(extra: dict[str, str], expected: FidelitySettings) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"nodes": "3"}, "unknown setting 'nodes'"),
-        ({"submit": "ssh"}, "submit='ssh'"),
-        ({"repeat": "0"}, "repeat='0', expected a whole number >= 1"),
-        ({"apps_per_scenario": "x"}, "apps_per_scenario='x'"),
+        ({"nodes": "3"}, "sim-fidelity: unknown --set nodes (known: apps_per_scenario,"),
+        ({"submit": "ssh"}, "--set submit=ssh: expected one of rest, client"),
+        ({"repeat": "0"}, "--set repeat=0: expected a whole number >= 1"),
+        ({"apps_per_scenario": "x"}, "--set apps_per_scenario=x: expected a whole number >= 2"),
+        ({"keep_going": "on"}, "--set keep_going=on: expected yes or no"),
     ],
 )
 def test_bad_settings_are_refused(extra: dict[str, str], message: str) -> None:

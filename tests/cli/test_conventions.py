@@ -1,21 +1,27 @@
 """The command line's conventions (docs/CLI.md), checked on every command the
 ``yarn-adapt`` group has, including commands added later; and the behaviours they
 promise: --version, --json where output is data, host:port for --rm, exit 3 when the
-RM is unreachable, --sim refusing --rm, progress on stderr and --quiet."""
+RM is unreachable, --sim refusing --rm, progress on stderr and --quiet, and every
+bench's ``--set`` read by the one parser before anything runs."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 import click
 import pytest
 
 from tests.service.factories import demo_file
+from yarn_adapt import bench
 from yarn_adapt.cli import cli, main
 from yarn_adapt.cli.common import quiet_option
 from yarn_adapt.cli.conventions import violations, walk
 from yarn_adapt.progress import Progress
+from yarn_adapt.set_keys import SetSpec
+from yarn_adapt.testbed import run as testbed_run
 from yarn_adapt.yarn.http import _parse_base_url
 
 
@@ -135,3 +141,59 @@ def test_progress_lines_count_time_and_eta_and_quiet_silences_them(
     assert capsys.readouterr().err == ""
     assert main(["bench", "--list", "--json"]) == 0  # the group turns progress back on
     assert Progress("step", 2).advance(1) is not None
+
+
+# --------------------------------------------------------------------------- --set
+
+
+BAD_VALUE = "?"  # no kind but free text takes it
+
+
+def _typed_keys(spec: SetSpec) -> list[str]:
+    """The keys that refuse ``BAD_VALUE`` (every key but free text)."""
+    refused = []
+    for key in spec.keys:
+        try:
+            key.parse(BAD_VALUE)
+        except ValueError:
+            refused.append(key.name)
+    return refused
+
+
+def _refused(args: list[str], capsys: pytest.CaptureFixture[str], *words: str) -> str | None:
+    """None when ``args`` exit 2 with one line naming ``words``; else what happened."""
+    code = main(args)
+    err = capsys.readouterr().err
+    if code == 2 and err.count("\n") == 1 and all(w in err for w in words):
+        return None
+    return f"{' '.join(args)}: exit {code}, {err!r}"
+
+
+def test_every_bench_refuses_an_unknown_or_badly_typed_set_before_it_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The one ``--set`` parser's promise, for every registered bench and the
+    testbed: an unknown key or a value not of its key's kind exits 2 with one line
+    naming the key, and nothing has run."""
+
+    def must_not_run(*_: object, **__: object) -> NoReturn:
+        raise AssertionError("the bench ran despite a wrong --set")
+
+    problems: list[str] = []
+    for found in bench.available():
+        monkeypatch.setitem(bench._REGISTRY, found.name, replace(found, run=must_not_run))
+        command = ["bench", found.name, "--quiet", "--set"]
+        problems.append(_refused([*command, "no_such_key=1"], capsys, "unknown --set no_such_key"))
+        typed = _typed_keys(found.settings())
+        if not typed:
+            problems.append(f"{found.name}: no typed --set key")
+        for name in typed:
+            value = f"{name}={BAD_VALUE}"
+            problems.append(_refused([*command, value], capsys, f"--set {value}: expected"))
+    monkeypatch.setattr(testbed_run, "run_on_new_cluster", must_not_run)
+    testbed = ["testbed", "--quiet", "--set"]
+    problems.append(_refused([*testbed, "no_such_key=1"], capsys, "unknown --set no_such_key"))
+    for name in _typed_keys(testbed_run.SET_KEYS):
+        value = f"{name}={BAD_VALUE}"
+        problems.append(_refused([*testbed, value], capsys, f"--set {value}: expected"))
+    assert [p for p in problems if p is not None] == []

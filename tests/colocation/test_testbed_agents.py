@@ -71,7 +71,7 @@ def test_the_guards_policy_is_an_option_and_a_wrong_one_is_one_line() -> None:
     paper = testbed.options_from(True, 0, {"policy": "toposch-paper"})
     assert paper.policy == "toposch-paper"
     assert testbed.TestbedResult(paper).summary()["policy"] == "toposch-paper"
-    with pytest.raises(SettingsError, match="policy 'rank': one of slack, toposch-paper"):
+    with pytest.raises(SettingsError, match="policy=rank: expected one of slack, toposch-paper"):
         testbed.options_from(True, 0, {"policy": "rank"})
 
 

@@ -180,7 +180,7 @@ def test_the_bench_takes_traces_for_scaling_rows(
     code, _, err = run([*common, "--traces", "40", "--set", "traces=60"], capsys)
     assert code == 2 and "--traces or --set traces=" in err
     code, _, err = run([*common, "--traces", "0"], capsys)
-    assert code == 2 and "traces and repeats must be positive" in err
+    assert code == 2 and "--set traces=0: expected a comma list of whole numbers >= 1" in err
 
 
 def test_the_standalone_worker_stores_traces_and_stops_on_sigterm(

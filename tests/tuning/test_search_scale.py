@@ -88,15 +88,25 @@ def test_sizes_setting(text: str, sizes: list[tuple[int, int]]) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"scheduler": "yarn"}, "search-scale: --set scheduler=yarn: want capacity|fair|both"),
-        ({"full": "some"}, "search-scale: --set full=some: want all|largest|no"),
-        ({"queues": "3"}, "search-scale: --set queues=3: want 2|4|mix"),
-        ({"levels": "1"}, "search-scale: --set levels=1: want a whole number 2-1000"),
-        ({"sizes": "11"}, "search-scale: --set sizes=11: want N or I-J within 1-10"),
-        ({"sizes": "3-2"}, "search-scale: --set sizes=3-2: want N or I-J within 1-10"),
-        ({"sizes": "x"}, "search-scale: --set sizes=x: want N or I-J within 1-10"),
-        ({"colour": "red"}, "search-scale: unknown --set colour"),
-        ({"scale_jobs": "maybe"}, "search-scale: --set scale_jobs=maybe: want yes|no"),
+        (
+            {"scheduler": "yarn"},
+            "search-scale: --set scheduler=yarn: expected one of capacity, fair, both, mix",
+        ),
+        ({"full": "some"}, "search-scale: --set full=some: expected one of all, largest, no"),
+        ({"queues": "3"}, "search-scale: --set queues=3: expected one of 2, 4, mix"),
+        ({"levels": "1"}, "search-scale: --set levels=1: expected a whole number 2-1000"),
+        ({"sizes": "11"}, "search-scale: --set sizes=11: expected N or I-J within 1-10"),
+        ({"sizes": "3-2"}, "search-scale: --set sizes=3-2: expected N or I-J within 1-10"),
+        ({"sizes": "x"}, "search-scale: --set sizes=x: expected N or I-J within 1-10"),
+        (
+            {"colour": "red"},
+            "search-scale: unknown --set colour (known: executor, full, levels, queues, "
+            "rescored, scale_jobs, scheduler, sizes, window_s)",
+        ),
+        (
+            {"scale_jobs": "maybe"},
+            "search-scale: --set scale_jobs=maybe: expected yes or no (true/false, 1/0)",
+        ),
     ],
 )
 def test_bad_settings_are_one_line_errors(extra: dict[str, str], message: str) -> None:

@@ -12,6 +12,10 @@ The benchmarks (docs/benchmarks.md): ``sim_speed``, ``sim_fidelity``, ``comparat
 ``trace_risk`` (with ``piggymetrics``, the traced application it generates, and
 ``otlp_load``, the OTLP clients), ``colocation``, ``preemption``, ``placement`` and
 ``testbed``.
+
+Each benchmark declares its ``--set`` keys (:mod:`yarn_adapt.set_keys`) when it
+registers; :func:`run_and_print` reads them before the benchmark starts, so a wrong
+key or value is refused before any work.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.set_keys import SetSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +47,7 @@ class BenchResult:
 
 
 BenchFunction = Callable[[BenchOptions], BenchResult]
+SpecSource = SetSpec | Callable[[], SetSpec]
 
 
 @dataclass(frozen=True)
@@ -49,16 +55,25 @@ class Benchmark:
     name: str
     summary: str
     run: BenchFunction
+    spec_source: SpecSource
+
+    def settings(self) -> SetSpec:
+        """Its ``--set`` keys."""
+        source = self.spec_source
+        return source if isinstance(source, SetSpec) else source()
 
 
 _REGISTRY: dict[str, Benchmark] = {}
 
 
-def benchmark(name: str, summary: str) -> Callable[[BenchFunction], BenchFunction]:
-    """Register ``fn`` as ``yarn-adapt bench NAME``."""
+def benchmark(
+    name: str, summary: str, settings: SpecSource
+) -> Callable[[BenchFunction], BenchFunction]:
+    """Register ``fn`` as ``yarn-adapt bench NAME``, its ``--set`` keys ``settings``
+    (or a function giving them, when declaring them needs a slow import)."""
 
     def register(fn: BenchFunction) -> BenchFunction:
-        _REGISTRY[name] = Benchmark(name, summary, fn)
+        _REGISTRY[name] = Benchmark(name, summary, fn, settings)
         return fn
 
     return register
@@ -79,6 +94,7 @@ def get(name: str) -> Benchmark:
 
 def run_and_print(name: str, options: BenchOptions, out: TextIO) -> Mapping[str, Any]:
     bench = get(name)
+    bench.settings().read(options.extra, quick=options.quick)  # refused before any work
     result = bench.run(options)
     _print_table(result.rows, out)
     figures = {"bench": name, **result.figures}

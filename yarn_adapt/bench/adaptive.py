@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.bench.adaptive_keys import LOAD, SET_KEYS, Knobs
 from yarn_adapt.bench.comparator import SETTINGS, SchedulerSetting, censored_mean_latency
 from yarn_adapt.bench.google_cluster import run_google
 from yarn_adapt.bench.paper_configs import adaptive_space, fixed_space, static_settings
@@ -104,7 +105,6 @@ from yarn_adapt.workload.bundled import FB_2009, GOOGLE_2011, bundled_trace
 log = logging.getLogger("yarn_adapt.bench")
 
 SPAN_S = 1200.0
-LOAD = 1.0
 INTERVALS_MIN = (1, 2, 4, 8)
 SIZES = (6, 8)
 SWIM_TARGET_MACHINES = 6
@@ -461,18 +461,21 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     return found
 
 
-@benchmark("adaptive-latency", "§4.4-4.5.2: mean job latency, static configs / run-time tuning")
+@benchmark(
+    "adaptive-latency",
+    "§4.4-4.5.2: mean job latency, static configs / run-time tuning",
+    SET_KEYS,
+)
 def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     """The SWIM scenarios (§4.4) and the Google multi-group experiment (§4.5.2,
     :mod:`yarn_adapt.bench.google_cluster`), each on its bundled trace. ``--trace``
     a SWIM .tsv runs the SWIM part on it, a Google 2011 directory the Google part;
     ``--set part=swim|google|both`` chooses (default: both without ``--trace``,
     the trace's own part with it; the other part then replays its bundled trace)."""
+    values = SET_KEYS.read(options.extra, quick=options.quick)
     given = options.trace
     default = "both" if given is None else "google" if given.is_dir() else "swim"
-    part = options.extra.get("part", default)
-    if part not in {"swim", "google", "both"}:
-        raise SettingsError(f"adaptive-latency: --set part={part}: want swim|google|both")
+    part = values[Knobs.part] or default
     google_trace = given if given is not None and given.is_dir() else bundled_trace(GOOGLE_2011)
     if given is not None and given.is_dir() and part != "google":
         raise SettingsError(f"{given}: a directory is a Google trace; the SWIM part wants a .tsv")
@@ -486,27 +489,15 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     return BenchResult(found, table)
 
 
-def forecast_setting(text: str) -> int:
-    """``--set forecast=``: ``no`` (0), ``yes`` (one interval ahead) or how many
-    intervals ahead."""
-    named = {"no": 0, "yes": 1}
-    if text in named:
-        return named[text]
-    if text.isdigit() and 1 <= int(text) <= 20:
-        return int(text)
-    raise SettingsError(f"adaptive-latency: --set forecast={text}: want no|yes|1-20")
-
-
 def swim_latency(options: BenchOptions) -> BenchResult:
     """§4.4's single-group scenarios on a SWIM trace."""
     path = options.trace if options.trace is not None else bundled_trace(FB_2009)
     intervals = (2, 8) if options.quick else INTERVALS_MIN
     sizes = (8,) if options.quick else SIZES
     rows: list[Row] = []
-    load = float(options.extra.get("load", LOAD))
-    elastic = options.extra.get("elastic", "no") == "yes"
-    only = options.extra.get("scheduler")
-    forecast = forecast_setting(options.extra.get("forecast", "no"))
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    load, elastic = values[Knobs.load], values[Knobs.elastic]
+    only, forecast = values[Knobs.scheduler], values[Knobs.forecast]
     record: list[float] = []  # the likely ranges' calibration, carried from run to run
     for scenario in scenarios(path, options.seed, sizes, load):
         scenario = replace(scenario, elastic=elastic)

@@ -83,14 +83,11 @@ from yarn_adapt.demand.solvers import (
 )
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, flag, free_text, numeric, whole
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 
 RATIO_TARGET = 0.98
 ALLOC_MS_TARGET = 30.0
-KNOWN = {
-    "rounds", "resources", "step", "beta", "confidence", "liar", "strategy",
-    "evo_iterations", "solver_problems", "curves",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -107,52 +104,46 @@ class CilantroBenchSettings:
     curves: Path | None
 
 
+class Knobs:
+    rounds = whole("rounds", 180, quick=30, low=2, high=100_000)
+    resources = whole("resources", 1000, low=20, high=1_000_000)
+    step = whole("step", DEFAULT_STEP, low=1, high=1_000_000)
+    beta = numeric("beta", DEFAULT_BETA, low=0.0, high=1.0)
+    confidence = numeric("confidence", 0.9, low=0.01, high=0.999)
+    liar = free_text("liar", "db16")
+    strategy = flag("strategy", True)
+    evo_iterations = whole("evo_iterations", 4000, quick=1000, low=10, high=10**6)
+    solver_problems = whole("solver_problems", 30, quick=10, low=1, high=10_000)
+    curves = free_text("curves", "")
+
+
+SET_KEYS = SetSpec.of("cilantro", Knobs)
+
+
 def _settings(options: BenchOptions) -> CilantroBenchSettings:
-    extra = options.extra
-    unknown = set(extra) - KNOWN
-    if unknown:
-        raise SettingsError(f"bench cilantro: unknown setting(s) {', '.join(sorted(unknown))}")
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    curves = values[Knobs.curves]
     return CilantroBenchSettings(
-        rounds=_int(extra, "rounds", 30 if options.quick else 180, 2, 100_000),
-        resources=_int(extra, "resources", 1000, 20, 1_000_000),
-        step=_int(extra, "step", DEFAULT_STEP, 1, 1_000_000),
-        beta=_float(extra, "beta", DEFAULT_BETA, 0.0, 1.0),
-        confidence=_float(extra, "confidence", 0.9, 0.01, 0.999),
-        liar=extra.get("liar", "db16"),
-        strategy=extra.get("strategy", "yes").lower() in ("yes", "true", "1"),
-        evo_iterations=_int(extra, "evo_iterations", 1000 if options.quick else 4000, 10, 10**6),
-        solver_problems=_int(extra, "solver_problems", 10 if options.quick else 30, 1, 10_000),
-        curves=Path(extra["curves"]) if extra.get("curves") else None,
+        rounds=values[Knobs.rounds],
+        resources=values[Knobs.resources],
+        step=values[Knobs.step],
+        beta=values[Knobs.beta],
+        confidence=values[Knobs.confidence],
+        liar=values[Knobs.liar],
+        strategy=values[Knobs.strategy],
+        evo_iterations=values[Knobs.evo_iterations],
+        solver_problems=values[Knobs.solver_problems],
+        curves=Path(curves) if curves else None,
     )
-
-
-def _int(extra: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
-    text = extra.get(key, str(default))
-    try:
-        value = int(text)
-    except ValueError:
-        raise SettingsError(f"bench cilantro: {key} must be an integer, got {text!r}") from None
-    if not low <= value <= high:
-        raise SettingsError(f"bench cilantro: {key} must be in {low}..{high}, got {value}")
-    return value
-
-
-def _float(extra: Mapping[str, str], key: str, default: float, low: float, high: float) -> float:
-    text = extra.get(key, str(default))
-    try:
-        value = float(text)
-    except ValueError:
-        raise SettingsError(f"bench cilantro: {key} must be a number, got {text!r}") from None
-    if not low <= value <= high:
-        raise SettingsError(f"bench cilantro: {key} must be in [{low}, {high}], got {value}")
-    return value
 
 
 # --------------------------------------------------------------------------- the run
 
 
 @benchmark(
-    "cilantro", "Cilantro §7.1: 20 jobs on 1,000 CPUs, 14 policies' welfare, fairness, solver times"
+    "cilantro",
+    "Cilantro §7.1: 20 jobs on 1,000 CPUs, 14 policies' welfare, fairness, solver times",
+    SET_KEYS,
 )
 def run_cilantro(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
@@ -163,6 +154,8 @@ def run_cilantro(options: BenchOptions) -> BenchResult:
         trace, types, resources=settings.resources, rounds=settings.rounds,
         max_step=settings.step, confidence=settings.confidence,
     )  # fmt: skip
+    if settings.strategy:
+        _liar(env, settings.liar)
     forecasts = env.forecasts()
     runs: dict[str, PolicyRun] = {}
     updates: list[float] = []
@@ -324,18 +317,21 @@ def _score(key: str) -> Callable[[np.ndarray], float]:
     return lambda u: float(np.min(u))
 
 
+def _liar(env: Environment, name: str) -> int:
+    """The index of the job ``--set liar`` names (checked before the policies run)."""
+    names = [job.name for job in env.jobs]
+    if name not in names:
+        raise SettingsError(f"cilantro: --set liar={name}: expected one of {', '.join(names)}")
+    return names.index(name)
+
+
 def _strategy_proofness(
     env: Environment,
     forecasts: np.ndarray,
     settings: CilantroBenchSettings,
     seed: int,
 ) -> dict[str, Any]:
-    names = [job.name for job in env.jobs]
-    if settings.liar not in names:
-        raise SettingsError(
-            f"bench cilantro: liar {settings.liar!r} is not a job ({', '.join(names)})"
-        )
-    liar = names.index(settings.liar)
+    liar = _liar(env, settings.liar)
     result: dict[str, Any] = {"job": settings.liar}
     for name, make in _learning_policies(env, settings).items():
         utilities = {}

@@ -64,7 +64,19 @@ from yarn_adapt.cosim.lra_model import (
 from yarn_adapt.cosim.toposch import LowestRiskChooser, ToposchSettings
 from yarn_adapt.errors import InputError, SettingsError, TraceError
 from yarn_adapt.placement.guard_choice import lowest_risk_chooser
+from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import (
+    Key,
+    SetSpec,
+    SetValues,
+    custom,
+    field_keys,
+    free_text,
+    numeric,
+    whole,
+    word,
+)
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 from yarn_adapt.workload.swim import SwimReplaySettings, load_swim
 
@@ -74,36 +86,56 @@ QUICK_POINTS = 180
 FULL_POINTS = 720
 
 
+def _strategy(name: str) -> Strategy:
+    try:
+        return Strategy[name.upper()]
+    except KeyError:
+        raise ValueError(name) from None
+
+
+class Knobs:
+    nodes = whole("nodes", None)
+    risk_interval_s = numeric("risk_interval_s", None)
+    kube_threshold = numeric("kube_threshold", None)
+    target_factor = numeric("target_factor", None)
+    agent_interval_s = numeric("agent_interval_s", None)
+    nu = numeric("nu", 1.0)
+    max_retry_time = whole("max_retry_time", 1)
+    strategy = custom("strategy", _strategy, f"one of {', '.join(Strategy.__members__)}",
+                      Strategy.NLTF)  # fmt: skip
+    load_trace = free_text("load_trace", None)
+    load_points = whole("load_points", FULL_POINTS, quick=QUICK_POINTS)
+    profile_samples = whole("profile_samples", 1000, quick=300)
+    placement = word("placement", POLICY_NAMES, "tarcil")
+
+
+CLUSTER_KEYS: tuple[Key[Any], ...] = (
+    Knobs.nodes, Knobs.risk_interval_s, Knobs.kube_threshold, Knobs.target_factor,
+    Knobs.agent_interval_s,
+)  # fmt: skip
+NODE_KEYS = field_keys(NodeModel(), given_only=True)  # every number of the node model
+SET_KEYS = SetSpec.of("colocation", Knobs).with_keys(*NODE_KEYS)
+
+
 @benchmark(
     "colocation",
     "cluster co-location sim: LRA tail vs alone and batch JCT under yarn, kube-auto, "
     "toposch-n/-p, yarn-adapt",
+    SET_KEYS,
 )
 def colocation_bench(options: BenchOptions) -> BenchResult:
     started = time.perf_counter()
-    extra = dict(options.extra)
-    model = _cluster_model(extra)
-    placement = extra.pop("placement", "tarcil")
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    model = _cluster_model(values)
+    placement = values[Knobs.placement]
     toposch = ToposchSettings(
-        nu=_number("nu", extra.pop("nu", "1.0"), float),
-        max_retry_time=int(_number("max_retry_time", extra.pop("max_retry_time", "1"), int)),
+        nu=values[Knobs.nu],
+        max_retry_time=values[Knobs.max_retry_time],
         lowest_risk=_chooser(placement),
     )
-    strategy_name = extra.pop("strategy", "NLTF")
-    try:
-        strategy = Strategy[strategy_name.upper()]
-    except KeyError as exc:
-        raise SettingsError(f"bench colocation: unknown strategy {strategy_name!r}") from exc
-    load_path = Path(extra.pop("load_trace", str(bundled_trace(TWITTER))))
-    default_points = QUICK_POINTS if options.quick else FULL_POINTS
-    points = int(_number("load_points", extra.pop("load_points", str(default_points)), int))
-    profiles = int(
-        _number(
-            "profile_samples", extra.pop("profile_samples", "300" if options.quick else "1000"), int
-        )
-    )
-    if extra:
-        raise SettingsError(f"bench colocation: unknown settings {sorted(extra)}")
+    strategy = values[Knobs.strategy]
+    load_path = Path(values[Knobs.load_trace] or bundled_trace(TWITTER))
+    points, profiles = values[Knobs.load_points], values[Knobs.profile_samples]
     loads = read_loads(load_path)
     if points > 0:
         loads = loads[:points]
@@ -189,7 +221,7 @@ def _chooser(placement: str) -> LowestRiskChooser:
     try:
         return lowest_risk_chooser(placement)
     except InputError as exc:
-        raise SettingsError(f"bench colocation: placement: {exc}") from exc
+        raise SettingsError(f"colocation: --set placement={placement}: {exc}") from exc
 
 
 def policies(toposch: ToposchSettings, strategy: Strategy) -> list[Policy]:
@@ -276,33 +308,12 @@ def read_loads(path: Path) -> list[float]:
     return values
 
 
-def _cluster_model(extra: dict[str, str]) -> ClusterModel:
+def _cluster_model(values: SetValues) -> ClusterModel:
     node = calibrated_node()
-    changes: dict[str, Any] = {}
-    for f in fields(NodeModel):
-        if f.name in extra and not isinstance(getattr(node, f.name), tuple):
-            changes[f.name] = _number(f.name, extra.pop(f.name), type(getattr(node, f.name)))
+    changes = {key.name: values[key] for key in NODE_KEYS if values.given(key)}
     cluster: dict[str, Any] = {"node": replace(node, **changes)}
-    for name, kind in (
-        ("nodes", int),
-        ("risk_interval_s", float),
-        ("kube_threshold", float),
-        ("target_factor", float),
-        ("agent_interval_s", float),
-    ):
-        if name in extra:
-            cluster[name] = _number(name, extra.pop(name), kind)
+    cluster.update({key.name: values[key] for key in CLUSTER_KEYS if values.given(key)})
     try:
         return ClusterModel(**cluster)
     except ValueError as exc:
-        raise SettingsError(f"bench colocation: {exc}") from exc
-
-
-def _number(name: str, text: str, kind: type) -> Any:
-    try:
-        value = kind(text) if kind in (int, float) else kind(float(text))
-    except ValueError as exc:
-        raise SettingsError(f"bench colocation: {name}={text!r} is not a number") from exc
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SettingsError(f"bench colocation: {name}={text!r} is not a finite number")
-    return value
+        raise SettingsError(f"colocation: {exc}") from exc

@@ -70,7 +70,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,7 @@ from yarn_adapt.bench.real_rm import (
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Resources, Workload
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, flag, member, whole
 from yarn_adapt.sim import SimulationOptions, SimulationResult, simulate
 from yarn_adapt.tuning.paper import (
     Candidate,
@@ -150,67 +151,34 @@ class AccuracySettings:
     real_rm: int = 0
 
 
-_KNOWN = {
-    "mixes",
-    "samples",
-    "rule",
-    "truth_seeds",
-    "phases",
-    "spread",
-    "history",
-    "error",
-    "real_rm",
-}
+class Knobs:
+    mixes = whole("mixes", 8, quick=2, low=1)
+    samples = whole("samples", SAMPLES, quick=QUICK_SAMPLES, low=1)
+    rule = member("rule", DecisionRule, DecisionRule.MOST_LIKELY_BEST)
+    truth_seeds = whole("truth_seeds", TRUTH_SEEDS, quick=QUICK_TRUTH_SEEDS, low=1)
+    phases = member("phases", Phases, Phases.DRAWN)
+    spread = flag("spread", True)
+    history = flag("history", True)
+    error = flag("error", True)
+    real_rm = whole("real_rm", REAL_RM_MIXES, quick=0, low=0)
+
+
+SET_KEYS = SetSpec.of("comparator-accuracy", Knobs)
 
 
 def accuracy_settings(options: BenchOptions) -> AccuracySettings:
-    extra = options.extra
-    unknown = set(extra) - _KNOWN
-    if unknown:
-        raise SettingsError(f"comparator-accuracy: unknown --set {', '.join(sorted(unknown))}")
+    values = SET_KEYS.read(options.extra, quick=options.quick)
     return AccuracySettings(
-        mixes=_whole(extra, "mixes", 2 if options.quick else 8),
-        samples=_whole(extra, "samples", QUICK_SAMPLES if options.quick else SAMPLES),
-        rule=_choice(extra, "rule", DecisionRule, DecisionRule.MOST_LIKELY_BEST),
-        truth_seeds=_whole(
-            extra, "truth_seeds", QUICK_TRUTH_SEEDS if options.quick else TRUTH_SEEDS
-        ),
-        phases=_choice(extra, "phases", Phases, Phases.DRAWN),
-        spread=_yes(extra, "spread"),
-        history=_yes(extra, "history"),
-        error=_yes(extra, "error"),
-        real_rm=_count(extra, "real_rm", 0 if options.quick else REAL_RM_MIXES),
+        mixes=values[Knobs.mixes],
+        samples=values[Knobs.samples],
+        rule=values[Knobs.rule],
+        truth_seeds=values[Knobs.truth_seeds],
+        phases=values[Knobs.phases],
+        spread=values[Knobs.spread],
+        history=values[Knobs.history],
+        error=values[Knobs.error],
+        real_rm=values[Knobs.real_rm],
     )
-
-
-def _whole(extra: Mapping[str, str], key: str, default: int) -> int:
-    text = extra.get(key, str(default))
-    if not text.isdigit() or int(text) < 1:
-        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want a whole number >= 1")
-    return int(text)
-
-
-def _count(extra: Mapping[str, str], key: str, default: int) -> int:
-    text = extra.get(key, str(default))
-    if not text.isdigit():
-        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want a whole number >= 0")
-    return int(text)
-
-
-def _choice(extra: Mapping[str, str], key: str, kind: Any, default: Any) -> Any:
-    text = extra.get(key, str(default))
-    try:
-        return kind(text)
-    except ValueError:
-        wanted = "|".join(str(v) for v in kind)
-        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want {wanted}") from None
-
-
-def _yes(extra: Mapping[str, str], key: str) -> bool:
-    text = extra.get(key, "yes").lower()
-    if text not in {"yes", "no"}:
-        raise SettingsError(f"comparator-accuracy: --set {key}={text}: want yes|no")
-    return text == "yes"
 
 
 @dataclass(frozen=True)
@@ -644,7 +612,11 @@ def task_model_figures(source: TraceSource, seed: int) -> dict[str, float | int]
     }
 
 
-@benchmark("comparator-accuracy", "§4.3: share of mixes where the comparator picks the best config")
+@benchmark(
+    "comparator-accuracy",
+    "§4.3: share of mixes where the comparator picks the best config",
+    SET_KEYS,
+)
 def comparator_accuracy(options: BenchOptions) -> BenchResult:
     settings = accuracy_settings(options)
     sizes = (6,) if options.quick else CLUSTER_SIZES

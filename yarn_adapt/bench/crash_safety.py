@@ -34,32 +34,43 @@ from pathlib import Path
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.bench.crash_harness import PATHS, CrashHarness, Trial, TrialResult, summarize
-from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, free_text, whole, words
 
 log = logging.getLogger(__name__)
 DEFAULT_TRIALS = 100
 QUICK_RANDOM = 2
 
 
+class Knobs:
+    trials = whole("trials", DEFAULT_TRIALS, low=1)
+    paths = words("paths", tuple(PATHS), tuple(PATHS))
+    keep = free_text("keep", None)
+
+
+SET_KEYS = SetSpec.of("crash-safety", Knobs)
+
+
 @benchmark(
     "crash-safety",
     "SIGKILL applies at every journal step and at random on a real mini YARN; "
     "count disagreements after recovery",
+    SET_KEYS,
 )
 def crash_safety(options: BenchOptions) -> BenchResult:
-    names = _paths(options)
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    trials = None if options.quick else values[Knobs.trials]
     rng = random.Random(options.seed)
     results: list[TrialResult] = []
     wall = 0.0
-    with _workdir(options) as workdir, _quiet_recovery_logs():
-        for name in names:
+    with _workdir(values[Knobs.keep]) as workdir, _quiet_recovery_logs():
+        for name in values[Knobs.paths]:
             with MiniCluster(PATHS[name].cluster) as cluster:
                 harness = CrashHarness(PATHS[name], cluster, workdir / name, rng)
                 began = time.monotonic()
-                total = trial_count(harness, options)
-                for number, trial in enumerate(plan(harness, options), 1):
+                total = trial_count(harness, trials)
+                for number, trial in enumerate(plan(harness, trials), 1):
                     result = harness.run(trial)  # random delays adapt to the trials so far
                     _report(result)
                     results.append(result)
@@ -71,42 +82,30 @@ def crash_safety(options: BenchOptions) -> BenchResult:
     return BenchResult(figures, _rows(results))
 
 
-def plan(harness: CrashHarness, options: BenchOptions) -> Iterator[Trial]:
+def plan(harness: CrashHarness, trials: int | None) -> Iterator[Trial]:
     """Deterministic kills at every (kind, step) in turn, alternating with random
-    ones: ``trials`` in all (quick: each kill point once, then two random)."""
+    ones: ``trials`` in all (None, quick: each kill point once, then two random)."""
     points = harness.deterministic_trials()
-    if options.quick:
+    if trials is None:
         yield from points
         for _ in range(QUICK_RANDOM):
             yield harness.random_trial()
         return
-    total = int(options.extra.get("trials", DEFAULT_TRIALS))
-    if total < 1:
-        raise SettingsError(f"--set trials={total}: at least 1")
-    for number in range(total):
+    for number in range(trials):
         if number % 2 == 0:
             yield points[(number // 2) % len(points)]
         else:
             yield harness.random_trial()
 
 
-def trial_count(harness: CrashHarness, options: BenchOptions) -> int:
-    if options.quick:
+def trial_count(harness: CrashHarness, trials: int | None) -> int:
+    if trials is None:
         return len(harness.deterministic_trials()) + QUICK_RANDOM
-    return int(options.extra.get("trials", DEFAULT_TRIALS))
-
-
-def _paths(options: BenchOptions) -> list[str]:
-    names = [n.strip() for n in options.extra.get("paths", ",".join(PATHS)).split(",")]
-    unknown = [name for name in names if name not in PATHS]
-    if unknown:
-        raise SettingsError(f"--set paths: unknown {unknown} (known: {', '.join(PATHS)})")
-    return names
+    return trials
 
 
 @contextmanager
-def _workdir(options: BenchOptions) -> Iterator[Path]:
-    keep = options.extra.get("keep")
+def _workdir(keep: str | None) -> Iterator[Path]:
     if keep:
         path = Path(keep).expanduser()
         path.mkdir(parents=True, exist_ok=True)

@@ -51,8 +51,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from yarn_adapt.bench.adaptive_keys import SET_KEYS, Knobs
 from yarn_adapt.bench.comparator import SchedulerSetting, censored_mean_latency
 from yarn_adapt.bench.paper_configs import adaptive_space, fixed_space, static_settings
 from yarn_adapt.errors import SettingsError
@@ -77,8 +78,6 @@ from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload import TaskTimeModel, fit_task_time_model
 from yarn_adapt.workload.google import GoogleResourceMapping, group_by_application, load_google
 from yarn_adapt.workload.queues import QueueMapping
-
-Number = TypeVar("Number", int, float)
 
 PAPER_NODES = 12_000
 PAPER_RATIO = 1.94
@@ -106,39 +105,23 @@ class GoogleSettings:
 
     @classmethod
     def parse(cls, extra: Mapping[str, str], quick: bool) -> GoogleSettings:
+        values = SET_KEYS.read(extra, quick=quick)
         found = cls(
             groups=QUICK_GROUPS if quick else GROUPS, max_jobs=QUICK_JOBS if quick else None
         )
-        if "google_groups" in extra:
-            found = replace(found, groups=_number(extra, "google_groups", int, 1, 1000))
-        if "google_load" in extra:
-            found = replace(found, load=_number(extra, "google_load", float, 0.01, 100.0))
-        if "google_nodes" in extra:
-            found = replace(found, nodes=_number(extra, "google_nodes", int, 1, 100_000))
-        if "google_replicas" in extra:
-            found = replace(found, replicas=_number(extra, "google_replicas", int, 1, 1000))
-        if "google_interval_min" in extra:
-            minutes = _number(extra, "google_interval_min", float, 0.1, 60.0)
-            found = replace(found, interval_s=60.0 * minutes)
-        only = extra.get("scheduler")
+        changes: dict[str, Any] = {
+            "groups": values[Knobs.google_groups],
+            "load": values[Knobs.google_load],
+            "nodes": values[Knobs.google_nodes],
+            "replicas": values[Knobs.google_replicas],
+        }
+        minutes = values[Knobs.google_interval_min]
+        if minutes is not None:
+            changes["interval_s"] = 60.0 * minutes
+        only = values[Knobs.scheduler]
         if only is not None:
-            if only not in {"capacity", "fair"}:
-                raise SettingsError(f"adaptive-latency: --set scheduler={only}: want capacity|fair")
-            found = replace(found, schedulers=(Scheduler(only),))
-        return found
-
-
-def _number(
-    extra: Mapping[str, str], key: str, kind: type[Number], low: float, high: float
-) -> Number:
-    text = extra[key]
-    try:
-        value = kind(text)
-    except ValueError:
-        raise SettingsError(f"adaptive-latency: --set {key}={text}: not a number") from None
-    if not low <= value <= high:
-        raise SettingsError(f"adaptive-latency: --set {key}={text}: want {low:g}-{high:g}")
-    return value
+            changes["schedulers"] = (Scheduler(only),)
+        return replace(found, **{k: v for k, v in changes.items() if v is not None})
 
 
 # --------------------------------------------------------------------------- scenario

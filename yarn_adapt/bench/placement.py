@@ -90,7 +90,6 @@ at 100 servers it lowered p99 degradation 0.112 -> 0.100 for +25% decision CPU).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -100,7 +99,6 @@ import numpy as np
 import numpy.typing as npt
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
-from yarn_adapt.errors import SettingsError
 from yarn_adapt.placement.admission import WaitRecord
 from yarn_adapt.placement.cluster_model import DECISION_KINDS, JobOutcome, ModelResult
 from yarn_adapt.placement.experiment import Scenario, Workbench, prepare, run_policy
@@ -108,32 +106,64 @@ from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.placement.profiles import InterferenceProfile
 from yarn_adapt.placement.sampling import paper_examples
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import (
+    SetSpec,
+    SetValues,
+    family_of_numbers,
+    flag,
+    numeric,
+    whole,
+    wholes,
+    words,
+)
 
 FloatArray = npt.NDArray[np.float64]
 FULL_SCALES = (100, 12_000)
 QUICK_SCALES = (100,)
 DEFAULT_HORIZON = {100: 1800.0, 12_000: 40.0}
 QUICK_HORIZON = {100: 600.0}
-KNOWN = {
-    "scales", "policies", "load", "slope", "agents", "sync_interval_s", "cap",
-    "miss_probability", "classes", "protect", "max_wait_s", "migrate",
-    "migration_cost_s", "close_servers", "correct_profiles", "slack",
-    "monitor_interval_s", "check_slots", "check_quality", "caution",
-}  # fmt: skip
 TARGETS = {"perf_vs_optimal": (">=", 0.97), "worst_degradation": ("<=", 0.05),
            "decision_ms": ("<=", 0.2)}  # fmt: skip
 
 
-@benchmark("placement", "Tarcil placement vs YARN, sampling, least-loaded, greedy (RU model)")
+class Knobs:
+    scales = wholes("scales", FULL_SCALES, quick=QUICK_SCALES)
+    policies = words("policies", POLICY_NAMES, tuple(POLICY_NAMES))
+    horizon = family_of_numbers("horizon_", low=0)
+    load = numeric("load", 0.72, low=0)
+    slope = numeric("slope", 1.0, low=0)
+    agents = whole("agents", 10, low=0)
+    sync_interval_s = numeric("sync_interval_s", 0.1, low=0)
+    cap = whole("cap", 32, low=0)
+    miss_probability = numeric("miss_probability", 1e-3, low=0)
+    classes = whole("classes", 20, low=0)
+    protect = flag("protect", True)
+    max_wait_s = numeric("max_wait_s", 30.0, low=0)
+    migrate = flag("migrate", True)
+    migration_cost_s = numeric("migration_cost_s", 2.0, low=0)
+    close_servers = flag("close_servers", False)
+    correct_profiles = flag("correct_profiles", True)
+    slack = numeric("slack", 0.05, low=0)
+    monitor_interval_s = numeric("monitor_interval_s", 1.0, above=0)
+    check_slots = flag("check_slots", True)
+    check_quality = flag("check_quality", False)
+    caution = numeric("caution", 0.2, low=0)
+
+
+SET_KEYS = SetSpec.of("placement", Knobs)
+
+
+@benchmark(
+    "placement", "Tarcil placement vs YARN, sampling, least-loaded, greedy (RU model)", SET_KEYS
+)
 def run(options: BenchOptions) -> BenchResult:
-    _check_keys(options.extra)
-    scales = _scales(options)
-    policies = _policies(options.extra)
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    scales, policies = values[Knobs.scales], values[Knobs.policies]
     load_before = _machine_load()
     results: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for servers in scales:
-        scenario = _scenario(options, servers)
+        scenario = _scenario(options, values, servers)
         began = time.perf_counter()
         bench = prepare(scenario)
         runs = {}
@@ -431,94 +461,33 @@ def _rows(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- settings
 
 
-def _check_keys(extra: Mapping[str, str]) -> None:
-    unknown = sorted(k for k in extra if k not in KNOWN and not k.startswith("horizon_"))
-    if unknown:
-        raise SettingsError(f"bench placement: unknown --set {', '.join(unknown)}")
-
-
-def _scales(options: BenchOptions) -> tuple[int, ...]:
-    text = options.extra.get("scales")
-    if text is None:
-        return QUICK_SCALES if options.quick else FULL_SCALES
-    try:
-        scales = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError as exc:
-        raise SettingsError(f"bench placement: scales={text!r} is not a list of integers") from exc
-    if not scales or min(scales) < 1:
-        raise SettingsError("bench placement: scales must be positive server counts")
-    return scales
-
-
-def _policies(extra: Mapping[str, str]) -> tuple[str, ...]:
-    names = tuple(p.strip() for p in extra.get("policies", ",".join(POLICY_NAMES)).split(","))
-    unknown = [n for n in names if n not in POLICY_NAMES]
-    if unknown or not names:
-        known = ", ".join(POLICY_NAMES)
-        raise SettingsError(f"bench placement: unknown policy {unknown} (known: {known})")
-    return names
-
-
-def _scenario(options: BenchOptions, servers: int) -> Scenario:
-    extra = options.extra
+def _scenario(options: BenchOptions, values: SetValues, servers: int) -> Scenario:
     horizons = QUICK_HORIZON if options.quick else DEFAULT_HORIZON
     default_horizon = horizons.get(servers, 40.0 if servers > 1000 else 1800.0)
     return Scenario(
         servers=servers,
-        horizon_s=_number(extra, f"horizon_{servers}", default_horizon),
-        load=_number(extra, "load", 0.72),
-        slope=_number(extra, "slope", 1.0),
-        agents=int(_number(extra, "agents", 10)),
-        sync_interval_s=_number(extra, "sync_interval_s", 0.1),
-        cap=int(_number(extra, "cap", 32)),
-        miss_probability=_number(extra, "miss_probability", 1e-3),
-        classes=int(_number(extra, "classes", 20)),
-        protect=_flag(extra, "protect", True),
-        max_wait_s=_number(extra, "max_wait_s", 30.0),
-        migrate=_flag(extra, "migrate", True),
-        migration_cost_s=_number(extra, "migration_cost_s", 2.0),
-        close_servers=_flag(extra, "close_servers", False),
-        correct_profiles=_flag(extra, "correct_profiles", True),
-        slack=_number(extra, "slack", 0.05),
-        monitor_interval_s=_positive(extra, "monitor_interval_s", 1.0),
-        check_slots=_flag(extra, "check_slots", True),
-        check_quality=_flag(extra, "check_quality", False),
-        caution=_number(extra, "caution", 0.2),
+        horizon_s=values.family(Knobs.horizon).get(str(servers), default_horizon),
+        load=values[Knobs.load],
+        slope=values[Knobs.slope],
+        agents=values[Knobs.agents],
+        sync_interval_s=values[Knobs.sync_interval_s],
+        cap=values[Knobs.cap],
+        miss_probability=values[Knobs.miss_probability],
+        classes=values[Knobs.classes],
+        protect=values[Knobs.protect],
+        max_wait_s=values[Knobs.max_wait_s],
+        migrate=values[Knobs.migrate],
+        migration_cost_s=values[Knobs.migration_cost_s],
+        close_servers=values[Knobs.close_servers],
+        correct_profiles=values[Knobs.correct_profiles],
+        slack=values[Knobs.slack],
+        monitor_interval_s=values[Knobs.monitor_interval_s],
+        check_slots=values[Knobs.check_slots],
+        check_quality=values[Knobs.check_quality],
+        caution=values[Knobs.caution],
         seed=options.seed,
         trace=options.trace,
     )
-
-
-def _flag(extra: Mapping[str, str], key: str, default: bool) -> bool:
-    text = extra.get(key)
-    if text is None:
-        return default
-    value = text.strip().lower()
-    if value in ("yes", "true", "1", "on"):
-        return True
-    if value in ("no", "false", "0", "off"):
-        return False
-    raise SettingsError(f"bench placement: {key}={text!r} is not yes or no")
-
-
-def _positive(extra: Mapping[str, str], key: str, default: float) -> float:
-    value = _number(extra, key, default)
-    if value <= 0:
-        raise SettingsError(f"bench placement: {key}={value:g} must be positive")
-    return value
-
-
-def _number(extra: Mapping[str, str], key: str, default: float) -> float:
-    text = extra.get(key)
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise SettingsError(f"bench placement: {key}={text!r} is not a number") from exc
-    if not math.isfinite(value) or value < 0:
-        raise SettingsError(f"bench placement: {key}={text!r} must be a non-negative number")
-    return value
 
 
 def _machine_load() -> list[float] | None:

@@ -61,6 +61,7 @@ from yarn_adapt.cosim.colocation import (
 )
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, SetValues, field_keys, free_text, numeric, whole
 from yarn_adapt.workload.bundled import TWITTER, bundled_trace
 from yarn_adapt.workload.swim import SwimReplaySettings, load_swim
 
@@ -77,27 +78,45 @@ GRADUAL = ("RB", "LTF", "NTF", "NLTF")
 QUICK_LOAD_POINTS = 180  # 30 simulated minutes at 10 s per point
 
 
+MODEL = NodeModel()
+
+
+class Knobs:
+    cpu_fraction_low = numeric("cpu_fraction_low", MODEL.cpu_fraction[0])
+    cpu_fraction_high = numeric("cpu_fraction_high", MODEL.cpu_fraction[1])
+    falter_cores_low = numeric("falter_cores_low", MODEL.falter_cores[0])
+    falter_cores_high = numeric("falter_cores_high", MODEL.falter_cores[1])
+    per_task = whole("per_task", None)
+    step = whole("step", None)
+    floor = whole("floor", None)
+    grace_period_s = numeric("grace_period_s", None)
+    settle_s = numeric("settle_s", None)
+    kill_cooldown_s = numeric("kill_cooldown_s", None)
+    load_trace = free_text("load_trace", None)
+    profile_samples = whole("profile_samples", 4000, quick=1500)
+    load_points = whole("load_points", 0, quick=QUICK_LOAD_POINTS)
+
+
+NODE_KEYS = field_keys(MODEL, given_only=True)  # every number of the node model
+RANGES = {
+    "cpu_fraction": (Knobs.cpu_fraction_low, Knobs.cpu_fraction_high),
+    "falter_cores": (Knobs.falter_cores_low, Knobs.falter_cores_high),
+}
+SET_KEYS = SetSpec.of("preemption", Knobs).with_keys(*NODE_KEYS)
+
+
 @benchmark(
     "preemption",
     "node co-location sim: batch JCT and QoS recovery under Kill, LP, RB, LTF, NTF, NLTF",
+    SET_KEYS,
 )
 def preemption_bench(options: BenchOptions) -> BenchResult:
     started = time.perf_counter()
-    extra = dict(options.extra)
-    model = _model(extra)
-    reclaim = _reclaim(extra)
-    load_path = Path(extra.pop("load_trace", str(bundled_trace(TWITTER))))
-    profiles = int(
-        _number(
-            "profile_samples",
-            extra.pop("profile_samples", "1500" if options.quick else "4000"),
-            int,
-        )
-    )
-    points = extra.pop("load_points", str(QUICK_LOAD_POINTS) if options.quick else "0")
-    load_points = int(_number("load_points", points, int))
-    if extra:
-        raise SettingsError(f"bench preemption: unknown settings {sorted(extra)}")
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    model = _model(values)
+    reclaim = _reclaim(values)
+    load_path = Path(values[Knobs.load_trace] or bundled_trace(TWITTER))
+    profiles, load_points = values[Knobs.profile_samples], values[Knobs.load_points]
     loads = load_series(load_path)
     if load_points > 0:
         loads = loads[:load_points]
@@ -214,44 +233,31 @@ def _median(values: list[float]) -> float:
 # ----------------------------------------------------------------- settings
 
 
-def _model(extra: dict[str, str]) -> NodeModel:
-    model = NodeModel()
-    changes: dict[str, Any] = {}
-    for f in fields(NodeModel):
-        if f.name in extra:
-            changes[f.name] = _number(f.name, extra.pop(f.name), type(getattr(model, f.name)))
-    for name in ("cpu_fraction", "falter_cores"):
-        low, high = getattr(model, name)
-        low = _number(f"{name}_low", extra.pop(f"{name}_low", str(low)), float)
-        high = _number(f"{name}_high", extra.pop(f"{name}_high", str(high)), float)
+def _model(values: SetValues) -> NodeModel:
+    changes: dict[str, Any] = {key.name: values[key] for key in NODE_KEYS if values.given(key)}
+    for name, (low_key, high_key) in RANGES.items():
+        low, high = values[low_key], values[high_key]
         if not 0 < low <= high:
-            raise SettingsError(f"bench preemption: need 0 < {name}_low <= {name}_high")
+            raise SettingsError(f"preemption: need 0 < {name}_low <= {name}_high")
         changes[name] = (low, high)
-    return replace(model, **changes)
+    return replace(MODEL, **changes)
 
 
-def _reclaim(extra: dict[str, str]) -> ReclaimSettings:
+def _reclaim(values: SetValues) -> ReclaimSettings:
     settings = ReclaimSettings(
         per_task=Amount(600, 0), mini_step=Amount(300, 0), floor=Amount(100, 0),
         grace_period_s=60.0, settle_s=2.0,
     )  # fmt: skip
-    changes: dict[str, Any] = {}
-    for name in ("per_task", "step", "floor"):
-        if name in extra:
-            changes["mini_step" if name == "step" else name] = Amount(
-                int(_number(name, extra.pop(name), int)), 0
-            )
-    for name in ("grace_period_s", "settle_s", "kill_cooldown_s"):
-        if name in extra:
-            changes[name] = _number(name, extra.pop(name), float)
+    amounts = {"per_task": Knobs.per_task, "mini_step": Knobs.step, "floor": Knobs.floor}
+    changes: dict[str, Any] = {
+        name: Amount(millicores, 0)
+        for name, key in amounts.items()
+        if (millicores := values[key]) is not None
+    }
+    for key in (Knobs.grace_period_s, Knobs.settle_s, Knobs.kill_cooldown_s):
+        if (seconds := values[key]) is not None:
+            changes[key.name] = seconds
     try:
         return replace(settings, **changes)
     except ValueError as error:
-        raise SettingsError(f"bench preemption: {error}") from error
-
-
-def _number(name: str, text: str, kind: type) -> Any:
-    try:
-        return kind(text) if kind in (int, float) else kind(float(text))
-    except ValueError as exc:
-        raise SettingsError(f"bench preemption: {name}={text!r} is not a number") from exc
+        raise SettingsError(f"preemption: {error}") from error

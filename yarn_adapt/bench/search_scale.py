@@ -75,6 +75,7 @@ from yarn_adapt.model import (
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, Workload
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, flag, free_text, span, whole, word
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.sim.bench import typical_container
 from yarn_adapt.tuning.apply import groups_of
@@ -179,83 +180,52 @@ def run(options: BenchOptions) -> BenchResult:
     return BenchResult(_figures(results, pool_start_s, settings), [_row(r) for r in results])
 
 
-benchmark("search-scale", "§4.5.1: tuner.propose (group searches + DP), 300-12,000 nodes")(run)
+SCHEDULERS = {
+    "capacity": (Scheduler.CAPACITY,),
+    "fair": (Scheduler.FAIR,),
+    "both": (Scheduler.CAPACITY, Scheduler.FAIR),
+    "mix": (Scheduler.CAPACITY, Scheduler.FAIR),
+}
+QUEUE_COUNTS = {"2": (2,), "4": (4,), "mix": (2, 4)}
+
+
+class Knobs:
+    scheduler = word("scheduler", tuple(SCHEDULERS), "both")
+    queues = word("queues", tuple(QUEUE_COUNTS), "mix")
+    window_s = whole("window_s", 120, low=1, high=86_400)
+    levels = whole("levels", TunerSettings().levels, low=2, high=1000)
+    rescored = whole("rescored", TunerSettings().rescored, low=1, high=1000)
+    executor = free_text("executor", "process")
+    sizes = span("sizes", len(FULL_SIZES), (1, len(FULL_SIZES)), quick=(1, len(QUICK_SIZES)))
+    scale_jobs = flag("scale_jobs", True)
+    full = word("full", ("all", "largest", "no"), "largest")
+
+
+SET_KEYS = SetSpec.of("search-scale", Knobs)
+
+benchmark(
+    "search-scale", "§4.5.1: tuner.propose (group searches + DP), 300-12,000 nodes", SET_KEYS
+)(run)
 
 
 def _settings(options: BenchOptions) -> ScaleSettings:
-    extra = options.extra
-    known = {
-        "scheduler",
-        "queues",
-        "window_s",
-        "levels",
-        "rescored",
-        "executor",
-        "sizes",
-        "scale_jobs",
-        "full",
-    }
-    unknown = set(extra) - known
-    if unknown:
-        raise SettingsError(f"search-scale: unknown --set {', '.join(sorted(unknown))}")
-    sizes = QUICK_SIZES if options.quick else FULL_SIZES
-    if "sizes" in extra:
-        sizes = _size_range(extra["sizes"])
-    full = extra.get("full", "largest")
-    if full not in {"all", "largest", "no"}:
-        raise SettingsError(f"search-scale: --set full={full}: want all|largest|no")
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    first, last = values[Knobs.sizes]
     return ScaleSettings(
-        sizes=sizes,
-        kinds=_kinds(extra.get("scheduler", "both"), extra.get("queues", "mix")),
-        window_s=float(_int_setting(extra, "window_s", 1, 86_400, default=120)),
-        levels=_int_setting(extra, "levels", 2, 1000, default=TunerSettings().levels),
-        rescored=_int_setting(extra, "rescored", 1, 1000, default=TunerSettings().rescored),
-        executor=extra.get("executor", "process"),
+        sizes=FULL_SIZES[first - 1 : last],
+        kinds=_kinds(values[Knobs.scheduler], values[Knobs.queues]),
+        window_s=float(values[Knobs.window_s]),
+        levels=values[Knobs.levels],
+        rescored=values[Knobs.rescored],
+        executor=values[Knobs.executor],
         seed=options.seed,
-        scale_jobs=_yes_no(extra, "scale_jobs", default=True),
-        full=full,
+        scale_jobs=values[Knobs.scale_jobs],
+        full=values[Knobs.full],
     )
-
-
-def _yes_no(extra: Mapping[str, str], key: str, default: bool) -> bool:
-    text = extra.get(key, "yes" if default else "no").lower()
-    if text not in {"yes", "no"}:
-        raise SettingsError(f"search-scale: --set {key}={text}: want yes|no")
-    return text == "yes"
-
-
-def _size_range(text: str) -> tuple[tuple[int, int], ...]:
-    """``N``: the first N sizes; ``I-J``: sizes I to J (1-based, inclusive)."""
-    first, _, last = text.partition("-")
-    count = len(FULL_SIZES)
-    if not (first.isdigit() and (last.isdigit() or not last)):
-        raise SettingsError(f"search-scale: --set sizes={text}: want N or I-J within 1-{count}")
-    low, high = (1, int(first)) if not last else (int(first), int(last))
-    if not 1 <= low <= high <= count:
-        raise SettingsError(f"search-scale: --set sizes={text}: want N or I-J within 1-{count}")
-    return FULL_SIZES[low - 1 : high]
-
-
-def _int_setting(
-    extra: Mapping[str, str], key: str, low: int, high: int, default: int | None = None
-) -> int:
-    text = extra.get(key, str(default))
-    if not text.isdigit() or not low <= int(text) <= high:
-        raise SettingsError(f"search-scale: --set {key}={text}: want a whole number {low}-{high}")
-    return int(text)
 
 
 def _kinds(scheduler: str, queues: str) -> tuple[GroupKind, ...]:
-    schedulers = {"capacity": [Scheduler.CAPACITY], "fair": [Scheduler.FAIR]}.get(
-        scheduler,
-        [Scheduler.CAPACITY, Scheduler.FAIR] if scheduler in {"both", "mix"} else [],
-    )
-    counts = {"2": [2], "4": [4], "mix": [2, 4]}.get(queues, [])
-    if not schedulers:
-        raise SettingsError(f"search-scale: --set scheduler={scheduler}: want capacity|fair|both")
-    if not counts:
-        raise SettingsError(f"search-scale: --set queues={queues}: want 2|4|mix")
-    return tuple(GroupKind(s, n) for s in schedulers for n in counts)
+    return tuple(GroupKind(s, n) for s in SCHEDULERS[scheduler] for n in QUEUE_COUNTS[queues])
 
 
 @dataclass(frozen=True)

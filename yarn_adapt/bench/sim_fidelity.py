@@ -67,6 +67,7 @@ from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, TaskSpec, Workload
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, flag, whole, word
 from yarn_adapt.sim import ClusterSpec, simulate
 from yarn_adapt.sim.calibration import (
     RECORDED_OVERHEADS,
@@ -1091,35 +1092,25 @@ class FidelitySettings:
 
     @classmethod
     def parse(cls, extra: Mapping[str, str]) -> FidelitySettings:
-        known = {"calibrate", "keep_going", "submit", "apps_per_scenario", "repeat"}
-        unknown = sorted(set(extra) - known)
-        if unknown:
-            raise SettingsError(
-                f"sim-fidelity: unknown setting {unknown[0]!r} (known: {', '.join(sorted(known))})"
-            )
-        submit = extra.get("submit", "rest")
-        if submit not in SUBMIT_WAYS:
-            raise SettingsError(f"sim-fidelity: submit={submit!r}, use one of {SUBMIT_WAYS}")
+        values = SET_KEYS.read(extra)
         return cls(
-            calibrate=_truthy(extra.get("calibrate", "false")),
-            keep_going=_truthy(extra.get("keep_going", "false")),
-            submit=submit,
-            apps_per_scenario=_whole(extra, "apps_per_scenario", TRACE_APPS_PER_SCENARIO, 2),
-            repeat=_whole(extra, "repeat", 1, 1),
+            calibrate=values[Knobs.calibrate],
+            keep_going=values[Knobs.keep_going],
+            submit=values[Knobs.submit],
+            apps_per_scenario=values[Knobs.apps_per_scenario],
+            repeat=values[Knobs.repeat],
         )
 
 
-def _truthy(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
+class Knobs:
+    calibrate = flag("calibrate", False)
+    keep_going = flag("keep_going", False)
+    submit = word("submit", SUBMIT_WAYS, "rest")
+    apps_per_scenario = whole("apps_per_scenario", TRACE_APPS_PER_SCENARIO, low=2)
+    repeat = whole("repeat", 1, low=1)
 
 
-def _whole(extra: Mapping[str, str], name: str, default: int, least: int) -> int:
-    value = extra.get(name)
-    if value is None:
-        return default
-    if not value.isdigit() or int(value) < least:
-        raise SettingsError(f"sim-fidelity: {name}={value!r}, expected a whole number >= {least}")
-    return int(value)
+SET_KEYS = SetSpec.of("sim-fidelity", Knobs)
 
 
 def chosen_scenarios(options: BenchOptions, settings: FidelitySettings) -> list[Scenario]:
@@ -1130,7 +1121,7 @@ def chosen_scenarios(options: BenchOptions, settings: FidelitySettings) -> list[
     return scenarios_from_trace(workload, templates, settings.apps_per_scenario)
 
 
-@benchmark("sim-fidelity", "Per-app latency: real YARN mini cluster vs the simulator")
+@benchmark("sim-fidelity", "Per-app latency: real YARN mini cluster vs the simulator", SET_KEYS)
 def sim_fidelity(options: BenchOptions) -> BenchResult:
     began = time.monotonic()
     settings = FidelitySettings.parse(options.extra)

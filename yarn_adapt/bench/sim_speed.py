@@ -21,8 +21,8 @@ from __future__ import annotations
 import time
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
-from yarn_adapt.errors import SettingsError
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, whole
 from yarn_adapt.sim import run_speed_benchmark
 from yarn_adapt.sim.bench import replicate_workload
 from yarn_adapt.workload import load_trace
@@ -30,14 +30,20 @@ from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.window import within_hours
 
 
-@benchmark("sim-speed", "Simulate a whole trace (FB-2009 day, 600 nodes x 8 containers)")
+class Knobs:
+    nodes = whole("nodes", 600, low=1)
+    containers = whole("containers", 8, low=1)
+    replicate = whole("replicate", 1, low=1)
+
+
+SET_KEYS = SetSpec.of("sim-speed", Knobs)
+
+
+@benchmark("sim-speed", "Simulate a whole trace (FB-2009 day, 600 nodes x 8 containers)", SET_KEYS)
 def sim_speed(options: BenchOptions) -> BenchResult:
-    unknown = set(options.extra) - {"nodes", "containers", "replicate"}
-    if unknown:
-        raise SettingsError(f"sim-speed: unknown --set {', '.join(sorted(unknown))}")
-    nodes = _positive(options, "nodes", 600)
-    containers = _positive(options, "containers", 8)
-    copies = _positive(options, "replicate", 1)
+    values = SET_KEYS.read(options.extra, quick=options.quick)
+    nodes, containers = values[Knobs.nodes], values[Knobs.containers]
+    copies = values[Knobs.replicate]
     began = time.perf_counter()
     workload = load_trace(options.trace or bundled_trace(), seed=options.seed)
     workload = within_hours(workload, 2.0 if options.quick else None)
@@ -55,16 +61,3 @@ def sim_speed(options: BenchOptions) -> BenchResult:
         "load_s": round(load_s, 3),
     }
     return BenchResult(figures=figures, rows=[figures])
-
-
-def _positive(options: BenchOptions, key: str, default: int) -> int:
-    raw = options.extra.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"sim-speed: --set {key}={raw} is not a whole number") from None
-    if value < 1:
-        raise SettingsError(f"sim-speed: --set {key}={raw} must be at least 1")
-    return value

@@ -24,15 +24,29 @@ from __future__ import annotations
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.set_keys import SetSpec, flag
+
+WINDOWS = flag("windows", False)
 
 
-@benchmark("testbed", "live testbed: app P95 alone / guard off / guard on, batch makespans")
+def set_keys() -> SetSpec:
+    """The testbed's keys and ``windows`` (imported when asked: the testbed is slow
+    to import)."""
+    from yarn_adapt.testbed.run import SET_KEYS
+
+    return SET_KEYS.with_keys(WINDOWS)
+
+
+@benchmark(
+    "testbed", "live testbed: app P95 alone / guard off / guard on, batch makespans", set_keys
+)
 def run(options: BenchOptions) -> BenchResult:
     from yarn_adapt.testbed.run import options_from, run_on_new_cluster, window_json
 
+    windows = set_keys().read(options.extra, quick=options.quick)[WINDOWS]
     if options.trace is not None:
         raise SettingsError("bench testbed: --trace does not apply (the load is generated)")
-    settings = {k: v for k, v in options.extra.items() if k != "windows"}
+    settings = {k: v for k, v in options.extra.items() if k != WINDOWS.name}
     chosen = options_from(options.quick, options.seed, settings)
     result = run_on_new_cluster(chosen)
     rows = [
@@ -45,7 +59,7 @@ def run(options: BenchOptions) -> BenchResult:
         for w, f in result.windows
     ]  # fmt: skip
     figures = result.summary()
-    if options.extra.get("windows", "").lower() == "true":
+    if windows:
         figures["windows"] = [window_json(w, f) for w, f in result.windows]
     return BenchResult(figures=figures, rows=rows)
 

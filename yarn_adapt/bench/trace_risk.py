@@ -76,6 +76,7 @@ from yarn_adapt.bench.piggymetrics import AppSettings, PiggyMetrics
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster.redis_server import RedisServer
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, free_text, numeric, whole, wholes
 
 FULL_TRACES = 30_000
 QUICK_TRACES = 3_000
@@ -86,18 +87,22 @@ TARGETS = {
     "otlp_spans_per_s": 100_000.0,  # issue 26
 }
 ANCHOR = {"analyse_s": 1.6, "redis_mb": 126.0}
-KNOWN = {
-    "traces",
-    "repeats",
-    "redis_url",
-    "skew_us",
-    "error_rate",
-    "otlp_clients",
-    "otlp_batch_spans",
-    "otlp_quiet_s",
-    "otlp_processes",
-    "otlp_repeats",
-}
+
+
+class Knobs:
+    traces = wholes("traces", (FULL_TRACES,), quick=(QUICK_TRACES,))
+    repeats = whole("repeats", 5, low=1)
+    redis_url = free_text("redis_url", None)
+    skew_us = whole("skew_us", 3000)
+    error_rate = numeric("error_rate", 0.01)
+    otlp_clients = whole("otlp_clients", 4, low=1)
+    otlp_batch_spans = whole("otlp_batch_spans", SDK_BATCH_SPANS, low=1)
+    otlp_quiet_s = numeric("otlp_quiet_s", 0.0, low=0)
+    otlp_processes = whole("otlp_processes", RECEIVER_PROCESSES, low=1)
+    otlp_repeats = whole("otlp_repeats", 3, low=1)
+
+
+SET_KEYS = SetSpec.of("trace-risk", Knobs)
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,9 @@ class _Settings:
     otlp: OtlpLoad
 
 
-@benchmark("trace-risk", "TopoSch tracing: 30k traces through Redis, critical paths and risk")
+@benchmark(
+    "trace-risk", "TopoSch tracing: 30k traces through Redis, critical paths and risk", SET_KEYS
+)
 def trace_risk(options: BenchOptions) -> BenchResult:
     settings = _settings(options)
     with _RedisFor(settings) as (url, used_memory):
@@ -130,30 +137,21 @@ def trace_risk(options: BenchOptions) -> BenchResult:
 
 
 def _settings(options: BenchOptions) -> _Settings:
-    extra = options.extra
-    unknown = set(extra) - KNOWN
-    if unknown:
-        raise SettingsError(f"trace-risk: unknown --set {', '.join(sorted(unknown))}")
+    values = SET_KEYS.read(options.extra, quick=options.quick)
     try:
-        default = QUICK_TRACES if options.quick else FULL_TRACES
-        sizes = tuple(int(x) for x in extra.get("traces", str(default)).split(","))
-        repeats = int(extra.get("repeats", "5"))
-        app = AppSettings(
-            skew_us=int(extra.get("skew_us", "3000")),
-            error_rate=float(extra.get("error_rate", "0.01")),
-        )
+        app = AppSettings(skew_us=values[Knobs.skew_us], error_rate=values[Knobs.error_rate])
         otlp = OtlpLoad(
-            clients=int(extra.get("otlp_clients", "4")),
-            batch_spans=int(extra.get("otlp_batch_spans", str(SDK_BATCH_SPANS))),
-            quiet_s=float(extra.get("otlp_quiet_s", "0")),
-            processes=int(extra.get("otlp_processes", str(RECEIVER_PROCESSES))),
-            repeats=int(extra.get("otlp_repeats", "3")),
+            clients=values[Knobs.otlp_clients],
+            batch_spans=values[Knobs.otlp_batch_spans],
+            quiet_s=values[Knobs.otlp_quiet_s],
+            processes=values[Knobs.otlp_processes],
+            repeats=values[Knobs.otlp_repeats],
         )
     except ValueError as exc:
         raise SettingsError(f"trace-risk: {exc}") from exc
-    if not sizes or min(sizes) < 1 or repeats < 1:
-        raise SettingsError("trace-risk: traces and repeats must be positive")
-    return _Settings(sizes, repeats, extra.get("redis_url"), app, otlp)
+    return _Settings(
+        values[Knobs.traces], values[Knobs.repeats], values[Knobs.redis_url], app, otlp
+    )
 
 
 class _RedisFor:

@@ -28,7 +28,7 @@ import click
 
 from yarn_adapt import bench as bench_registry
 from yarn_adapt import progress
-from yarn_adapt.cli.common import quiet_option
+from yarn_adapt.cli.common import parse_set_pairs, quiet_option
 from yarn_adapt.errors import YarnAdaptError
 
 log = logging.getLogger("yarn_adapt")
@@ -94,7 +94,7 @@ def bench_command(
         for item in items:
             click.echo(f"{item.name:24} {item.summary}")
         return
-    extra = _parse_settings(settings)
+    extra = parse_set_pairs(settings)
     if curves is not None:
         extra["curves"] = str(curves)
     if trace_counts:
@@ -145,16 +145,6 @@ def _register_commands() -> None:
 
 
 _register_commands()
-
-
-def _parse_settings(settings: Sequence[str]) -> dict[str, str]:
-    parsed: dict[str, str] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--set")
-        parsed[key.strip()] = value.strip()
-    return parsed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,9 @@
-"""Options every long-running command shares (see docs/CLI.md for the conventions)."""
+"""Options every long-running command shares, and the `--set KEY=VALUE` pairs (see
+docs/CLI.md for the conventions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import click
@@ -29,3 +30,15 @@ def quiet_option(command: F) -> F:
         callback=_set_quiet,
         help="No progress lines on stderr.",
     )(command)
+
+
+def parse_set_pairs(settings: Sequence[str]) -> dict[str, str]:
+    """``--set KEY=VALUE`` options as a mapping (the later of a repeated key wins); what
+    each key means and accepts is read by :mod:`yarn_adapt.set_keys`."""
+    parsed: dict[str, str] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--set")
+        parsed[key.strip()] = value.strip()
+    return parsed

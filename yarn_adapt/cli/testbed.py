@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from yarn_adapt.cli.common import quiet_option
+from yarn_adapt.cli.common import parse_set_pairs, quiet_option
 
 
 @click.command("testbed")
@@ -31,10 +31,9 @@ def testbed_command(
     off, on alone, and on with the node agents; print its P95 latency in each, the
     batch makespans, and the agents' reclaim and restore.
     Needs root (cgroup v1 cpuset and cpu), Java and the Hadoop jars."""
-    from yarn_adapt.cli import _parse_settings
     from yarn_adapt.testbed.run import options_from, result_json, run_on_new_cluster
 
-    options = options_from(quick, seed, _parse_settings(settings))
+    options = options_from(quick, seed, parse_set_pairs(settings))
     result = run_on_new_cluster(options, keep=keep)
     if as_json:
         click.echo(json.dumps(result_json(result)))

@@ -150,6 +150,46 @@ def _unplaceable(job: PlacementJob, view: PlacementView) -> Placement | None:
     return None
 
 
+class CheckedPlacer:
+    """The opening every placer here shares: a job the cluster cannot hold, now or
+    ever (:func:`_unplaceable`), is answered before the policy runs. A policy that
+    admits, forces or takes offered RUs overrides :meth:`_place`; the others
+    :meth:`_pick`."""
+
+    name: str
+
+    def place(
+        self,
+        job: PlacementJob,
+        view: PlacementView,
+        rng: np.random.Generator,
+        now: float = 0.0,
+        *,
+        force: bool = False,
+        offered: IntArray | None = None,
+    ) -> Placement:
+        """See :meth:`Placer.place`."""
+        unplaceable = _unplaceable(job, view)
+        if unplaceable is not None:
+            return unplaceable
+        return self._place(job, view, rng, now, force=force, offered=offered)
+
+    def _place(
+        self,
+        job: PlacementJob,
+        view: PlacementView,
+        rng: np.random.Generator,
+        now: float,
+        *,
+        force: bool,
+        offered: IntArray | None,
+    ) -> Placement:
+        return self._pick(job, view, rng)
+
+    def _pick(self, job: PlacementJob, view: PlacementView, rng: np.random.Generator) -> Placement:
+        raise NotImplementedError(f"{type(self).__name__} places no job")
+
+
 # A unit of predicted slowdown outweighs the whole range of Q: the scorer never trades
 # a slower job (or neighbour) for a tighter fit (see Scorer).
 OVERSHOOT_WEIGHT = 100.0
@@ -367,7 +407,7 @@ class TarcilSettings:
             raise InputError("tarcil: share_memory >= 1")
 
 
-class TarcilPlacer:
+class TarcilPlacer(CheckedPlacer):
     """See the module docstring; the flow with admission control:
 
     1. :meth:`AdmissionControl.assess` sets ``R`` from the acceptable buckets' free
@@ -397,19 +437,16 @@ class TarcilPlacer:
         self.admission = admission
         self._shares: dict[str, float] = {}
 
-    def place(
+    def _place(
         self,
         job: PlacementJob,
         view: PlacementView,
         rng: np.random.Generator,
-        now: float = 0.0,
+        now: float,
         *,
-        force: bool = False,
-        offered: IntArray | None = None,
+        force: bool,
+        offered: IntArray | None,
     ) -> Placement:
-        unplaceable = _unplaceable(job, view)
-        if unplaceable is not None:
-            return unplaceable
         scorer = self.scorers.scorer(job.job_class)
         if self.admission is None:
             return self._sequential(job, scorer, view, rng, offered)
@@ -743,7 +780,7 @@ def _same_server(
     return rus
 
 
-class GreedyPlacer:
+class GreedyPlacer(CheckedPlacer):
     """Exhaustive: every server with a free RU is scored with the same
     :class:`Scorer` as Tarcil, and the best are filled (locality levels first)."""
 
@@ -752,19 +789,7 @@ class GreedyPlacer:
     def __init__(self, profiles: ProfileSource, protect: bool = True) -> None:
         self.scorers = _ScorerCache(profiles, protect)
 
-    def place(
-        self,
-        job: PlacementJob,
-        view: PlacementView,
-        rng: np.random.Generator,
-        now: float = 0.0,
-        *,
-        force: bool = False,
-        offered: IntArray | None = None,
-    ) -> Placement:
-        unplaceable = _unplaceable(job, view)
-        if unplaceable is not None:
-            return unplaceable
+    def _pick(self, job: PlacementJob, view: PlacementView, rng: np.random.Generator) -> Placement:
         scorer = self.scorers.scorer(job.job_class)
         servers = view.servers_with_free()
         score = scorer.score(view, servers) - _LEVEL_WEIGHT * _server_levels(job, view, servers)
@@ -848,7 +873,7 @@ def _placed(rus: IntArray) -> Placement:
     return Placement(Outcome.PLACED, rus)
 
 
-class SamplingPlacer:
+class SamplingPlacer(CheckedPlacer):
     """Sparrow-like batch sampling: ``probes`` free RUs per RU needed, the ``m`` on
     the least loaded servers kept. Blind to interference."""
 
@@ -859,19 +884,7 @@ class SamplingPlacer:
             raise InputError("random placement: probes must be at least 1")
         self.probes = probes
 
-    def place(
-        self,
-        job: PlacementJob,
-        view: PlacementView,
-        rng: np.random.Generator,
-        now: float = 0.0,
-        *,
-        force: bool = False,
-        offered: IntArray | None = None,
-    ) -> Placement:
-        unplaceable = _unplaceable(job, view)
-        if unplaceable is not None:
-            return unplaceable
+    def _pick(self, job: PlacementJob, view: PlacementView, rng: np.random.Generator) -> Placement:
         candidates = np.unique(view.sample_free(self.probes * job.ru_count, rng))
         emptiness = view.server_free_of(view.server_of(candidates)).astype(np.float64)
         chosen = candidates[pick_best(emptiness, job.ru_count)]
@@ -904,24 +917,12 @@ def _top_up(
     return np.asarray(found, dtype=np.int64)
 
 
-class LeastLoadedPlacer:
+class LeastLoadedPlacer(CheckedPlacer):
     """Every server scanned; the ones with the most free RUs filled first."""
 
     name = "least-loaded"
 
-    def place(
-        self,
-        job: PlacementJob,
-        view: PlacementView,
-        rng: np.random.Generator,
-        now: float = 0.0,
-        *,
-        force: bool = False,
-        offered: IntArray | None = None,
-    ) -> Placement:
-        unplaceable = _unplaceable(job, view)
-        if unplaceable is not None:
-            return unplaceable
+    def _pick(self, job: PlacementJob, view: PlacementView, rng: np.random.Generator) -> Placement:
         servers = view.servers_with_free()
         # random jitter below one RU breaks ties between equally empty servers
         emptiness = view.server_free_of(servers) + 0.5 * rng.random(len(servers))
@@ -934,7 +935,7 @@ class LeastLoadedPlacer:
         return _placed(best_slots(servers, emptiness, job.ru_count, view, slot_score, per_server))
 
 
-class FirstFitPlacer:
+class FirstFitPlacer(CheckedPlacer):
     """YARN's Capacity Scheduler on NodeManager heartbeats: the servers heartbeat in
     a fixed cyclic order and the first with room takes as much of the job as fits,
     the next ones the rest."""
@@ -944,19 +945,7 @@ class FirstFitPlacer:
     def __init__(self) -> None:
         self._next = 0
 
-    def place(
-        self,
-        job: PlacementJob,
-        view: PlacementView,
-        rng: np.random.Generator,
-        now: float = 0.0,
-        *,
-        force: bool = False,
-        offered: IntArray | None = None,
-    ) -> Placement:
-        unplaceable = _unplaceable(job, view)
-        if unplaceable is not None:
-            return unplaceable
+    def _pick(self, job: PlacementJob, view: PlacementView, rng: np.random.Generator) -> Placement:
         count = view.server_count
         chosen: list[IntArray] = []
         got = 0

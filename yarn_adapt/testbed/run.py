@@ -64,7 +64,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,7 @@ from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
 from yarn_adapt.progress import report
+from yarn_adapt.set_keys import SetSpec, field_keys, whole, word
 from yarn_adapt.testbed import burner, services
 from yarn_adapt.testbed.agents import (
     AgentCounts,
@@ -950,35 +951,31 @@ def run_testbed(cluster: MiniCluster, options: TestbedOptions, work_dir: Path) -
 
 QUICK = {"alone_s": 6.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
          "job_containers": 4, "job_burn_s": 2.0}  # fmt: skip
-FULL: dict[str, float | int] = {}
+
+
+class Knobs:
+    """The ``--set`` keys of a kind of their own; every other :class:`TestbedOptions`
+    field is a key of its type (:func:`~yarn_adapt.set_keys.field_keys`)."""
+
+    policy = word("policy", tuple(str(p) for p in GuardPolicy), str(GuardPolicy.SLACK))
+    seed = whole("seed", None)  # default: --seed
+
+
+SET_KEYS = SetSpec.of("testbed", Knobs).with_keys(
+    *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in {"policy", "seed"})
+)
 
 
 def options_from(quick: bool, seed: int, overrides: Mapping[str, str]) -> TestbedOptions:
     """The testbed's options: the full or quick form, then ``KEY=VALUE`` overrides
     (a field of :class:`TestbedOptions`); a bad key or value is a SettingsError."""
-    values: dict[str, Any] = {**(QUICK if quick else FULL), "seed": seed}
-    kinds = {f.name: f.type for f in fields(TestbedOptions)}
-    for key, text in overrides.items():
-        if key not in kinds:
-            raise SettingsError(f"--set {key}: unknown testbed option (known: {', '.join(kinds)})")
-        values[key] = _value(key, text, str(kinds[key]))
+    values = SET_KEYS.read(overrides, quick=quick).by_name()
+    if values["seed"] is None:
+        values["seed"] = seed
     try:
         return TestbedOptions(**values)
     except ValueError as exc:
-        raise SettingsError(f"testbed options: {exc}") from exc
-
-
-def _value(key: str, text: str, kind: str) -> object:
-    if kind == "str":
-        return text
-    try:
-        if kind == "bool":
-            if text.lower() not in ("true", "false"):
-                raise ValueError(text)
-            return text.lower() == "true"
-        return int(text) if kind == "int" else float(text)
-    except ValueError as exc:
-        raise SettingsError(f"--set {key}={text}: expected {kind}") from exc
+        raise SettingsError(f"testbed: {exc}") from exc
 
 
 def run_on_new_cluster(options: TestbedOptions, *, keep: bool = False) -> TestbedResult:

@@ -10,9 +10,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from yarn_adapt.errors import ApplyError
 from yarn_adapt.model import SchedulerStatus
 from yarn_adapt.yarn.apply.backup import BackupStore
-from yarn_adapt.yarn.apply.journal import ApplyJournal, JsonlJournal
+from yarn_adapt.yarn.apply.journal import ApplyJournal, ApplyStep, JsonlJournal
 from yarn_adapt.yarn.apply.lock import ApplyLock
 from yarn_adapt.yarn.apply.polling import PollSettings
 from yarn_adapt.yarn.confxml import ConfigChange, render_diff
@@ -69,6 +70,20 @@ class ApplyOutcome:
         timing = ", ".join(f"{step} {seconds:.1f}s" for step, seconds in self.timings_s.items())
         changes = f"{len(self.plan.changes)} changes{backup}"
         return f"{self.result}: {self.plan.target} ({changes}) {timing}".rstrip()
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Where an activation ended: the final step recorded, why in one line, and the
+    error an apply raises for it (None when verified)."""
+
+    step: ApplyStep
+    message: str = ""
+    error: type[ApplyError] | None = None
+
+    def raise_unless_verified(self) -> None:
+        if self.error is not None:
+            raise self.error(self.message)
 
 
 class SchedulerReader(Protocol):

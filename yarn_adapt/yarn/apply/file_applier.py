@@ -31,7 +31,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from yarn_adapt.errors import (
@@ -51,6 +50,7 @@ from yarn_adapt.yarn.apply.base import (
     ApplyResult,
     ApplySettings,
     SchedulerReader,
+    Settled,
     new_apply_id,
 )
 from yarn_adapt.yarn.apply.expectations import mismatches
@@ -72,20 +72,6 @@ from yarn_adapt.yarn.schedconf.xmlio import (
 )
 
 SchedulerConfig = CapacitySchedulerConfig | FairSchedulerConfig
-
-
-@dataclass(frozen=True)
-class _Settled:
-    """Where an activation ended: the final step recorded, why in one line, and the
-    error an apply raises for it (None when verified)."""
-
-    step: ApplyStep
-    message: str = ""
-    error: type[ApplyError] | None = None
-
-    def raise_unless_verified(self) -> None:
-        if self.error is not None:
-            raise self.error(self.message)
 
 
 class FileApplier:
@@ -171,7 +157,7 @@ class FileApplier:
 
     def _forward(
         self, trail: ApplyTrail, desired: SchedulerConfig, timings: dict[str, float]
-    ) -> _Settled:
+    ) -> Settled:
         """Activate the file in place and verify it; roll back when the RM refuses
         it or does not report it."""
         with _timed(timings, "activate"):
@@ -186,12 +172,12 @@ class FileApplier:
             why = f"the RM does not report it: {_first(problems)}"
             return self._give_up(trail, why, ApplyNotVerified)
         trail.record(ApplyStep.VERIFIED)
-        return _Settled(ApplyStep.VERIFIED)
+        return Settled(ApplyStep.VERIFIED)
 
-    def _give_up(self, trail: ApplyTrail, why: str, error: type[ApplyError]) -> _Settled:
+    def _give_up(self, trail: ApplyTrail, why: str, error: type[ApplyError]) -> Settled:
         if trail.old_sha256 == trail.new_sha256:  # the file was already in place
             trail.record(ApplyStep.FAILED, why)
-            return _Settled(ApplyStep.FAILED, f"{self.path}: {why}", error)
+            return Settled(ApplyStep.FAILED, f"{self.path}: {why}", error)
         trail.record(ApplyStep.ROLLING_BACK, why)
         return self._undo(trail, why, error)
 
@@ -206,7 +192,7 @@ class FileApplier:
 
     def _undo(
         self, trail: ApplyTrail, why: str, error: type[ApplyError] = ApplyNotVerified
-    ) -> _Settled:
+    ) -> Settled:
         """Restore the backup, activate it, confirm the RM reports it (the decision
         to roll back is already journaled)."""
         try:
@@ -214,10 +200,10 @@ class FileApplier:
             self._confirm(trail, old)
         except RollbackFailed as exc:
             trail.record(ApplyStep.UNRESOLVED, f"{why}; {exc.one_line()}")
-            return _Settled(ApplyStep.UNRESOLVED, exc.one_line(), RollbackFailed)
+            return Settled(ApplyStep.UNRESOLVED, exc.one_line(), RollbackFailed)
         trail.record(ApplyStep.ROLLED_BACK, why)
         restored = f"; restored {trail.backup} and the RM runs the previous settings"
-        return _Settled(ApplyStep.ROLLED_BACK, f"{self.path}: {why}{restored}", error)
+        return Settled(ApplyStep.ROLLED_BACK, f"{self.path}: {why}{restored}", error)
 
     def _restore(self, trail: ApplyTrail) -> SchedulerConfig:
         """Write the backup's exact bytes back; the configuration they hold."""

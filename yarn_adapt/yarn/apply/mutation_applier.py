@@ -18,12 +18,10 @@ RM applies a body whole or not at all), and ``/scheduler`` must report it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from lxml import etree
 
 from yarn_adapt.errors import (
-    ApplyError,
     ApplyNotVerified,
     ApplyRejected,
     RollbackFailed,
@@ -38,6 +36,7 @@ from yarn_adapt.yarn.apply.base import (
     ApplyPlan,
     ApplyResult,
     ApplySettings,
+    Settled,
     new_apply_id,
 )
 from yarn_adapt.yarn.apply.expectations import mismatches
@@ -85,17 +84,6 @@ def _fingerprint(config: CapacitySchedulerConfig) -> str:
     not enough, so hash the body that builds it from nothing."""
     empty = CapacitySchedulerConfig(root=type(config.root)(path="root"))
     return sha256_text(mutation_body(empty, config))
-
-
-@dataclass(frozen=True)
-class _Settled:
-    step: ApplyStep
-    message: str = ""
-    error: type[ApplyError] | None = None
-
-    def raise_unless_verified(self) -> None:
-        if self.error is not None:
-            raise self.error(self.message)
 
 
 class MutationApplier:
@@ -202,18 +190,18 @@ class MutationApplier:
                 f"{exc.message}"
             ) from exc
 
-    def _verify_or_reverse(self, trail: ApplyTrail, desired: CapacitySchedulerConfig) -> _Settled:
+    def _verify_or_reverse(self, trail: ApplyTrail, desired: CapacitySchedulerConfig) -> Settled:
         problems = self._wait_for(desired)
         if not problems:
             trail.record(ApplyStep.VERIFIED)
-            return _Settled(ApplyStep.VERIFIED)
+            return Settled(ApplyStep.VERIFIED)
         why = f"the RM does not report the change: {problems[0]}"
         trail.record(ApplyStep.ROLLING_BACK, why)
         return self._reverse(trail, why)
 
     # ------------------------------------------------------------------ rolling back
 
-    def _reverse(self, trail: ApplyTrail, why: str) -> _Settled:
+    def _reverse(self, trail: ApplyTrail, why: str) -> Settled:
         """Put the previous configuration back with the reverse body and confirm it
         (the decision is already journaled)."""
         try:
@@ -221,9 +209,9 @@ class MutationApplier:
             self._confirm_previous(trail)
         except RollbackFailed as exc:
             trail.record(ApplyStep.UNRESOLVED, f"{why}; {exc.one_line()}")
-            return _Settled(ApplyStep.UNRESOLVED, exc.one_line(), RollbackFailed)
+            return Settled(ApplyStep.UNRESOLVED, exc.one_line(), RollbackFailed)
         trail.record(ApplyStep.ROLLED_BACK, why)
-        return _Settled(
+        return Settled(
             ApplyStep.ROLLED_BACK, f"{self.source}: {why}; reversed it", ApplyNotVerified
         )
 
