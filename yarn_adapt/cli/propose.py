@@ -187,8 +187,8 @@ def _propose_on_rm(
     handle: ExecutorHandle,
     on_group_tuned: GroupTuned | None = None,
 ) -> Proposed:
-    from yarn_adapt.service.tuner_adapter import HistoryModel
     from yarn_adapt.tuning.tuner import propose_from_snapshot
+    from yarn_adapt.workload.history_model import HistoryModel
     from yarn_adapt.yarn.observe import observe_cluster
 
     if mutation and scheduler_file is not None:

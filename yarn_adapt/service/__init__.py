@@ -9,8 +9,8 @@ docs/operations.md).
 - ``backend``: the ``ClusterBackend`` seam and ``YarnBackend``; ``simcluster``: the
   simulated backend and ``SimulatedApplier``.
 - ``proposer``: the ``Proposer`` seam; ``proposers``: which one the service runs;
-  ``tuner_adapter``: the tuner behind it, learning
-  task times from JobHistory; ``cilantro_adapter`` and ``cilantro_settings``: the
+  ``tuner_adapter``: the tuner behind it, with task times learned from JobHistory
+  (:mod:`yarn_adapt.workload.history_model`); ``cilantro_adapter`` and ``cilantro_settings``: the
   Cilantro proposer; ``planning``: with the guard on, plan on each node's real capacity
   (``OnRealCapacity``), and the one setting the guard may own (``GuardOwned``).
 - ``hysteresis`` and ``gates``: the gates (pure); ``actuators``: one actuator per mode;

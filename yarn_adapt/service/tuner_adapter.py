@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from yarn_adapt.errors import TraceError
-from yarn_adapt.model import ClusterSnapshot, TaskType, Workload
+from yarn_adapt.model import ClusterSnapshot, Workload
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import Observed
 from yarn_adapt.service.checks_file import checks_path, load_log_ratios, save_log_ratios
@@ -50,15 +49,9 @@ from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.state import state_from_simulation, state_from_snapshot
 from yarn_adapt.tuning.tuner import propose
-from yarn_adapt.workload import fit_task_time_model, workload_from_history
-from yarn_adapt.workload.taskmodel import MEDIAN_FALLBACK, TaskTimeModel
+from yarn_adapt.workload.history_model import HistoryModel
+from yarn_adapt.workload.taskmodel import TaskTimeModel
 from yarn_adapt.workload.taskvalidation import measure_error
-
-DEFAULT_TASK_S = 60.0
-"""Task time assumed before any job history exists: the tuner's own default shape for
-an application it knows nothing about (one 60 s map, ``tuning.snapshot_state``)."""
-
-HISTORY_LIMIT = 2000
 
 
 def tuner_settings(settings: Settings, interval_s: float | None = None) -> TunerSettings:
@@ -136,38 +129,6 @@ class SimulationProposer:
         checkable = _checkable(suggestion, population, calibration)
         self.ledger.record(_predictions(checkable, observed, view.time_s, calibration))
         return checkable
-
-
-@dataclass
-class HistoryModel:
-    """Task times learned from the JobHistory jobs seen so far (kept by id)."""
-
-    seed: int = 0
-    jobs: dict[str, JobSpec] = field(default_factory=dict)
-    model: TaskTimeModel | None = None
-
-    def update(self, snapshot: ClusterSnapshot) -> tuple[JobSpec, ...]:
-        try:
-            fresh = workload_from_history(snapshot.jobs, lenient=True).jobs
-        except TraceError:
-            fresh = ()
-        new = [job for job in fresh if job.id not in self.jobs and job.tasks]
-        for job in new:
-            self.jobs[job.id] = job
-        if len(self.jobs) > HISTORY_LIMIT:
-            for stale in list(self.jobs)[: len(self.jobs) - HISTORY_LIMIT]:
-                del self.jobs[stale]
-        if new or self.model is None:
-            self.model = self._fit()
-        return tuple(self.jobs.values())
-
-    def _fit(self) -> TaskTimeModel:
-        if not self.jobs:
-            reason = f"no JobHistory jobs yet: {DEFAULT_TASK_S:g} s per task"
-            medians = {TaskType.MAP: DEFAULT_TASK_S, TaskType.REDUCE: DEFAULT_TASK_S}
-            return TaskTimeModel(MEDIAN_FALLBACK, reason, 0, 0, medians, self.seed)
-        history = Workload(tuple(self.jobs.values()), "JobHistory")
-        return fit_task_time_model(history, seed=self.seed)
 
 
 class SnapshotProposer:

@@ -11,6 +11,9 @@ raise :class:`~yarn_adapt.errors.TraceError` naming ``file:line``, or with
 * :func:`workload_from_history` — MapReduce jobs from the JobHistory Server
 * :func:`load_trace` — any of the file formats, detected from name and content
 
+The task-time model is :mod:`.taskmodel` (features: :mod:`.taskhistory`); a live
+cluster's model learned from JobHistory as jobs finish: :mod:`.history_model`.
+
 Queues are short leaf names chosen by a :class:`QueueMapping` of priority ranges
 (SWIM, Google) or taken from the trace's leaf queue (SLS, Rumen, JobHistory).
 """
