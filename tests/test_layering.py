@@ -126,10 +126,14 @@ def test_the_check_reads_imports_of_every_kind(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from yarn_adapt.service import store\n"
+        "if TYPE_CHECKING:\n    from yarn_adapt.service.state import store\n"
         "def f():\n    from yarn_adapt.cli import main\n"
         "from . import sibling\n"
     )
-    modules = {"yarn_adapt.service.store": source, "yarn_adapt.cli": source, "pkg.sibling": source}
+    modules = {
+        "yarn_adapt.service.state.store": source,
+        "yarn_adapt.cli": source,
+        "pkg.sibling": source,
+    }
     found = set(imported("pkg.m", source, modules))
-    assert found == {"yarn_adapt.service.store", "yarn_adapt.cli", "pkg.sibling"}
+    assert found == {"yarn_adapt.service.state.store", "yarn_adapt.cli", "pkg.sibling"}

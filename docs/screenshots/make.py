@@ -17,8 +17,8 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as DriverService
 
-from yarn_adapt.service.demo import DemoOptions, build_demo, note_round, run_summary
-from yarn_adapt.service.records import ProposalState
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo, note_round, run_summary
+from yarn_adapt.service.state.records import ProposalState
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.console_routes import revert
 from yarn_adapt.service.web.operators import OperatorTokens

@@ -18,7 +18,7 @@ import pytest
 from tests.service.factories import FixedProposer
 from yarn_adapt import progress
 from yarn_adapt.cli.demo import ETA_AFTER_ROUNDS, DemoProgress, _run
-from yarn_adapt.service.demo import DemoOptions, build_demo
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from yarn_adapt.cli import main
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import CapacitySchedulerConfig
-from yarn_adapt.service.demo import demo_scheduler_file
+from yarn_adapt.service.demo.replay import demo_scheduler_file
 from yarn_adapt.yarn.apply import mismatches
 from yarn_adapt.yarn.confxml import read_scheduler_document, validate
 from yarn_adapt.yarn.rm import ResourceManagerClient

@@ -21,9 +21,9 @@ from tests.tracing.conftest import start_server
 from tracing.redisconn import RedisConfig
 from yarn_adapt.cli import main
 from yarn_adapt.minicluster import MiniCluster
-from yarn_adapt.service.agent_tokens import AgentTokens
 from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.state.agent_tokens import AgentTokens
+from yarn_adapt.service.state.records import Suggestion
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer
 

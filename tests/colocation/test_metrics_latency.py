@@ -28,7 +28,7 @@ from yarn_adapt.colocation.model import RiskReading
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.guard import GuardStore, build_guard
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.store import Store
 
 HISTOGRAM = "http_request_duration_seconds"
 

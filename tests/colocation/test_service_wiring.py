@@ -16,9 +16,9 @@ from yarn_adapt.colocation.queuecap import QueueCap
 from yarn_adapt.demand.model import Demand, DemandSnapshot
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.backend import Observed, YarnBackend
-from yarn_adapt.service.records import Suggestion
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import settings_from_mapping
+from yarn_adapt.service.state.records import Suggestion
 
 
 class WithSnapshot:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from tests.service.live import live_service, reported_capacities
 from yarn_adapt.minicluster import MiniCluster
-from yarn_adapt.service.cilantro_adapter import CilantroProposer
-from yarn_adapt.service.records import DecisionKind
+from yarn_adapt.service.proposers.cilantro_adapter import CilantroProposer
 from yarn_adapt.service.settings import Settings
+from yarn_adapt.service.state.records import DecisionKind
 
 
 def test_a_queue_missing_its_slo_gets_capacity_on_the_real_rm(

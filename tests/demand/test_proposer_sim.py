@@ -9,11 +9,11 @@ from pathlib import Path
 from tests.service.factories import TOKEN, settings_for, simulated_backend
 from yarn_adapt.model import TaskType, Workload
 from yarn_adapt.model.workload import JobSpec, TaskSpec
-from yarn_adapt.service.cilantro_adapter import CilantroProposer
-from yarn_adapt.service.hysteresis import queue_shares
-from yarn_adapt.service.proposers import snapshot_proposer
-from yarn_adapt.service.records import DecisionKind
+from yarn_adapt.service.loop.hysteresis import queue_shares
+from yarn_adapt.service.proposers.choose import snapshot_proposer
+from yarn_adapt.service.proposers.cilantro_adapter import CilantroProposer
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.records import DecisionKind
 from yarn_adapt.service.web.app import create_app
 
 CONTAINER_MB = 2048

@@ -11,8 +11,8 @@ import requests
 from tests.service.factories import TOKEN, FixedProposer, settings_for
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.proposers import snapshot_proposer
+from yarn_adapt.service.proposers.choose import snapshot_proposer
+from yarn_adapt.service.proposers.seam import Proposer
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import Settings
 

@@ -12,8 +12,8 @@ import pytest
 
 from tests.service.factories import sim_service
 from yarn_adapt.cli import main
-from yarn_adapt.service.agent_tokens import AgentTokens, token_id_of
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.agent_tokens import AgentTokens, token_id_of
+from yarn_adapt.service.state.store import Store
 
 NODE = "worker-1:8041"
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.service.factories import settings_for
-from yarn_adapt.service.checks_file import (
+from yarn_adapt.service.proposers.checks_file import (
     FILE_NAME,
     checks_path,
     load_log_ratios,
     save_log_ratios,
 )
-from yarn_adapt.service.intervals import WINDOW
-from yarn_adapt.service.tuner_adapter import SnapshotProposer
+from yarn_adapt.service.proposers.intervals import WINDOW
+from yarn_adapt.service.proposers.tuner_adapter import SnapshotProposer
 
 
 def test_the_latest_window_of_ratios_survives_a_save_and_a_load(tmp_path: Path) -> None:

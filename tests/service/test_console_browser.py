@@ -19,9 +19,9 @@ from selenium.webdriver.common.by import By
 
 from tests.service.browser import click, sign_in, text_of
 from tests.service.factories import TOKEN, FixedProposer, sim_service
-from yarn_adapt.service.demo import DemoOptions, build_demo
-from yarn_adapt.service.records import ProposalState
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.records import ProposalState
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer
 

@@ -25,10 +25,10 @@ from tests.service.factories import (
     small_workload,
 )
 from yarn_adapt.service.backend import Observed, YarnBackend
-from yarn_adapt.service.demo import DemoOptions, build_demo
-from yarn_adapt.service.evidence import MEDIAN_FALLBACK
-from yarn_adapt.service.records import PredictionError, RealizedLatency, Suggestion
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo
+from yarn_adapt.service.proposers.evidence import MEDIAN_FALLBACK
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.records import PredictionError, RealizedLatency, Suggestion
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.console import run_words
 from yarn_adapt.service.web.words import percent

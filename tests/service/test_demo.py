@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.service.factories import FixedProposer
-from yarn_adapt.service.demo import DemoOptions, build_demo, describe_round, summary
-from yarn_adapt.service.records import DecisionKind
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo, describe_round, summary
 from yarn_adapt.service.settings import Mode
+from yarn_adapt.service.state.records import DecisionKind
 
 
 def test_the_demo_applies_each_proposal_and_summarises(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 from tests.service.factories import FixedProposer
 from yarn_adapt.cli.conventions import json_key_problems
 from yarn_adapt.colocation.model import GuardMode
-from yarn_adapt.service.demo import DemoOptions, build_demo, summary
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo, summary
+from yarn_adapt.service.demo.simcoloc import DemoColocation
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.simcoloc import DemoColocation
 
 KEYS = {"lc_services", "lc_requests", "lc_p95_ms", "lc_target_ms", "lc_slo_met_ratio",
         "lc_nodes_batch_vcore_s", "lc_nodes_capacity_vcore_s", "guard_lowered_nodes",

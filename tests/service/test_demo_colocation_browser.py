@@ -13,7 +13,7 @@ from typing import Any
 from selenium.webdriver.common.by import By
 
 from tests.service.factories import FixedProposer
-from yarn_adapt.service.demo import DemoOptions, build_demo
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo
 
 
 def _line(lines: list[str], needle: str, timeout_s: float = 120.0) -> str:

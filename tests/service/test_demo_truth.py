@@ -13,7 +13,7 @@ from typing import Any
 from tests.service.factories import FixedProposer
 from yarn_adapt.cli.conventions import json_key_problems
 from yarn_adapt.model import JobSpec, Workload
-from yarn_adapt.service.demo import (
+from yarn_adapt.service.demo.replay import (
     DemoOptions,
     RecordingProposer,
     build_demo,
@@ -22,8 +22,8 @@ from yarn_adapt.service.demo import (
     sized_nodes,
     split_in_half,
 )
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.simcluster import SimulatedCluster
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace
 from yarn_adapt.workload.queues import spread_over

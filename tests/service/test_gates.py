@@ -13,8 +13,7 @@ import pytest
 from tests.service.factories import demo_file, with_capacities
 from yarn_adapt.model import SchedulerConfig
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.checking import check_group, group_histories, proposal_errors
-from yarn_adapt.service.gates import (
+from yarn_adapt.service.loop.gates import (
     GateSettings,
     GroupHistory,
     RecentChange,
@@ -25,16 +24,17 @@ from yarn_adapt.service.gates import (
     required_gain,
     undone,
 )
-from yarn_adapt.service.hysteresis import group_moves, judge
-from yarn_adapt.service.intervals import population_by_group
-from yarn_adapt.service.realized import submitted_since
-from yarn_adapt.service.records import (
+from yarn_adapt.service.loop.hysteresis import group_moves, judge
+from yarn_adapt.service.proposers.checking import check_group, group_histories, proposal_errors
+from yarn_adapt.service.proposers.intervals import population_by_group
+from yarn_adapt.service.proposers.realized import submitted_since
+from yarn_adapt.service.settings import TuningSection
+from yarn_adapt.service.state.records import (
     DecisionKind,
     GroupPrediction,
     PredictionError,
     Suggestion,
 )
-from yarn_adapt.service.settings import TuningSection
 from yarn_adapt.yarn.confxml import (
     ChangeKind,
     ConfigChange,

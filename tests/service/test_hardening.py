@@ -25,14 +25,14 @@ from tests.service.factories import (
 from yarn_adapt.cli import main
 from yarn_adapt.errors import SettingsError, StateDamaged
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.demo import DemoOptions, build_demo
-from yarn_adapt.service.records import (
+from yarn_adapt.service.demo.replay import DemoOptions, build_demo
+from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.records import (
     DecisionKind,
     ProposalState,
     RoundStatus,
 )
-from yarn_adapt.service.service import Service
-from yarn_adapt.service.store import Store, backup_path
+from yarn_adapt.service.state.store import Store, backup_path
 
 S = ProposalState
 

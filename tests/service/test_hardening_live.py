@@ -20,13 +20,13 @@ import requests
 from tests.service.factories import TOKEN, with_capacities
 from tests.service.live import PROPOSED, live_service, reported_capacities
 from yarn_adapt.minicluster import MiniCluster
-from yarn_adapt.service.records import (
+from yarn_adapt.service.state.records import (
     DecisionKind,
     ProposalRecord,
     ProposalState,
     RoundStatus,
 )
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.store import Store
 from yarn_adapt.yarn.apply import ApplyStep
 from yarn_adapt.yarn.confxml import diff_configs, read_capacity
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from tests.service.factories import demo_file, with_capacities
-from yarn_adapt.service.hysteresis import (
+from yarn_adapt.service.loop.hysteresis import (
     Verdict,
     changed_groups,
     cooling_groups,
@@ -16,13 +16,13 @@ from yarn_adapt.service.hysteresis import (
     queue_shares,
     share_steps,
 )
-from yarn_adapt.service.records import (
+from yarn_adapt.service.settings import TuningSection
+from yarn_adapt.service.state.records import (
     DecisionKind,
     GroupPrediction,
     Suggestion,
     relative_improvement,
 )
-from yarn_adapt.service.settings import TuningSection
 from yarn_adapt.yarn.confxml import (
     ChangeKind,
     ConfigChange,

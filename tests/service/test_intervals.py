@@ -13,7 +13,7 @@ import pytest
 from tests.service.factories import demo_file, with_capacities
 from yarn_adapt.model import SchedulerConfig
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.intervals import (
+from yarn_adapt.service.proposers.intervals import (
     LEVEL,
     MIN_CHECKED,
     PRIOR_SIGMA,

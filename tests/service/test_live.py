@@ -24,10 +24,10 @@ from tests.service.live import (
 )
 from yarn_adapt.cli import main
 from yarn_adapt.minicluster import MiniCluster
-from yarn_adapt.service.records import DecisionKind, ProposalState, RoundStatus
 from yarn_adapt.service.runner import serving
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.store import SqliteJournal
+from yarn_adapt.service.state.records import DecisionKind, ProposalState, RoundStatus
+from yarn_adapt.service.state.store import SqliteJournal
 from yarn_adapt.service.xmltext import parse_scheduler_text
 from yarn_adapt.yarn.apply import ApplyStep, RefreshCommand, mismatches, unfinished
 from yarn_adapt.yarn.rm import ResourceManagerClient

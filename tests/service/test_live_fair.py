@@ -13,9 +13,9 @@ from tests.service.live import api, live_settings
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.model import FairSchedulerConfig
 from yarn_adapt.service.backend import Observed, YarnBackend
-from yarn_adapt.service.records import GroupPrediction, ProposalState, Suggestion
 from yarn_adapt.service.runner import serving
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.records import GroupPrediction, ProposalState, Suggestion
 from yarn_adapt.yarn.apply import ApplyStep
 from yarn_adapt.yarn.confxml import read_fair
 

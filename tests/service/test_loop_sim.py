@@ -18,11 +18,11 @@ from tests.service.factories import (
 )
 from yarn_adapt.errors import ProposalStateError, YarnUnavailable
 from yarn_adapt.model import Percentage
-from yarn_adapt.service.loop import Backoff
-from yarn_adapt.service.records import DecisionKind, ProposalState, RoundStatus
+from yarn_adapt.service.demo.simcluster import SimulatedApplier
+from yarn_adapt.service.loop.rounds import Backoff
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.simcluster import SimulatedApplier
-from yarn_adapt.service.store import SqliteJournal
+from yarn_adapt.service.state.records import DecisionKind, ProposalState, RoundStatus
+from yarn_adapt.service.state.store import SqliteJournal
 from yarn_adapt.yarn.apply import ApplyStep, unfinished
 from yarn_adapt.yarn.confxml import read_capacity
 

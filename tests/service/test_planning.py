@@ -28,7 +28,8 @@ from yarn_adapt.model import (
     Resources,
 )
 from yarn_adapt.service.backend import Observed, YarnBackend
-from yarn_adapt.service.planning import (
+from yarn_adapt.service.proposers.choose import snapshot_proposer
+from yarn_adapt.service.proposers.planning import (
     GuardCapacity,
     GuardOwned,
     OnRealCapacity,
@@ -36,11 +37,10 @@ from yarn_adapt.service.planning import (
     planning_nodes,
     services_reserved,
 )
-from yarn_adapt.service.proposers import snapshot_proposer
-from yarn_adapt.service.records import Suggestion
 from yarn_adapt.service.runner import serving
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.store import SqliteJournal
+from yarn_adapt.service.state.records import Suggestion
+from yarn_adapt.service.state.store import SqliteJournal
 from yarn_adapt.yarn.apply import PollSettings
 from yarn_adapt.yarn.confxml import diff_configs, parse_capacity_xml
 from yarn_adapt.yarn.http import HttpSettings

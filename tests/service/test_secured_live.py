@@ -18,8 +18,8 @@ from tests.service.factories import TOKEN, FixedProposer, settings_for
 from yarn_adapt.cli import main
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.records import ProposalState
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.records import ProposalState
 
 BASELINE = {"default": 40.0, "a": 30.0, "b": 30.0}
 PROPOSED = {"default": 20.0, "a": 50.0, "b": 30.0}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.service.factories import CONTAINER, demo_file, small_workload, with_capacities
-from yarn_adapt.service.simcluster import SimulatedCluster
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
 from yarn_adapt.sim import ClusterSpec, latency_stats, simulate
 from yarn_adapt.yarn.confxml import load_scheduler_config
 

@@ -26,8 +26,8 @@ from yarn_adapt.cosim.lc_services import (
     service_p95_ms,
 )
 from yarn_adapt.model import Resources
-from yarn_adapt.service.simcluster import SimulatedCluster
-from yarn_adapt.service.simcoloc import SimulatedAgents, SimulatedResourceManager
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
+from yarn_adapt.service.demo.simcoloc import SimulatedAgents, SimulatedResourceManager
 from yarn_adapt.sim import ClusterSpec
 from yarn_adapt.yarn.apply import PollSettings
 from yarn_adapt.yarn.confxml import load_scheduler_config

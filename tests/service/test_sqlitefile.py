@@ -11,8 +11,8 @@ import pytest
 
 from yarn_adapt.errors import SettingsError, StateDamaged
 from yarn_adapt.service.guard import GuardStore
-from yarn_adapt.service.sqlitefile import SqliteFile
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.sqlitefile import SqliteFile
+from yarn_adapt.service.state.store import Store
 
 
 def settings_of(db: sqlite3.Connection) -> tuple[str, int, int]:

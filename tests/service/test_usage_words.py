@@ -9,7 +9,7 @@ from yarn_adapt.cli.observe import _queue_text
 from yarn_adapt.model import Resources, TaskType
 from yarn_adapt.model.scheduler_state import QueueStatus
 from yarn_adapt.model.workload import JobSpec, TaskSpec
-from yarn_adapt.service.usage import usage_of_jobs
+from yarn_adapt.service.state.usage import usage_of_jobs
 from yarn_adapt.sim import JobInProgress, RunningContainer
 from yarn_adapt.yarn.confxml import read_capacity
 

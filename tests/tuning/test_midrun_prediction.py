@@ -15,7 +15,7 @@ import statistics
 import pytest
 
 from yarn_adapt.model import JobFeatures, JobSpec, Resources, TaskSpec, TaskType, Workload
-from yarn_adapt.service.simcluster import SimulatedCluster
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
 from yarn_adapt.tuning.paper import PaperCluster, capacity_base, fair_base
 from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import SpaceSettings

@@ -44,7 +44,7 @@ Protocol.
   Paper: 2.16x overall, 2.22x at 2 min, 2.40x at 1 min.
 * ``interval_coverage``: every interval's prediction for the group -- under the
   configuration that then ran its jobs in progress -- carries the likely range the
-  service states (:mod:`yarn_adapt.service.intervals`: 80 %, calibrated on the
+  service states (:mod:`yarn_adapt.service.proposers.intervals`: 80 %, calibrated on the
   predictions already checked, a wide prior before 3). The record of checks carries
   over from run to run in the order they run, as a service's carries over from round
   to round; a run's predictions check only once their jobs finish, so within one
@@ -81,8 +81,12 @@ from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import JobSpec, SchedulerConfig, Workload
 from yarn_adapt.progress import report
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.intervals import PredictionLedger, RoundPrediction, log_ratio_spread
-from yarn_adapt.service.simcluster import SimulatedCluster
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
+from yarn_adapt.service.proposers.intervals import (
+    PredictionLedger,
+    RoundPrediction,
+    log_ratio_spread,
+)
 from yarn_adapt.sim import (
     ClusterSpec,
     JobInProgress,

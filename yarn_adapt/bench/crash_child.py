@@ -33,11 +33,11 @@ from pathlib import Path
 
 from yarn_adapt.model import SchedulerStatus
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.desk import ProposalDesk
+from yarn_adapt.service.loop.desk import ProposalDesk
 from yarn_adapt.service.metrics import ServiceMetrics
-from yarn_adapt.service.records import ProposalRecord
 from yarn_adapt.service.settings import load_settings
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.records import ProposalRecord
+from yarn_adapt.service.state.store import Store
 from yarn_adapt.yarn.apply import (
     ApplyJournal,
     ApplyStep,

@@ -9,10 +9,10 @@ One trial, against a real mini YARN:
    proposal that changes it (the other configuration of the pair; for the
    refusal kinds a configuration the RM refuses);
 2. start :mod:`yarn_adapt.bench.crash_child`, which approves the proposal through
-   the real :class:`~yarn_adapt.service.desk.ProposalDesk` and applier;
+   the real :class:`~yarn_adapt.service.loop.desk.ProposalDesk` and applier;
 3. kill it: right after a chosen journal step is durably recorded (the child
    SIGKILLs itself) or after a random delay (the harness sends SIGKILL);
-4. restart: :func:`~yarn_adapt.service.reconcile.reconcile` on the same database
+4. restart: :func:`~yarn_adapt.service.loop.reconcile.reconcile` on the same database
    with a fresh :class:`~yarn_adapt.service.backend.YarnBackend`, as ``serve``
    does at start;
 5. check: the file holds exactly the old bytes or the new configuration; the RM
@@ -51,10 +51,10 @@ from yarn_adapt.model import (
     SchedulerConfig,
 )
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.reconcile import reconcile
-from yarn_adapt.service.records import ProposalRecord, ProposalState
+from yarn_adapt.service.loop.reconcile import reconcile
 from yarn_adapt.service.settings import load_settings
-from yarn_adapt.service.store import SqliteJournal, Store
+from yarn_adapt.service.state.records import ProposalRecord, ProposalState
+from yarn_adapt.service.state.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import ApplyStep, interrupted, mismatches, running_document
 from yarn_adapt.yarn.confxml import (
     SchedulerDocument,

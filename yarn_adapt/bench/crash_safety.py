@@ -118,7 +118,7 @@ def _workdir(keep: str | None) -> Iterator[Path]:
 @contextmanager
 def _quiet_recovery_logs() -> Iterator[None]:
     """Recovery logs every settled apply as a warning: hundreds of lines here."""
-    logger = logging.getLogger("yarn_adapt.service.reconcile")
+    logger = logging.getLogger("yarn_adapt.service.loop.reconcile")
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:

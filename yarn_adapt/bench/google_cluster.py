@@ -68,7 +68,7 @@ from yarn_adapt.model import (
     Workload,
 )
 from yarn_adapt.progress import report
-from yarn_adapt.service.simcluster import SimulatedCluster
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationOptions, SimulationStart, simulate
 from yarn_adapt.tuning.apply import apply_ratios, apply_setting
 from yarn_adapt.tuning.settings import TunerSettings

@@ -1,7 +1,7 @@
 """``yarn-adapt agent-token issue|list|revoke``: the node agents' credentials.
 
 Each node agent reads its own node's reclaim request with a token issued for that
-node (:mod:`yarn_adapt.service.agent_tokens`); these commands manage them in the
+node (:mod:`yarn_adapt.service.state.agent_tokens`); these commands manage them in the
 service's database (``[state]`` of ``--config``), beside a running service or not:
 the service reads the table on every request, so a revoke takes effect at once.
 
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from yarn_adapt.service.agent_tokens import AgentTokens
-    from yarn_adapt.service.records import AgentTokenRecord
-    from yarn_adapt.service.store import Store
+    from yarn_adapt.service.state.agent_tokens import AgentTokens
+    from yarn_adapt.service.state.records import AgentTokenRecord
+    from yarn_adapt.service.state.store import Store
 
 CONFIG = click.option(
     "--config",
@@ -100,7 +100,7 @@ def revoke_command(node: str, config_path: Path, as_json: bool) -> None:
 
 @contextmanager
 def _tokens(config_path: Path) -> Iterator[tuple[AgentTokens, Path]]:
-    from yarn_adapt.service.agent_tokens import AgentTokens
+    from yarn_adapt.service.state.agent_tokens import AgentTokens
 
     with service_store(config_path) as (store, database):
         yield AgentTokens(store), database
@@ -110,7 +110,7 @@ def _tokens(config_path: Path) -> Iterator[tuple[AgentTokens, Path]]:
 def service_store(config_path: Path) -> Iterator[tuple[Store, Path]]:
     """The service's database named by ``--config`` (``[state]``), open, and its path."""
     from yarn_adapt.service.settings import load_settings
-    from yarn_adapt.service.store import Store
+    from yarn_adapt.service.state.store import Store
 
     database = load_settings(config_path).state.database_path
     store = Store(database)

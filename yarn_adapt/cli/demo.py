@@ -7,7 +7,7 @@ or rejects it on the page, and ``--keep-serving`` keeps the page after the last
 round.
 
 After the last round the run is judged (the same jobs replayed under the starting
-configuration: :func:`yarn_adapt.service.demo.run_summary`); its progress is shown
+configuration: :func:`yarn_adapt.service.demo.replay.run_summary`); its progress is shown
 like the rounds', and the judgement goes to the page. SIGTERM is SIGINT: either
 stops the rounds, the judging (which then reports what it has) and the page."""
 
@@ -29,9 +29,9 @@ from yarn_adapt.errors import InputError
 from yarn_adapt.progress import Progress, eta_words
 
 if TYPE_CHECKING:
-    from yarn_adapt.service.demo import DemoOptions
+    from yarn_adapt.service.demo.replay import DemoOptions
+    from yarn_adapt.service.demo.simcluster import SimulatedCluster
     from yarn_adapt.service.service import Service
-    from yarn_adapt.service.simcluster import SimulatedCluster
     from yarn_adapt.service.web.server import WebServer
 
 REVIEW_POLL_S = 0.5
@@ -104,7 +104,7 @@ def demo_command(
     latency before and after, applied at once (auto-approve) or, with --review,
     when you approve them on the page."""
     # Imported here: the web stack and the tuner are not needed by other commands.
-    from yarn_adapt.service.demo import DemoOptions, build_demo
+    from yarn_adapt.service.demo.replay import DemoOptions, build_demo
 
     if step_s is not None:
         click.echo("yarn-adapt: --step is deprecated; use --interval", err=True)
@@ -150,7 +150,7 @@ def _run(
     """The rounds, the page and the review holds, then the run judged (with one
     round, only its summary); returns the summary. ``stop_event``: stop on it
     instead of on SIGTERM/SIGINT (which only the main thread can catch)."""
-    from yarn_adapt.service.demo import describe_round, note_progress, note_round
+    from yarn_adapt.service.demo.replay import describe_round, note_progress, note_round
     from yarn_adapt.service.runner import serving, stop_on_signals
 
     announce(f"demo state in {options.state_dir}")
@@ -197,7 +197,7 @@ def _judged(
 ) -> dict[str, Any]:
     """The run judged (one round: its summary only); a stop during the replay ends
     it early, and the summary says what it lacks (``complete`` false)."""
-    from yarn_adapt.service.demo import StopJudging, judged_so_far, run_summary, summary
+    from yarn_adapt.service.demo.replay import StopJudging, judged_so_far, run_summary, summary
 
     if rounds == 1:
         return summary(service, done, _cluster(service).elapsed_s)
@@ -262,7 +262,7 @@ def _await_review(
     announce: Callable[[str], None],
 ) -> None:
     """Hold the rounds while a proposal waits for the operator."""
-    from yarn_adapt.service.records import ProposalState
+    from yarn_adapt.service.state.records import ProposalState
 
     waiting = service.store.proposals(limit=1, states=[ProposalState.PENDING])
     if not waiting:
@@ -280,7 +280,7 @@ def _await_review(
 
 
 def _colocation_lines(service: Service) -> list[str]:
-    from yarn_adapt.service.simcoloc import DemoColocation
+    from yarn_adapt.service.demo.simcoloc import DemoColocation
 
     beside = getattr(service.backend, "beside", None)
     if not isinstance(beside, DemoColocation):
@@ -295,7 +295,7 @@ def _colocation_lines(service: Service) -> list[str]:
 
 
 def _cluster(service: Service) -> SimulatedCluster:
-    from yarn_adapt.service.simcluster import SimulatedCluster
+    from yarn_adapt.service.demo.simcluster import SimulatedCluster
 
     cluster = getattr(service.backend, "cluster", None)
     assert isinstance(cluster, SimulatedCluster)

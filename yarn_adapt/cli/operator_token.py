@@ -24,7 +24,7 @@ import click
 from yarn_adapt.cli.agent_token import CONFIG, JSON, _actor, _when, service_store
 
 if TYPE_CHECKING:
-    from yarn_adapt.service.records import OperatorTokenRecord
+    from yarn_adapt.service.state.records import OperatorTokenRecord
     from yarn_adapt.service.web.operators import OperatorTokens
 
 

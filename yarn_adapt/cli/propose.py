@@ -12,7 +12,7 @@ writes the proposed scheduler XML (validated, written atomically), ready for
 As the service does, a group whose prediction rests on fewer than ``--min-jobs``
 jobs (the service's ``[tuning] min_jobs``, 3) keeps its configuration, and each
 prediction carries a likely range (80 %): with no prediction of this cluster checked
-yet, the wide prior of :mod:`yarn_adapt.service.intervals`.
+yet, the wide prior of :mod:`yarn_adapt.service.proposers.intervals`.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def _propose_simulated(
     handle: ExecutorHandle,
     on_group_tuned: GroupTuned | None = None,
 ) -> Proposed:
-    from yarn_adapt.service.demo import demo_scheduler_file, replay_cluster
+    from yarn_adapt.service.demo.replay import demo_scheduler_file, replay_cluster
     from yarn_adapt.tuning.tuner import propose_from_simulation
     from yarn_adapt.workload import fit_task_time_model
     from yarn_adapt.yarn.confxml import read_scheduler_document
@@ -300,8 +300,8 @@ def with_evidence_gate(proposed: Proposed, min_jobs: int) -> Proposed:
 
 def likely_range(proposed: Proposed, value: float) -> tuple[float, float] | None:
     """The 80 % range the service would state for a prediction of this cluster with
-    nothing of it checked yet: the wide prior (:mod:`yarn_adapt.service.intervals`)."""
-    from yarn_adapt.service.intervals import Calibration
+    nothing of it checked yet: the wide prior (:mod:`yarn_adapt.service.proposers.intervals`)."""
+    from yarn_adapt.service.proposers.intervals import Calibration
 
     error = proposed.model.error
     return Calibration(prior_sigma=error.sigma if error is not None else 0.0).range_of(value)

@@ -37,11 +37,11 @@ def serve_command(config_path: Path, once: bool, public: bool) -> None:
     # Imported here: the web stack and the tuner are not needed by other commands.
     from yarn_adapt.service.backend import YarnBackend
     from yarn_adapt.service.ingest import ingesting
-    from yarn_adapt.service.proposers import snapshot_proposer
-    from yarn_adapt.service.records import DecisionKind
+    from yarn_adapt.service.proposers.choose import snapshot_proposer
     from yarn_adapt.service.runner import check_exposure, ensure_token, serving, stop_on_signals
     from yarn_adapt.service.service import Service
     from yarn_adapt.service.settings import load_settings
+    from yarn_adapt.service.state.records import DecisionKind
     from yarn_adapt.service.web.views import round_view
 
     settings = load_settings(config_path)

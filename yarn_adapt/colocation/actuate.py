@@ -105,7 +105,7 @@ class Actuator(Protocol):
 
 class NodeTotalsRm(NodeResourceRm, Protocol):
     """What :class:`RmNodeTotals` needs of an RM: the REST client, or the demo's
-    simulated RM (``yarn_adapt.service.simcoloc``)."""
+    simulated RM (``yarn_adapt.service.demo.simcoloc``)."""
 
     def nodes(self, *, states: Iterable[NodeState | str] = ()) -> tuple[Node, ...]: ...
 

@@ -4,7 +4,7 @@ A :class:`ClusterBackend` observes (the running scheduler configuration as its f
 reads, finished jobs for realized latency, and the backend's own view the proposer
 needs), hands out the applier that makes the RM run a configuration, and recovers an
 apply a crash interrupted. :class:`YarnBackend` is a real ResourceManager (+
-JobHistory); :mod:`yarn_adapt.service.simcluster` has the simulated one of the demo.
+JobHistory); :mod:`yarn_adapt.service.demo.simcluster` has the simulated one of the demo.
 """
 
 from __future__ import annotations

@@ -73,8 +73,8 @@ from yarn_adapt.service.settings import (
     redis_password,
     redis_password_setting,
 )
-from yarn_adapt.service.sqlitefile import SqliteFile
-from yarn_adapt.service.store import SqliteJournal, Store
+from yarn_adapt.service.state.sqlitefile import SqliteFile
+from yarn_adapt.service.state.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import PollSettings
 
 log = logging.getLogger(__name__)

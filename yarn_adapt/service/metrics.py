@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from yarn_adapt.service.records import DecisionKind, ProposalState, RoundStatus
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.records import DecisionKind, ProposalState, RoundStatus
+from yarn_adapt.service.state.store import Store
 
 NAMESPACE = "yarn_adapt"
 ROUND_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)

@@ -18,9 +18,7 @@ from dataclasses import dataclass
 from yarn_adapt.colocation.guard import GuardRoundReport
 from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.errors import YarnError
-from yarn_adapt.service.actuators import actuator_for
 from yarn_adapt.service.backend import ClusterBackend, YarnBackend
-from yarn_adapt.service.desk import ProposalDesk
 from yarn_adapt.service.guard import (
     GuardCollector,
     GuardLoop,
@@ -28,13 +26,15 @@ from yarn_adapt.service.guard import (
     GuardStore,
     build_guard,
 )
-from yarn_adapt.service.loop import TuningLoop
+from yarn_adapt.service.loop.actuators import actuator_for
+from yarn_adapt.service.loop.desk import ProposalDesk
+from yarn_adapt.service.loop.reconcile import reconcile
+from yarn_adapt.service.loop.rounds import TuningLoop
 from yarn_adapt.service.metrics import ServiceMetrics
-from yarn_adapt.service.planning import GuardOwned, OnRealCapacity, services_reserved
-from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.reconcile import reconcile
+from yarn_adapt.service.proposers.planning import GuardOwned, OnRealCapacity, services_reserved
+from yarn_adapt.service.proposers.seam import Proposer
 from yarn_adapt.service.settings import Settings
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,11 @@ from yarn_adapt.colocation.model import (
     GuardPolicy,
 )
 from yarn_adapt.errors import SettingsError
-from yarn_adapt.service.cilantro_settings import PROPOSERS, CilantroSection, check_cilantro
+from yarn_adapt.service.proposers.cilantro_settings import (
+    PROPOSERS,
+    CilantroSection,
+    check_cilantro,
+)
 from yarn_adapt.tuning.executors import parse_executor_spec
 from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
@@ -55,7 +59,7 @@ REDIS_PASSWORD_ENV = "YARN_ADAPT_REDIS_PASSWORD"
 
 
 class Mode(StrEnum):
-    """What a round does with a proposal (see :mod:`yarn_adapt.service.actuators`)."""
+    """What a round does with a proposal (see :mod:`yarn_adapt.service.loop.actuators`)."""
 
     OBSERVE = "observe"  # log what it would propose; store nothing, change nothing
     RECOMMEND = "recommend"  # store the proposal for an operator to approve
@@ -113,7 +117,7 @@ class TuningSection:
     seed: int = 0
     executor: str = "process"
     proposer: str = "adaptiveconfig"
-    # the per-group gates (yarn_adapt.service.gates)
+    # the per-group gates (yarn_adapt.service.loop.gates)
     min_jobs: int = 3
     miss_tolerance: float = 0.25
     oscillation_window_s: float = 3600.0

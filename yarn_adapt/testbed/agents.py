@@ -49,8 +49,8 @@ from preemption.cgroups.procfile import parse_membership
 from yarn_adapt.colocation.guard import ColocationGuard
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import free_port
-from yarn_adapt.service.agent_tokens import AgentTokens
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.agent_tokens import AgentTokens
+from yarn_adapt.service.state.store import Store
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer

@@ -10,7 +10,7 @@ mode)
 page forms                                       a session signed in on ``/login`` with
                                                  an operator token, and its CSRF token
 ``GET /api/agent/nodes/<node>/reclaim``          ``<node>``'s own agent token
-                                                 (:mod:`yarn_adapt.service.agent_tokens`)
+                                                 (:mod:`yarn_adapt.service.state.agent_tokens`)
 ===============================================  ======================================
 
 Answers: no bearer is 401; a valid agent token where the operator token is needed, or
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from flask import Response, current_app, jsonify, request
 
-from yarn_adapt.service.agent_tokens import AgentCredential, AgentTokens
+from yarn_adapt.service.state.agent_tokens import AgentCredential, AgentTokens
 from yarn_adapt.service.web import auth
 from yarn_adapt.service.web.operators import SHARED, OperatorTokens
 from yarn_adapt.service.web.throttle import LoginThrottle

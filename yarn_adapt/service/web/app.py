@@ -49,9 +49,9 @@ from yarn_adapt.errors import (
     YarnAdaptError,
     YarnError,
 )
-from yarn_adapt.service.records import AuditKind, ProposalRecord, ProposalState
 from yarn_adapt.service.service import Service
-from yarn_adapt.service.versions import note_running, standings
+from yarn_adapt.service.state.records import AuditKind, ProposalRecord, ProposalState
+from yarn_adapt.service.state.versions import note_running, standings
 from yarn_adapt.service.web import access, auth, words
 from yarn_adapt.service.web.console import (
     change_columns,

@@ -27,23 +27,23 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.model.capacity import CapacityQueue, Weight
 from yarn_adapt.model.fair import FairQueue
-from yarn_adapt.service.evidence import jobs_words, warnings_for
-from yarn_adapt.service.records import (
+from yarn_adapt.service.proposers.evidence import jobs_words, warnings_for
+from yarn_adapt.service.state.records import (
     ApplyRecord,
     PredictionError,
     ProposalRecord,
     ProposalState,
     RealizedLatency,
 )
-from yarn_adapt.service.series import (
+from yarn_adapt.service.state.series import (
     ConfigVersion,
     GroupLatencySample,
     ProposalOrigin,
     QueueUsage,
     UsageSample,
 )
-from yarn_adapt.service.usage import guaranteed_shares
-from yarn_adapt.service.versions import Standing, standings
+from yarn_adapt.service.state.usage import guaranteed_shares
+from yarn_adapt.service.state.versions import Standing, standings
 from yarn_adapt.service.web import charts
 from yarn_adapt.service.web.words import (
     clock,
@@ -487,7 +487,7 @@ def predicted_vs_realised(
 ) -> list[charts.Pair]:
     """Per proposal and group: what it predicted for its own jobs and what they
     realised once all finished (the one definition of realised,
-    :mod:`yarn_adapt.service.checking`); an applied proposal not checked yet shows
+    :mod:`yarn_adapt.service.proposers.checking`); an applied proposal not checked yet shows
     its prediction alone."""
     by_key = {(c.proposal_id, c.group): c for c in checked}
     pairs = []

@@ -28,8 +28,8 @@ from flask import (
 from werkzeug.wrappers import Response as BaseResponse
 
 from yarn_adapt.errors import InputError, ProposalNotFound, YarnAdaptError
-from yarn_adapt.service.records import ProposalRecord
-from yarn_adapt.service.versions import revert_draft, standings
+from yarn_adapt.service.state.records import ProposalRecord
+from yarn_adapt.service.state.versions import revert_draft, standings
 from yarn_adapt.service.web import access, auth
 from yarn_adapt.service.web.console import (
     CHART_ROUNDS,

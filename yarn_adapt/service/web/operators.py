@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yarn_adapt.errors import InputError
-from yarn_adapt.service.records import OperatorTokenRecord
+from yarn_adapt.service.state.records import OperatorTokenRecord
 
 if TYPE_CHECKING:
-    from yarn_adapt.service.store import Store
+    from yarn_adapt.service.state.store import Store
 
 TOKEN_PREFIX = "yao"
 ID_BYTES = 8

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
-from yarn_adapt.service.checking import proposal_errors
-from yarn_adapt.service.evidence import warnings_for
-from yarn_adapt.service.records import (
+from yarn_adapt.service.proposers.checking import proposal_errors
+from yarn_adapt.service.proposers.evidence import warnings_for
+from yarn_adapt.service.state.records import (
     ApplyRecord,
     AuditEntry,
     Decision,
@@ -20,9 +20,9 @@ from yarn_adapt.service.records import (
     RealizedLatency,
     RoundReport,
 )
-from yarn_adapt.service.series import ProposalOrigin
-from yarn_adapt.service.statemachine import Action, operator_actions
-from yarn_adapt.service.versions import Standing
+from yarn_adapt.service.state.series import ProposalOrigin
+from yarn_adapt.service.state.statemachine import Action, operator_actions
+from yarn_adapt.service.state.versions import Standing
 from yarn_adapt.service.web.console import change_words, standing_words
 from yarn_adapt.service.xmltext import unified_xml_diff
 

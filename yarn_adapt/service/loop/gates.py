@@ -1,5 +1,5 @@
 """The per-group gates between a suggestion and a move (pure), beside the
-cluster-wide ones of :mod:`yarn_adapt.service.hysteresis`:
+cluster-wide ones of :mod:`yarn_adapt.service.loop.hysteresis`:
 
 - **Minimum evidence**: a group whose prediction rests on fewer than ``min_jobs``
   jobs (the jobs in progress in it when the tuner looked) does not move: a big
@@ -8,11 +8,11 @@ cluster-wide ones of :mod:`yarn_adapt.service.hysteresis`:
   the move: ``min_improvement x (1 + miss / miss_tolerance) x (1 + points /
   move_doubling_points)``. ``miss`` is the median relative error of its last
   :data:`MISS_WINDOW` predictions checked on their own jobs
-  (:class:`~yarn_adapt.service.records.PredictionError`): a miss of
+  (:class:`~yarn_adapt.service.state.records.PredictionError`): a miss of
   ``miss_tolerance`` doubles the gain needed. ``points`` is the largest share of its
   parent any of the group's queues moves, in percentage points: a move of
   ``move_doubling_points`` doubles it again. (The likely range is calibrated on the
-  checked predictions themselves: :mod:`yarn_adapt.service.intervals`.)
+  checked predictions themselves: :mod:`yarn_adapt.service.proposers.intervals`.)
 - **Oscillation guard**: a change that undoes one applied within
   ``oscillation_window_s`` (the same property of the same queue moving back
   towards the value it had before) needs ``oscillation_gain`` times the gain the
@@ -26,7 +26,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from yarn_adapt.service.records import DecisionKind, GroupPrediction
+from yarn_adapt.service.state.records import DecisionKind, GroupPrediction
 from yarn_adapt.service.web.words import duration
 from yarn_adapt.yarn.confxml import ConfigChange
 

@@ -6,7 +6,7 @@ rollback: the configuration made to run, its result), ``audit`` (who did what),
 ``realized`` (measured latency after an apply beside the prediction),
 ``prediction_errors`` (each prediction checked on the jobs it was about),
 ``agent_tokens`` (one credential per node agent, kept as a hash only:
-:mod:`yarn_adapt.service.agent_tokens`), ``operator_tokens`` (one per named
+:mod:`yarn_adapt.service.state.agent_tokens`), ``operator_tokens`` (one per named
 operator, a hash only: :mod:`yarn_adapt.service.web.operators`) and ``run_summary``
 (the demo's judgement of its run, for the page). An operator's reason for an
 approval, a rejection or a rollback is kept with the audit entry and the apply.
@@ -47,7 +47,7 @@ from yarn_adapt.errors import (
     StateDamaged,
     VersionNotFound,
 )
-from yarn_adapt.service.records import (
+from yarn_adapt.service.state.records import (
     AgentTokenRecord,
     ApplyRecord,
     AuditEntry,
@@ -63,15 +63,15 @@ from yarn_adapt.service.records import (
     RoundReport,
     RoundStatus,
 )
-from yarn_adapt.service.series import (
+from yarn_adapt.service.state.series import (
     ConfigVersion,
     GroupLatencySample,
     ProposalOrigin,
     QueueUsage,
     UsageSample,
 )
-from yarn_adapt.service.sqlitefile import SqliteFile
-from yarn_adapt.service.statemachine import Action, allowed_from, refusal, target_of
+from yarn_adapt.service.state.sqlitefile import SqliteFile
+from yarn_adapt.service.state.statemachine import Action, allowed_from, refusal, target_of
 from yarn_adapt.yarn.apply import ApplyStep, JournalEntry
 from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
 from yarn_adapt.yarn.schedconf.xmlio import fsync_directory
@@ -229,7 +229,7 @@ CREATE TABLE prediction_errors (
 """
 
 # One credential per node agent: the public id it is found by, the node it may read
-# for, and only the SHA-256 of the token (see yarn_adapt/service/agent_tokens.py).
+# for, and only the SHA-256 of the token (see yarn_adapt/service/state/agent_tokens.py).
 SCHEMA_AGENT_TOKENS = """
 CREATE TABLE agent_tokens (
     token_id TEXT PRIMARY KEY,

@@ -14,8 +14,9 @@ is calibrated on outcomes:
   group's jobs in progress when the tuner looked). The next round says which of the
   two configurations ran (the proposed one when it runs by then). Once every job of
   the population finished, the prediction for the configuration that ran is checked
-  on them -- the one definition of realised, :func:`~yarn_adapt.service.checking.realised_of`
-  -- as ``log(realised / predicted)``.
+  on them -- the one definition of realised,
+  :func:`~yarn_adapt.service.proposers.checking.realised_of` -- as
+  ``log(realised / predicted)``.
 * **The range** of a new prediction ``p`` is ``p · exp(m ± t · s · sqrt(1 + 1/n))``
   over the latest :data:`WINDOW` checked log ratios (``m`` their mean, ``s`` their
   standard deviation, ``t`` Student's quantile of :data:`LEVEL` with ``n - 1``
@@ -33,8 +34,8 @@ is calibrated on outcomes:
 
 The ledger lives with the proposer; the RM's proposer keeps its checked log ratios in
 the state directory, so a restarted service does not start from the prior again
-(:mod:`yarn_adapt.service.checks_file`); the proposals' own checks are stored
-(:class:`~yarn_adapt.service.records.PredictionError`) and shown on their pages.
+(:mod:`yarn_adapt.service.proposers.checks_file`); the proposals' own checks are stored
+(:class:`~yarn_adapt.service.state.records.PredictionError`) and shown on their pages.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ from dataclasses import dataclass, replace
 
 from yarn_adapt.model import SchedulerConfig
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.checking import Realised, realised_of
-from yarn_adapt.service.realized import group_of_queue
-from yarn_adapt.service.records import GroupPrediction
+from yarn_adapt.service.proposers.checking import Realised, realised_of
+from yarn_adapt.service.proposers.realized import group_of_queue
+from yarn_adapt.service.state.records import GroupPrediction
 from yarn_adapt.yarn.confxml import diff_configs
 
 LEVEL = 0.80

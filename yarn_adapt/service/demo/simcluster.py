@@ -271,7 +271,7 @@ class SimulatedCluster:
 
 class Beside(Protocol):
     """What runs beside the simulated cluster and advances it (the demo's services,
-    guard and agents, :class:`yarn_adapt.service.simcoloc.DemoColocation`)."""
+    guard and agents, :class:`yarn_adapt.service.demo.simcoloc.DemoColocation`)."""
 
     def advance(self, seconds: float) -> None: ...
 

@@ -16,7 +16,7 @@ proposer stated held (``interval_coverage``). The summary is stored
 (:meth:`Store.record_run_summary`) so the page shows it too.
 
 Unless ``colocation`` is off, the demo also runs the co-location half
-(:mod:`yarn_adapt.service.simcoloc`): a latency-critical application of three
+(:mod:`yarn_adapt.service.demo.simcoloc`): a latency-critical application of three
 services on three of the nodes, traced into an in-process store, the guard in
 ``auto`` with simulated node agents; the summary adds the services' P95 against
 their target and the batch work their nodes ran.
@@ -43,11 +43,17 @@ from yarn_adapt.cosim.lc_services import HostModel, LcApplication, LcService
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
 from yarn_adapt.service.backend import FinishedJob, Observed
-from yarn_adapt.service.checking import ProposalError, check_proposal, proposal_errors
-from yarn_adapt.service.intervals import PredictionLedger, log_ratio_spread, population_by_group
-from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.realized import group_of_queue
-from yarn_adapt.service.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
+from yarn_adapt.service.demo.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
+from yarn_adapt.service.demo.simcoloc import DemoColocation, demo_guard
+from yarn_adapt.service.proposers.checking import ProposalError, check_proposal, proposal_errors
+from yarn_adapt.service.proposers.intervals import (
+    PredictionLedger,
+    log_ratio_spread,
+    population_by_group,
+)
+from yarn_adapt.service.proposers.realized import group_of_queue
+from yarn_adapt.service.proposers.seam import Proposer
+from yarn_adapt.service.proposers.tuner_adapter import SimulationProposer, tuner_settings
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import (
     ColocationSection,
@@ -58,9 +64,7 @@ from yarn_adapt.service.settings import (
     StateSection,
     TuningSection,
 )
-from yarn_adapt.service.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
-from yarn_adapt.service.simcoloc import DemoColocation, demo_guard
-from yarn_adapt.service.tuner_adapter import SimulationProposer, tuner_settings
+from yarn_adapt.service.state.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
 from yarn_adapt.service.web.console import change_words
 from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
@@ -526,7 +530,7 @@ def prediction_errors(service: Service, cluster: SimulatedCluster) -> list[float
 
 def checked_proposals(service: Service, cluster: SimulatedCluster) -> list[ProposalError]:
     """Every proposal's predictions checked on their own populations, as the
-    service checks them each round (:mod:`yarn_adapt.service.checking`), with a
+    service checks them each round (:mod:`yarn_adapt.service.proposers.checking`), with a
     last check on every job the replay finished so far; per proposal, its groups
     together."""
     store = service.store

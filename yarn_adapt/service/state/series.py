@@ -3,7 +3,7 @@ queue's usage, each group's realized mean job latency, every scheduler
 configuration that ran (a *version*), and where a proposal came from when an
 operator asked for it (a revert to an earlier version).
 
-The loop records them (:meth:`~yarn_adapt.service.loop.TuningLoop.record_series`);
+The loop records them (:meth:`~yarn_adapt.service.loop.rounds.TuningLoop.record_series`);
 the page and the API read them to draw the charts and the version history.
 """
 

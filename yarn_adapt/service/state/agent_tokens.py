@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yarn_adapt.errors import InputError
-from yarn_adapt.service.records import AgentTokenRecord
+from yarn_adapt.service.state.records import AgentTokenRecord
 
 if TYPE_CHECKING:
-    from yarn_adapt.service.store import Store
+    from yarn_adapt.service.state.store import Store
 
 TOKEN_PREFIX = "yaa"
 ID_BYTES = 8

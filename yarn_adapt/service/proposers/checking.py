@@ -2,7 +2,7 @@
 
 A proposal predicts, for each re-tuned group, the mean latency (submission to
 finish) of the group's jobs in progress when the tuner looked -- its population
-(:attr:`~yarn_adapt.service.records.GroupPrediction.population`). Once every one of
+(:attr:`~yarn_adapt.service.state.records.GroupPrediction.population`). Once every one of
 those jobs finished, their realised mean is set beside the prediction: the jobs
 the prediction was about, over the interval they ran (from the first one's
 submission to the last one's finish). A window of whatever jobs happened to finish
@@ -11,7 +11,7 @@ in a round mixes other jobs in and is not a check of the prediction.
 This is the one definition of "realised" for a prediction (:func:`realised_of`):
 the proposal's page, the overview's predicted-vs-realised chart, the past-miss
 warning, the API, the metrics, the demo's summary and the calibration of the likely
-ranges (:mod:`yarn_adapt.service.intervals`) all read it.
+ranges (:mod:`yarn_adapt.service.proposers.intervals`) all read it.
 
 Which prediction: ``after_s`` when the proposal was applied (its configuration ran
 them, at least from the apply on), ``before_s`` when it was not (the running
@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.gates import GroupHistory, RecentChange
-from yarn_adapt.service.records import GroupPrediction, PredictionError, ProposalRecord
+from yarn_adapt.service.loop.gates import GroupHistory, RecentChange
+from yarn_adapt.service.state.records import GroupPrediction, PredictionError, ProposalRecord
 
 
 @dataclass(frozen=True)

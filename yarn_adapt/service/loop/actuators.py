@@ -18,18 +18,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from yarn_adapt.service.desk import ProposalDesk
-from yarn_adapt.service.hysteresis import Verdict
+from yarn_adapt.service.loop.desk import ProposalDesk
+from yarn_adapt.service.loop.hysteresis import Verdict
 from yarn_adapt.service.metrics import ServiceMetrics
-from yarn_adapt.service.records import (
+from yarn_adapt.service.settings import Mode
+from yarn_adapt.service.state.records import (
     Decision,
     DecisionKind,
     ProposalRecord,
     ProposalState,
     Suggestion,
 )
-from yarn_adapt.service.settings import Mode
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.store import Store
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The service's SQLite file, opened one way for every store that keeps tables in it
-(the configurator's :class:`~yarn_adapt.service.store.Store`, the guard's
+(the configurator's :class:`~yarn_adapt.service.state.store.Store`, the guard's
 :class:`~yarn_adapt.service.guard.GuardStore`).
 
 Every connection gets the same settings: WAL (readers never wait for the writer),

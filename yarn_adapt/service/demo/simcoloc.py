@@ -51,6 +51,7 @@ from yarn_adapt.model import (
     NodeUtilization,
     Resources,
 )
+from yarn_adapt.service.demo.simcluster import SimulatedCluster
 from yarn_adapt.service.guard import (
     GuardCollector,
     GuardLoop,
@@ -63,8 +64,7 @@ from yarn_adapt.service.guard import (
 )
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.settings import Settings
-from yarn_adapt.service.simcluster import SimulatedCluster
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.store import Store
 from yarn_adapt.yarn.apply import PollSettings
 
 SERVICE_MEMORY_MB = 1024  # each service's memory outside the containers (the demand bound's)

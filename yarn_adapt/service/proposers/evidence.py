@@ -6,12 +6,12 @@ warn that the prediction rests on little or on a record of misses.
   are the evidence, by id (the page links a YARN application id to the RM's app page
   and its MapReduce job to JobHistory). At most :data:`EVIDENCE_JOBS` are kept, the
   newest; the page says how many there were.
-* **Range.** How sure a prediction is comes from :mod:`yarn_adapt.service.intervals`
+* **Range.** How sure a prediction is comes from :mod:`yarn_adapt.service.proposers.intervals`
   (calibrated on the predictions already checked on their jobs).
 * **Warnings.** Thin evidence: fewer than :data:`THIN_JOBS` jobs, or task times from
   the median fallback. Past misses: an earlier proposal for the same group whose
   prediction, checked on its own jobs once they all finished
-  (:class:`~yarn_adapt.service.records.PredictionError`, the one definition of
+  (:class:`~yarn_adapt.service.state.records.PredictionError`, the one definition of
   realised), was off by more than :data:`MISS_RATIO` of what they realised.
 """
 
@@ -22,8 +22,8 @@ from dataclasses import replace
 
 from yarn_adapt.model import ClusterSnapshot, SchedulerConfig
 from yarn_adapt.model.apps import Application
-from yarn_adapt.service.realized import group_of_queue
-from yarn_adapt.service.records import GroupPrediction, PredictionError
+from yarn_adapt.service.proposers.realized import group_of_queue
+from yarn_adapt.service.state.records import GroupPrediction, PredictionError
 from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import JobInProgress
 

@@ -11,12 +11,12 @@ cooldown per group, and a change budget per round.
   moving any queue's share by more than ``max_share_step`` percentage points, is
   still stored, but in enforce mode it waits for an operator instead of being applied.
 - **No gain within reach**: a proposal whose likely range (calibrated on the
-  predictions already checked, :mod:`yarn_adapt.service.intervals`) reaches what the
+  predictions already checked, :mod:`yarn_adapt.service.proposers.intervals`) reaches what the
   running configuration would give is stored too, but never applied unattended
-  (:func:`~yarn_adapt.service.gates.reaches_no_gain`).
+  (:func:`~yarn_adapt.service.loop.gates.reaches_no_gain`).
 
 Between the minimum improvement and the cooldown come the per-group gates of
-:mod:`yarn_adapt.service.gates` (minimum evidence, the gain a group's record of
+:mod:`yarn_adapt.service.loop.gates` (minimum evidence, the gain a group's record of
 misses and the size of its move ask for, the oscillation guard); the groups they
 hold back are named in the verdict's ``held``. A suggestion that changes nothing
 although the tuner found a better setting for some group is ``below-threshold``
@@ -37,15 +37,15 @@ from yarn_adapt.model import (
     Percentage,
     SchedulerConfig,
 )
-from yarn_adapt.service.gates import (
+from yarn_adapt.service.loop.gates import (
     GateSettings,
     GroupHistory,
     Hold,
     group_holds,
     reaches_no_gain,
 )
-from yarn_adapt.service.records import DecisionKind, GroupPrediction, Suggestion
 from yarn_adapt.service.settings import TuningSection
+from yarn_adapt.service.state.records import DecisionKind, GroupPrediction, Suggestion
 from yarn_adapt.service.web.words import duration
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import ConfigChange

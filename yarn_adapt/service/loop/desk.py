@@ -4,7 +4,7 @@ Each action first moves the proposal through the state machine in one SQL
 transaction (:meth:`Store.transition` / :meth:`Store.begin_apply`), then acts. Only
 the caller that wins the transition acts, so approving or applying twice never
 applies twice. Applies go through the backend's real applier, which journals every
-step into the same database (:class:`~yarn_adapt.service.store.SqliteJournal`).
+step into the same database (:class:`~yarn_adapt.service.state.store.SqliteJournal`).
 
 Every action names its actor (a named operator, the shared token, the service's
 auto-approve) and may carry the operator's reason, kept in the audit log and with
@@ -34,10 +34,10 @@ from yarn_adapt.errors import (
 from yarn_adapt.model import SchedulerConfig
 from yarn_adapt.service.backend import ClusterBackend
 from yarn_adapt.service.metrics import ServiceMetrics
-from yarn_adapt.service.planning import GuardOwned
-from yarn_adapt.service.records import ProposalRecord, ProposalState
-from yarn_adapt.service.statemachine import Action
-from yarn_adapt.service.store import SqliteJournal, Store
+from yarn_adapt.service.proposers.planning import GuardOwned
+from yarn_adapt.service.state.records import ProposalRecord, ProposalState
+from yarn_adapt.service.state.statemachine import Action
+from yarn_adapt.service.state.store import SqliteJournal, Store
 from yarn_adapt.service.xmltext import parse_scheduler_text
 from yarn_adapt.yarn.apply import ApplyHistory, ApplyJournal, ApplyStep, new_apply_id
 from yarn_adapt.yarn.confxml import diff_configs

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from yarn_adapt.service.records import ProposalState as S
+from yarn_adapt.service.state.records import ProposalState as S
 
 
 class Action(StrEnum):

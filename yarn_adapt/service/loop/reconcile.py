@@ -6,7 +6,7 @@ final step) and the service's ``applies`` row with its proposal in ``applying`` 
 from the apply's whole history -- it compares the target and the RM with both
 configurations, then finishes the apply or rolls it back, refresh and verification
 included -- and then each open ``applies`` row records what its journal's final step
-says runs now (see :func:`~yarn_adapt.service.desk.settle`).
+says runs now (see :func:`~yarn_adapt.service.loop.desk.settle`).
 
 Applies running in this process (``busy``) are never touched; one held by another
 process (its lock) is left for a later pass.
@@ -19,9 +19,9 @@ from collections.abc import Collection
 
 from yarn_adapt.errors import ApplyInProgress, YarnAdaptError, YarnError
 from yarn_adapt.service.backend import ClusterBackend
-from yarn_adapt.service.desk import settle
-from yarn_adapt.service.statemachine import Action
-from yarn_adapt.service.store import SqliteJournal, Store
+from yarn_adapt.service.loop.desk import settle
+from yarn_adapt.service.state.statemachine import Action
+from yarn_adapt.service.state.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import ApplyHistory, interrupted
 
 log = logging.getLogger(__name__)

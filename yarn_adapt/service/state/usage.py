@@ -4,7 +4,7 @@ uses, what it waits for, and what the configuration guarantees it.
 A real RM reports usage in ``/ws/v1/cluster/scheduler`` (read into the snapshot's
 :class:`~yarn_adapt.model.scheduler_state.SchedulerStatus`); the demo's simulated
 cluster is read from its jobs in progress. Both give the same
-:class:`~yarn_adapt.service.series.QueueUsage` rows, one per queue in tree order.
+:class:`~yarn_adapt.service.state.series.QueueUsage` rows, one per queue in tree order.
 
 ``used_percent`` always means one thing: the share of the whole cluster the queue's
 containers hold, as the scheduler measures it -- memory alone under the Capacity
@@ -30,7 +30,7 @@ from yarn_adapt.model.capacity import CapacityQueue, Weight
 from yarn_adapt.model.fair import FairQueue
 from yarn_adapt.model.resources import NO_RESOURCES
 from yarn_adapt.model.scheduler_state import QueueStatus
-from yarn_adapt.service.series import QueueUsage
+from yarn_adapt.service.state.series import QueueUsage
 from yarn_adapt.sim import JobInProgress
 
 

@@ -1,19 +1,20 @@
 """Adapters from the tuner (:mod:`yarn_adapt.tuning.tuner`) to the service's
-:class:`~yarn_adapt.service.proposer.Proposer`: the tuner's
+:class:`~yarn_adapt.service.proposers.seam.Proposer`: the tuner's
 :class:`~yarn_adapt.tuning.proposal.Proposal` becomes a
-:class:`~yarn_adapt.service.records.Suggestion` (predictions per triggered group,
+:class:`~yarn_adapt.service.state.records.Suggestion` (predictions per triggered group,
 the cluster's, and one reason line per distinct reason, naming what it explains).
 
 Task times: the simulated cluster's proposer gets its model from the caller (the demo
 fits one on the trace's earlier half); the RM's proposer learns one from the
 JobHistory jobs it has seen so far, refitted when new ones arrive.
 
-Likely ranges: each proposer keeps a :class:`~yarn_adapt.service.intervals.PredictionLedger`
-of its predictions; every round it first checks those whose jobs finished, then
-states each new prediction's range as the ledger's calibration gives it
-(:mod:`yarn_adapt.service.intervals`). The RM's proposer keeps its checked log ratios
-in the state directory and starts from them after a restart
-(:mod:`yarn_adapt.service.checks_file`).
+Likely ranges: each proposer keeps a
+:class:`~yarn_adapt.service.proposers.intervals.PredictionLedger` of its predictions;
+every round it first checks those whose jobs finished, then states each new
+prediction's range as the ledger's calibration gives it
+(:mod:`yarn_adapt.service.proposers.intervals`). The RM's proposer keeps its checked
+log ratios in the state directory and starts from them after a restart
+(:mod:`yarn_adapt.service.proposers.checks_file`).
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ from dataclasses import replace
 from yarn_adapt.model import ClusterSnapshot, Workload
 from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.checks_file import checks_path, load_log_ratios, save_log_ratios
-from yarn_adapt.service.evidence import (
+from yarn_adapt.service.demo.simcluster import SimulatedView
+from yarn_adapt.service.proposers.checks_file import checks_path, load_log_ratios, save_log_ratios
+from yarn_adapt.service.proposers.evidence import (
     jobs_by_group,
     simulated_jobs,
     snapshot_jobs,
     with_evidence,
 )
-from yarn_adapt.service.intervals import (
+from yarn_adapt.service.proposers.intervals import (
     Calibration,
     PredictionLedger,
     RoundPrediction,
@@ -41,9 +43,8 @@ from yarn_adapt.service.intervals import (
     with_population,
     with_ranges,
 )
-from yarn_adapt.service.records import GroupPrediction, Suggestion
 from yarn_adapt.service.settings import Settings
-from yarn_adapt.service.simcluster import SimulatedView
+from yarn_adapt.service.state.records import GroupPrediction, Suggestion
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.settings import TunerSettings

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from yarn_adapt.errors import InputError, YarnAdaptError
 from yarn_adapt.model import SchedulerConfig
-from yarn_adapt.service.records import ApplyRecord, ProposalRecord, ProposalState
-from yarn_adapt.service.series import ConfigVersion, ProposalOrigin
-from yarn_adapt.service.store import Store
+from yarn_adapt.service.state.records import ApplyRecord, ProposalRecord, ProposalState
+from yarn_adapt.service.state.series import ConfigVersion, ProposalOrigin
+from yarn_adapt.service.state.store import Store
 from yarn_adapt.service.xmltext import parse_scheduler_text
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import ConfigChange, SchedulerDocument, diff_configs

@@ -1,9 +1,9 @@
 """The checked predictions' log ratios, kept across restarts of the service.
 
 The likely ranges are calibrated on how earlier predictions fared
-(:mod:`yarn_adapt.service.intervals`). Kept only in memory, a restart would send the
+(:mod:`yarn_adapt.service.proposers.intervals`). Kept only in memory, a restart would send the
 ranges back to the wide prior and throw away what the checks had taught. So the
-tuner's proposer keeps the latest :data:`~yarn_adapt.service.intervals.WINDOW` log
+tuner's proposer keeps the latest :data:`~yarn_adapt.service.proposers.intervals.WINDOW` log
 ratios in ``prediction-checks.json`` in the state directory, replaced atomically after
 each round that checked something, and starts from them.
 
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from yarn_adapt.errors import ConfigFileError
-from yarn_adapt.service.intervals import WINDOW
+from yarn_adapt.service.proposers.intervals import WINDOW
 from yarn_adapt.yarn.schedconf.xmlio import write_bytes_atomically
 
 log = logging.getLogger(__name__)

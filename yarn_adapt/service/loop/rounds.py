@@ -33,11 +33,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
-from yarn_adapt.service.actuators import Actuator, Plan
 from yarn_adapt.service.backend import ClusterBackend, FinishedJob, Observed
-from yarn_adapt.service.checking import check_proposal, group_histories
-from yarn_adapt.service.gates import GroupHistory, RecentChange, annotated
-from yarn_adapt.service.hysteresis import (
+from yarn_adapt.service.loop.actuators import Actuator, Plan
+from yarn_adapt.service.loop.gates import GroupHistory, RecentChange, annotated
+from yarn_adapt.service.loop.hysteresis import (
     Verdict,
     changes_by_group,
     cooling_groups,
@@ -45,11 +44,13 @@ from yarn_adapt.service.hysteresis import (
     group_moves,
     judge,
 )
+from yarn_adapt.service.loop.reconcile import needs_reconcile, reconcile
 from yarn_adapt.service.metrics import ServiceMetrics
-from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.realized import latency_by_group, submitted_since
-from yarn_adapt.service.reconcile import needs_reconcile, reconcile
-from yarn_adapt.service.records import (
+from yarn_adapt.service.proposers.checking import check_proposal, group_histories
+from yarn_adapt.service.proposers.realized import latency_by_group, submitted_since
+from yarn_adapt.service.proposers.seam import Proposer
+from yarn_adapt.service.settings import Settings
+from yarn_adapt.service.state.records import (
     Decision,
     DecisionKind,
     ProposalRecord,
@@ -59,11 +60,10 @@ from yarn_adapt.service.records import (
     RoundStatus,
     Suggestion,
 )
-from yarn_adapt.service.series import GroupLatencySample
-from yarn_adapt.service.settings import Settings
-from yarn_adapt.service.store import Store
-from yarn_adapt.service.usage import usage_of
-from yarn_adapt.service.versions import note_running
+from yarn_adapt.service.state.series import GroupLatencySample
+from yarn_adapt.service.state.store import Store
+from yarn_adapt.service.state.usage import usage_of
+from yarn_adapt.service.state.versions import note_running
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import diff_configs
 

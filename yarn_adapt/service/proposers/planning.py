@@ -38,9 +38,9 @@ from yarn_adapt.model import (
     SchedulerConfig,
 )
 from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.proposer import Proposer
-from yarn_adapt.service.records import Suggestion
+from yarn_adapt.service.proposers.seam import Proposer
 from yarn_adapt.service.settings import Settings
+from yarn_adapt.service.state.records import Suggestion
 from yarn_adapt.yarn.schedconf.capacity_xml import MAXIMUM_CAPACITY
 from yarn_adapt.yarn.schedconf.diff import ConfigChange
 
