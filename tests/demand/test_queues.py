@@ -9,9 +9,9 @@ from tests.service.factories import settings_for
 from yarn_adapt.demand.queues import AppOutcome, configure, leaf_units, queue_rounds
 from yarn_adapt.demand.utility import QueueObjective, UtilityShape
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.service.cilantro_settings import CilantroSection, queue_objectives
 from yarn_adapt.service.demo.replay import demo_scheduler_file
 from yarn_adapt.service.loop.hysteresis import queue_shares
-from yarn_adapt.service.proposers.cilantro_settings import CilantroSection, queue_objectives
 from yarn_adapt.yarn.confxml import load_scheduler_config, validate, yarn_refuses
 
 OBJECTIVES = {

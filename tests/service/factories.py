@@ -18,8 +18,8 @@ from yarn_adapt.model import (
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, TaskSpec
-from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.demo.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
+from yarn_adapt.service.backend import Observed, SimulatedView
+from yarn_adapt.service.demo.simcluster import SimulatedBackend, SimulatedCluster
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import Settings, settings_from_mapping
 from yarn_adapt.service.state.records import GroupPrediction, Suggestion

@@ -15,8 +15,6 @@ from yarn_adapt.model import SchedulerConfig
 from yarn_adapt.service.backend import FinishedJob
 from yarn_adapt.service.loop.gates import (
     GateSettings,
-    GroupHistory,
-    RecentChange,
     annotated,
     hold_for,
     miss_of,
@@ -31,8 +29,10 @@ from yarn_adapt.service.proposers.realized import submitted_since
 from yarn_adapt.service.settings import TuningSection
 from yarn_adapt.service.state.records import (
     DecisionKind,
+    GroupHistory,
     GroupPrediction,
     PredictionError,
+    RecentChange,
     Suggestion,
 )
 from yarn_adapt.yarn.confxml import (

@@ -5,7 +5,8 @@ docs/operations.md).
 At the package root, what everything here reads or wires:
 
 - ``service``: wires everything together; ``runner``: the token, the web server and
-  signals; ``settings``: reads and checks the TOML settings.
+  signals; ``settings``: reads and checks the TOML settings (``cilantro_settings``:
+  its ``[cilantro]`` table).
 - ``backend``: the ``ClusterBackend`` seam and ``YarnBackend``.
 - ``metrics``: the Prometheus metrics; ``xmltext``: scheduler text and the unified
   XML diff.
@@ -24,7 +25,7 @@ By role, one subpackage each (each ``__init__`` maps its modules):
   ``versions``), the node agents' tokens (``agent_tokens``).
 - ``proposers/``: the ``Proposer`` seam (``seam``), which one the service runs
   (``choose``), the tuner and Cilantro behind it (``tuner_adapter``,
-  ``cilantro_adapter``, ``cilantro_settings``), planning on real capacity
+  ``cilantro_adapter``), planning on real capacity
   (``planning``), and the predictions' ranges and checks (``intervals``, ``checking``,
   ``realized``, ``evidence``; ``checks_file``: the checked log-ratios kept across
   restarts).

@@ -25,7 +25,9 @@ from yarn_adapt.model import (
     Node,
     SchedulerConfig,
 )
+from yarn_adapt.model.workload import JobSpec
 from yarn_adapt.service.settings import Settings
+from yarn_adapt.sim import ClusterSpec, SimulationOptions, SimulationStart
 from yarn_adapt.yarn.apply import (
     Applier,
     ApplyHistory,
@@ -72,18 +74,32 @@ class FinishedJob:
         return (self.finished_ms - self.submitted_ms) / 1000.0
 
 
+@dataclass(frozen=True)
+class SimulatedView:
+    """What the proposer reads of a simulated cluster: the time, the jobs in
+    progress (as a simulation start), the jobs submitted in the last segment, the
+    cluster and the options the simulator runs with."""
+
+    time_s: float
+    start: SimulationStart
+    recent: tuple[JobSpec, ...]
+    cluster: ClusterSpec
+    options: SimulationOptions
+
+
 @dataclass(frozen=True, eq=False)
 class Observed:
     """One observation: when, the scheduler file as it runs (``document``: its text
     and model, able to render a new configuration as a patch of itself), the jobs
     that finished recently, ``view`` -- what the proposer reads (a
-    :class:`~yarn_adapt.model.ClusterSnapshot` for a real RM) -- and ``drift``: every
+    :class:`~yarn_adapt.model.ClusterSnapshot` for a real RM, a
+    :class:`SimulatedView` for the demo's simulated one) -- and ``drift``: every
     way the RM's report differs from the file (empty when it runs the file)."""
 
     taken_ms: int
     document: SchedulerDocument
     finished: tuple[FinishedJob, ...]
-    view: object
+    view: ClusterSnapshot | SimulatedView
     drift: tuple[str, ...] = ()
 
     @property

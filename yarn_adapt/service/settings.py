@@ -45,7 +45,7 @@ from yarn_adapt.colocation.model import (
     GuardPolicy,
 )
 from yarn_adapt.errors import SettingsError
-from yarn_adapt.service.proposers.cilantro_settings import (
+from yarn_adapt.service.cilantro_settings import (
     PROPOSERS,
     CilantroSection,
     check_cilantro,

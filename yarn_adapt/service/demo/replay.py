@@ -40,10 +40,11 @@ from typing import Any
 
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.cosim.lc_services import HostModel, LcApplication, LcService
+from yarn_adapt.durations import duration
 from yarn_adapt.errors import InputError
 from yarn_adapt.model import Resources, SchedulerConfig, Workload
-from yarn_adapt.service.backend import FinishedJob, Observed
-from yarn_adapt.service.demo.simcluster import SimulatedBackend, SimulatedCluster, SimulatedView
+from yarn_adapt.service.backend import FinishedJob, Observed, SimulatedView
+from yarn_adapt.service.demo.simcluster import SimulatedBackend, SimulatedCluster
 from yarn_adapt.service.demo.simcoloc import DemoColocation, demo_guard
 from yarn_adapt.service.proposers.checking import ProposalError, check_proposal, proposal_errors
 from yarn_adapt.service.proposers.intervals import (
@@ -66,7 +67,6 @@ from yarn_adapt.service.settings import (
 )
 from yarn_adapt.service.state.records import DecisionKind, ProposalRecord, RoundReport, Suggestion
 from yarn_adapt.service.web.console import change_words
-from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import ClusterSpec, JobResult, SimulationOptions
 from yarn_adapt.workload import load_trace
 from yarn_adapt.workload.bundled import bundled_trace

@@ -28,7 +28,7 @@ from typing import Protocol
 from yarn_adapt.errors import ApplyNotVerified
 from yarn_adapt.model import Resources, SchedulerConfig, TaskSpec, Workload
 from yarn_adapt.model.workload import JobSpec
-from yarn_adapt.service.backend import FinishedJob, Observed
+from yarn_adapt.service.backend import FinishedJob, Observed, SimulatedView
 from yarn_adapt.sim import (
     Allocation,
     ClusterSpec,
@@ -109,19 +109,6 @@ class _Progress:
         for task, started_s, node in self.started:
             if started_s <= now_s < started_s + task.duration_s:
                 yield node, task.resources
-
-
-@dataclass(frozen=True)
-class SimulatedView:
-    """What the proposer reads of a simulated cluster: the time, the jobs in
-    progress (as a simulation start), the jobs submitted in the last segment, the
-    cluster and the options the simulator runs with."""
-
-    time_s: float
-    start: SimulationStart
-    recent: tuple[JobSpec, ...]
-    cluster: ClusterSpec
-    options: SimulationOptions
 
 
 class SimulatedCluster:

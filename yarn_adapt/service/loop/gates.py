@@ -26,8 +26,13 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from yarn_adapt.service.state.records import DecisionKind, GroupPrediction
-from yarn_adapt.service.web.words import duration
+from yarn_adapt.durations import duration
+from yarn_adapt.service.state.records import (
+    DecisionKind,
+    GroupHistory,
+    GroupPrediction,
+    RecentChange,
+)
 from yarn_adapt.yarn.confxml import ConfigChange
 
 MISS_WINDOW = 5
@@ -46,24 +51,6 @@ class GateSettings:
     oscillation_window_s: float = 3600.0
     oscillation_gain: float = 2.0
     move_doubling_points: float = MOVE_DOUBLING_POINTS
-
-
-@dataclass(frozen=True)
-class RecentChange:
-    """A change applied at ``at`` (the clock the gates judge ``now`` in)."""
-
-    proposal_id: int
-    at: float
-    change: ConfigChange
-
-
-@dataclass(frozen=True)
-class GroupHistory:
-    """What earlier rounds say about a group: its checked predictions' relative
-    errors (oldest first) and the changes applied to it recently."""
-
-    errors: tuple[float, ...] = ()
-    recent: tuple[RecentChange, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from yarn_adapt.durations import duration
 from yarn_adapt.model import (
     CapacityQueue,
     CapacitySchedulerConfig,
@@ -39,14 +40,17 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.service.loop.gates import (
     GateSettings,
-    GroupHistory,
     Hold,
     group_holds,
     reaches_no_gain,
 )
 from yarn_adapt.service.settings import TuningSection
-from yarn_adapt.service.state.records import DecisionKind, GroupPrediction, Suggestion
-from yarn_adapt.service.web.words import duration
+from yarn_adapt.service.state.records import (
+    DecisionKind,
+    GroupHistory,
+    GroupPrediction,
+    Suggestion,
+)
 from yarn_adapt.tuning.apply import groups_of
 from yarn_adapt.yarn.confxml import ConfigChange
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from yarn_adapt.errors import YarnAdaptError, YarnError, YarnStandby
 from yarn_adapt.service.backend import ClusterBackend, FinishedJob, Observed
 from yarn_adapt.service.loop.actuators import Actuator, Plan
-from yarn_adapt.service.loop.gates import GroupHistory, RecentChange, annotated
+from yarn_adapt.service.loop.gates import annotated
 from yarn_adapt.service.loop.hysteresis import (
     Verdict,
     changes_by_group,
@@ -53,9 +53,11 @@ from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.state.records import (
     Decision,
     DecisionKind,
+    GroupHistory,
     ProposalRecord,
     ProposalState,
     RealizedLatency,
+    RecentChange,
     RoundReport,
     RoundStatus,
     Suggestion,

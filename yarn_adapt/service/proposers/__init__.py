@@ -5,8 +5,8 @@ predictions are checked (docs/configurator.md).
 - ``choose``: which proposer the service runs, from its settings.
 - ``tuner_adapter``: the tuner behind the seam, with task times learned from
   JobHistory (:mod:`yarn_adapt.workload.history_model`).
-- ``cilantro_adapter`` and ``cilantro_settings``: the Cilantro proposer and its
-  ``[cilantro]`` table.
+- ``cilantro_adapter``: the Cilantro proposer (its ``[cilantro]`` table is
+  :mod:`yarn_adapt.service.cilantro_settings`, beside the other settings).
 - ``planning``: with the guard on, plan on each node's real capacity
   (``OnRealCapacity``), and the one setting the guard may own (``GuardOwned``).
 - ``intervals``: each prediction's likely range (``PredictionLedger``) and the

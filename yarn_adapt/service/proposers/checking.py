@@ -26,8 +26,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from yarn_adapt.service.backend import FinishedJob
-from yarn_adapt.service.loop.gates import GroupHistory, RecentChange
-from yarn_adapt.service.state.records import GroupPrediction, PredictionError, ProposalRecord
+from yarn_adapt.service.state.records import (
+    GroupHistory,
+    GroupPrediction,
+    PredictionError,
+    ProposalRecord,
+    RecentChange,
+)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ Where the feedback comes from (:mod:`yarn_adapt.demand.queues`):
   reads): finished applications with their submit and finish times, and the
   applications still waiting or running with their submit times. Failed and killed
   applications are left out;
-- the simulated cluster (:class:`~yarn_adapt.service.demo.simcluster.SimulatedView`):
+- the simulated cluster (:class:`~yarn_adapt.service.backend.SimulatedView`):
   the finished jobs the backend reports and the jobs in progress.
 
 A queue's load is its submissions per interval; its performance the fraction of
@@ -68,9 +68,8 @@ from yarn_adapt.demand.queues import (
 from yarn_adapt.demand.solvers import welfare_of
 from yarn_adapt.demand.utility import QueueObjective
 from yarn_adapt.model import AppState, ClusterSnapshot, SchedulerConfig
-from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.demo.simcluster import SimulatedView
-from yarn_adapt.service.proposers.cilantro_settings import CilantroSection, queue_objectives
+from yarn_adapt.service.backend import Observed, SimulatedView
+from yarn_adapt.service.cilantro_settings import CilantroSection, queue_objectives
 from yarn_adapt.service.proposers.tuner_adapter import reason_lines
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.state.records import ObjectiveChange, Suggestion

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from yarn_adapt.durations import duration
 from yarn_adapt.model import ClusterSnapshot, SchedulerConfig
 from yarn_adapt.model.apps import Application
 from yarn_adapt.service.proposers.realized import group_of_queue
 from yarn_adapt.service.state.records import GroupPrediction, PredictionError
-from yarn_adapt.service.web.words import duration
 from yarn_adapt.sim import JobInProgress
 
 EVIDENCE_JOBS = 20

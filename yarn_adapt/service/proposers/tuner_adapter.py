@@ -25,8 +25,7 @@ from dataclasses import replace
 
 from yarn_adapt.model import ClusterSnapshot, Workload
 from yarn_adapt.model.workload import JobSpec
-from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.demo.simcluster import SimulatedView
+from yarn_adapt.service.backend import Observed, SimulatedView
 from yarn_adapt.service.proposers.checks_file import checks_path, load_log_ratios, save_log_ratios
 from yarn_adapt.service.proposers.evidence import (
     jobs_by_group,

@@ -314,3 +314,21 @@ class AgentTokenRecord:
     sha256: str = field(repr=False)
     issued_at: float
     issued_by: str
+
+
+@dataclass(frozen=True)
+class RecentChange:
+    """A change applied at ``at`` (the clock the gates judge ``now`` in)."""
+
+    proposal_id: int
+    at: float
+    change: ConfigChange
+
+
+@dataclass(frozen=True)
+class GroupHistory:
+    """What earlier rounds say about a group: its checked predictions' relative
+    errors (oldest first) and the changes applied to it recently."""
+
+    errors: tuple[float, ...] = ()
+    recent: tuple[RecentChange, ...] = ()
