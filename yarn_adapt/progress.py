@@ -40,10 +40,6 @@ def enabled() -> bool:
     return _CONFIG.enabled
 
 
-def eta_words(seconds: float) -> str:
-    return duration(seconds)
-
-
 @dataclass
 class Progress:
     """``what`` names the unit of work (``demo round``, ``bench adaptive-latency``)."""
@@ -75,9 +71,9 @@ class Progress:
     def line(self, done: int, now: float, note: str = "") -> str:
         elapsed = now - self.started
         count = f"{done}/{self.total}" if self.total else f"{done}"
-        parts = [f"yarn-adapt: {self.what} {count}", f"{eta_words(elapsed)} elapsed"]
+        parts = [f"yarn-adapt: {self.what} {count}", f"{duration(elapsed)} elapsed"]
         if self.total and 0 < done < self.total:
-            parts.append(f"ETA {eta_words(elapsed / done * (self.total - done))}")
+            parts.append(f"ETA {duration(elapsed / done * (self.total - done))}")
         if note:
             parts.append(note)
         return " · ".join(parts)

@@ -389,7 +389,7 @@ def _number_key(name: str, default: Any, quick: Any) -> Key[Any]:
 
 
 def _flag_key(name: str, default: Any, quick: Any) -> Key[Any]:
-    return _key(name, parse_flag, FLAG_EXPECTED, default, quick)
+    return flag(name, default, quick=quick)
 
 
 def _text_key(name: str, default: Any, quick: Any) -> Key[Any]:

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from yarn_adapt.cli.common import quiet_option
+from yarn_adapt.durations import duration
 from yarn_adapt.errors import InputError
-from yarn_adapt.progress import Progress, eta_words
+from yarn_adapt.progress import Progress
 
 if TYPE_CHECKING:
     from yarn_adapt.service.demo.replay import DemoOptions
@@ -231,11 +232,11 @@ class DemoProgress(Progress):
     def line(self, done: int, now: float, note: str = "") -> str:
         elapsed = now - self.started
         total = self.total or done
-        parts = [f"yarn-adapt: {self.what} {done}/{total}", f"{eta_words(elapsed)} elapsed"]
+        parts = [f"yarn-adapt: {self.what} {done}/{total}", f"{duration(elapsed)} elapsed"]
         if done < total and done >= ETA_AFTER_ROUNDS:
             rounds_left = elapsed / done * (total - done)
             judging = self.simulated_wall_s / done * total
-            parts.append(f"ETA {eta_words(rounds_left + judging)} (then judging the run)")
+            parts.append(f"ETA {duration(rounds_left + judging)} (then judging the run)")
         elif done < total:
             parts.append(f"ETA after {ETA_AFTER_ROUNDS} rounds")
         elif total > 1:
