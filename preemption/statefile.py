@@ -2,15 +2,23 @@
 
 Before the agent writes a cgroup file for the first time it records the file's
 original value here, and before it creates a cgroup or moves a process it records
-that too; only after the record is on disk (temp file, fsync, rename, fsync of the
-directory) does it touch the cgroup. So at any instant the file lists everything
-that differs from how the agent found the node, and :func:`restore` can put it
-back: on SIGTERM, on ``yarn-adapt agent restore`` and on the next start after a
-crash (SIGKILL, power loss).
+that too; only after the record is in the file (temp file, rename over) does it touch
+the cgroup. So at any instant the file lists everything that differs from how the
+agent found the node, and :func:`restore` can put it back: on SIGTERM, on
+``yarn-adapt agent restore`` and on the next start after a crash or SIGKILL.
+
+The file must outlive the agent, not the machine: what it describes (cgroups, their
+limits, which process sits where) lives in the kernel and is gone after a reboot too.
+So it is not fsynced: a rename is atomic to every process whether or not the page
+reached the disk, and an fsync under a busy node's writeback held the agent's loop
+50 s (docs/flakes.md). The file names the boot it was written in; one written in an
+earlier boot (or left unreadable by a power cut, older than this boot) is set aside
+as ``<name>.boot-<mtime>`` with a warning, and the agent starts with nothing to restore.
 
 Format (JSON, one object)::
 
     {"format": 1,
+     "boot": "<the kernel's boot_id when it was written>",
      "backend": {"version": "v1", "cpu": "/sys/fs/cgroup/cpu", ...},
      "originals": [{"group": "hadoop-yarn/container_..", "key": "cpu.cfs_quota_us",
                     "value": "-1"}, ...],
@@ -21,7 +29,7 @@ Format (JSON, one object)::
 
 ``created`` are the cgroups the agent made (removed on restore); ``adopted`` the ones
 it found already there and moved processes into (emptied of them on restore, not
-removed). ``adopted`` may be missing (files written before it existed).
+removed). ``adopted`` and ``boot`` may be missing (files written before they existed).
 
 Every cgroup path in the file is relative to the backend's root: one that is
 absolute, has a ``..`` (or ``.``, or empty) component would reach outside the
@@ -63,6 +71,7 @@ class Moved:
 @dataclass
 class JournalContent:
     backend: dict[str, str] = field(default_factory=dict)
+    boot: str | None = None
     originals: dict[tuple[str, str], str] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)
@@ -80,6 +89,7 @@ class JournalContent:
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
+            "boot": self.boot,
             "backend": self.backend,
             "originals": [
                 {"group": group, "key": key, "value": value}
@@ -101,6 +111,8 @@ def parse_content(text: str, where: str) -> JournalContent:
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise ValueError(f"not a format-{FORMAT} state file")
         content = JournalContent(backend={str(k): str(v) for k, v in raw["backend"].items()})
+        boot = raw.get("boot")
+        content.boot = None if boot is None else str(boot)
         for n, entry in enumerate(raw["originals"]):
             group = _relpath(entry["group"], f"originals[{n}].group")
             content.originals[(group, str(entry["key"]))] = str(entry["value"])
@@ -132,18 +144,21 @@ def _relpath(value: object, entry: str, *, root_allowed: bool = False) -> str:
 class StateJournal:
     """Records originals before changes; persists atomically when ``path`` is set."""
 
-    def __init__(self, path: Path | None, backend: Mapping[str, str]) -> None:
+    def __init__(
+        self, path: Path | None, backend: Mapping[str, str], boot: BootClock | None = None
+    ) -> None:
         self.path = path
+        self.boot = boot or BootClock()
         self.content = JournalContent(backend=dict(backend))
         self._deferring = 0  # inside one_save(): saves wait for its end
         self._unsaved = False
 
     @contextmanager
     def one_save(self) -> Iterator[None]:
-        """Every record made inside reaches the disk in one save at its end: for
-        journalling several changes before making any of them (each save is two
-        fsyncs, and a node's disk may be slow: dozens of them took the agent minutes
-        under load). Nothing may be changed inside, only remembered."""
+        """Every record made inside reaches the file in one save at its end: for
+        journalling several changes before making any of them (dozens of saves, when
+        each was fsynced, took the agent minutes on a busy node). Nothing may be
+        changed inside, only remembered."""
         self._deferring += 1
         try:
             yield
@@ -153,11 +168,25 @@ class StateJournal:
             self.save()
 
     @classmethod
-    def open(cls, path: Path | None, backend: Mapping[str, str]) -> StateJournal:
-        """A journal holding whatever a previous run left in ``path``."""
-        journal = cls(path, backend)
-        if path is not None and path.exists():
-            journal.content = parse_content(path.read_text(), str(path))
+    def open(
+        cls, path: Path | None, backend: Mapping[str, str], boot: BootClock | None = None
+    ) -> StateJournal:
+        """A journal holding whatever a previous run of this boot left in ``path``."""
+        journal = cls(path, backend, boot)
+        if path is None or not path.exists():
+            return journal
+        boot = journal.boot
+        try:
+            content = parse_content(path.read_text(errors="replace"), str(path))
+        except StateFileCorrupt:
+            if path.stat().st_mtime >= boot.started_at():
+                raise  # written in this boot: a real fault, not a power cut's leftover
+            set_aside(path, "unreadable, written before this boot")
+            return journal
+        if content.boot is not None and content.boot != boot.boot_id():
+            set_aside(path, f"written in an earlier boot ({content.boot})")
+            return journal
+        journal.content = content
         return journal
 
     @property
@@ -238,34 +267,49 @@ class StateJournal:
             return
         if self.content.empty:
             lazyfree.remove(self.path)
-            _fsync_directory(self.path.parent)
             return
+        self.content.boot = self.content.boot or self.boot.boot_id()
         write_atomically(self.path, json.dumps(self.content.to_json(), indent=1) + "\n")
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Temp file in the same directory, fsync, rename over, fsync the directory (the
-    replaced file is freed in the background: :mod:`preemption.lazyfree`)."""
+    """Temp file in the same directory, renamed over ``path`` (the replaced file is
+    freed in the background: :mod:`preemption.lazyfree`). No fsync: see the module."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as stream:
             stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
         lazyfree.replace(Path(temp), path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    _fsync_directory(path.parent)
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+@dataclass(frozen=True)
+class BootClock:
+    """This boot's identity and start, as the kernel tells them (``proc``: tests)."""
+
+    proc: Path = Path("/proc")
+
+    def boot_id(self) -> str:
+        return (self.proc / "sys/kernel/random/boot_id").read_text().strip()
+
+    def started_at(self) -> float:
+        """The boot's wall-clock start (``btime`` of ``/proc/stat``), in seconds."""
+        for line in (self.proc / "stat").read_text().splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+        raise OSError(f"{self.proc / 'stat'}: no btime line")
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Rename a previous boot's state file out of the way, with one warning: the
+    cgroups it describes went with that boot."""
+    aside = path.with_name(f"{path.name}.boot-{int(path.stat().st_mtime)}")
+    path.replace(aside)
+    log.warning("%s: %s; its cgroups went with that boot: kept as %s, nothing to restore",
+                path, why, aside.name)  # fmt: skip
 
 
 # ----------------------------------------------------------------- restore
