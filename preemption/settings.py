@@ -34,12 +34,10 @@ import ipaddress
 import os
 import socket
 import stat
-import tomllib
-import types
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any
 from urllib.parse import urlsplit
 
 from preemption.aliveness import AlivenessSettings
@@ -58,6 +56,7 @@ from preemption.nodemanager import NodeManagerIdentity
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
 from yarn_adapt.errors import SettingsError
+from yarn_adapt.tomlsettings import read_sections, read_toml
 
 TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"
 MODEL_KINDS = ("gbrt", "linear", "elasticnet")  # preemption.qos.MODEL_KINDS, without numpy
@@ -368,72 +367,19 @@ SECTIONS: dict[str, type] = {
 
 
 def load_agent_settings(path: str | os.PathLike[str]) -> AgentSettings:
-    source = os.fspath(path)
-    try:
-        with Path(source).open("rb") as stream:
-            raw = tomllib.load(stream)
-    except FileNotFoundError as exc:
-        raise SettingsError(f"{source}: no such settings file") from exc
-    except OSError as exc:
-        raise SettingsError(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
-    return agent_settings_from_mapping(raw, source)
+    toml = read_toml(path)
+    return agent_settings_from_mapping(toml.raw, toml.source)
 
 
 def agent_settings_from_mapping(
     raw: Mapping[str, Any], source: str = "<settings>"
 ) -> AgentSettings:
-    sections: dict[str, object] = {}
-    for name, table in raw.items():
-        section_type = SECTIONS.get(name)
-        if section_type is None:
-            raise SettingsError(f"{source}: unknown table [{name}] (known: {', '.join(SECTIONS)})")
-        if not isinstance(table, Mapping):
-            raise SettingsError(f"{source}: {name} must be a table ([{name}])")
-        sections[name] = _section(section_type, name, table, source)
+    sections = read_sections(raw, SECTIONS, source)
     settings = AgentSettings(**sections, source=source)  # type: ignore[arg-type]
     problems = list(_problems(settings))
     if problems:
         raise SettingsError(f"{source}: {problems[0]}")
     return settings
-
-
-S = TypeVar("S")
-
-
-def _section(section_type: type[S], name: str, table: Mapping[str, Any], source: str) -> S:
-    hints = get_type_hints(section_type)
-    known = {f.name for f in fields(section_type)}  # type: ignore[arg-type]
-    values: dict[str, object] = {}
-    for key, value in table.items():
-        if key not in known:
-            raise SettingsError(
-                f"{source}: unknown setting [{name}] {key} (known: {', '.join(sorted(known))})"
-            )
-        values[key] = _typed(value, hints[key], f"{source}: [{name}] {key}")
-    return section_type(**values)
-
-
-def _typed(value: object, hint: Any, where: str) -> object:
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-    elif isinstance(hint, types.GenericAlias) and hint.__origin__ is tuple:
-        if isinstance(value, list) and all(isinstance(item, str) for item in value):
-            return tuple(value)
-        raise SettingsError(f"{where}: expected a list of strings, got {value!r}")
-    name = getattr(hint, "__name__", str(hint))
-    raise SettingsError(f"{where}: expected {name}, got {value!r}")
 
 
 def _problems(settings: AgentSettings) -> Iterator[str]:

@@ -22,7 +22,13 @@ GENERATED = ("yarn_adapt/sim/_native",)
 
 LAYERS: tuple[tuple[str, ...], ...] = (  # from the ground up
     ("yarn_adapt.errors", "yarn_adapt.durations"),
-    ("yarn_adapt.model", "yarn_adapt.progress", "yarn_adapt.set_keys", "tracing"),
+    (
+        "yarn_adapt.model",
+        "yarn_adapt.progress",
+        "yarn_adapt.set_keys",
+        "yarn_adapt.tomlsettings",
+        "tracing",
+    ),
     ("yarn_adapt.semantics",),
     ("yarn_adapt.yarn", "yarn_adapt.sim", "yarn_adapt.workload"),
     ("rules", "preemption", "yarn_adapt.minicluster"),

@@ -63,8 +63,8 @@ def test_an_empty_file_isolates_batch_and_never_evicts(tmp_path: Path) -> None:
     [
         ({"agnet": {}}, "unknown table [agnet]"),
         ({"agent": {"intervall_s": 1}}, "unknown setting [agent] intervall_s"),
-        ({"agent": {"interval_s": "fast"}}, "[agent] interval_s: expected float, got 'fast'"),
-        ({"agent": {"dry_run": 1}}, "[agent] dry_run: expected bool"),
+        ({"agent": {"interval_s": "fast"}}, "[agent] interval_s: expected a number, got 'fast'"),
+        ({"agent": {"dry_run": 1}}, "[agent] dry_run: expected true or false"),
         ({"yarn": {"rm": "http://rm:8088"}}, "[yarn] rm: expected a list of strings"),
         ({"agent": {"mode": "service"}}, "[service] url is required"),
         ({"agent": {"mode": "cloud"}}, "[agent] mode must be 'service' or 'standalone'"),
@@ -101,7 +101,7 @@ def test_an_empty_file_isolates_batch_and_never_evicts(tmp_path: Path) -> None:
         ({"memory": {"release_margin_fraction": 0.95}}, "[memory] release_margin_fraction"),
         ({"memory": {"service_cgroups": ["../etc"]}}, "[memory] service_cgroups '../etc': a"),
         ({"memory": {"service_cgroups": "shop"}}, "[memory] service_cgroups: expected a list"),
-        ({"suppress": {"enabled": "yes"}}, "[suppress] enabled: expected bool"),
+        ({"suppress": {"enabled": "yes"}}, "[suppress] enabled: expected true or false"),
     ],
 )
 def test_bad_settings_are_one_line_errors_naming_the_key(

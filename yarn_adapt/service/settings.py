@@ -24,13 +24,11 @@ operator's own.
 from __future__ import annotations
 
 import os
-import tomllib
-import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any
 from urllib.parse import urlsplit
 
 from tracing.receiver_process import RECEIVER_PROCESSES
@@ -50,6 +48,7 @@ from yarn_adapt.service.cilantro_settings import (
     CilantroSection,
     check_cilantro,
 )
+from yarn_adapt.tomlsettings import read_sections, read_toml
 from yarn_adapt.tuning.executors import parse_executor_spec
 from yarn_adapt.yarn.apply.activation import DEFAULT_REFRESH_COMMAND
 
@@ -282,19 +281,9 @@ SECTIONS: dict[str, type[Any]] = {
 
 def load_settings(path: str | os.PathLike[str]) -> Settings:
     """Read and check ``path``; SettingsError (one line, file and key) when wrong."""
-    source = os.fspath(path)
-    try:
-        with Path(source).open("rb") as stream:
-            file_mode = os.fstat(stream.fileno()).st_mode & 0o777
-            raw = tomllib.load(stream)
-    except FileNotFoundError as exc:
-        raise SettingsError(f"{source}: no such settings file") from exc
-    except OSError as exc:
-        raise SettingsError(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{source}: not valid TOML: {exc}") from exc
-    settings = settings_from_mapping(raw, source)
-    check_inline_secrets(settings, file_mode)
+    toml = read_toml(path)
+    settings = settings_from_mapping(toml.raw, toml.source)
+    check_inline_secrets(settings, toml.mode)
     return settings
 
 
@@ -320,58 +309,11 @@ def check_inline_secrets(settings: Settings, file_mode: int) -> None:
 
 
 def settings_from_mapping(raw: Mapping[str, Any], source: str = "<settings>") -> Settings:
-    sections: dict[str, object] = {}
-    for name, table in raw.items():
-        section_type = SECTIONS.get(name)
-        if section_type is None:
-            raise SettingsError(f"{source}: unknown table [{name}] (known: {', '.join(SECTIONS)})")
-        if not isinstance(table, Mapping):
-            raise SettingsError(f"{source}: {name} must be a table ([{name}])")
-        sections[name] = _section(section_type, name, table, source)
+    sections = read_sections(raw, SECTIONS, source)
     settings = Settings(**sections, source=source)  # type: ignore[arg-type]
     check_settings(settings)
     return settings
 
-
-S = TypeVar("S")
-
-
-def _section(section_type: type[S], name: str, table: Mapping[str, Any], source: str) -> S:
-    hints = get_type_hints(section_type)
-    known = {f.name for f in fields(section_type)}  # type: ignore[arg-type]
-    values: dict[str, object] = {}
-    for key, value in table.items():
-        if key not in known:
-            raise SettingsError(
-                f"{source}: unknown setting [{name}] {key} (known: {', '.join(sorted(known))})"
-            )
-        values[key] = _coerce(value, hints[key], f"{source}: [{name}] {key}")
-    return section_type(**values)
-
-
-def _coerce(value: object, wanted: Any, where: str) -> object:
-    """``value`` as TOML gave it, checked against the field's type."""
-    if isinstance(wanted, type) and issubclass(wanted, StrEnum):
-        allowed = [member.value for member in wanted]
-        if value not in allowed:
-            raise SettingsError(f"{where}: expected one of {', '.join(allowed)}, got {value!r}")
-        return wanted(value)
-    if isinstance(wanted, types.GenericAlias):  # tuple[str, ...]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise SettingsError(f"{where}: expected a list of strings, got {value!r}")
-        return tuple(value)
-    checks: dict[Any, Callable[[object], bool]] = {
-        bool: lambda v: isinstance(v, bool),
-        int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-        float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        str: lambda v: isinstance(v, str),
-    }
-    if not checks[wanted](value):
-        raise SettingsError(f"{where}: expected {_NAMES[wanted]}, got {value!r}")
-    return float(value) if wanted is float else value  # type: ignore[arg-type]
-
-
-_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 # --------------------------------------------------------------------------- checking
 
