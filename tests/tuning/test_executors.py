@@ -1,16 +1,13 @@
-"""Executors: the ``--executor`` values, and the same tuning round serially, in a
-local process pool and on a real Dask LocalCluster."""
+"""Executors: the ``--executor`` values, chunking, and a Dask scheduler that cannot be
+reached (the tuner's answers on each executor: ``tests/tuning/test_tuner.py``)."""
 
 from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import Iterator
 
 import pytest
-from distributed import LocalCluster
 
-from tests.tuning.test_group_optimizer import bowl_problem
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.executors import (
     ExecutorHandle,
@@ -22,8 +19,6 @@ from yarn_adapt.tuning.executors import (
     open_executor,
     parse_executor_spec,
 )
-from yarn_adapt.tuning.group_optimizer import GroupSearchSettings, TuningRound, tune_round
-from yarn_adapt.tuning.search import RRSSettings
 
 
 @pytest.mark.parametrize(
@@ -85,55 +80,6 @@ def test_chunks_report_how_many_items_are_done() -> None:
         got = map_in_chunks(handle, abs, list(range(-25, 0)), on_done=heard.append)
     assert got == list(range(25, 0, -1))
     assert heard == sorted(heard) and heard[-1] == 25 and len(heard) == 4  # 2 workers x 2
-
-
-PROBLEMS = [
-    bowl_problem(f"group-{i}", work=100.0 * (i + 1), lower=1 + i % 3, upper=20 + 7 * i)
-    for i in range(7)
-]
-SETTINGS = GroupSearchSettings(rrs=RRSSettings.for_levels(15), strategy="rrs", seed=9)
-
-
-def same_answers(a: TuningRound, b: TuningRound) -> bool:
-    searched = [o.levels for o in a.outcomes] == [o.levels for o in b.outcomes]
-    return searched and a.allocation == b.allocation
-
-
-@pytest.fixture(scope="module")
-def serial_round() -> TuningRound:
-    with open_executor("serial") as handle:
-        return tune_round(PROBLEMS, 150, SETTINGS, handle)
-
-
-def test_inline_and_serial_agree(serial_round: TuningRound) -> None:
-    assert same_answers(tune_round(PROBLEMS, 150, SETTINGS), serial_round)
-
-
-def test_a_process_pool_gives_the_serial_answer(serial_round: TuningRound) -> None:
-    with open_executor("process:2") as handle:
-        assert handle.workers == 2
-        assert same_answers(tune_round(PROBLEMS, 150, SETTINGS, handle), serial_round)
-
-
-@pytest.fixture(scope="module")
-def dask_address() -> Iterator[str]:
-    with LocalCluster(
-        n_workers=1,
-        threads_per_worker=2,
-        processes=False,
-        protocol="tcp",
-        host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:
-        yield cluster.scheduler_address.removeprefix("tcp://")
-
-
-def test_a_dask_cluster_gives_the_serial_answer(
-    serial_round: TuningRound, dask_address: str
-) -> None:
-    with open_executor(f"dask://{dask_address}") as handle:
-        assert handle.workers == 2
-        assert same_answers(tune_round(PROBLEMS, 150, SETTINGS, handle), serial_round)
 
 
 def test_an_unreachable_scheduler_is_one_clear_line() -> None:

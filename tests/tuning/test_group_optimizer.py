@@ -1,5 +1,5 @@
-"""Group optimizer: resource bounds, candidate levels, ``L*(o_i, r)`` per level, and a
-whole tuning round (group searches, then Algorithm 3)."""
+"""Group optimizer: resource bounds, candidate levels, ``L*(o_i, r)`` per level, and
+the curves of several groups split by Algorithm 3."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from rules.mixes import mix_job
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import JobSpec, TaskSpec
 from yarn_adapt.sim.bench import typical_container
+from yarn_adapt.tuning.cluster_dp import best_cluster_allocation
 from yarn_adapt.tuning.group_optimizer import (
     ComparatorObjective,
     GroupProblem,
@@ -28,9 +29,7 @@ from yarn_adapt.tuning.group_optimizer import (
     candidate_config,
     candidate_levels,
     optimize_group,
-    optimize_groups,
     resource_bounds,
-    tune_round,
 )
 from yarn_adapt.tuning.search import Grid, Point, RRSSettings
 from yarn_adapt.tuning.space import Scheduler, paper_space
@@ -125,29 +124,29 @@ def test_each_level_gets_its_best_configuration(strategy: str) -> None:
     assert outcome.evaluations == sum(level.evaluations for level in outcome.levels)
 
 
-def test_a_groups_result_does_not_depend_on_the_other_groups() -> None:
+def test_a_groups_search_is_the_same_on_every_run() -> None:
+    """A group's result depends on its problem and the seed alone (the tuner's workers
+    search groups in any order, on any process)."""
     settings = GroupSearchSettings(strategy="rrs", seed=4)
-    alone = optimize_groups([bowl_problem("b", 90.0, 2, 30)], settings)
-    among = optimize_groups(
-        [bowl_problem("a", 50.0, 1, 9), bowl_problem("b", 90.0, 2, 30)], settings
-    )
-    assert among[1].levels == alone[0].levels
+    first = optimize_group(bowl_problem("b", 90.0, 2, 30), settings)
+    optimize_group(bowl_problem("a", 50.0, 1, 9), settings)
+    assert optimize_group(bowl_problem("b", 90.0, 2, 30), settings).levels == first.levels
 
 
-def test_a_round_gives_the_big_group_more_and_reports_its_parts() -> None:
+def test_algorithm_3_gives_the_big_group_more_of_the_curves() -> None:
     problems = [
         bowl_problem("small", work=20.0, lower=2, upper=20),
         bowl_problem("big", work=2000.0, lower=3, upper=40),
     ]
     settings = GroupSearchSettings(rrs=RRSSettings(), level_search=LevelSearch.FULL)
-    round_ = tune_round(problems, 30, settings)
-    small, big = round_.allocation.containers
+    outcomes = [optimize_group(problem, settings) for problem in problems]
+    allocation = best_cluster_allocation([o.curve() for o in outcomes], 30)
+    small, big = allocation.containers
     assert small + big <= 30
     assert big > small
-    assert round_.wall_s == pytest.approx(round_.group_search_s + round_.dp_s)
-    assert round_.best_point(1) == (big % 40, big % 3)
+    assert outcomes[1].at(big).point == (big % 40, big % 3)
     predicted = 20.0 / small + 2000.0 / big
-    assert round_.allocation.predicted_total_latency == pytest.approx(predicted)
+    assert allocation.predicted_total_latency == pytest.approx(predicted)
 
 
 @dataclass(frozen=True)

@@ -338,10 +338,11 @@ def test_a_group_algorithm3_moves_runs_the_configuration_its_curve_assumed(model
         assert comparator.latency(config) == pytest.approx(decision.after_s, rel=1e-9)
 
 
-@pytest.mark.parametrize("executor", ["process:2", "dask"])
+@pytest.mark.parametrize("executor", ["serial", "process:2", "dask"])
 def test_the_cluster_curves_in_parallel_give_the_inline_proposal(model, executor) -> None:  # type: ignore[no-untyped-def]
-    """The groups' searches at every resource level run on a process pool or a Dask
-    cluster (tuner, comparator and compiled mechanism go to the workers) and agree."""
+    """The groups' searches at every resource level run serially, on a process pool or
+    on a Dask cluster (tuner, comparator and compiled mechanism go to the workers) and
+    agree with the inline pass."""
     current = two_groups()
     jobs = [spec(f"a{i}", "a1", 95.0, maps=8) for i in range(4)] + [spec("b", "b1", 99.0, maps=1)]
     tuning_state = state(*jobs, containers=16)

@@ -1,7 +1,7 @@
-"""Group-level optimizer: ``L*(o_i, r)`` at a group's candidate resource levels, and the
-whole tuning round (every group's search in parallel, then Algorithm 3). The tuner
-(:func:`yarn_adapt.tuning.tuner.propose`) computes its cluster-level curves with
-:func:`optimize_group`; :func:`tune_round` is the same code over ready-made problems.
+"""Group-level optimizer: ``L*(o_i, r)`` at a group's candidate resource levels. The
+tuner (:func:`yarn_adapt.tuning.tuner.propose`) computes its cluster-level curves with
+:func:`optimize_group` (on its executor) and splits the cluster with Algorithm 3
+(:mod:`yarn_adapt.tuning.split`).
 
 For one group the optimizer searches the group's configuration space (RRS or
 exhaustive, :mod:`yarn_adapt.tuning.search`) and keeps the best latency and point at
@@ -60,8 +60,7 @@ from rules.inputs import (
 )
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec
-from yarn_adapt.tuning.cluster_dp import ClusterAllocation, GroupCurve, best_cluster_allocation
-from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
+from yarn_adapt.tuning.cluster_dp import GroupCurve
 from yarn_adapt.tuning.search import (
     Point,
     RRSSettings,
@@ -263,7 +262,6 @@ class GroupSearchSettings:
     strategy: Strategy = "auto"
     max_levels: int = DEFAULT_MAX_LEVELS
     seed: int = 0
-    chunks_per_worker: int = 4
     level_search: LevelSearch = LevelSearch.REFERENCE
     rescored: int = RESCORED
     margin: float | None = None
@@ -433,52 +431,3 @@ def _level_result(containers: int, found: SearchResult) -> LevelResult:
 
 def _best_at(problem: GroupProblem, settings: GroupSearchSettings, containers: int) -> LevelResult:
     return _level_result(containers, _search(problem, settings, containers))
-
-
-def optimize_groups(
-    problems: Sequence[GroupProblem],
-    settings: GroupSearchSettings,
-    handle: ExecutorHandle | None = None,
-    costs: Sequence[float] | None = None,
-) -> list[GroupOutcome]:
-    """Every group's curve, on ``handle``'s executor (inline when ``None``); ``costs``
-    (estimates, any unit) balance the work between workers."""
-    run = partial(optimize_group, settings=settings)
-    if handle is None:
-        return [run(problem) for problem in problems]
-    return map_in_chunks(handle, run, problems, settings.chunks_per_worker, costs)
-
-
-@dataclass(frozen=True)
-class TuningRound:
-    """Group curves, the cluster split, and where the time went."""
-
-    outcomes: tuple[GroupOutcome, ...]
-    allocation: ClusterAllocation
-    group_search_s: float
-    dp_s: float
-
-    @property
-    def wall_s(self) -> float:
-        return self.group_search_s + self.dp_s
-
-    def best_point(self, index: int) -> Point:
-        """The configuration found for group ``index`` at its allotted containers."""
-        return self.outcomes[index].at(self.allocation.containers[index]).point
-
-
-def tune_round(
-    problems: Sequence[GroupProblem],
-    total_containers: int,
-    settings: GroupSearchSettings,
-    handle: ExecutorHandle | None = None,
-    costs: Sequence[float] | None = None,
-) -> TuningRound:
-    """All group searches (in parallel on ``handle``), then Algorithm 3."""
-    began = time.perf_counter()
-    outcomes = optimize_groups(problems, settings, handle, costs)
-    searched = time.perf_counter()
-    allocation = best_cluster_allocation([o.curve() for o in outcomes], total_containers)
-    return TuningRound(
-        tuple(outcomes), allocation, searched - began, time.perf_counter() - searched
-    )
