@@ -16,7 +16,7 @@ from yarn_adapt.service.proposers.checks_file import (
     save_log_ratios,
 )
 from yarn_adapt.service.proposers.intervals import WINDOW
-from yarn_adapt.service.proposers.tuner_adapter import SnapshotProposer
+from yarn_adapt.service.proposers.tuner_adapter import rm_proposer
 
 
 def test_the_latest_window_of_ratios_survives_a_save_and_a_load(tmp_path: Path) -> None:
@@ -68,11 +68,11 @@ def test_a_restarted_proposer_states_ranges_calibrated_on_its_earlier_checks(
     tmp_path: Path,
 ) -> None:
     settings = settings_for(tmp_path)
-    fresh = SnapshotProposer(settings).ledger.calibration()
+    fresh = rm_proposer(settings).ledger.calibration()
     assert not fresh.calibrated  # nothing checked yet: the prior
     ratios = [0.10, 0.20, 0.15, 0.25]
     save_log_ratios(checks_path(settings.state.state_dir), ratios)
-    restarted = SnapshotProposer(settings).ledger.calibration()
+    restarted = rm_proposer(settings).ledger.calibration()
     assert restarted.calibrated and restarted.log_ratios == pytest.approx(ratios)
     low, high = restarted.log_bounds()
     assert low < 0.175 < high  # centred where the earlier checks fell, not on the prior's 0

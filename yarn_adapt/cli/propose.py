@@ -187,7 +187,8 @@ def _propose_on_rm(
     handle: ExecutorHandle,
     on_group_tuned: GroupTuned | None = None,
 ) -> Proposed:
-    from yarn_adapt.tuning.tuner import propose_from_snapshot
+    from yarn_adapt.tuning.state import state_from_snapshot
+    from yarn_adapt.tuning.tuner import propose
     from yarn_adapt.workload.history_model import HistoryModel
     from yarn_adapt.yarn.observe import observe_cluster
 
@@ -205,9 +206,9 @@ def _propose_on_rm(
     learned = HistoryModel(seed=tuner.seed)
     jobs = learned.update(snapshot)
     assert learned.model is not None
-    proposal = propose_from_snapshot(
-        snapshot, document.config, learned.model, tuner, history=jobs, executor=handle,
-        on_group_tuned=on_group_tuned,
+    proposal = propose(
+        state_from_snapshot(snapshot, jobs), document.config, learned.model, tuner,
+        executor=handle, on_group_tuned=on_group_tuned,
     )  # fmt: skip
     return Proposed(proposal, document, learned.model)
 
@@ -245,7 +246,8 @@ def _propose_simulated(
     on_group_tuned: GroupTuned | None = None,
 ) -> Proposed:
     from yarn_adapt.service.demo.replay import demo_scheduler_file, replay_cluster
-    from yarn_adapt.tuning.tuner import propose_from_simulation
+    from yarn_adapt.tuning.state import state_from_simulation
+    from yarn_adapt.tuning.tuner import propose
     from yarn_adapt.workload import fit_task_time_model
     from yarn_adapt.yarn.confxml import read_scheduler_document
 
@@ -256,10 +258,10 @@ def _propose_simulated(
     model = fit_task_time_model(history, seed=tuner.seed)
     cluster.advance(at_s)
     view = cluster.view()
-    proposal = propose_from_simulation(
-        view.time_s, view.start, view.cluster, document.config, model, tuner,
-        recent=view.recent, executor=handle, on_group_tuned=on_group_tuned,
-    )  # fmt: skip
+    state = state_from_simulation(view.time_s, view.start, view.cluster, view.recent)
+    proposal = propose(
+        state, document.config, model, tuner, executor=handle, on_group_tuned=on_group_tuned
+    )
     return Proposed(proposal, document, model)
 
 

@@ -13,9 +13,9 @@ Pure decision code, except ``executors``, which only chooses where work runs.
   Random Search with early stopping, coarse-to-fine refinement, and exhaustive search,
   each returning its best distinct points.
 - ``group_optimizer``: best latency per resource level (one search at a reference
-  level re-scored at the others, or a search per level); ``split``: the cluster level, Algorithm 3's pool and
-  bounds, each group re-decided at the level it was given; ``cluster_dp``: Algorithm 3,
-  a max-plus DP.
+  level re-scored at the others, or a search per level); ``split``: the cluster level,
+  Algorithm 3's pool and bounds, each group re-decided at the level it was given;
+  ``cluster_dp``: Algorithm 3, a max-plus DP.
 - ``proposal``: ``GroupDecision``, ``Proposal`` and ``finish_proposal``, every
   proposer's common end (YARN's validation, groups YARN would refuse left as they run,
   the diff with a reason per change).

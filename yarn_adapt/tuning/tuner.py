@@ -35,13 +35,9 @@ from dataclasses import replace
 from rules.compiler import MechanismCompiler
 from rules.inputs import GroupResources, JobMix
 from yarn_adapt.model import (
-    ClusterSnapshot,
-    Resources,
     SchedulerConfig,
     Workload,
 )
-from yarn_adapt.model.workload import JobSpec
-from yarn_adapt.sim import ClusterSpec, SimulationStart
 from yarn_adapt.tuning.apply import Group, groups_of, scheduler_of
 from yarn_adapt.tuning.bridge import GroupBase
 from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
@@ -61,8 +57,6 @@ from yarn_adapt.tuning.state import (
     TuningState,
     group_resources,
     group_share,
-    state_from_simulation,
-    state_from_snapshot,
     state_mix,
     triggered_groups,
 )
@@ -204,55 +198,3 @@ def _decide(
         )
         return replace(decision, after_s=before, setting=None, reason=f"{reason}; {why}")
     return decision
-
-
-def propose_from_simulation(
-    now_s: float,
-    start: SimulationStart,
-    cluster: ClusterSpec,
-    current: SchedulerConfig,
-    model: TaskTimeModel,
-    settings: TunerSettings | None = None,
-    *,
-    recent: Sequence[JobSpec] = (),
-    frozen: frozenset[str] = frozenset(),
-    executor: ExecutorHandle | None = None,
-    on_group_tuned: GroupTuned | None = None,
-) -> Proposal:
-    """:func:`propose` on a simulated cluster's state (``recent``: the jobs submitted
-    in the last interval, for the forecast)."""
-    state = state_from_simulation(now_s, start, cluster, recent)
-    return propose(
-        state,
-        current,
-        model,
-        settings,
-        frozen=frozen,
-        executor=executor,
-        on_group_tuned=on_group_tuned,
-    )
-
-
-def propose_from_snapshot(
-    snapshot: ClusterSnapshot,
-    current: SchedulerConfig,
-    model: TaskTimeModel,
-    settings: TunerSettings | None = None,
-    *,
-    history: Sequence[JobSpec] = (),
-    container: Resources | None = None,
-    frozen: frozenset[str] = frozenset(),
-    executor: ExecutorHandle | None = None,
-    on_group_tuned: GroupTuned | None = None,
-) -> Proposal:
-    """:func:`propose` on a real cluster's snapshot."""
-    state = state_from_snapshot(snapshot, history, container)
-    return propose(
-        state,
-        current,
-        model,
-        settings,
-        frozen=frozen,
-        executor=executor,
-        on_group_tuned=on_group_tuned,
-    )

@@ -54,7 +54,7 @@ from yarn_adapt.service.proposers.intervals import (
 )
 from yarn_adapt.service.proposers.realized import group_of_queue
 from yarn_adapt.service.proposers.seam import Proposer
-from yarn_adapt.service.proposers.tuner_adapter import SimulationProposer, tuner_settings
+from yarn_adapt.service.proposers.tuner_adapter import simulated_proposer, tuner_settings
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.settings import (
     ColocationSection,
@@ -180,7 +180,7 @@ def build_demo(options: DemoOptions, proposer: Proposer | None = None) -> Servic
     if proposer is None:
         # the same model, carrying its error on the history's last jobs it had not seen
         model = fit_with_measured_error(history, seed=options.seed)
-        proposer = SimulationProposer(tuner_settings(settings, options.step_s), model, history)
+        proposer = simulated_proposer(tuner_settings(settings, options.step_s), model, history)
     builder = None if colocation is None else partial(demo_guard, settings, colocation)
     return Service.build(settings, backend, RecordingProposer(proposer), token=options.token,
                          guard_builder=builder)  # fmt: skip

@@ -27,9 +27,9 @@ def snapshot_proposer(settings: Settings) -> Proposer:
 def _tuner_proposer(settings: Settings) -> Proposer:
     if settings.tuning.proposer == "cilantro":
         return cilantro_proposer(settings)
-    from yarn_adapt.service.proposers.tuner_adapter import SnapshotProposer
+    from yarn_adapt.service.proposers.tuner_adapter import rm_proposer
 
-    return SnapshotProposer(settings)
+    return rm_proposer(settings)
 
 
 def cilantro_proposer(settings: Settings) -> Proposer:

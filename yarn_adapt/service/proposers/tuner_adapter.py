@@ -4,15 +4,18 @@
 :class:`~yarn_adapt.service.state.records.Suggestion` (predictions per triggered group,
 the cluster's, and one reason line per distinct reason, naming what it explains).
 
-Task times: the simulated cluster's proposer gets its model from the caller (the demo
-fits one on the trace's earlier half); the RM's proposer learns one from the
-JobHistory jobs it has seen so far, refitted when new ones arrive.
+One proposer, :class:`TunerProposer`, for a simulated cluster and a real one: a
+:class:`ClusterReader` turns the backend's view into the same :class:`TunerInput`
+(the tuner's state, the task-time model, the jobs not finished). Task times: the
+simulated cluster's reader gets its model from the caller (the demo fits one on the
+trace's earlier half); the RM's reader learns one from the JobHistory jobs it has seen
+so far, refitted when new ones arrive.
 
-Likely ranges: each proposer keeps a
+Likely ranges: the proposer keeps a
 :class:`~yarn_adapt.service.proposers.intervals.PredictionLedger` of its predictions;
 every round it first checks those whose jobs finished, then states each new
 prediction's range as the ledger's calibration gives it
-(:mod:`yarn_adapt.service.proposers.intervals`). The RM's proposer keeps its checked
+(:mod:`yarn_adapt.service.proposers.intervals`). On an RM it keeps its checked
 log ratios in the state directory and starts from them after a restart
 (:mod:`yarn_adapt.service.proposers.checks_file`).
 """
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
 
 from yarn_adapt.model import ClusterSnapshot, Workload
 from yarn_adapt.model.workload import JobSpec
@@ -47,7 +52,7 @@ from yarn_adapt.service.state.records import GroupPrediction, Suggestion
 from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.settings import TunerSettings
-from yarn_adapt.tuning.state import state_from_simulation, state_from_snapshot
+from yarn_adapt.tuning.state import TuningState, state_from_simulation, state_from_snapshot
 from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.workload.history_model import HistoryModel
 from yarn_adapt.workload.taskmodel import TaskTimeModel
@@ -98,77 +103,128 @@ def reason_lines(proposal: Proposal) -> tuple[str, ...]:
     return tuple(lines)
 
 
-class SimulationProposer:
-    """The tuner on a simulated cluster's view (the demo). ``history``: the jobs the
-    model learned from, to measure its error for the prediction band."""
+@dataclass(frozen=True)
+class TunerInput:
+    """What the tuner's proposer reads of one observation, alike for a simulated
+    cluster and an RM: the time, the tuner's state, the task-time model, and every job
+    not finished yet as (id, queue, submitted s) -- the evidence and the population of
+    its predictions."""
 
-    def __init__(
-        self, settings: TunerSettings, model: TaskTimeModel, history: Workload | None = None
-    ) -> None:
-        self.settings = settings
+    now_s: float
+    state: TuningState
+    model: TaskTimeModel
+    waiting: tuple[tuple[str, str, float], ...]
+
+
+class ClusterReader(Protocol):
+    """Reads a backend's view into a :class:`TunerInput`; ``spread`` is the model's
+    measured error (for the prior range), asked for only when there is a suggestion."""
+
+    def read(self, view: ClusterSnapshot | SimulatedView) -> TunerInput: ...
+
+    def spread(self, model: TaskTimeModel) -> float: ...
+
+
+class SimulatedReader:
+    """A simulated cluster (the demo); its task-time model comes from the caller, which
+    fitted it on ``history`` (the jobs whose error gives the spread)."""
+
+    def __init__(self, model: TaskTimeModel, history: Workload | None = None) -> None:
         self.model = model
         self.sigma = _spread(model, history.jobs if history else ())
-        self.ledger = PredictionLedger()
 
-    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
-        view = observed.view
-        assert isinstance(view, SimulatedView), "the simulation proposer needs a simulated cluster"
-        self.ledger.observe(observed.finished, observed.config, view.time_s)
-        state = state_from_simulation(view.time_s, view.start, view.cluster)
-        proposal = propose(state, observed.config, self.model, self.settings, frozen=frozen)
-        suggestion = suggestion_of(proposal, self.model)
-        if suggestion is None:
-            return None
-        since = view.time_s - self.settings.interval_s
-        jobs = jobs_by_group(simulated_jobs(view.start.jobs), observed.config, since)
-        suggestion = _with_evidence(suggestion, jobs, self.model)
-        population = population_by_group(
-            ((p.job.id, p.job.queue) for p in view.start.jobs), observed.config
-        )
-        calibration = self.ledger.calibration(_prior(self.model, self.sigma))
-        checkable = _checkable(suggestion, population, calibration)
-        self.ledger.record(_predictions(checkable, observed, view.time_s, calibration))
-        return checkable
+    def read(self, view: ClusterSnapshot | SimulatedView) -> TunerInput:
+        assert isinstance(view, SimulatedView), "a simulated cluster's reader needs its view"
+        state = state_from_simulation(view.time_s, view.start, view.cluster, view.recent)
+        return TunerInput(view.time_s, state, self.model, tuple(simulated_jobs(view.start.jobs)))
+
+    def spread(self, model: TaskTimeModel) -> float:
+        return self.sigma
 
 
-class SnapshotProposer:
-    """The tuner on a real RM's snapshot (``yarn-adapt serve``)."""
+class SnapshotReader:
+    """A real RM's snapshot (``yarn-adapt serve``); the task-time model is learned from
+    the JobHistory jobs seen so far, refitted when new ones arrive."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = tuner_settings(settings)
-        self.history = HistoryModel(seed=settings.tuning.seed)
-        self.executor = settings.tuning.executor
-        self.checks_file = checks_path(settings.state.state_dir)
-        self.ledger = PredictionLedger(earlier=load_log_ratios(self.checks_file))
+    def __init__(self, seed: int) -> None:
+        self.history = HistoryModel(seed=seed)
+        self.jobs: tuple[JobSpec, ...] = ()
 
-    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
-        snapshot = observed.view
-        assert isinstance(snapshot, ClusterSnapshot), "the snapshot proposer needs an RM"
-        now_s = snapshot.taken_ms / 1000.0
-        if self.ledger.observe(observed.finished, observed.config, now_s):
-            save_log_ratios(self.checks_file, self.ledger.log_ratios())
-        history = self.history.update(snapshot)
+    def read(self, view: ClusterSnapshot | SimulatedView) -> TunerInput:
+        assert isinstance(view, ClusterSnapshot), "an RM's reader needs its snapshot"
+        self.jobs = self.history.update(view)
         assert self.history.model is not None
-        model = self.history.model
-        state = state_from_snapshot(snapshot, history)
-        with open_executor(self.executor) as handle:
-            proposal = propose(
-                state, observed.config, model, self.settings, frozen=frozen, executor=handle
-            )
-        suggestion = suggestion_of(proposal, model)
+        state = state_from_snapshot(view, self.jobs)
+        waiting = tuple(snapshot_jobs(view))
+        return TunerInput(view.taken_ms / 1000.0, state, self.history.model, waiting)
+
+    def spread(self, model: TaskTimeModel) -> float:
+        return _spread(model, self.jobs[-SPREAD_JOBS:])
+
+
+class TunerProposer:
+    """The tuner behind the service's :class:`~yarn_adapt.service.proposers.seam.Proposer`
+    seam, one class for a simulated cluster and a real one: ``reader`` says which.
+    ``executor``: where the groups' searches run (inline when ``None``); ``checks_file``:
+    where the checked predictions are kept across restarts (``None``: in memory)."""
+
+    def __init__(
+        self,
+        settings: TunerSettings,
+        reader: ClusterReader,
+        *,
+        executor: str | None = None,
+        checks_file: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.reader = reader
+        self.executor = executor
+        self.checks_file = checks_file
+        earlier = load_log_ratios(checks_file) if checks_file is not None else ()
+        self.ledger = PredictionLedger(earlier=earlier)
+
+    def propose(self, observed: Observed, frozen: frozenset[str]) -> Suggestion | None:
+        seen = self.reader.read(observed.view)
+        checked = self.ledger.observe(observed.finished, observed.config, seen.now_s)
+        if checked and self.checks_file is not None:
+            save_log_ratios(self.checks_file, self.ledger.log_ratios())
+        suggestion = suggestion_of(self._tune(seen, observed, frozen), seen.model)
         if suggestion is None:
             return None
-        since = snapshot.taken_ms / 1000.0 - self.settings.interval_s
-        jobs = jobs_by_group(snapshot_jobs(snapshot), observed.config, since)
-        sigma = _spread(model, history[-SPREAD_JOBS:])
-        suggestion = _with_evidence(suggestion, jobs, model)
-        population = population_by_group(
-            ((a.id, a.queue) for a in snapshot.apps if not a.is_finished), observed.config
-        )
-        calibration = self.ledger.calibration(_prior(model, sigma))
+        since = seen.now_s - self.settings.interval_s
+        jobs = jobs_by_group(seen.waiting, observed.config, since)
+        suggestion = _with_evidence(suggestion, jobs, seen.model)
+        population = population_by_group(((i, q) for i, q, _ in seen.waiting), observed.config)
+        calibration = self.ledger.calibration(_prior(seen.model, self.reader.spread(seen.model)))
         checkable = _checkable(suggestion, population, calibration)
-        self.ledger.record(_predictions(checkable, observed, now_s, calibration))
+        self.ledger.record(_predictions(checkable, observed, seen.now_s, calibration))
         return checkable
+
+    def _tune(self, seen: TunerInput, observed: Observed, frozen: frozenset[str]) -> Proposal:
+        if self.executor is None:
+            return propose(seen.state, observed.config, seen.model, self.settings, frozen=frozen)
+        with open_executor(self.executor) as handle:
+            return propose(
+                seen.state, observed.config, seen.model, self.settings, frozen=frozen,
+                executor=handle,
+            )  # fmt: skip
+
+
+def rm_proposer(settings: Settings) -> TunerProposer:
+    """The tuner on a real RM, as ``yarn-adapt serve`` runs it."""
+    return TunerProposer(
+        tuner_settings(settings),
+        SnapshotReader(settings.tuning.seed),
+        executor=settings.tuning.executor,
+        checks_file=checks_path(settings.state.state_dir),
+    )
+
+
+def simulated_proposer(
+    settings: TunerSettings, model: TaskTimeModel, history: Workload | None = None
+) -> TunerProposer:
+    """The tuner on a simulated cluster (the demo), inline, its checks in memory."""
+    return TunerProposer(settings, SimulatedReader(model, history))
 
 
 SPREAD_JOBS = 200
