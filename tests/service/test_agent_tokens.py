@@ -21,7 +21,8 @@ from yarn_adapt.service.backend import Observed, YarnBackend
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.state.agent_tokens import AgentTokens, token_id_of
 from yarn_adapt.service.state.records import Suggestion
-from yarn_adapt.service.state.store import MIGRATIONS, SCHEMA_AGENT_TOKENS, SCHEMA_VERSION, Store
+from yarn_adapt.service.state.schema import MIGRATIONS, SCHEMA_AGENT_TOKENS, SCHEMA_VERSION
+from yarn_adapt.service.state.store import Store
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.operators import OperatorTokens
 from yarn_adapt.service.web.throttle import LoginThrottle

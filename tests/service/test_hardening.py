@@ -27,12 +27,13 @@ from yarn_adapt.errors import SettingsError, StateDamaged
 from yarn_adapt.service.backend import YarnBackend
 from yarn_adapt.service.demo.replay import DemoOptions, build_demo
 from yarn_adapt.service.service import Service
+from yarn_adapt.service.state.database import backup_path
 from yarn_adapt.service.state.records import (
     DecisionKind,
     ProposalState,
     RoundStatus,
 )
-from yarn_adapt.service.state.store import Store, backup_path
+from yarn_adapt.service.state.store import Store
 
 S = ProposalState
 

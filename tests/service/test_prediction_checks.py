@@ -15,7 +15,8 @@ import pytest
 from tests.service.factories import FixedProposer, sim_service
 from yarn_adapt.service.demo.simcluster import SimulatedCluster
 from yarn_adapt.service.state.records import DecisionKind
-from yarn_adapt.service.state.store import MIGRATIONS, SCHEMA_PREDICTIONS, SCHEMA_VERSION, Store
+from yarn_adapt.service.state.schema import MIGRATIONS, SCHEMA_PREDICTIONS, SCHEMA_VERSION
+from yarn_adapt.service.state.store import Store
 
 
 def test_quiet_rounds_say_whether_jobs_came(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ import pytest
 
 from yarn_adapt.errors import ProposalNotFound, ProposalStateError, SettingsError
 from yarn_adapt.service.state.records import GroupPrediction, ProposalRecord, ProposalState
+from yarn_adapt.service.state.schema import SCHEMA_VERSION
 from yarn_adapt.service.state.statemachine import TRANSITIONS, Action, can, operator_actions
-from yarn_adapt.service.state.store import SCHEMA_VERSION, SqliteJournal, Store
+from yarn_adapt.service.state.store import SqliteJournal, Store
 from yarn_adapt.yarn.apply import ApplyStep, JournalEntry, unfinished
 from yarn_adapt.yarn.confxml import ChangeKind, ConfigChange
 

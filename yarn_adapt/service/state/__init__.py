@@ -1,7 +1,10 @@
 """What the service keeps: its SQLite file and the records in it.
 
 - ``sqlitefile``: the service's SQLite file, opened one way for every store in it.
-- ``store``: the configurator's SQLite store and ``SqliteJournal``.
+- ``database``: the configurator's file under every table family (integrity, backup
+  copies, migrations); ``schema``: its tables, one migration per version.
+- ``tables/``: the table families (rounds, proposals, applies, checks, console,
+  tokens); ``store``: ``Store``, all of them over one file, and ``SqliteJournal``.
 - ``records``: the frozen records the service decides, stores and shows.
 - ``statemachine``: which action may move a proposal from which states to which, as
   the store enforces it (pure).
