@@ -22,7 +22,7 @@ from yarn_adapt.colocation.model import (
     NodeView,
 )
 from yarn_adapt.model import Resources
-from yarn_adapt.service.guard import decision_settings
+from yarn_adapt.service.guard.build import decision_settings
 from yarn_adapt.service.settings import ColocationSection
 
 R = Resources

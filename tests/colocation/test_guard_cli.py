@@ -17,7 +17,7 @@ from yarn_adapt.cli import cli, main
 from yarn_adapt.colocation.model import RiskReading
 from yarn_adapt.colocation.observe import GuardObserver
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.guard import parse_agent_report
+from yarn_adapt.service.guard.step import parse_agent_report
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.web.app import create_app
 from yarn_adapt.service.web.server import WebServer

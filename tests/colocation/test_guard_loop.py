@@ -30,13 +30,10 @@ from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.colocation.observe import GuardObserver
 from yarn_adapt.errors import InputError, YarnUnavailable
 from yarn_adapt.model import Node, Resources
-from yarn_adapt.service.guard import (
-    GuardCollector,
-    GuardLoop,
-    GuardStep,
-    GuardStore,
-    parse_agent_report,
-)
+from yarn_adapt.service.guard.loop import GuardLoop
+from yarn_adapt.service.guard.metrics import GuardCollector
+from yarn_adapt.service.guard.records import GuardStore
+from yarn_adapt.service.guard.step import GuardStep, parse_agent_report
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 

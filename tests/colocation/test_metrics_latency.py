@@ -27,7 +27,8 @@ from yarn_adapt.colocation.metricslatency import (
 from yarn_adapt.colocation.model import RiskReading
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.guard import GuardStore, build_guard
+from yarn_adapt.service.guard.build import build_guard
+from yarn_adapt.service.guard.records import GuardStore
 from yarn_adapt.service.state.store import Store
 
 HISTOGRAM = "http_request_duration_seconds"

@@ -29,7 +29,7 @@ from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import YarnAdaptError
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.service.backend import Observed
-from yarn_adapt.service.guard import GuardHealth
+from yarn_adapt.service.guard.loop import GuardHealth
 from yarn_adapt.service.service import Service
 from yarn_adapt.service.state.agent_tokens import AgentTokens
 from yarn_adapt.service.state.records import DecisionKind, Suggestion

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from yarn_adapt.errors import SettingsError, StateDamaged
-from yarn_adapt.service.guard import GuardStore
+from yarn_adapt.service.guard.records import GuardStore
 from yarn_adapt.service.state.sqlitefile import SqliteFile
 from yarn_adapt.service.state.store import Store
 

@@ -29,7 +29,7 @@ from yarn_adapt.cli import main
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.redis_server import RedisServer, find_redis_server, free_port
 from yarn_adapt.minicluster.security import TlsMaterial, make_tls_material
-from yarn_adapt.service.guard import trace_store_opener
+from yarn_adapt.service.guard.build import trace_store_opener
 from yarn_adapt.service.settings import load_settings
 
 PASSWORD = "s3cret-" + uuid.uuid4().hex

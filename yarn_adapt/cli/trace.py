@@ -33,7 +33,7 @@ from tracing.risk import RiskSettings
 from tracing.store import TraceStore
 from yarn_adapt.durations import duration
 from yarn_adapt.errors import InputError, YarnAdaptError
-from yarn_adapt.service.guard import redis_config, store_limits
+from yarn_adapt.service.guard.build import redis_config, store_limits
 from yarn_adapt.service.ingest import worker_config
 from yarn_adapt.service.settings import Settings, TracingSection, load_settings
 from yarn_adapt.service.web.words import when

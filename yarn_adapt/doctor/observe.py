@@ -56,7 +56,7 @@ from yarn_adapt.doctor.model import (
 from yarn_adapt.errors import ApplyInProgress, YarnError, YarnHTTPError
 from yarn_adapt.model import Node, NodeState, Resources
 from yarn_adapt.service.backend import http_settings, rm_addresses, scheduler_file
-from yarn_adapt.service.guard import redis_config, store_limits
+from yarn_adapt.service.guard.build import redis_config, store_limits
 from yarn_adapt.service.guard_client import GuardStatusUnavailable, fetch_status, service_url
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.yarn.apply import ApplySettings

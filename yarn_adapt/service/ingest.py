@@ -21,7 +21,7 @@ from tracing.ingest import IngestConfig, IngestWorker
 from tracing.redisconn import make_client
 from tracing.store import TraceStore
 from yarn_adapt.errors import SettingsError
-from yarn_adapt.service.guard import redis_config, store_limits
+from yarn_adapt.service.guard.build import redis_config, store_limits
 from yarn_adapt.service.settings import Settings, TracingSection, secret_lines
 
 log = logging.getLogger(__name__)

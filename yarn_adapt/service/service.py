@@ -19,13 +19,11 @@ from yarn_adapt.colocation.guard import GuardRoundReport
 from yarn_adapt.colocation.nodes import NodeCache
 from yarn_adapt.errors import YarnError
 from yarn_adapt.service.backend import ClusterBackend, YarnBackend
-from yarn_adapt.service.guard import (
-    GuardCollector,
-    GuardLoop,
-    GuardStep,
-    GuardStore,
-    build_guard,
-)
+from yarn_adapt.service.guard.build import build_guard
+from yarn_adapt.service.guard.loop import GuardLoop
+from yarn_adapt.service.guard.metrics import GuardCollector
+from yarn_adapt.service.guard.records import GuardStore
+from yarn_adapt.service.guard.step import GuardStep
 from yarn_adapt.service.loop.actuators import actuator_for
 from yarn_adapt.service.loop.desk import ProposalDesk
 from yarn_adapt.service.loop.reconcile import reconcile

@@ -55,7 +55,7 @@ from yarn_adapt.service.state.store import Store
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
-    from yarn_adapt.service.guard import AgentReport
+    from yarn_adapt.service.guard.step import AgentReport
     from yarn_adapt.service.service import Service
 
 log = logging.getLogger(__name__)

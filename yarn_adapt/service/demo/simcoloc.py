@@ -52,16 +52,11 @@ from yarn_adapt.model import (
     Resources,
 )
 from yarn_adapt.service.demo.simcluster import SimulatedCluster
-from yarn_adapt.service.guard import (
-    GuardCollector,
-    GuardLoop,
-    GuardStep,
-    GuardStore,
-    ServiceRecorder,
-    assemble_guard,
-    parse_agent_report,
-    trace_risk,
-)
+from yarn_adapt.service.guard.build import assemble_guard, trace_risk
+from yarn_adapt.service.guard.loop import GuardLoop
+from yarn_adapt.service.guard.metrics import GuardCollector
+from yarn_adapt.service.guard.records import GuardStore, ServiceRecorder
+from yarn_adapt.service.guard.step import GuardStep, parse_agent_report
 from yarn_adapt.service.metrics import ServiceMetrics
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.state.store import Store

@@ -43,7 +43,8 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import InputError
-from yarn_adapt.service.guard import GuardStep, node_view, parse_agent_report
+from yarn_adapt.service.guard.records import node_view
+from yarn_adapt.service.guard.step import GuardStep, parse_agent_report
 from yarn_adapt.service.web import access, auth, charts
 from yarn_adapt.service.web.console import Section, add_section
 
