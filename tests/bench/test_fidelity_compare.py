@@ -7,22 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from yarn_adapt.bench.sim_fidelity import (
-    AM_MB,
-    SCENARIOS,
+from yarn_adapt.bench.sim_fidelity.bench import FidelitySettings, repeat_differences, repeat_figures
+from yarn_adapt.bench.sim_fidelity.compare import (
     AppComparison,
-    FidelitySettings,
-    RealApp,
-    RealRun,
-    Scenario,
-    SleepApp,
     compare,
     percentile,
-    repeat_differences,
-    repeat_figures,
     scenario_workload,
     summary_figures,
 )
+from yarn_adapt.bench.sim_fidelity.real import RealApp, RealRun
+from yarn_adapt.bench.sim_fidelity.scenarios import AM_MB, SCENARIOS, Scenario, SleepApp
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import Application, AppState, FinalStatus, Resources, TaskType
 from yarn_adapt.sim import ClusterSpec

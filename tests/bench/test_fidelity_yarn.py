@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from yarn_adapt.bench.sim_fidelity import (
-    Scenario,
-    SleepApp,
-    capacity_xml,
-    compare,
-    run_on_cluster,
-)
+from yarn_adapt.bench.sim_fidelity.compare import compare
+from yarn_adapt.bench.sim_fidelity.real import run_on_cluster
+from yarn_adapt.bench.sim_fidelity.scenarios import Scenario, SleepApp, capacity_xml
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.sim.calibration import RECORDED_OVERHEADS, estimate_overheads
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from yarn_adapt.bench.sim_fidelity import timelines_from_logs
+from yarn_adapt.bench.sim_fidelity.logs import timelines_from_logs
 from yarn_adapt.model import Application, AppState, FinalStatus
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -35,7 +35,7 @@ from yarn_adapt.bench.real_rm import (
     scheduler_xml,
     verdict,
 )
-from yarn_adapt.bench.sim_fidelity import FAIR_INCREMENT_PROPERTY, SleepApp
+from yarn_adapt.bench.sim_fidelity.scenarios import FAIR_INCREMENT_PROPERTY, SleepApp
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster import MiniCluster, MiniClusterError
 from yarn_adapt.model import JobSpec, Resources, TaskSpec, TaskType, Workload

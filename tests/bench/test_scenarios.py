@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from yarn_adapt.bench.sim_fidelity import (
+from yarn_adapt.bench.sim_fidelity.scenarios import (
     CALIBRATION,
     SCENARIOS,
     Scenario,

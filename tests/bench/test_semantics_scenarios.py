@@ -7,18 +7,16 @@ from __future__ import annotations
 import pytest
 
 from tests.bench.test_fidelity_compare import OVERHEADS, real_run
-from yarn_adapt.bench.sim_fidelity import (
+from yarn_adapt.bench.sim_fidelity.bench import agreement_figures
+from yarn_adapt.bench.sim_fidelity.compare import AppComparison, scenario_agrees, scenario_workload
+from yarn_adapt.bench.sim_fidelity.scenarios import (
     AGREE_MAX_REL_ERR,
     AGREE_MEDIAN_REL_ERR,
     ALL_SCENARIOS,
     SCENARIOS,
     SEMANTICS_SCENARIOS,
-    AppComparison,
     Scenario,
-    agreement_figures,
     quick_scenarios,
-    scenario_agrees,
-    scenario_workload,
 )
 from yarn_adapt.model import CapacitySchedulerConfig, FairSchedulerConfig
 

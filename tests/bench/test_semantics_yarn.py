@@ -11,16 +11,14 @@ from itertools import pairwise
 
 import pytest
 
-from yarn_adapt.bench.sim_fidelity import (
+from yarn_adapt.bench.sim_fidelity.compare import compare
+from yarn_adapt.bench.sim_fidelity.real import RealRun, install_scheduler_file, run_on_cluster
+from yarn_adapt.bench.sim_fidelity.scenarios import (
     AGREE_MAX_REL_ERR,
-    RealRun,
     Scenario,
     SleepApp,
     capacity_xml,
-    compare,
     fair_xml,
-    install_scheduler_file,
-    run_on_cluster,
 )
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.sim.calibration import RECORDED_OVERHEADS

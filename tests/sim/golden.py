@@ -275,7 +275,8 @@ def replicated(workload: Workload, copies: int) -> Workload:
 def fidelity_scenarios(engine: str | None = None) -> SimulationResult:
     """The sim-fidelity bench's scenarios, simulated as its ``compare`` does, with
     the recorded overheads and every app submitted 2 s after its offset."""
-    from yarn_adapt.bench.sim_fidelity import SCENARIOS, scenario_workload
+    from yarn_adapt.bench.sim_fidelity.compare import scenario_workload
+    from yarn_adapt.bench.sim_fidelity.scenarios import SCENARIOS
     from yarn_adapt.sim.calibration import RECORDED_OVERHEADS, simulation_options
 
     results = []
@@ -295,7 +296,7 @@ def fidelity_scenarios(engine: str | None = None) -> SimulationResult:
 
 
 def _fidelity_run(scenario: Any) -> Any:
-    from yarn_adapt.bench.sim_fidelity import RealApp, RealRun
+    from yarn_adapt.bench.sim_fidelity.real import RealApp, RealRun
     from yarn_adapt.model import Application, AppState, FinalStatus
 
     epoch = 1_800_000_000.0

@@ -136,7 +136,7 @@ def _load_all() -> None:
 _BENCH_MODULES: list[str] = [
     "yarn_adapt.bench.sim_speed",
     "yarn_adapt.bench.search_scale",
-    "yarn_adapt.bench.sim_fidelity",
+    "yarn_adapt.bench.sim_fidelity.bench",
     "yarn_adapt.bench.comparator",
     "yarn_adapt.bench.adaptive",
     "yarn_adapt.bench.crash_safety",

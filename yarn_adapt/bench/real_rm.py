@@ -22,7 +22,7 @@ Agreement: each side's verdict is ``best`` (the simulator's best is faster),
 ``other`` or ``tie``. The real RM's verdict compares the two runs' mean latencies
 with ``REAL_NOISE`` as its tie band (how far repeated runs of one scenario differ);
 the simulator's verdict comes from the same shrunk apps, submitted when the real RM
-says they were, simulated under both configurations (:func:`sim_fidelity.compare`),
+says they were, simulated under both configurations (:func:`sim_fidelity.compare.compare`),
 tie band the comparator's 0.5 %. A mix agrees when the verdicts match or the real RM
 ties them within noise. ``agrees_full_truth`` says whether the real RM finds the
 simulator's best at least as good (within noise) as the other, the full-size
@@ -37,14 +37,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from yarn_adapt.bench.sim_fidelity import (
+from yarn_adapt.bench.sim_fidelity.compare import compare
+from yarn_adapt.bench.sim_fidelity.real import RealRun, run_on_cluster
+from yarn_adapt.bench.sim_fidelity.scenarios import (
     FAIR_INCREMENT_PROPERTY,
-    RealRun,
     Scenario,
     SleepApp,
-    compare,
     compressed_offsets,
-    run_on_cluster,
 )
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.minicluster import MiniCluster, MiniClusterError, MiniClusterSpec

@@ -49,7 +49,7 @@ Mapping onto the simulator (:func:`simulation_options`, :func:`task_duration_s`)
   to the increment allocation, 1024 MiB by default).
 
 How the values are measured (:func:`estimate_overheads`): the calibration scenario
-(``yarn_adapt.bench.sim_fidelity.CALIBRATION``) submits ten small DS apps every 2.5 s
+(``yarn_adapt.bench.sim_fidelity.scenarios.CALIBRATION``) submits ten small DS apps every 2.5 s
 into one queue with room for all of them and no per-heartbeat cap, so no app waits
 for the scheduler, but AM JVMs start side by side as in the evaluated scenarios. The
 RM and NM logs give each app's AM grant, AM registration, task grants, process starts
