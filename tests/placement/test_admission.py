@@ -22,8 +22,9 @@ from yarn_adapt.placement.admission import (
     time_until,
     wait_or_place,
 )
-from yarn_adapt.placement.policies import Outcome, PlacementJob, TarcilPlacer, TarcilSettings
+from yarn_adapt.placement.jobs import Outcome, PlacementJob
 from yarn_adapt.placement.quality import QualityKernel
+from yarn_adapt.placement.tarcil import TarcilPlacer, TarcilSettings
 
 levels = st.lists(st.floats(0.5, 99), min_size=5, max_size=5).map(np.array)
 

@@ -10,8 +10,9 @@ import numpy as np
 from tests.placement.factories import BOOK, CPU_HEAVY, LIGHT, NET_HEAVY, cluster, tenant
 from yarn_adapt.placement.admission import AdmissionControl
 from yarn_adapt.placement.agents import AgentPool, AgentSettings, SchedulingAgent, SharedState
-from yarn_adapt.placement.policies import PlacementJob, TarcilPlacer, TarcilSettings
+from yarn_adapt.placement.jobs import PlacementJob
 from yarn_adapt.placement.state import FREE
+from yarn_adapt.placement.tarcil import TarcilPlacer, TarcilSettings
 
 PROFILES = {"cpu": CPU_HEAVY, "net": NET_HEAVY, "light": LIGHT}
 

@@ -10,15 +10,10 @@ from tests.placement.factories import BOOK, CPU_HEAVY, cluster, load_servers, te
 from yarn_adapt.errors import InputError
 from yarn_adapt.placement.admission import AdmissionControl, AdmissionSettings
 from yarn_adapt.placement.agents import DirectScheduler, SharedState
+from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.cluster_model import ClusterModel, ModelSettings
-from yarn_adapt.placement.policies import (
-    POLICY_NAMES,
-    Outcome,
-    PlacementJob,
-    TarcilPlacer,
-    TarcilSettings,
-    make_placer,
-)
+from yarn_adapt.placement.jobs import Outcome, PlacementJob
+from yarn_adapt.placement.policies import make_placer
 from yarn_adapt.placement.profiles import (
     InterferenceProfile,
     ProbeMeasurement,
@@ -26,6 +21,7 @@ from yarn_adapt.placement.profiles import (
     ProfileError,
 )
 from yarn_adapt.placement.state import RUState, Topology
+from yarn_adapt.placement.tarcil import TarcilPlacer, TarcilSettings
 from yarn_adapt.placement.workloads import JobArrival
 
 RNG = np.random.default_rng(0)

@@ -8,9 +8,10 @@ import pytest
 
 from tests.placement.factories import BOOK, CPU_HEAVY, LIGHT
 from yarn_adapt.placement.agents import DirectScheduler, SharedState
+from yarn_adapt.placement.baselines import POLICY_NAMES, FirstFitPlacer
 from yarn_adapt.placement.cluster_model import ClusterModel, ModelSettings
 from yarn_adapt.placement.experiment import Scenario, prepare, run_policy
-from yarn_adapt.placement.policies import POLICY_NAMES, FirstFitPlacer, PlacementJob
+from yarn_adapt.placement.jobs import PlacementJob
 from yarn_adapt.placement.state import RUState, Topology
 from yarn_adapt.placement.workloads import JobArrival
 

@@ -10,8 +10,8 @@ from tests.placement.factories import cluster
 from yarn_adapt.errors import InputError
 from yarn_adapt.placement.correction import CorrectionSettings, LiveProfiles, fit_tolerance
 from yarn_adapt.placement.experiment import Scenario, prepare, run_policy
-from yarn_adapt.placement.policies import TarcilPlacer
 from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook
+from yarn_adapt.placement.tarcil import TarcilPlacer
 
 # true: tolerates little LLC pressure, causes no disk pressure
 TRUE = InterferenceProfile((0.76, 0.77, 0.91, 0.07, 0.35), (0.67, 0.91, 0.83, 0.07, 0.37))

@@ -9,8 +9,8 @@ import pytest
 from yarn_adapt.cosim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
 from yarn_adapt.errors import InputError
 from yarn_adapt.model.resources import Resources
+from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.guard_choice import SampledLowestRisk, lowest_risk_chooser
-from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.placement.sampling import sample_size
 
 ONE = Resources(1024, 1)

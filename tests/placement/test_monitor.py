@@ -11,10 +11,11 @@ from tests.placement.factories import CPU_HEAVY, LIGHT
 from yarn_adapt.placement.admission import AdmissionControl
 from yarn_adapt.placement.agents import DirectScheduler, SharedState
 from yarn_adapt.placement.cluster_model import ClusterModel, ModelSettings, Monitoring
+from yarn_adapt.placement.jobs import PlacementJob
 from yarn_adapt.placement.monitor import MonitorSettings, migration_pays
-from yarn_adapt.placement.policies import PlacementJob, TarcilPlacer
 from yarn_adapt.placement.profiles import InterferenceProfile, ProfileBook
 from yarn_adapt.placement.state import RUState, Topology
+from yarn_adapt.placement.tarcil import TarcilPlacer
 from yarn_adapt.placement.workloads import JobArrival
 
 # presses hard on CPU, minds nothing itself

@@ -7,19 +7,12 @@ import numpy as np
 import pytest
 
 from tests.placement.factories import BOOK, CPU_HEAVY, LIGHT, NET_HEAVY, cluster, load_servers
-from yarn_adapt.placement.policies import (
-    FirstFitPlacer,
-    GreedyPlacer,
-    LeastLoadedPlacer,
-    Locality,
-    PlacementJob,
-    Scorer,
-    TarcilPlacer,
-    TarcilSettings,
-    rank_within,
-)
+from yarn_adapt.placement.baselines import FirstFitPlacer, GreedyPlacer, LeastLoadedPlacer
+from yarn_adapt.placement.jobs import Locality, PlacementJob
 from yarn_adapt.placement.sampling import sample_best
+from yarn_adapt.placement.scoring import Scorer, rank_within
 from yarn_adapt.placement.state import RUState
+from yarn_adapt.placement.tarcil import TarcilPlacer, TarcilSettings
 
 RNG = np.random.default_rng(7)
 

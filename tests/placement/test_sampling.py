@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.placement.factories import BOOK, CPU_HEAVY, LIGHT, cluster, load_servers
-from yarn_adapt.placement.policies import PlacementJob, Scorer, TarcilPlacer, TarcilSettings
+from yarn_adapt.placement.jobs import PlacementJob
 from yarn_adapt.placement.sampling import (
     SampleSizeError,
     paper_examples,
@@ -19,7 +19,9 @@ from yarn_adapt.placement.sampling import (
     pick_best_distinct,
     sample_size,
 )
+from yarn_adapt.placement.scoring import Scorer
 from yarn_adapt.placement.state import RUState, Topology
+from yarn_adapt.placement.tarcil import TarcilPlacer, TarcilSettings
 
 
 @given(

@@ -63,8 +63,8 @@ from yarn_adapt.cosim.lra_model import (
 )
 from yarn_adapt.cosim.toposch import LowestRiskChooser, ToposchSettings
 from yarn_adapt.errors import InputError, SettingsError, TraceError
+from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.guard_choice import lowest_risk_chooser
-from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.progress import report
 from yarn_adapt.set_keys import (
     Key,

@@ -76,7 +76,7 @@ with the gap (positive = missed).
 ``horizon_100=1800``, ``horizon_12000=40`` (simulated seconds per scale; any
 ``horizon_N``), ``slope=1``, ``agents=10``, ``sync_interval_s=0.1``, ``cap=32``,
 ``miss_probability=0.001``, ``classes=20``, ``protect=yes`` (see
-:class:`~yarn_adapt.placement.policies.Scorer`; ``no`` scores with Tarcil's ``Q``
+:class:`~yarn_adapt.placement.scoring.Scorer`; ``no`` scores with Tarcil's ``Q``
 alone, for Tarcil and the optimum alike); Tarcil's admission and monitors:
 ``max_wait_s=30`` (0: never queue), ``migrate=yes``, ``migration_cost_s=2``,
 ``close_servers=no``, ``correct_profiles=yes``, ``slack=0.05`` (below ``1 / (1 +
@@ -100,9 +100,9 @@ import numpy.typing as npt
 
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.placement.admission import WaitRecord
+from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.cluster_model import DECISION_KINDS, JobOutcome, ModelResult
 from yarn_adapt.placement.experiment import Scenario, Workbench, prepare, run_policy
-from yarn_adapt.placement.policies import POLICY_NAMES
 from yarn_adapt.placement.profiles import InterferenceProfile
 from yarn_adapt.placement.sampling import paper_examples
 from yarn_adapt.progress import report

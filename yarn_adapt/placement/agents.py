@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yarn_adapt.errors import InputError
-from yarn_adapt.placement.policies import Outcome, Placement, PlacementJob, Placer
+from yarn_adapt.placement.jobs import Outcome, Placement, PlacementJob, Placer
 from yarn_adapt.placement.state import FREE, RUState
 
 IntArray = npt.NDArray[np.int64]

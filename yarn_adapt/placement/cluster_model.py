@@ -69,8 +69,8 @@ from yarn_adapt.errors import InputError
 from yarn_adapt.placement.admission import AdmissionControl, WaitRecord
 from yarn_adapt.placement.agents import CommitStats, Scheduled, Scheduler, SharedState, Tenant
 from yarn_adapt.placement.correction import LiveProfiles
+from yarn_adapt.placement.jobs import Outcome, Placement, PlacementJob
 from yarn_adapt.placement.monitor import AdjustmentStats, MonitorSettings, migration_pays
-from yarn_adapt.placement.policies import Outcome, Placement, PlacementJob
 from yarn_adapt.placement.profiles import InterferenceProfile, ProfileSource
 from yarn_adapt.placement.quality import LEVELS
 from yarn_adapt.placement.state import FREE, RUState
@@ -85,7 +85,7 @@ _ARRIVE, _END, _DEADLINE, _REPORT = 0, 1, 2, 3
 
 class Adjuster(Protocol):
     """What the admission queue's offers and the monitors' moves need of the
-    placer (:class:`~yarn_adapt.placement.policies.TarcilPlacer`)."""
+    placer (:class:`~yarn_adapt.placement.tarcil.TarcilPlacer`)."""
 
     def takeable(
         self, view: PlacementView, job_classes: Sequence[str], servers: IntArray

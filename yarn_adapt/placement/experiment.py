@@ -20,16 +20,12 @@ import numpy as np
 from yarn_adapt.errors import InputError
 from yarn_adapt.placement.admission import AdmissionControl, AdmissionSettings
 from yarn_adapt.placement.agents import AgentPool, AgentSettings, DirectScheduler, SharedState
+from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.cluster_model import ClusterModel, ModelResult, ModelSettings, Monitoring
 from yarn_adapt.placement.correction import LiveProfiles
+from yarn_adapt.placement.jobs import PlacementJob
 from yarn_adapt.placement.monitor import MonitorSettings
-from yarn_adapt.placement.policies import (
-    POLICY_NAMES,
-    PlacementJob,
-    TarcilPlacer,
-    TarcilSettings,
-    make_placer,
-)
+from yarn_adapt.placement.policies import make_placer
 from yarn_adapt.placement.profiles import (
     CautiousProfiles,
     InterferenceProfile,
@@ -37,6 +33,7 @@ from yarn_adapt.placement.profiles import (
     ProfileSource,
 )
 from yarn_adapt.placement.state import RUState, Topology
+from yarn_adapt.placement.tarcil import TarcilPlacer, TarcilSettings
 from yarn_adapt.placement.workloads import (
     JobArrival,
     profile_error,

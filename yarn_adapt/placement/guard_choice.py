@@ -34,7 +34,7 @@ from yarn_adapt.cosim.toposch import (
     scan_lowest_risk,
 )
 from yarn_adapt.errors import InputError
-from yarn_adapt.placement.policies import POLICY_NAMES
+from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.sampling import sample_best, sample_size
 
 IntArray = npt.NDArray[np.int64]

@@ -14,7 +14,7 @@ report (every ``interval_s``), each counted by the bench:
    after every open one. It reopens at the first report where every occupant is
    back on target (its neighbours left, or the sufferer did).
 2. **Migrate** (long jobs): a suffering job's slow tasks move to RUs that predict
-   no overshoot (:meth:`~yarn_adapt.placement.policies.TarcilPlacer.relocate`,
+   no overshoot (:meth:`~yarn_adapt.placement.tarcil.TarcilPlacer.relocate`,
    sampled with the cap) when :func:`migration_pays`: the time it would still
    take where it is exceeds the time after the move, the move's cost included,
    by at least ``min_gain x cost``. The move costs ``migration_cost_s`` of the

@@ -2,7 +2,7 @@
 --placement``).
 
 :class:`SimPlacement` implements :class:`yarn_adapt.sim.hooks.PlacementPolicy`:
-each granted container becomes a :class:`~yarn_adapt.placement.policies.PlacementJob`
+each granted container becomes a :class:`~yarn_adapt.placement.jobs.PlacementJob`
 of as many RUs as it spans (an RU is one vcore and the node's memory per vcore,
 Tarcil §3.2), all on one node, and the placer chooses the node through
 :class:`YarnSimView`, a :class:`~yarn_adapt.placement.view.PlacementView` over the
@@ -30,7 +30,7 @@ What the hook does not give, and how this works around it:
 
 Admission control needs per-bucket counters kept current on every change, which
 the hook cannot provide; Tarcil runs here with the sequential sample size
-(:meth:`~yarn_adapt.placement.policies.TarcilPlacer._sequential`).
+(:meth:`~yarn_adapt.placement.tarcil.TarcilPlacer._sequential`).
 """
 
 from __future__ import annotations
@@ -48,15 +48,11 @@ import numpy.typing as npt
 
 from yarn_adapt.errors import InputError
 from yarn_adapt.model.resources import Resources
-from yarn_adapt.placement.policies import (
-    Locality,
-    PlacementJob,
-    Placer,
-    TarcilSettings,
-    make_placer,
-)
+from yarn_adapt.placement.jobs import Locality, PlacementJob, Placer
+from yarn_adapt.placement.policies import make_placer
 from yarn_adapt.placement.profiles import N_RESOURCES, ProfileBook
 from yarn_adapt.placement.quality import digits
+from yarn_adapt.placement.tarcil import TarcilSettings
 from yarn_adapt.sim.hooks import ClusterView, HeartbeatNodePlacement, PlacementRequest
 from yarn_adapt.sim.hooks import PlacementPolicy as SimPlacementPolicy
 from yarn_adapt.sim.spec import ClusterSpec

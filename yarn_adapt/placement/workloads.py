@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yarn_adapt.errors import InputError, TraceError
-from yarn_adapt.placement.policies import Locality, PlacementJob
+from yarn_adapt.placement.jobs import Locality, PlacementJob
 from yarn_adapt.placement.profiles import (
     N_RESOURCES,
     RESOURCES,
