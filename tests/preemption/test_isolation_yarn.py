@@ -8,9 +8,12 @@ replica of the testbed's traced ``pricing`` service (spans to a Redis; ``WORK``,
 there too). One distributed-shell application puts a CPU burner into every container
 both nodes fit, in queue ``default``; nobody calls updateNodeResource.
 
-Each replica's target is ``TARGET_FACTOR`` x its P95 alone: the median of three
-windows with the burners idle, before, between and after the two measured windows
-(the host's own load moves over the test; the median ignores one unlucky window).
+Each replica's target is ``TARGET_FACTOR`` x its P95 alone: the lowest of three
+windows with the burners idle, before, between and after the two measured windows.
+The host's own load only ever slows a window down, so the quietest is the best
+measure of the service alone (CI r31: two of node 0's three alone windows had a P95
+near 740 ms against node 1's 83 ms, with nothing of the test burning; their median
+made node 0's target 1.8 s, above what batch did to it).
 Twice, one node
 runs the real agent (``python -m preemption run`` as operators run it, with its
 shipped isolation defaults: the NodeManager verified by its pid, its containers read
@@ -364,9 +367,10 @@ def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_n
         app.kill()
         for side in sides:
             remove_tree(v1, side.hierarchy)
-    targets = [TARGET_FACTOR * statistics.median(node) for node in zip(*alones, strict=True)]
+    targets = [TARGET_FACTOR * min(node) for node in zip(*alones, strict=True)]
     logs = "\n".join((s.directory / "agent.log").read_text()[-1500:] for s in sides)
     report = (
+        f"alone {[[round(p, 1) for p in window] for window in alones]} ms; "
         f"targets {[round(t, 1) for t in targets]} ms; per window (on node, on, off): "
         + ", ".join(f"({n}, {w.on:.1f}, {w.off:.1f})" for n, w in enumerate(windows))
     )
