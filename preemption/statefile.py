@@ -40,6 +40,7 @@ A journal without a path (the simulator's) keeps the same records in memory only
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -306,7 +307,12 @@ class BootClock:
 def set_aside(path: Path, why: str) -> None:
     """Rename a previous boot's state file out of the way, with one warning: the
     cgroups it describes went with that boot."""
-    aside = path.with_name(f"{path.name}.boot-{int(path.stat().st_mtime)}")
+    stamp = int(path.stat().st_mtime)
+    aside = path.with_name(f"{path.name}.boot-{stamp}")
+    for again in itertools.count(1):  # never over an earlier one set aside
+        if not aside.exists():
+            break
+        aside = path.with_name(f"{path.name}.boot-{stamp}.{again}")
     path.replace(aside)
     log.warning("%s: %s; its cgroups went with that boot: kept as %s, nothing to restore",
                 path, why, aside.name)  # fmt: skip

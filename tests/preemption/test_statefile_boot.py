@@ -101,3 +101,13 @@ def test_saving_never_waits_for_the_disk(tmp_path: Path, monkeypatch: pytest.Mon
     journal = journal_with_a_record(state, boot_clock(tmp_path, "boot-a", 0))
     journal.forget_group(Cgroup("hadoop-yarn/container_1"))
     assert not state.exists()
+
+
+def test_a_second_file_set_aside_keeps_the_first(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    for text in ("first", "second"):
+        state.write_text(text)
+        os.utime(state, (1_000, 1_000))
+        StateJournal.open(state, BACKEND, boot_clock(tmp_path, f"boot-{text}", 2_000))
+    assert (tmp_path / "state.json.boot-1000").read_text() == "first"
+    assert (tmp_path / "state.json.boot-1000.1").read_text() == "second"

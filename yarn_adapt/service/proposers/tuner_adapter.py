@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -49,7 +50,7 @@ from yarn_adapt.service.proposers.intervals import (
 )
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.service.state.records import GroupPrediction, Suggestion
-from yarn_adapt.tuning.executors import open_executor
+from yarn_adapt.tuning.executors import ExecutorHandle, open_executor
 from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.state import TuningState, state_from_simulation, state_from_snapshot
@@ -148,18 +149,17 @@ class SnapshotReader:
 
     def __init__(self, seed: int) -> None:
         self.history = HistoryModel(seed=seed)
-        self.jobs: tuple[JobSpec, ...] = ()
 
     def read(self, view: ClusterSnapshot | SimulatedView) -> TunerInput:
         assert isinstance(view, ClusterSnapshot), "an RM's reader needs its snapshot"
-        self.jobs = self.history.update(view)
+        jobs = self.history.update(view)
         assert self.history.model is not None
-        state = state_from_snapshot(view, self.jobs)
+        state = state_from_snapshot(view, jobs)
         waiting = tuple(snapshot_jobs(view))
         return TunerInput(view.taken_ms / 1000.0, state, self.history.model, waiting)
 
     def spread(self, model: TaskTimeModel) -> float:
-        return _spread(model, self.jobs[-SPREAD_JOBS:])
+        return _spread(model, tuple(self.history.jobs.values()))
 
 
 class TunerProposer:
@@ -201,9 +201,8 @@ class TunerProposer:
         return checkable
 
     def _tune(self, seen: TunerInput, observed: Observed, frozen: frozenset[str]) -> Proposal:
-        if self.executor is None:
-            return propose(seen.state, observed.config, seen.model, self.settings, frozen=frozen)
-        with open_executor(self.executor) as handle:
+        inline: AbstractContextManager[ExecutorHandle | None] = nullcontext()
+        with inline if self.executor is None else open_executor(self.executor) as handle:
             return propose(
                 seen.state, observed.config, seen.model, self.settings, frozen=frozen,
                 executor=handle,
