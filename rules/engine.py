@@ -109,13 +109,14 @@ class Algorithm1(Granting, HeartbeatTiming):
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> Estimate:
+        asking = False
         for job in self.jobs:
             if job.spec.am_running or job.spec.running:
-                self._adopt(job)
+                asking |= self._adopt(job)
             elif self._fits_somewhere(job):
                 self._push(max(job.submit, self.now), ARRIVE, job.index)
             # else: YARN refuses an ask above the largest node: the job never runs
-        return self._loop()
+        return self._loop(asking)
 
     def _fits_somewhere(self, job: JobState) -> bool:
         """Whether every container the job asks for fits the largest node (the whole
@@ -126,13 +127,19 @@ class Algorithm1(Granting, HeartbeatTiming):
             return False
         return not self.am.needs_am or (job.am_mem <= largest_mem and job.am_vc <= largest_vc)
 
-    def _loop(self) -> Estimate:
+    def _loop(self, asking: bool) -> Estimate:
+        """The events in time order. ``asking``: running jobs ask for containers at
+        the start, which is then an instant of its own (with no event at the
+        start, a mix of running jobs only and no busy container never moved)."""
         heap, jobs, pop = self._heap, self.jobs, heapq.heappop
         # without heartbeats no node ever reports (containers have no node)
         reports = self.heartbeats
+        if asking and not (heap and heap[0][0] <= self.now):
+            self._after_instant(True)
+        start = self.now
         while heap:
             now = self.now = heap[0][0]
-            kicked = False
+            kicked = asking and now <= start  # the start's own instant
             while heap and heap[0][0] == now:
                 _, _, _, kind, index, count, node, end, shape = pop(heap)
                 if kind == END:
@@ -212,9 +219,10 @@ class Algorithm1(Granting, HeartbeatTiming):
             return True
         return self._next_stage(job)
 
-    def _adopt(self, job: JobState) -> None:
+    def _adopt(self, job: JobState) -> bool:
         """A job already running when the mix starts: its AM and busy containers are
-        held, the busy ones end ``remaining_s`` from now."""
+        held, the busy ones end ``remaining_s`` from now. True when it asks for
+        containers now."""
         queue = job.queue
         queue.active.append(job)
         queue.users.setdefault(job.user, [0, 0, 0, 0])[1] += 1
@@ -239,8 +247,8 @@ class Algorithm1(Granting, HeartbeatTiming):
                 self._end_at(job, self.now + run.remaining_s, node, 1, (memory, vcores))
         if job.running:
             self._load_stage(job)
-        else:
-            self._next_stage(job)
+            return job.pending > 0
+        return self._next_stage(job)
 
     def _room_for(self, memory: int, vcores: int) -> int:
         """The first node an adopted container fits on (node 0 if none)."""

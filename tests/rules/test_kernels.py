@@ -182,6 +182,22 @@ def test_a_running_jobs_am_frees_its_node_when_the_job_ends() -> None:
     assert latencies(estimate, jobs)["new"] < 30.0
 
 
+@pytest.mark.parametrize("per_node", [None, 2], ids=["anywhere", "heartbeats"])
+def test_running_jobs_that_only_ask_are_scheduled_from_the_start(per_node: int | None) -> None:
+    # A snapshot taken as the jobs' last containers ended: every job holds its AM and
+    # asks for a map, no container is busy and nothing else arrives. Before the fix
+    # no event ever came, nothing was scheduled and every configuration predicted
+    # that the jobs starve (CI s1: the tuner on the real RM said "never" while YARN
+    # ran them).
+    asking = [job(f"r{i}", "q", maps=1, seconds=10, am_running=True) for i in range(3)]
+    jobs = JobMix(tuple(asking), am_containers=True)
+    estimate, grants = run(capacity(("q", 100, 100)), jobs, containers(6, per_node))
+    assert estimate.unfinished == 0
+    assert sorted(j for _, j, am in grants if not am) == ["r0", "r1", "r2"]
+    assert all(not am for _, _, am in grants)
+    assert max(latencies(estimate, jobs).values()) <= 10.0 + (0 if per_node is None else 1.0)
+
+
 def test_a_job_no_node_can_hold_never_runs_and_makes_the_estimate_infinite() -> None:
     # YARN refuses an ask above the largest node; the other job is not held up
     jobs = mix(job("big", "q", maps=1, task=Resources(8192, 1)), job("ok", "q"))

@@ -473,6 +473,40 @@ def test_state_from_a_snapshot_keeps_unfinished_apps_with_history_shapes() -> No
     assert math.isclose(found.now_s, 1000.0)
 
 
+def test_a_running_apps_sizes_are_what_the_rm_says_it_holds_not_its_templates() -> None:
+    """Four 256 MB distributed-shell AMs once borrowed a MapReduce job's 1.5 GB AM
+    (the latest finished job of any name), which filled their queue's user limit in
+    the model."""
+    now_ms = 1_000_000
+    base = snapshot(now_ms)
+    template = JobSpec(
+        "mr", 0.0, "q1", (TaskSpec(TaskType.MAP, 5.0, Resources(1024, 1)),),
+        name="Sleep job", am_resources=Resources(1536, 1),
+    )  # fmt: skip
+
+    def app(app_id: str, containers: int, held: Resources) -> Application:
+        return Application(
+            app_id, "shell", "u", "root.q1", AppState.RUNNING, FinalStatus.UNDEFINED,
+            "YARN", now_ms - 5_000, now_ms - 4_000,
+            allocated=held, running_containers=containers,
+        )  # fmt: skip
+
+    apps = (
+        app("am_only", 1, Resources(256, 1)),
+        app("busy", 3, Resources(768, 3)),
+        app("unreported", 2, Resources(0, 0)),
+    )
+    found = state_from_snapshot(replace(base, apps=apps), [template], CONTAINER)
+    jobs = {p.job.id: p.job for p in found.start.jobs}
+    assert jobs["am_only"].am_resources == Resources(256, 1)
+    assert [t.resources for t in jobs["am_only"].tasks] == [Resources(1024, 1)]
+    # a borrowed shape with several containers: each the size the app holds on average
+    assert jobs["busy"].am_resources == Resources(256, 1)
+    assert {t.resources for t in jobs["busy"].tasks} <= {Resources(256, 1)}
+    # the RM said nothing of what it holds: the template's sizes
+    assert jobs["unreported"].am_resources == Resources(1536, 1)
+
+
 def test_the_forecast_brings_the_recent_submissions_again_intervals_ahead(model) -> None:  # type: ignore[no-untyped-def]
     """With ``forecast``, the jobs submitted in the last interval come again one
     interval on (and with ``forecast_intervals=3`` also two and three intervals on),

@@ -10,7 +10,14 @@ finished jobs. So each application borrows its shape from history (pure, no I/O)
 * a waiting application has all of the template's tasks ahead of it;
 * a running one holds ``running containers - 1`` task containers (one is its AM),
   taken as just started; of the template's tasks, ``progress`` x total are done or
-  running, the rest are ahead of it (maps before reduces).
+  running, the rest are ahead of it (maps before reduces);
+* what the RM says a running application holds wins over the template's sizes: a
+  running application with one container holds its AM, so that is its AM's size;
+  one whose template was borrowed from another job (another name, often another
+  kind: a distributed-shell app shaped after a MapReduce job) has containers of the
+  size it holds on average. Without this, four small AMs borrowing a MapReduce
+  job's 1.5 GB one filled a queue's user limit in the model, and every candidate
+  configuration predicted that the jobs starve, while YARN ran them.
 
 Durations are the task-time model's business later; the shape (task counts, kind,
 container) is what this module supplies. Times are seconds since the epoch.
@@ -74,7 +81,21 @@ def _in_progress(app: Application, template: JobSpec, now_s: float) -> JobInProg
     )
     if app.state in WAITING:
         return JobInProgress(job)
-    return _running(app, job, now_s)
+    return _running(app, _held_sizes(app, job, borrowed=template.name != app.name), now_s)
+
+
+def _held_sizes(app: Application, job: JobSpec, *, borrowed: bool) -> JobSpec:
+    """``job`` with the container sizes the RM reports for running ``app``."""
+    count, held = app.running_containers, app.allocated
+    if count < 1 or held.memory_mb <= 0 or held.vcores <= 0:
+        return job  # the RM said nothing of what the application holds
+    if count == 1:
+        return replace(job, am_resources=held)
+    if not borrowed:
+        return job
+    each = Resources(held.memory_mb // count, max(1, held.vcores // count))
+    tasks = tuple(replace(task, resources=each) for task in job.tasks)
+    return replace(job, am_resources=each, tasks=tasks)
 
 
 def _running(app: Application, job: JobSpec, now_s: float) -> JobInProgress:
