@@ -15,9 +15,10 @@ service's own from ``--config`` (``[http] public_url``, else ``[http] host`` and
 ``memory_samples``, ``min_rounds``, ``cpu`` with ``estimate_vcores``,
 ``lower_vcores``, ``upper_vcores`` and ``load_rps``, ``memory`` with ``estimate_mb``,
 ``lower_mb``, ``upper_mb``, and ``cpu_used``/``memory_used``: ``learned`` or
-``observed``, with ``cpu_short``/``memory_short`` saying why), ``nodes`` (per node ``state``, ``paths`` with
-``self_ms`` and ``share_ratio``, ``real``/``visible`` in ``memory_mb`` and ``vcores``,
-``action``, ``reason``, ``agent``), ``journalled_nodes`` and ``settings``.
+``observed``, with ``cpu_short``/``memory_short`` saying why), ``nodes`` (per node
+``state``, ``paths`` with ``self_ms`` and ``share_ratio``, ``real``/``visible`` in
+``memory_mb`` and ``vcores``, ``action``, ``reason``, ``agent``), ``journalled_nodes``
+and ``settings``.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -68,7 +68,7 @@ from yarn_adapt.colocation.demand import ObservedUsageDemand, node_of
 from yarn_adapt.colocation.model import LearnedApplication, NodeDemand, NodeView, RiskReading
 from yarn_adapt.colocation.reserve import Part, ReserveSettings, node_demand
 from yarn_adapt.demand.learner import PerformanceModel, ProfiledCurve, StatedDemand
-from yarn_adapt.demand.lra import LraDemandLearner, LraRound, NodeCpu, had_vcores
+from yarn_adapt.demand.lra import LraDemandLearner, LraRound, LraSpec, NodeCpu, had_vcores
 from yarn_adapt.demand.model import Demand, DemandSnapshot, DemandSource
 from yarn_adapt.demand.shared import SharePolicy
 from yarn_adapt.errors import TraceError
@@ -415,25 +415,30 @@ class LearnedLraDemand:
         """Per node, each application's part there (its share of its demand)."""
         parts: dict[str, list[Part]] = {}
         for spec in self.learner.specs:
-            name = spec.name
-            seen_on = sorted(self._seen_on.get(name, ()))
-            cpu_shares = self.learner.shares(name, seen_on)
-            memory_shares = self.learner.memory_shares(name, seen_on)
-            cpu, memory = self._cpu_of(name), self._memory_of(name)
-            cpu_short, memory_short = self._cpu_short(name, cpu), self._memory_short(name, memory)
+            seen_on = sorted(self._seen_on.get(spec.name, ()))
+            cpu_shares = self.learner.shares(spec.name, seen_on)
+            memory_shares = self.learner.memory_shares(spec.name, seen_on)
+            whole = self._part(spec)
             for node_id in sorted(set(cpu_shares) | set(memory_shares)):
-                cpu_share, memory_share = cpu_shares.get(node_id, 0.0), memory_shares.get(node_id, 0.0)
-                parts.setdefault(node_id, []).append(Part(
-                    name,
-                    _scaled(cpu, cpu_share) if cpu_share else None,
-                    _scaled(memory, memory_share) if memory_share else None,
-                    cpu_short if cpu_share else None,
-                    memory_short if memory_share else None,
-                    self._model(name),
-                    spec.goal,
-                    self.learner.rounds(name),
-                ))  # fmt: skip
+                part = _on_node(
+                    whole, cpu_shares.get(node_id, 0.0), memory_shares.get(node_id, 0.0)
+                )
+                parts.setdefault(node_id, []).append(part)
         return parts
+
+    def _part(self, spec: LraSpec) -> Part:
+        """The application's whole demand, as a part (before the split over nodes)."""
+        cpu, memory = self._cpu_of(spec.name), self._memory_of(spec.name)
+        return Part(
+            spec.name,
+            cpu,
+            memory,
+            self._cpu_short(spec.name, cpu),
+            self._memory_short(spec.name, memory),
+            self._model(spec.name),
+            spec.goal,
+            self.learner.rounds(spec.name),
+        )
 
     def _cpu_of(self, name: str) -> Demand | None:
         return self.snapshot.of(name) if self.snapshot is not None else None
@@ -451,7 +456,9 @@ class LearnedLraDemand:
         if demand.source is not DemandSource.LEARNED:
             return None  # stated by the operator, or a profiled warm start
         rounds = self.learner.rounds(name)
-        return None if rounds >= self.min_rounds else f"learner has {rounds} of {self.min_rounds} rounds"
+        if rounds >= self.min_rounds:
+            return None
+        return f"learner has {rounds} of {self.min_rounds} rounds"
 
     def _memory_short(self, name: str, demand: Demand | None) -> str | None:
         samples = self.learner.memory_samples(name)
@@ -482,6 +489,17 @@ class LearnedLraDemand:
             )
             for spec in self.learner.specs
         )
+
+
+def _on_node(whole: Part, cpu_share: float, memory_share: float) -> Part:
+    """``whole``'s part on a node where it has these shares of its CPU and memory."""
+    return replace(
+        whole,
+        cpu=_scaled(whole.cpu, cpu_share) if cpu_share else None,
+        memory=_scaled(whole.memory, memory_share) if memory_share else None,
+        cpu_short=whole.cpu_short if cpu_share else None,
+        memory_short=whole.memory_short if memory_share else None,
+    )
 
 
 def _scaled(demand: Demand | None, share: float) -> Demand | None:

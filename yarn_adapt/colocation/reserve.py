@@ -181,9 +181,7 @@ def reserved_amount(demand: Demand | None, reserve: str) -> float:
 
 
 def _shortfalls(parts: Sequence[Part], resource: str) -> str:
-    shorts = [
-        (p.application, p.cpu_short if resource == "cpu" else p.memory_short) for p in parts
-    ]
+    shorts = [(p.application, p.cpu_short if resource == "cpu" else p.memory_short) for p in parts]
     return "; ".join(f"{app}: {why}" for app, why in shorts if why)
 
 

@@ -148,9 +148,7 @@ def trimmed(table: np.ndarray, allocation: IntArray) -> IntArray:
     """Each share cut to the least allocation with the same utility in ``table``."""
     rows = np.arange(len(table))
     reached = table[rows, allocation]
-    return np.array(
-        [int(np.argmax(table[i] >= reached[i] - 1e-9)) for i in rows], dtype=np.int64
-    )
+    return np.array([int(np.argmax(table[i] >= reached[i] - 1e-9)) for i in rows], dtype=np.int64)
 
 
 def _met(estimated: np.ndarray, allocation: IntArray) -> bool:
