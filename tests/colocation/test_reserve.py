@@ -5,6 +5,8 @@ then, the learned memory bound, and a Cilantro policy where services share a nod
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.colocation.factories import NOW_S, node
@@ -14,7 +16,7 @@ from yarn_adapt.colocation.decide import wanted_visible
 from yarn_adapt.colocation.demand import ObservedUsageDemand
 from yarn_adapt.colocation.lra import LearnedLraDemand, NodeUtilizationUsage
 from yarn_adapt.colocation.model import GuardSettings, NodeDemand, RequestTally, RiskReading
-from yarn_adapt.colocation.reserve import Part, ReserveSettings, node_demand
+from yarn_adapt.colocation.reserve import Part, ReserveSettings, Splits, node_demand
 from yarn_adapt.demand.lra import LraDemandLearner, LraSettings, LraSpec
 from yarn_adapt.demand.model import Demand, DemandSource
 from yarn_adapt.demand.shared import SharePolicy
@@ -187,3 +189,15 @@ def test_the_provider_keeps_observed_usage_until_the_learner_has_its_rounds() ->
     (app,) = provider.applications()
     assert (app.rounds, app.min_rounds, app.cpu_short, app.memory_short) == (4, 3, None, None)
     assert app.memory is not None and app.memory.upper >= 1024.0  # never less than it held
+
+
+def test_a_split_is_remembered_until_the_parts_change() -> None:
+    splits: Splits = {}
+    parts = [shared("shop", SHOP.demand, SHOP.model), shared("ads", ADS.demand, ADS.model)]
+    first = node_demand("a:1", parts, None, 8.0, splits=splits)
+    again = node_demand("b:1", parts, None, 8.0, splits=splits)
+    assert len(splits) == 1 and first is not None and again is not None
+    assert first.vcores == again.vcores
+    later = [replace(parts[0], rounds=6), parts[1]]
+    node_demand("a:1", later, None, 8.0, splits=splits)
+    assert len(splits) == 2

@@ -66,7 +66,7 @@ import numpy as np
 from tracing.model import RiskSnapshot
 from yarn_adapt.colocation.demand import ObservedUsageDemand, node_of
 from yarn_adapt.colocation.model import LearnedApplication, NodeDemand, NodeView, RiskReading
-from yarn_adapt.colocation.reserve import Part, ReserveSettings, node_demand
+from yarn_adapt.colocation.reserve import Part, ReserveSettings, Splits, node_demand
 from yarn_adapt.demand.learner import PerformanceModel, ProfiledCurve, StatedDemand
 from yarn_adapt.demand.lra import LraDemandLearner, LraRound, LraSpec, NodeCpu, had_vcores
 from yarn_adapt.demand.model import Demand, DemandSnapshot, DemandSource
@@ -259,6 +259,7 @@ class LearnedLraDemand:
         self.fallback = fallback
         self.min_rounds = min_rounds
         self.reserve_settings = ReserveSettings(reserve, SharePolicy(share))
+        self._splits: Splits = {}
         self.round_s = round_s
         self.vcores_per_core = vcores_per_core
         self.node_hosts = dict(node_hosts or {})
@@ -406,7 +407,7 @@ class LearnedLraDemand:
         capacity = {node.id: float(node.total.vcores) for node in nodes} | self._capacity
         found = (
             node_demand(node_id, parts.get(node_id, ()), observed.get(node_id),
-                        capacity.get(node_id, 0.0), self.reserve_settings)
+                        capacity.get(node_id, 0.0), self.reserve_settings, self._splits)
             for node_id in sorted(set(parts) | set(observed))
         )  # fmt: skip
         return tuple(d for d in found if d is not None)

@@ -21,18 +21,25 @@ and memory are decided apart:
   is not shared by a policy: a service short of its working set is killed, not
   slowed). Otherwise the observed usage plus headroom, as for CPU.
 
+A split is worth keeping: the parts change only when a feedback round closes, while
+the guard asks every cycle. ``splits`` (a dict the caller owns) remembers each split
+by the parts' figures, rounds and pool.
+
 Pure decision code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from yarn_adapt.colocation.model import NodeDemand
 from yarn_adapt.demand.learner import PerformanceModel
 from yarn_adapt.demand.model import Demand, DemandSource
-from yarn_adapt.demand.shared import Claim, SharePolicy, split_node
+from yarn_adapt.demand.shared import Claim, NodeSplit, SharePolicy, split_node
+
+Splits = MutableMapping[Hashable, NodeSplit]
+SPLITS_KEPT = 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,9 +92,10 @@ def node_demand(
     observed: NodeDemand | None,
     capacity_vcores: float,
     settings: ReserveSettings = ReserveSettings(),
+    splits: Splits | None = None,
 ) -> NodeDemand | None:
     """The node's demand (see the module docstring); None when nothing is known."""
-    cpu = cpu_reservation(parts, observed, capacity_vcores, settings)
+    cpu = cpu_reservation(parts, observed, capacity_vcores, settings, splits)
     memory = memory_reservation(parts, observed)
     if cpu is None and memory is None:
         return None
@@ -106,6 +114,7 @@ def cpu_reservation(
     observed: NodeDemand | None,
     capacity_vcores: float,
     settings: ReserveSettings = ReserveSettings(),
+    splits: Splits | None = None,
 ) -> Reservation | None:
     ready = bool(parts) and all(p.cpu_ready for p in parts)
     if not ready and observed is not None:
@@ -116,7 +125,7 @@ def cpu_reservation(
         return None
     if len(learned) == 1:
         return _alone(learned[0], settings, _shortfalls(parts, "cpu"))
-    return _shared(learned, capacity_vcores, settings, _shortfalls(parts, "cpu"))
+    return _shared(learned, capacity_vcores, settings, _shortfalls(parts, "cpu"), splits)
 
 
 def memory_reservation(parts: Sequence[Part], observed: NodeDemand | None) -> Reservation | None:
@@ -155,15 +164,28 @@ def _alone_words(part: Part, reserve: str, short: str) -> str:
 
 
 def _shared(
-    parts: Sequence[Part], capacity_vcores: float, settings: ReserveSettings, short: str
+    parts: Sequence[Part],
+    capacity_vcores: float,
+    settings: ReserveSettings,
+    short: str,
+    splits: Splits | None = None,
 ) -> Reservation:
     alone = [reserved_amount(p.cpu, settings.reserve) for p in parts if p.cpu is not None]
     pool = min(sum(alone), max(0.0, capacity_vcores))
-    claims = [_claim(p) for p in parts]
-    split = split_node(claims, pool, settings.share)
+    split = _split(parts, pool, settings.share, {} if splits is None else splits)
     estimate = sum(p.cpu.estimate for p in parts if p.cpu is not None)
     why = f"; {short}" if short else ""
     return Reservation(split.reserved, estimate, split.describe() + why)
+
+
+def _split(parts: Sequence[Part], pool: float, policy: SharePolicy, splits: Splits) -> NodeSplit:
+    """:func:`split_node`, remembered in ``splits`` by what decides it."""
+    key = (pool, policy, tuple((p.application, p.rounds, p.cpu, p.goal) for p in parts))
+    if key not in splits:
+        if len(splits) >= SPLITS_KEPT:
+            splits.clear()
+        splits[key] = split_node([_claim(p) for p in parts], pool, policy)
+    return splits[key]
 
 
 def _claim(part: Part) -> Claim:
