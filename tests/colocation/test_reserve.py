@@ -201,3 +201,10 @@ def test_a_split_is_remembered_until_the_parts_change() -> None:
     later = [replace(parts[0], rounds=6), parts[1]]
     node_demand("a:1", later, None, 8.0, splits=splits)
     assert len(splits) == 2
+
+
+def test_an_application_holding_only_memory_on_a_node_leaves_its_cpu_to_the_others() -> None:
+    memory_only = part(application="ads", memory=MEMORY)  # no CPU share here
+    demand = node_demand("a:1", [part(cpu=CPU, memory=MEMORY), memory_only], OBSERVED, 8.0)
+    assert demand is not None and demand.vcores == 3.0 and demand.memory_mb == 1400.0
+    assert "vcores: shop learned upper bound" in demand.source

@@ -46,8 +46,10 @@ SPLITS_KEPT = 1024
 class Part:
     """One application's part on one node: its CPU demand there (vcores) and its
     memory demand there (MB), each None or with the reason it is not trusted yet
-    (``cpu_short``, ``memory_short``: e.g. ``"learner has 2 of 5 rounds"``); its
-    performance model and SLO goal (for a policy, when it shares the node)."""
+    (``cpu_short``, ``memory_short``: e.g. ``"learner has 2 of 5 rounds"``; both
+    None: the application has none of that resource's work on the node); its
+    performance model (present whenever ``cpu`` is) and SLO goal, for a policy when
+    it shares the node."""
 
     application: str
     cpu: Demand | None = None
@@ -116,6 +118,8 @@ def cpu_reservation(
     settings: ReserveSettings = ReserveSettings(),
     splits: Splits | None = None,
 ) -> Reservation | None:
+    """The node's CPU: the parts' learned demand, else the observed usage."""
+    parts = [p for p in parts if p.cpu is not None or p.cpu_short]  # CPU work here
     ready = bool(parts) and all(p.cpu_ready for p in parts)
     if not ready and observed is not None:
         why = _shortfalls(parts, "cpu") or "no latency-critical service learned here"
@@ -129,6 +133,8 @@ def cpu_reservation(
 
 
 def memory_reservation(parts: Sequence[Part], observed: NodeDemand | None) -> Reservation | None:
+    """The node's memory: the parts' learned bounds summed, else the observed usage."""
+    parts = [p for p in parts if p.memory is not None or p.memory_short]  # memory held here
     ready = bool(parts) and all(p.memory_ready for p in parts)
     if not ready and observed is not None:
         why = _shortfalls(parts, "memory") or "no latency-critical service learned here"
