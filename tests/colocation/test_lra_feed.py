@@ -173,7 +173,7 @@ def test_no_traces_no_round_and_the_stated_demand_until_feedback() -> None:
     assert demand.source is DemandSource.STATED and demand.upper == pytest.approx(0.05 * 10.0)
     (on_node,) = provider.demands([rm_node("a:1")], None, NOW_S + 4)  # traced there: all of it
     assert on_node.node_id == "a:1" and on_node.vcores == pytest.approx(0.5)
-    assert on_node.source == "stated demand x forecast load"
+    assert on_node.source == "vcores: shop stated demand x forecast load"
 
 
 def test_the_observer_feeds_the_learner_before_asking_for_demand() -> None:

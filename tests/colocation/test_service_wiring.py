@@ -40,16 +40,22 @@ def _service(tmp_path: Path, **colocation: object) -> Service:
     return Service.build(settings, YarnBackend(settings), WithSnapshot(), token=TOKEN)
 
 
-def test_an_enabled_guard_in_auto_acts_on_node_totals_with_observed_demand(
+def test_an_enabled_guard_in_auto_acts_on_node_totals_with_learned_demand_by_default(
     tmp_path: Path,
 ) -> None:
-    service = _service(tmp_path, enabled=True, mode="auto", period_s=2.0)
+    service = _service(tmp_path, enabled=True, mode="auto", period_s=2.0,
+                       qos_targets=["frontend=100"])  # fmt: skip
     try:
         assert service.guard is not None
         guard = service.guard.guard
         assert guard.mode is GuardMode.AUTO
         assert isinstance(guard.actuator, RmNodeTotals)
-        assert isinstance(guard.observer.demand, ObservedUsageDemand)
+        demand = guard.observer.demand
+        assert isinstance(demand, LearnedLraDemand)  # the default: learned, observed meanwhile
+        assert isinstance(demand.fallback, ObservedUsageDemand) and demand.min_rounds == 5
+        assert demand.memory is demand.usage and demand.reserve_settings.share == "least"
+        (spec,) = demand.learner.specs  # no applications: each targeted service is one
+        assert (spec.name, spec.services, spec.target_ms) == ("frontend", ("frontend",), 100.0)
         assert guard.settings.policy == "slack" and guard.reclaim_ttl_s == 6.0  # 3 periods
         loop = service.guard.loop
         assert loop is not None and loop.period_s == 2.0 and loop.nodes.max_age_s == 2.0
@@ -78,6 +84,26 @@ def test_the_mirror_is_built_on_the_named_file_with_its_refresh_command(tmp_path
         assert off.guard.guard.actuator.mirror is None  # type: ignore[attr-defined]
     finally:
         off.close()
+
+
+def test_observed_demand_stays_selectable(tmp_path: Path) -> None:
+    service = _service(tmp_path, enabled=True, demand="observed", demand_headroom=0.5)
+    try:
+        assert service.guard is not None
+        demand = service.guard.guard.observer.demand
+        assert isinstance(demand, ObservedUsageDemand) and demand.headroom == 0.5
+    finally:
+        service.close()
+
+
+def test_a_config_without_any_target_still_builds_and_learns_nothing(tmp_path: Path) -> None:
+    service = _service(tmp_path, enabled=True)
+    try:
+        assert service.guard is not None
+        demand = service.guard.guard.observer.demand
+        assert isinstance(demand, LearnedLraDemand) and demand.learner.specs == ()
+    finally:
+        service.close()
 
 
 def test_a_disabled_guard_is_off_but_still_gives_nodes_back(tmp_path: Path) -> None:
@@ -136,16 +162,19 @@ def test_impossible_settings_are_refused_in_one_line(
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"demand": "learned"}, "[colocation] applications: () must name the latency-critical"),
-        ({"demand": "learned", "applications": ["shop=frontend"]},
-         "must give a latency target for a service of (or state the demand of) each "
-         "application: shop"),
+        ({"demand": "stated"}, "[colocation] applications: () must name the latency-critical"),
+        ({"demand": "learnt"}, "[colocation] demand: 'learnt' observed, learned, stated or none"),
+        ({"share_policy": "fair"},
+         "[colocation] share_policy: expected one of least, njc, sw, ew, got 'fair'"),
+        ({"learn_min_rounds": 0}, "[colocation] learn_min_rounds: 0 must be 1 or more"),
         ({"demand": "stated", "applications": ["shop=frontend"], "qos_targets": ["frontend=9"]},
          'must state the demand of each application for demand = "stated": shop'),
         ({"stated_demand": ["shop=-1"]}, "[colocation] stated_demand"),
         ({"applications": ["shop=frontend"], "stated_demand": ["cart=0.1"]},
          "names no application of [colocation] applications: cart"),
         ({"reserve": "lower"}, "[colocation] reserve: 'lower' upper or recommendation"),
+        ({"qos_targets": ["frontend=100"], "stated_demand": ["cart=0.1"]},
+         "names no application of [colocation] applications: cart"),
         ({"learn_confidence": 1.0}, "[colocation] learn_confidence"),
     ],
 )  # fmt: skip

@@ -11,9 +11,14 @@ service's own from ``--config`` (``[http] public_url``, else ``[http] host`` and
 ``last_cycle_duration_s``, ``consecutive_failures``, ``failure_budget``,
 ``error_budget_spent``, ``last_error``, ``gave_back_at_epoch_s``, ``gave_back_reason``,
 ``nodes_age_s``, ...), ``applications`` (``latency_ms``, ``target_ms``,
-``slack_ratio``, ``state``), ``nodes`` (per node ``state``, ``paths`` with
-``self_ms`` and ``share_ratio``, ``real``/``visible`` in ``memory_mb`` and ``vcores``,
-``action``, ``reason``, ``agent``), ``journalled_nodes`` and ``settings``.
+``slack_ratio``, ``state``), ``learned_demand`` (per application ``rounds``,
+``memory_samples``, ``min_rounds``, ``cpu`` with ``estimate_vcores``,
+``lower_vcores``, ``upper_vcores`` and ``load_rps``, ``memory`` with ``estimate_mb``,
+``lower_mb``, ``upper_mb``, and ``cpu_used``/``memory_used``: ``learned`` or
+``observed``, with ``cpu_short``/``memory_short`` saying why), ``nodes`` (per node
+``state``, ``paths`` with ``self_ms`` and ``share_ratio``, ``real``/``visible`` in
+``memory_mb`` and ``vcores``, ``action``, ``reason``, ``agent``), ``journalled_nodes``
+and ``settings``.
 """
 
 from __future__ import annotations
@@ -82,6 +87,8 @@ def status_lines(status: dict[str, Any]) -> list[str]:
             f"{app['latency_ms']:.1f} ms of {app['target_ms']:g} ms, slack "
             f"{app['slack_ratio']:.0%}: {app['state']} ({app['requests']} requests)"
         )
+    for learned in status.get("learned_demand", []):
+        lines.append(_learned(learned))
     for node in status.get("nodes", []):
         lines.append(_node(node))
     if not status.get("nodes"):
@@ -107,6 +114,32 @@ def _health(health: dict[str, Any] | None) -> str:
     if health.get("gave_back_reason"):
         text += f"; gave every node back: {health['gave_back_reason']}"
     return text
+
+
+def _learned(app: dict[str, Any]) -> str:
+    """``learned demand shop (7 rounds): 1.20 vcores, bound 1.80 at 35.0 req/s,
+    in use; 512 MB, bound 700 MB (7 samples), in use``."""
+    cpu, memory = app.get("cpu"), app.get("memory")
+    cpu_text = (
+        "no CPU demand yet" if cpu is None
+        else f"{cpu['estimate_vcores']:.2f} vcores, bound {cpu['upper_vcores']:.2f} "
+             f"at {cpu['load_rps']:.1f} req/s ({cpu['source']})"
+    )  # fmt: skip
+    memory_text = (
+        "no memory demand yet" if memory is None
+        else f"{memory['estimate_mb']:.0f} MB, bound {memory['upper_mb']:.0f} MB"
+    )  # fmt: skip
+    return (
+        f"learned demand {app['application']} ({app['rounds']} rounds, "
+        f"{app['min_rounds']} wanted): {cpu_text}, {_used(app, 'cpu')}; "
+        f"{memory_text} ({app['memory_samples']} samples), {_used(app, 'memory')}"
+    )
+
+
+def _used(app: dict[str, Any], resource: str) -> str:
+    if app.get(f"{resource}_used") == "learned":
+        return "in use"
+    return f"observed usage in use meanwhile ({app.get(f'{resource}_short')})"
 
 
 def _node(node: dict[str, Any]) -> str:

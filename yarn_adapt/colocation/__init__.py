@@ -10,6 +10,8 @@ as reclaim requests, on the guard's own clock.
 - ``decide``   the visibility decision (pure): the policies and the safety steps
 - ``demand``   where the demand bound comes from (learners, or usage plus headroom)
 - ``lra``      feeding the latency-critical applications' learners; their demand per node
+- ``reserve``  what a node keeps for them (pure): learned, or observed until enough
+               rounds, and a Cilantro policy where several share the node
 - ``nodes``    the RM's node list, read at most once a period and shared
 - ``observe``  the edges read: the trace store's risk, path times and QoS
 - ``metricslatency`` the same reading with tail latency from the services' own histograms

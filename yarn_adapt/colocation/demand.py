@@ -9,14 +9,15 @@ batch must never see.
   an upper confidence bound at its forecast load, e.g. the Cilantro proposer's per
   leaf queue), spread over the nodes the application's services ran on in the risk
   window.
-- :class:`ObservedUsageDemand` -- the fallback until the learners are wired: what the
-  NodeManager measures running on its host outside YARN's containers (the RM's
-  ``resourceUtilization``: node minus containers), its maximum over the last few
-  rounds, plus headroom.
+- :class:`ObservedUsageDemand` -- what the NodeManager measures running on its host
+  outside YARN's containers (the RM's ``resourceUtilization``: node minus
+  containers), its maximum over the last few rounds, plus headroom
+  (``demand = "observed"``, and the learned demand's fallback on a node whose
+  applications' learners have too few rounds).
 - :class:`NoDemand` -- risk only.
 - ``yarn_adapt.colocation.lra.LearnedLraDemand`` -- each latency-critical
-  application's own learner (``[colocation] demand = "learned"`` or ``"stated"``),
-  fed every round through :class:`FedDemandProvider`.
+  application's own learners, CPU and memory (``[colocation] demand = "learned"``,
+  the default, or ``"stated"``), fed every round through :class:`FedDemandProvider`.
 """
 
 from __future__ import annotations

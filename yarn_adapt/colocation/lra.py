@@ -17,16 +17,26 @@ every guard round the observer hands it the trace reading and the nodes, and it
    (:func:`~yarn_adapt.demand.lra.had_vcores`) and what it used per node, into
    the learner; and takes a new :class:`~yarn_adapt.demand.model.DemandSnapshot`.
 
-:meth:`LearnedLraDemand.demands` spreads each application's reserved demand over
-its nodes (:func:`~yarn_adapt.demand.lra.node_shares`: in proportion to the CPU
-it used on each) and adds the applications up per node. What is reserved
-(``reserve``): the demand's ``upper`` bound (``"upper"``, the default: where the
-performance lower bound reaches the goal, the pessimistic figure), or eq. 6's
-recommendation (``"recommendation"``: ``beta x upper + (1 - beta) x`` the
+It also adds up, when a :class:`MemoryUsage` is given, the working set each
+application held per node (the round's peak), which the learner learns against the
+load (:mod:`yarn_adapt.demand.memory`).
+
+:meth:`LearnedLraDemand.demands` spreads each application's demand over its nodes
+(:func:`~yarn_adapt.demand.lra.node_shares`: CPU in proportion to the CPU it used on
+each, memory to the memory it held) and hands each node's parts to
+:func:`~yarn_adapt.colocation.reserve.node_demand`: learned demand where every
+application there has ``min_rounds`` feedback rounds (or a warm start, or a stated
+demand), else the ``fallback`` (observed usage plus headroom) with the reason; a
+Cilantro policy (``share``) where several share the node. What one application
+alone keeps (``reserve``): the demand's ``upper`` bound (``"upper"``, the default:
+where the performance lower bound reaches the goal, the pessimistic figure), or
+eq. 6's recommendation (``"recommendation"``: ``beta x upper + (1 - beta) x`` the
 exploration point). The first never lets the application run on less than its
 bound, so its bound shrinks only as load moves (the learner sees less CPU per
 request only when the load beats its forecast); the second explores below it, as
 Cilantro's demand-based policies do, and converges (docs/colocation.md has the numbers).
+:meth:`LearnedLraDemand.applications` is what the page and ``guard status`` show:
+per application its learned demand, bounds and the samples behind them.
 
 Where the applications' CPU comes from (:class:`CpuUsage`):
 
@@ -35,7 +45,8 @@ Where the applications' CPU comes from (:class:`CpuUsage`):
 - :class:`NodeUtilizationUsage` -- what the NodeManager measures on its host
   outside YARN's containers (``node - containers`` of ``resourceUtilization``),
   given to the applications whose services were traced on the node, split
-  equally among them when there are several.
+  equally among them when there are several; its memory likewise
+  (:meth:`NodeUtilizationUsage.read_memory`, a :class:`MemoryUsage`).
 """
 
 from __future__ import annotations
@@ -46,20 +57,22 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from tracing.model import RiskSnapshot
-from yarn_adapt.colocation.demand import node_of
-from yarn_adapt.colocation.model import NodeDemand, NodeView, RiskReading
-from yarn_adapt.demand.learner import ProfiledCurve
-from yarn_adapt.demand.lra import LraDemandLearner, LraRound, NodeCpu, had_vcores
-from yarn_adapt.demand.model import DemandSnapshot, DemandSource
+from yarn_adapt.colocation.demand import ObservedUsageDemand, node_of
+from yarn_adapt.colocation.model import LearnedApplication, NodeDemand, NodeView, RiskReading
+from yarn_adapt.colocation.reserve import Part, ReserveSettings, Splits, node_demand
+from yarn_adapt.demand.learner import PerformanceModel, ProfiledCurve, StatedDemand
+from yarn_adapt.demand.lra import LraDemandLearner, LraRound, LraSpec, NodeCpu, had_vcores
+from yarn_adapt.demand.model import Demand, DemandSnapshot, DemandSource
+from yarn_adapt.demand.shared import SharePolicy
 from yarn_adapt.errors import TraceError
-from yarn_adapt.model import Node
+from yarn_adapt.model import Node, NodeUtilization
 from yarn_adapt.workload._io import MalformedRows, read_all_text
 
 RESERVES = ("upper", "recommendation")
@@ -71,6 +84,15 @@ class CpuUsage(Protocol):
     ) -> dict[str, dict[str, float]] | None:
         """Per application, per node id: the cores its processes used on average
         since the previous read; None when nothing can be said yet (first read)."""
+        ...
+
+
+class MemoryUsage(Protocol):
+    def read_memory(
+        self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
+    ) -> dict[str, dict[str, float]] | None:
+        """Per application, per node id: the memory (MB) its processes hold now;
+        None when nothing can be said."""
         ...
 
 
@@ -148,8 +170,36 @@ class NodeUtilizationUsage:
     def read(
         self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
     ) -> dict[str, dict[str, float]] | None:
+        return self._outside(nodes, risk, lambda use: use.node_cpu - use.containers_cpu)
+
+    def read_memory(
+        self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
+    ) -> dict[str, dict[str, float]] | None:
+        """Memory outside the containers (MB), to the applications traced on the node."""
+        return self._outside(
+            nodes, risk, lambda use: float(use.node_memory_mb - use.containers_memory_mb)
+        )
+
+    def _outside(
+        self,
+        nodes: Sequence[Node],
+        risk: RiskSnapshot | None,
+        measure: Callable[[NodeUtilization], float],
+    ) -> dict[str, dict[str, float]] | None:
         if risk is None:
             return None
+        apps_on = self._apps_on(nodes, risk)
+        usage: dict[str, dict[str, float]] = {}
+        for node in nodes:
+            use, apps = node.utilization, apps_on.get(node.id)
+            if use is None or not apps:
+                continue
+            outside = max(0.0, measure(use))
+            for app in apps:
+                usage.setdefault(app, {})[node.id] = outside / len(apps)
+        return usage
+
+    def _apps_on(self, nodes: Sequence[Node], risk: RiskSnapshot) -> dict[str, set[str]]:
         apps_on: dict[str, set[str]] = {}
         for entry in risk.nodes:
             node_id = node_of(entry.node, nodes, self.node_hosts)
@@ -158,15 +208,7 @@ class NodeUtilizationUsage:
             for app, services in self.applications.items():
                 if services & set(entry.services):
                     apps_on.setdefault(node_id, set()).add(app)
-        usage: dict[str, dict[str, float]] = {}
-        for node in nodes:
-            use, apps = node.utilization, apps_on.get(node.id)
-            if use is None or not apps:
-                continue
-            outside = max(0.0, use.node_cpu - use.containers_cpu)
-            for app in apps:
-                usage.setdefault(app, {})[node.id] = outside / len(apps)
-        return usage
+        return apps_on
 
 
 # --------------------------------------------------------------------------- provider
@@ -185,6 +227,7 @@ class _Accumulated:
     capacity: dict[str, float] = field(default_factory=dict)  # vcore-seconds per node
     batch: dict[str, float] = field(default_factory=dict)
     used: dict[str, dict[str, float]] = field(default_factory=dict)  # app -> node -> vcore-s
+    held_mb: dict[str, dict[str, float]] = field(default_factory=dict)  # app -> node -> peak MB
 
 
 class LearnedLraDemand:
@@ -199,13 +242,24 @@ class LearnedLraDemand:
         vcores_per_core: float = 1.0,
         node_hosts: Mapping[str, str] | None = None,
         reserve: str = "upper",
+        memory: MemoryUsage | None = None,
+        fallback: ObservedUsageDemand | None = None,
+        min_rounds: int = 1,
+        share: SharePolicy = SharePolicy.LEAST,
     ) -> None:
         if reserve not in RESERVES:
             raise ValueError(f"reserve must be one of {', '.join(RESERVES)}, got {reserve!r}")
         if not round_s > 0 or not vcores_per_core > 0:
             raise ValueError("round_s and vcores_per_core must be positive")
+        if min_rounds < 1:
+            raise ValueError(f"min_rounds must be at least 1, got {min_rounds}")
         self.learner = learner
         self.usage = usage
+        self.memory = memory
+        self.fallback = fallback
+        self.min_rounds = min_rounds
+        self.reserve_settings = ReserveSettings(reserve, SharePolicy(share))
+        self._splits: Splits = {}
         self.round_s = round_s
         self.vcores_per_core = vcores_per_core
         self.node_hosts = dict(node_hosts or {})
@@ -217,8 +271,10 @@ class LearnedLraDemand:
             service: spec.name for spec in learner.specs for service in spec.services
         }
         self._seen_on: dict[str, set[str]] = {}
+        self._capacity: dict[str, float] = {}  # node id -> real vcores (the views')
         self._acc = _Accumulated()
         self._last_now_s: float | None = None
+        self.memory_snapshot: DemandSnapshot | None = None
 
     # ------------------------------------------------------------------ feed
 
@@ -234,6 +290,8 @@ class LearnedLraDemand:
             acc.started_s = now_s
         self._add_requests(reading, nodes)
         self._add_cpu(reading.snapshot, views, nodes, now_s)
+        self._add_memory(reading.snapshot, nodes, now_s)
+        self._capacity.update({v.node_id: float(v.capacity.vcores) for v in views})
         if now_s - acc.started_s >= self.round_s:
             self._close_round(now_s)
 
@@ -291,6 +349,13 @@ class LearnedLraDemand:
             for node_id, cores in by_node.items():
                 mine[node_id] = mine.get(node_id, 0.0) + cores * self.vcores_per_core * elapsed
 
+    def _add_memory(self, risk: RiskSnapshot | None, nodes: Sequence[Node], now_s: float) -> None:
+        held = self.memory.read_memory(nodes, risk, now_s) if self.memory is not None else None
+        for app, by_node in (held or {}).items():
+            peaks = self._acc.held_mb.setdefault(app, {})
+            for node_id, mb in by_node.items():
+                peaks[node_id] = max(peaks.get(node_id, 0.0), mb)
+
     def _close_round(self, now_s: float) -> None:
         acc = self._acc
         self._acc = _Accumulated(started_s=now_s)
@@ -319,42 +384,132 @@ class LearnedLraDemand:
                 acc.within.get(spec.name, 0),
                 had_vcores(spec.name, cpu),
                 used,
+                dict(acc.held_mb.get(spec.name, {})),
             )
             self.learner.observe(feedback)
             rounds.append(feedback)
         self.last_rounds = tuple(rounds)
         self.rounds += 1
         self.snapshot = self.learner.snapshot(int(now_s * 1000))
+        self.memory_snapshot = self.learner.memory_snapshot(int(now_s * 1000))
 
     # ------------------------------------------------------------------ demands
 
     def demands(
         self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
     ) -> tuple[NodeDemand, ...]:
-        snapshot = self.snapshot
-        if snapshot is None:
-            return ()
-        reserved: dict[str, float] = {}
-        estimate: dict[str, float] = {}
-        sources: dict[str, set[str]] = {}
-        for demand in snapshot.demands:
-            amount = demand.estimate if self.reserve == "recommendation" else demand.upper
-            seen_on = sorted(self._seen_on.get(demand.application, ()))
-            for node_id, share in self.learner.shares(demand.application, seen_on).items():
-                reserved[node_id] = reserved.get(node_id, 0.0) + amount * share
-                estimate[node_id] = estimate.get(node_id, 0.0) + demand.estimate * share
-                sources.setdefault(node_id, set()).add(self._source(demand.source))
-        return tuple(
-            NodeDemand(node_id, value, 0.0, ", ".join(sorted(sources[node_id])), estimate[node_id])
-            for node_id, value in sorted(reserved.items())
+        observed = (
+            {d.node_id: d for d in self.fallback.demands(nodes, risk, now_s)}
+            if self.fallback is not None
+            else {}
+        )
+        parts = self._parts()
+        capacity = {node.id: float(node.total.vcores) for node in nodes} | self._capacity
+        found = (
+            node_demand(node_id, parts.get(node_id, ()), observed.get(node_id),
+                        capacity.get(node_id, 0.0), self.reserve_settings, self._splits)
+            for node_id in sorted(set(parts) | set(observed))
+        )  # fmt: skip
+        return tuple(d for d in found if d is not None)
+
+    def _parts(self) -> dict[str, list[Part]]:
+        """Per node, each application's part there (its share of its demand)."""
+        parts: dict[str, list[Part]] = {}
+        for spec in self.learner.specs:
+            seen_on = sorted(self._seen_on.get(spec.name, ()))
+            cpu_shares = self.learner.shares(spec.name, seen_on)
+            memory_shares = self.learner.memory_shares(spec.name, seen_on)
+            whole = self._part(spec)
+            for node_id in sorted(set(cpu_shares) | set(memory_shares)):
+                part = _on_node(
+                    whole, cpu_shares.get(node_id, 0.0), memory_shares.get(node_id, 0.0)
+                )
+                parts.setdefault(node_id, []).append(part)
+        return parts
+
+    def _part(self, spec: LraSpec) -> Part:
+        """The application's whole demand, as a part (before the split over nodes)."""
+        cpu, memory = self._cpu_of(spec.name), self._memory_of(spec.name)
+        return Part(
+            spec.name,
+            cpu,
+            memory,
+            self._cpu_short(spec.name, cpu),
+            self._memory_short(spec.name, memory),
+            self._model(spec.name),
+            spec.goal,
+            self.learner.rounds(spec.name),
         )
 
-    def _source(self, source: DemandSource) -> str:
-        if source is DemandSource.STATED:
-            return "stated demand x forecast load"
-        what = "eq. 6 recommendation" if self.reserve == "recommendation" else "upper bound"
-        kind = "profiled" if source is DemandSource.PROFILED else "learned"
-        return f"{kind} {what} at forecast load"
+    def _cpu_of(self, name: str) -> Demand | None:
+        return self.snapshot.of(name) if self.snapshot is not None else None
+
+    def _memory_of(self, name: str) -> Demand | None:
+        return self.memory_snapshot.of(name) if self.memory_snapshot is not None else None
+
+    def _cpu_short(self, name: str, demand: Demand | None) -> str | None:
+        """Why ``name``'s learned CPU demand is not trusted yet (None: it is)."""
+        spec = next(s for s in self.learner.specs if s.name == name)
+        if demand is None:
+            if spec.target_ms is None and spec.stated is None:
+                return "no latency target, nothing to learn"
+            return "no load seen yet"
+        if demand.source is not DemandSource.LEARNED:
+            return None  # stated by the operator, or a profiled warm start
+        rounds = self.learner.rounds(name)
+        if rounds >= self.min_rounds:
+            return None
+        return f"learner has {rounds} of {self.min_rounds} rounds"
+
+    def _memory_short(self, name: str, demand: Demand | None) -> str | None:
+        samples = self.learner.memory_samples(name)
+        if demand is not None and samples >= self.min_rounds:
+            return None
+        return f"memory learner has {samples} of {self.min_rounds} rounds"
+
+    def _model(self, name: str) -> PerformanceModel | None:
+        learned = self.learner.learner(name)
+        if learned is not None:
+            return learned
+        spec = next(s for s in self.learner.specs if s.name == name)
+        return StatedDemand(spec.stated, spec.goal) if spec.stated is not None else None
+
+    def applications(self) -> tuple[LearnedApplication, ...]:
+        """Per application: its learned CPU and memory demand (bounds included), the
+        rounds behind them, and whether the guard uses them or observed usage."""
+        return tuple(
+            LearnedApplication(
+                spec.name,
+                self.learner.rounds(spec.name),
+                self.learner.memory_samples(spec.name),
+                self.min_rounds,
+                self._cpu_of(spec.name),
+                self._memory_of(spec.name),
+                self._cpu_short(spec.name, self._cpu_of(spec.name)),
+                self._memory_short(spec.name, self._memory_of(spec.name)),
+            )
+            for spec in self.learner.specs
+        )
+
+
+def _on_node(whole: Part, cpu_share: float, memory_share: float) -> Part:
+    """``whole``'s part on a node where it has these shares of its CPU and memory."""
+    return replace(
+        whole,
+        cpu=_scaled(whole.cpu, cpu_share) if cpu_share else None,
+        memory=_scaled(whole.memory, memory_share) if memory_share else None,
+        cpu_short=whole.cpu_short if cpu_share else None,
+        memory_short=whole.memory_short if memory_share else None,
+    )
+
+
+def _scaled(demand: Demand | None, share: float) -> Demand | None:
+    """``demand`` times ``share`` (its part on one node)."""
+    if demand is None:
+        return None
+    return Demand(demand.application, demand.load * share, demand.estimate * share,
+                  demand.lower * share, demand.upper * share, demand.source,
+                  demand.observations)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- warm start

@@ -20,6 +20,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from tracing.model import RiskSnapshot
+from yarn_adapt.demand.model import Demand
 from yarn_adapt.model import Resources
 
 # Batch always sees at least this share of a node (Koordinator keeps a floor for batch
@@ -179,6 +180,24 @@ class NodeDemand:
     def usable(self) -> bool:
         values = (self.vcores, self.memory_mb)
         return all(math.isfinite(v) and v >= 0 for v in values)
+
+
+@dataclass(frozen=True)
+class LearnedApplication:
+    """What the guard's learners know of one latency-critical application: its CPU
+    demand (vcores) and memory demand (MB) at the upper end of its load forecast,
+    each with its bounds (None before any), the feedback rounds and memory samples
+    behind them, how many the guard wants (``min_rounds``), and why each is not
+    used yet (``cpu_short``, ``memory_short``; None when it is)."""
+
+    application: str
+    rounds: int
+    memory_samples: int
+    min_rounds: int
+    cpu: Demand | None
+    memory: Demand | None
+    cpu_short: str | None = None
+    memory_short: str | None = None
 
 
 @dataclass(frozen=True)

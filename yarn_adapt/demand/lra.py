@@ -45,6 +45,18 @@ request/s) seeds the learner before its first round (source ``profiled`` until
 feedback arrives). The learner's range is ``range_factor`` times the stated
 demand, or the first round's allocation per unit load when none is stated.
 
+**Memory** (:mod:`yarn_adapt.demand.memory`): each round also carries the working
+set the application's processes held per node (MB, the round's peak); a
+:class:`~yarn_adapt.demand.memory.MemoryLearner` per application learns it against
+the load, and :meth:`LraDemandLearner.memory_demand` gives its bound at the upper
+end of the load forecast, split over nodes by where the memory was held
+(:meth:`LraDemandLearner.memory_shares`). Memory is learned with or without a
+latency target: it needs only the load.
+
+**Enough samples** (:meth:`LraDemandLearner.rounds`, ``memory_samples``): the
+caller decides how many rounds make a learned figure trustworthy (the guard falls
+back to observed usage below its ``learn_min_rounds``).
+
 Pure decision code: no I/O; the observe side (``yarn_adapt/colocation/lra.py``)
 builds the rounds.
 """
@@ -64,6 +76,7 @@ from yarn_adapt.demand.learner import (
     ProfiledCurve,
     demand_bounds,
 )
+from yarn_adapt.demand.memory import MEMORY_UNIT, MemoryLearner
 from yarn_adapt.demand.model import Demand, DemandSnapshot, DemandSource
 from yarn_adapt.demand.policies import DEFAULT_BETA
 
@@ -151,8 +164,9 @@ class NodeCpu:
 @dataclass(frozen=True)
 class LraRound:
     """One application's feedback over ``seconds``: its requests, how many were
-    within its target, the CPU it had (vcores, :func:`had_vcores`) and what its
-    processes used per node (vcores)."""
+    within its target, the CPU it had (vcores, :func:`had_vcores`), what its
+    processes used per node (vcores) and the working set they held per node (MB,
+    the round's peak; empty when not measured)."""
 
     application: str
     seconds: float
@@ -160,6 +174,7 @@ class LraRound:
     within_target: int
     had: float
     used: Mapping[str, float] = field(default_factory=dict)
+    memory_mb: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def load(self) -> float:
@@ -210,9 +225,11 @@ def fraction_within(requests: int, within: int) -> tuple[float, float]:
 class _Application:
     spec: LraSpec
     forecaster: ArmaForecaster
+    memory: MemoryLearner
     learner: MonotoneLearner | None = None
     rounds: int = 0  # feedback rounds the learner took
     used: dict[str, float] = field(default_factory=dict)
+    held_mb: dict[str, float] = field(default_factory=dict)
 
 
 class LraDemandLearner:
@@ -224,7 +241,11 @@ class LraDemandLearner:
         if len(set(names)) != len(names):
             raise ValueError(f"application names must be unique: {names}")
         self._apps = {
-            spec.name: _Application(spec, ArmaForecaster(confidence=self.settings.confidence))
+            spec.name: _Application(
+                spec,
+                ArmaForecaster(confidence=self.settings.confidence),
+                MemoryLearner(confidence=self.settings.confidence),
+            )
             for spec in specs
         }
         for app in self._apps.values():
@@ -245,6 +266,9 @@ class LraDemandLearner:
         app.forecaster.observe(load)
         if feedback.used:
             app.used = dict(feedback.used)
+        if feedback.memory_mb:
+            app.held_mb = dict(feedback.memory_mb)
+            app.memory.observe(load, sum(feedback.memory_mb.values()))
         spec = app.spec
         if spec.target_ms is None or feedback.requests < self.settings.min_requests:
             return
@@ -304,6 +328,38 @@ class LraDemandLearner:
     def snapshot(self, taken_ms: int) -> DemandSnapshot:
         demands = tuple(d for d in (self.demand(name) for name in self._apps) if d is not None)
         return DemandSnapshot(taken_ms, UNIT, demands)
+
+    def memory_demand(self, name: str) -> Demand | None:
+        """The application's working set at the upper end of its load forecast,
+        with its bounds (MB); None before enough memory samples or any load."""
+        app = self._apps.get(name)
+        forecast = app.forecaster.forecast() if app is not None else None
+        if app is None or forecast is None:
+            return None
+        return app.memory.demand(name, max(0.0, forecast.upper))
+
+    def memory_snapshot(self, taken_ms: int) -> DemandSnapshot:
+        demands = tuple(
+            d for d in (self.memory_demand(name) for name in self._apps) if d is not None
+        )
+        return DemandSnapshot(taken_ms, MEMORY_UNIT, demands)
+
+    def rounds(self, name: str) -> int:
+        """Feedback rounds ``name``'s performance learner took (0 when unknown)."""
+        app = self._apps.get(name)
+        return app.rounds if app else 0
+
+    def memory_samples(self, name: str) -> int:
+        app = self._apps.get(name)
+        return app.memory.samples if app else 0
+
+    def memory_shares(self, name: str, seen_on: Sequence[str] = ()) -> dict[str, float]:
+        """How ``name``'s memory splits over nodes: by the working set it held on
+        each in its last measured round, else as its CPU does."""
+        app = self._apps.get(name)
+        if app is not None and any(v > 0 for v in app.held_mb.values()):
+            return node_shares(app.held_mb)
+        return self.shares(name, seen_on)
 
     def shares(self, name: str, seen_on: Sequence[str] = ()) -> dict[str, float]:
         """How ``name``'s demand splits over nodes (:func:`node_shares`)."""

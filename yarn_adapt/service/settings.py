@@ -42,6 +42,7 @@ from yarn_adapt.colocation.model import (
     GuardMode,
     GuardPolicy,
 )
+from yarn_adapt.demand.shared import SharePolicy
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.cilantro_settings import (
     PROPOSERS,
@@ -215,7 +216,7 @@ class ColocationSection:
     max_step_up_fraction: float = 0.25
     cooldown_s: float = 300.0
     stale_after_s: float = 300.0
-    demand: str = "observed"
+    demand: str = "learned"  # observed usage while a learner has too few rounds
     applications: tuple[str, ...] = ()
     demand_headroom: float = 0.25
     vcores_per_core: float = 1.0
@@ -239,6 +240,8 @@ class ColocationSection:
     learn_slope: float = 200.0
     learn_min_requests: int = 50
     learn_confidence: float = 0.9
+    learn_min_rounds: int = 5  # fewer feedback rounds: observed usage, said in the reason
+    share_policy: SharePolicy = SharePolicy.LEAST  # services sharing a node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -472,17 +475,13 @@ def _is_http_url(url: str) -> bool:
 
 
 def _learning_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
-    """The latency-critical applications' demand learners (demand = learned / stated)."""
-    apps = {name: services.split(",") for name, services in _pairs(guard.applications).items()}
+    """The latency-critical applications' demand learners (demand = learned / stated).
+    With ``learned`` (the default) an application without a latency target or a
+    stated demand is no error: its nodes keep observed usage, and the reason says why;
+    without ``applications`` each service of ``qos_targets`` is one."""
+    apps = guarded_applications(guard) if _pairs_ok(guard.applications, numeric=False) else {}
     stated = _pairs(guard.stated_demand) if _pairs_ok(guard.stated_demand, numeric=True) else {}
-    targets = _pairs(guard.qos_targets)
-    learning = guard.demand in ("learned", "stated")
     unknown = sorted((set(stated) | set(_pairs(guard.warm_start))) - set(apps))
-    blind = sorted(
-        app
-        for app, services in apps.items()
-        if app not in stated and not any(s.strip() in targets for s in services)
-    )
     unstated = sorted(set(apps) - set(stated))
     return [
         ("[colocation] stated_demand", _pairs_ok(guard.stated_demand, numeric=True),
@@ -496,17 +495,27 @@ def _learning_rules(guard: ColocationSection) -> list[tuple[str, bool, str]]:
         ("[colocation] learn_slope", 0 < guard.learn_slope < float("inf"), "must be positive"),
         ("[colocation] learn_min_requests", guard.learn_min_requests >= 1, "must be 1 or more"),
         ("[colocation] learn_confidence", 0 < guard.learn_confidence < 1, "in (0, 1)"),
-        ("[colocation] applications", not learning or bool(apps),
-         f'must name the latency-critical applications for demand = "{guard.demand}"'),
+        ("[colocation] learn_min_rounds", guard.learn_min_rounds >= 1, "must be 1 or more"),
+        ("[colocation] applications", guard.demand != "stated" or bool(apps),
+         'must name the latency-critical applications for demand = "stated"'),
         ("[colocation] stated_demand", not unknown,
          f"names no application of [colocation] applications: {', '.join(unknown)}"),
-        ("[colocation] qos_targets", guard.demand != "learned" or not blind,
-         "must give a latency target for a service of (or state the demand of) each "
-         f"application: {', '.join(blind)}"),
         ("[colocation] stated_demand", guard.demand != "stated" or not unstated,
          f'must state the demand of each application for demand = "stated": '
          f"{', '.join(unstated)}"),
     ]  # fmt: skip
+
+
+def guarded_applications(guard: ColocationSection) -> dict[str, tuple[str, ...]]:
+    """The latency-critical applications and their services: ``applications``, else
+    each service with a latency target in ``qos_targets`` on its own."""
+    named = _pairs(guard.applications)
+    if not named:
+        return {service: (service,) for service in _pairs(guard.qos_targets)}
+    return {
+        app: tuple(s.strip() for s in services.split(",") if s.strip())
+        for app, services in named.items()
+    }
 
 
 def _pairs(entries: tuple[str, ...]) -> dict[str, str]:

@@ -35,6 +35,7 @@ from yarn_adapt.service.settings import (
     ColocationSection,
     Settings,
     TracingSection,
+    guarded_applications,
     pairs,
     redis_password,
     redis_password_setting,
@@ -111,28 +112,31 @@ class TraceStoreOpener:
 
 def demand_provider(settings: Settings) -> DemandProvider:
     """``[colocation] demand``: each latency-critical application's own learner
-    (``learned``, ``stated``: :func:`lra_demand`), usage plus headroom
-    (``observed``), or ``none``."""
+    (``learned``, the default, and ``stated``: :func:`lra_demand`), usage plus
+    headroom (``observed``), or ``none``."""
     section = settings.colocation
     if section.demand == "none":
         return NoDemand()
     if section.demand in ("learned", "stated"):
         return lra_demand(settings)
+    return observed_demand(section)
+
+
+def observed_demand(section: ColocationSection) -> ObservedUsageDemand:
     return ObservedUsageDemand(
         headroom=section.demand_headroom, vcores_per_core=section.vcores_per_core
     )
 
 
 def lra_demand(settings: Settings) -> LearnedLraDemand:
-    """The applications of ``[colocation] applications``, each with the latency
-    target of its first service in ``qos_targets`` (the percentile is
-    ``qos_percentile``), its stated demand and warm-start curve; CPU from the
-    NodeManagers' utilization."""
+    """The applications of ``[colocation] applications`` (else each service of
+    ``qos_targets`` on its own), each with the latency target of its first service
+    in ``qos_targets`` (the percentile is ``qos_percentile``), its stated demand and
+    warm-start curve; CPU and memory from the NodeManagers' utilization; observed
+    usage on a node until its applications' learners have ``learn_min_rounds``
+    rounds; ``share_policy`` where several share a node."""
     section = settings.colocation
-    applications = {
-        app.strip(): tuple(s.strip() for s in services.split(",") if s.strip())
-        for app, services in pairs(section.applications).items()
-    }
+    applications = guarded_applications(section)
     targets = {name.strip(): float(ms) for name, ms in pairs(section.qos_targets).items()}
     stated = {app.strip(): float(value) for app, value in pairs(section.stated_demand).items()}
     curves = {app.strip(): load_warm_start(Path(path.strip()))
@@ -160,13 +164,18 @@ def lra_demand(settings: Settings) -> LearnedLraDemand:
         learner = LraDemandLearner(specs, learning)
     except ValueError as exc:
         raise SettingsError(f"{settings.source}: [colocation] {exc}") from exc
+    usage = NodeUtilizationUsage(applications, hosts)
     return LearnedLraDemand(
         learner,
-        NodeUtilizationUsage(applications, hosts),
+        usage,
         round_s=section.learn_round_s,
         vcores_per_core=section.vcores_per_core,
         node_hosts=hosts,
         reserve=section.reserve,
+        memory=usage,
+        fallback=observed_demand(section),
+        min_rounds=section.learn_min_rounds,
+        share=section.share_policy,
     )
 
 

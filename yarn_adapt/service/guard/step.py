@@ -13,10 +13,13 @@ from typing import Any
 
 from preemption.targets import REPORT_LINE_CHARS, REPORT_LINES
 from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
+from yarn_adapt.colocation.lra import LearnedLraDemand
 from yarn_adapt.colocation.model import (
     AppSlack,
     GuardSettings,
+    LearnedApplication,
 )
+from yarn_adapt.demand.model import Demand
 from yarn_adapt.errors import InputError
 from yarn_adapt.service.guard.loop import GuardLoop
 from yarn_adapt.service.guard.records import GuardStore, decision_view, node_view
@@ -100,9 +103,18 @@ class GuardStep:
             "journalled_nodes": self.guard.actuator.pending_nodes(),
             "last_round": None if report is None else report_view(report),
             "applications": [] if plan is None else [app_view(a) for a in plan.applications],
+            "learned_demand": self._learned(),
             "nodes": self._nodes(report),
             "agents": self._agents(now_s),
         }
+
+    def _learned(self) -> list[dict[str, Any]]:
+        """Each latency-critical application's learned demand (empty when the guard's
+        demand is not learned)."""
+        provider = self.guard.observer.demand
+        if not isinstance(provider, LearnedLraDemand):
+            return []
+        return [learned_view(app) for app in provider.applications()]
 
     def _agents(self, now_s: float) -> dict[str, Any]:
         """Every agent's newest report by node (a node the guard has not decided on
@@ -146,6 +158,35 @@ def app_view(app: AppSlack) -> dict[str, Any]:
         "slack_ratio": round(app.slack_ratio, 4),
         "state": str(app.state),
         "requests": app.requests,
+    }
+
+
+def learned_view(app: LearnedApplication) -> dict[str, Any]:
+    """One application's learned demand: CPU (vcores) and memory (MB), each with its
+    bounds and the samples behind it, and what the guard keeps for it meanwhile."""
+    return {
+        "application": app.application,
+        "rounds": app.rounds,
+        "memory_samples": app.memory_samples,
+        "min_rounds": app.min_rounds,
+        "cpu": _demand_view(app.cpu, "vcores"),
+        "memory": _demand_view(app.memory, "mb"),
+        "cpu_used": "learned" if app.cpu_short is None else "observed",
+        "memory_used": "learned" if app.memory_short is None else "observed",
+        "cpu_short": app.cpu_short,
+        "memory_short": app.memory_short,
+    }
+
+
+def _demand_view(demand: Demand | None, unit: str) -> dict[str, Any] | None:
+    if demand is None:
+        return None
+    return {
+        "source": str(demand.source),
+        "load_rps": round(demand.load, 3),
+        f"estimate_{unit}": round(demand.estimate, 3),
+        f"lower_{unit}": round(demand.lower, 3),
+        f"upper_{unit}": round(demand.upper, 3),
     }
 
 
