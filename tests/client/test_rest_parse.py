@@ -178,6 +178,40 @@ def test_fair_scheduler_fields():
     assert status.find("root.a").num_active_applications == 1  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["rm/capacity-scheduler.json", "rm/capacity-scheduler-idle.json", "rm/fair-scheduler.json"],
+)
+def test_the_scheduler_reports_the_rms_minimum_allocation(name: str):
+    # the recording cluster sets yarn.scheduler.minimum-allocation-mb to 128
+    status = parse.parse_scheduler(load(name), URL)
+    assert status.minimum_allocation == Resources(128, 1)
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ({"a": [{"name": "memory-mb", "minimumAllocation": 0}]}, None),
+        ({"name": "vcores", "minimumAllocation": 2}, None),
+        (
+            {
+                "x": {"name": "memory-mb", "minimumAllocation": 512},
+                "y": [{"name": "vcores", "minimumAllocation": 2}],
+            },
+            Resources(512, 2),
+        ),
+        ({"name": "memory-mb", "minimumAllocation": "512"}, Resources(512, 1)),
+        ({"name": "memory-mb", "minimumAllocation": "lots"}, None),
+        ({"name": "memory-mb", "minimumAllocation": True}, None),
+        ({"name": "memory-mb", "minimumAllocation": 256}, Resources(256, 1)),
+    ],
+)
+def test_the_minimum_allocation_is_read_only_from_positive_whole_numbers(
+    document: object, expected: Resources | None
+):
+    assert parse.minimum_allocation(document) == expected
+
+
 def test_scheduler_conf_before_and_after_a_mutation():
     before = dict(parse.parse_scheduler_conf(load("rm/memory-scheduler-conf.json"), URL))
     after = dict(parse.parse_scheduler_conf(load("rm/memory-scheduler-conf-after-put.json"), URL))

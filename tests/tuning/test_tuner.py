@@ -473,6 +473,22 @@ def test_state_from_a_snapshot_keeps_unfinished_apps_with_history_shapes() -> No
     assert math.isclose(found.now_s, 1000.0)
 
 
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [(Resources(128, 1), Resources(128, 1)), (None, Resources(1024, 1))],
+)
+def test_the_state_rounds_requests_to_the_rms_minimum_allocation(
+    reported: Resources | None, expected: Resources
+) -> None:
+    """The RM's minimum allocation, else YARN's default: a 256 MB AM counted as 1 GB
+    filled a 30 % queue's user limit in the model, and the running configuration
+    predicted that four small jobs starve."""
+    base = snapshot(1_000_000)
+    scheduler = replace(base.scheduler, minimum_allocation=reported)
+    found = state_from_snapshot(replace(base, scheduler=scheduler), [], CONTAINER)
+    assert found.cluster.minimum_allocation == expected
+
+
 def test_a_running_apps_sizes_are_what_the_rm_says_it_holds_not_its_templates() -> None:
     """Four 256 MB distributed-shell AMs once borrowed a MapReduce job's 1.5 GB AM
     (the latest finished job of any name), which filled their queue's user limit in

@@ -64,5 +64,9 @@ class QueueStatus(QueueNode):
 
 @dataclass(frozen=True)
 class SchedulerStatus(QueueTree["QueueStatus"]):
+    """``minimum_allocation``: the RM's ``yarn.scheduler.minimum-allocation-{mb,vcores}``
+    when it reports them (None: not reported)."""
+
     kind: SchedulerKind
     root: QueueStatus
+    minimum_allocation: Resources | None = None

@@ -61,9 +61,16 @@ def state_from_snapshot(
 ) -> TuningState:
     """The state of a real cluster: running and waiting applications from the RM's
     snapshot, their remaining tasks from JobHistory's job records where known
-    (see :mod:`yarn_adapt.tuning.snapshot_state`)."""
+    (see :mod:`yarn_adapt.tuning.snapshot_state`), on the RM's nodes with the
+    minimum allocation it reports (YARN's default, 1024 MB and 1 vcore, when it
+    reports none)."""
     start = start_from_snapshot(snapshot, history, container)
-    cluster = ClusterSpec.from_nodes(snapshot.nodes)
+    least = snapshot.scheduler.minimum_allocation
+    cluster = (
+        ClusterSpec.from_nodes(snapshot.nodes, minimum_allocation=least)
+        if least is not None
+        else ClusterSpec.from_nodes(snapshot.nodes)
+    )
     return TuningState(start.time_s, start, cluster)
 
 

@@ -388,11 +388,48 @@ def parse_scheduler(document: object, url: str) -> SchedulerStatus:
     """``GET /ws/v1/cluster/scheduler`` for the Capacity and the Fair Scheduler."""
     info = Fields.root(document, url).obj("scheduler").obj("schedulerInfo")
     kind = info.text("type")
+    least = minimum_allocation(document)
     if kind == SchedulerKind.CAPACITY:
-        return SchedulerStatus(SchedulerKind.CAPACITY, _capacity_queue(info, parent=None))
+        return SchedulerStatus(SchedulerKind.CAPACITY, _capacity_queue(info, parent=None), least)
     if kind == SchedulerKind.FAIR:
-        return SchedulerStatus(SchedulerKind.FAIR, _fair_queue(info.obj("rootQueue")))
+        return SchedulerStatus(SchedulerKind.FAIR, _fair_queue(info.obj("rootQueue")), least)
     raise info.bad("type", f"unsupported scheduler {kind!r} (capacity and fair are supported)")
+
+
+ALLOCATED_TYPES = ("memory-mb", "vcores")
+
+
+def minimum_allocation(document: object) -> Resources | None:
+    """``yarn.scheduler.minimum-allocation-{mb,vcores}``, to which the RM rounds every
+    request, as the scheduler's resource informations carry it: YARN sets each
+    resource type's ``minimumAllocation`` from those keys, and the queues' configured
+    resources report it (their used resources report 0). None when no memory entry
+    does (an RM before resource types)."""
+    found: dict[str, int] = {}
+    pending = [document]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            name, least = item.get("name"), _whole(item.get("minimumAllocation"))
+            if name in ALLOCATED_TYPES and least is not None and least > 0:
+                found.setdefault(str(name), least)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    if "memory-mb" not in found:
+        return None
+    return Resources(found["memory-mb"], found.get("vcores", 1))
+
+
+def _whole(value: object) -> int | None:
+    """A whole number as the RM sends it (a JSON number, or one as a string)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
 
 
 def _capacity_queue(queue: Fields, parent: str | None) -> QueueStatus:
