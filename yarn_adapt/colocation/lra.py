@@ -434,9 +434,9 @@ class LearnedLraDemand:
             spec.name,
             cpu,
             memory,
-            self._cpu_short(spec.name, cpu),
+            self._cpu_short(spec, cpu),
             self._memory_short(spec.name, memory),
-            self._model(spec.name),
+            self._model(spec),
             spec.goal,
             self.learner.rounds(spec.name),
         )
@@ -447,16 +447,15 @@ class LearnedLraDemand:
     def _memory_of(self, name: str) -> Demand | None:
         return self.memory_snapshot.of(name) if self.memory_snapshot is not None else None
 
-    def _cpu_short(self, name: str, demand: Demand | None) -> str | None:
-        """Why ``name``'s learned CPU demand is not trusted yet (None: it is)."""
-        spec = next(s for s in self.learner.specs if s.name == name)
+    def _cpu_short(self, spec: LraSpec, demand: Demand | None) -> str | None:
+        """Why ``spec``'s learned CPU demand is not trusted yet (None: it is)."""
         if demand is None:
             if spec.target_ms is None and spec.stated is None:
                 return "no latency target, nothing to learn"
             return "no load seen yet"
         if demand.source is not DemandSource.LEARNED:
             return None  # stated by the operator, or a profiled warm start
-        rounds = self.learner.rounds(name)
+        rounds = self.learner.rounds(spec.name)
         if rounds >= self.min_rounds:
             return None
         return f"learner has {rounds} of {self.min_rounds} rounds"
@@ -467,28 +466,28 @@ class LearnedLraDemand:
             return None
         return f"memory learner has {samples} of {self.min_rounds} rounds"
 
-    def _model(self, name: str) -> PerformanceModel | None:
-        learned = self.learner.learner(name)
+    def _model(self, spec: LraSpec) -> PerformanceModel | None:
+        learned = self.learner.learner(spec.name)
         if learned is not None:
             return learned
-        spec = next(s for s in self.learner.specs if s.name == name)
         return StatedDemand(spec.stated, spec.goal) if spec.stated is not None else None
 
     def applications(self) -> tuple[LearnedApplication, ...]:
         """Per application: its learned CPU and memory demand (bounds included), the
         rounds behind them, and whether the guard uses them or observed usage."""
-        return tuple(
-            LearnedApplication(
-                spec.name,
-                self.learner.rounds(spec.name),
-                self.learner.memory_samples(spec.name),
-                self.min_rounds,
-                self._cpu_of(spec.name),
-                self._memory_of(spec.name),
-                self._cpu_short(spec.name, self._cpu_of(spec.name)),
-                self._memory_short(spec.name, self._memory_of(spec.name)),
-            )
-            for spec in self.learner.specs
+        return tuple(self._learned(spec) for spec in self.learner.specs)
+
+    def _learned(self, spec: LraSpec) -> LearnedApplication:
+        cpu, memory = self._cpu_of(spec.name), self._memory_of(spec.name)
+        return LearnedApplication(
+            spec.name,
+            self.learner.rounds(spec.name),
+            self.learner.memory_samples(spec.name),
+            self.min_rounds,
+            cpu,
+            memory,
+            self._cpu_short(spec, cpu),
+            self._memory_short(spec.name, memory),
         )
 
 

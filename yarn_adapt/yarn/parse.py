@@ -407,7 +407,7 @@ def minimum_allocation(document: object) -> Resources | None:
     does (an RM before resource types)."""
     found: dict[str, int] = {}
     pending = [document]
-    while pending:
+    while pending and len(found) < len(ALLOCATED_TYPES):
         item = pending.pop()
         if isinstance(item, dict):
             name, least = item.get("name"), _whole(item.get("minimumAllocation"))
