@@ -57,6 +57,7 @@ def run_command(config_path: Path, dry_run: bool, ticks: int | None) -> None:
     _stacks_on_sigusr1()
     settings = load_agent_settings(config_path)
     agent = Agent.build(settings, dry_run=dry_run or None)
+    _warn_if_moves_are_slow()
     recovered = agent.recover()
     if recovered.restored_values or recovered.removed_groups:
         click.echo(f"restored after a previous run: {recovered.summary()}", err=True)
@@ -144,6 +145,18 @@ def _metrics_server(agent: Agent) -> WSGIServer | None:
         port, addr=agent.settings.agent.metrics_address, registry=agent.metrics.registry
     )
     return server
+
+
+def _warn_if_moves_are_slow() -> None:
+    """Say at start when adopting a container's processes waits for the kernel's RCU."""
+    from preemption.cgroups.dynmods import slow_moves_warning
+
+    try:
+        warning = slow_moves_warning(Path("/proc/mounts").read_text())
+    except OSError:
+        return
+    if warning is not None:
+        click.echo(f"warning: when adopting containers' processes, {warning}", err=True)
 
 
 def _stacks_on_sigusr1() -> None:

@@ -9,6 +9,8 @@
 #     the current sources (python -m yarn_adapt.sim.native --if-stale)
 #   - the Hadoop jars of tests/hadoop/pom.xml, resolved once into ~/.cache/yarn-adapt
 #   - the OpenTelemetry Java SDK's jars of tests/tracing/java/pom.xml, likewise
+#   - the cgroup2 mount remounted with favordynmods (moves of processes between cgroups
+#     then skip the kernel's RCU wait; see favour_dynamic_cgroup_moves)
 #
 # Idempotent: anything already present is left alone, so a second run takes seconds.
 # Quiet on success; on failure it prints the failing step's output and exits non-zero.
@@ -97,6 +99,20 @@ install_python_package() {
   touch "$stamp_dir/pip-$key"
 }
 
+favour_dynamic_cgroup_moves() {
+  # Each cgroup.procs write waits for an RCU grace period unless a cgroup hierarchy is
+  # mounted with favordynmods (Linux 6.0+; the lock is global, so one mount is enough).
+  # On a host whose CPUs are starved that wait took over 30 s and held the node agent's
+  # tick in the kernel (docs/flakes.md); operators get the same advice
+  # (docs/colocation.md, section 5). Left alone where the kernel has no such option.
+  local mount_point
+  grep -qE '^[^ ]+ [^ ]+ cgroup2? [^ ]*favordynmods' /proc/mounts && return 0
+  mount_point="$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)"
+  [ -n "$mount_point" ] || return 0
+  as_root mount -o remount,favordynmods "$mount_point" 2>/dev/null \
+    || echo "tests/setup.sh: this kernel has no favordynmods; cgroup moves may wait on RCU" >&2
+}
+
 main() {
   local missing
   missing="$(missing_packages | tr '\n' ' ')"
@@ -105,6 +121,7 @@ main() {
     install_system_packages $missing
   fi
   install_python_package
+  favour_dynamic_cgroup_moves
   quietly "compiling the simulator's core (python -m yarn_adapt.sim.native)" \
     "$python" -m yarn_adapt.sim.native --if-stale
   quietly "resolving the Hadoop jars (tests/hadoop/pom.xml)" \
