@@ -67,7 +67,7 @@ import logging
 import math
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,8 @@ from yarn_adapt.sim import (
     SimulationStart,
     simulate,
 )
-from yarn_adapt.tuning.apply import apply_setting
+from yarn_adapt.tuning.apply import apply_setting, groups_of
+from yarn_adapt.tuning.hindsight import hindsight_static, replayed_jobs
 from yarn_adapt.tuning.paper import PaperCluster, base_config
 from yarn_adapt.tuning.proposal import Proposal
 from yarn_adapt.tuning.settings import TunerSettings
@@ -210,12 +211,14 @@ def adaptive_latency(
     interval_s: float,
     forecast: int = 0,
     record: list[float] | None = None,
+    hindsight: bool = True,
 ) -> TunedRun:
     """Mean job latency when the tuner re-configures every ``interval_s``
-    (``forecast``: how many intervals ahead it forecasts, 0 for none), how many
-    times it changed the configuration, how many jobs did not finish, and (without
-    the forecast, whose hypothetical jobs are not a population that can realise)
-    each change's |predicted - realised| / realised on the jobs it predicted for.
+    (``forecast``: its horizon, how many intervals ahead it forecasts, 0 for none;
+    ``hindsight``: the hindsight static as a candidate), how many times it changed
+    the configuration, how many jobs did not finish, and each change's
+    |predicted - realised| / realised on the jobs in progress it predicted for (the
+    stated prediction, the forecast part apart).
     ``record``: the log ratios checked before (the likely ranges' calibration),
     extended with this run's."""
     space = adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
@@ -229,6 +232,7 @@ def adaptive_latency(
         min_improvement=0.0,
         forecast=forecast > 0,
         forecast_intervals=max(forecast, 1),
+        hindsight=hindsight,
     )
     changes = 0
     predictions: list[tuple[tuple[str, ...], float]] = []
@@ -238,16 +242,15 @@ def adaptive_latency(
         simulated.advance(interval_s)
         view = simulated.view()
         ledger.observe(_finished(simulated), simulated.config, view.time_s)
-        state = TuningState(view.time_s, view.start, view.cluster, view.recent)
+        state = TuningState(view.time_s, view.start, view.cluster, view.recent, view.history)
         proposal = propose(state, simulated.config, scenario.model, settings)
         jobs = tuple(p.job.id for p in view.start.jobs)
-        if not forecast:
-            ledger.record(_stated(proposal, jobs, view.time_s, ledger, prior))
+        # the stated predictions are the jobs in progress alone, the forecast apart
+        ledger.record(_stated(proposal, jobs, view.time_s, ledger, prior))
         if proposal.changed:
             simulated.load(proposal.config)
             changes += 1
-            if not forecast:
-                predictions.append((jobs, proposal.cluster_after_s))
+            predictions.append((jobs, proposal.cluster_after_s))
     ledger.observe(_finished(simulated), simulated.config, math.inf)
     if record is not None:
         record[:] = ledger.log_ratios()
@@ -364,10 +367,25 @@ class Row:
     ranges: tuple[int, int] = (0, 0)
     calibrated: tuple[int, int] = (0, 0)
     log_ratios: tuple[float, ...] = ()
+    hindsight_static_s: float = math.nan
 
     @property
     def vs_best_static(self) -> float:
         return self.static_best_s / self.adaptive_s
+
+
+def hindsight_latency(scenario: Scenario, base: SchedulerConfig, cluster: ClusterSpec) -> float:
+    """The realised mean latency of the hindsight static of the whole run: the static
+    configuration of the tuner's space that its replay (every job, estimated
+    durations) picks, run on the real durations. Beside the best static, it says
+    how well the replay picks."""
+    space = adaptive_space(scenario.setting, scenario.containers, elastic=scenario.elastic)
+    jobs = replayed_jobs(scenario.workload.jobs, scenario.model)
+    limit = TunerSettings().hindsight_points
+    found = hindsight_static(jobs, base, groups_of(base)[0], space, cluster, limit)
+    if found is None:
+        return math.nan
+    return static_latency(scenario, apply_setting(base, found.setting), cluster)[0]
 
 
 def run_scenario(
@@ -375,17 +393,21 @@ def run_scenario(
     intervals: Sequence[int],
     forecast: int = 0,
     record: list[float] | None = None,
+    hindsight: bool = True,
 ) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()
     statics = run_statics(scenario, base, cluster)
+    hindsight_s = hindsight_latency(scenario, base, cluster)
     if not statics.latencies:
         log.warning("%s: the tuner refuses every static configuration; skipped", scenario.label)
         return [_skipped(scenario.label, statics)]
     rows = []
     for minutes in intervals:
         began = time.perf_counter()
-        tuned = adaptive_latency(scenario, base, cluster, 60.0 * minutes, forecast, record)
+        tuned = adaptive_latency(
+            scenario, base, cluster, 60.0 * minutes, forecast, record, hindsight
+        )
         adaptive = tuned.latency_s
         ratios = [s / adaptive for s in statics.latencies]
         rows.append(
@@ -408,6 +430,7 @@ def run_scenario(
                 tuned.ranges,
                 tuned.calibrated,
                 tuned.log_ratios,
+                hindsight_s,
             )
         )
         log.info("%s", rows[-1])
@@ -462,7 +485,17 @@ def figures(rows: Sequence[Row], intervals: Sequence[int]) -> dict[str, Any]:
     found["ranges_calibrated"] = calibrated
     found.update(log_ratio_spread(r.log_ratios for r in rows))
     found["ratio_overall"] = round(statistics.fmean(r.ratio for r in rows), 3) if rows else None
+    found["hindsight_static_s"] = _mean_known(r.hindsight_static_s for r in once)
+    found["hindsight_vs_best_static"] = _mean_known(
+        r.static_best_s / r.hindsight_static_s for r in once
+    )
     return found
+
+
+def _mean_known(values: Iterable[float]) -> float | None:
+    """The mean of the finite ``values``, to 3 places (None when none is)."""
+    known = [v for v in values if math.isfinite(v)]
+    return round(statistics.fmean(known), 3) if known else None
 
 
 @benchmark(
@@ -502,6 +535,7 @@ def swim_latency(options: BenchOptions) -> BenchResult:
     values = SET_KEYS.read(options.extra, quick=options.quick)
     load, elastic = values[Knobs.load], values[Knobs.elastic]
     only, forecast = values[Knobs.scheduler], values[Knobs.forecast]
+    hindsight = values[Knobs.hindsight]
     record: list[float] = []  # the likely ranges' calibration, carried from run to run
     for scenario in scenarios(path, options.seed, sizes, load):
         scenario = replace(scenario, elastic=elastic)
@@ -509,7 +543,7 @@ def swim_latency(options: BenchOptions) -> BenchResult:
             continue
         if only is not None and scenario.setting.scheduler.value != only:
             continue
-        rows += run_scenario(scenario, intervals, forecast, record)
+        rows += run_scenario(scenario, intervals, forecast, record, hindsight)
         report("adaptive-latency scenario", len({r.scenario for r in rows}))
     table = [
         {
@@ -522,6 +556,7 @@ def swim_latency(options: BenchOptions) -> BenchResult:
             "geomean_ratio": round(r.geomean_ratio, 3),
             "median_ratio": round(r.median_ratio, 3),
             "vs_best_static": round(r.vs_best_static, 3),
+            "hindsight_static_s": round(r.hindsight_static_s, 1),
             "statics": r.statics,
             "statics_refused": r.statics_refused,
             "static_unfinished": r.static_unfinished,
@@ -532,4 +567,10 @@ def swim_latency(options: BenchOptions) -> BenchResult:
         for r in rows
         if r.statics > 0
     ]
-    return BenchResult({**figures(rows, intervals), "forecast_intervals": forecast}, table)
+    found = {
+        **figures(rows, intervals),
+        "forecast_intervals": forecast,
+        "horizon_intervals": forecast,
+        "hindsight": hindsight,
+    }
+    return BenchResult(found, table)

@@ -78,13 +78,15 @@ class FinishedJob:
 class SimulatedView:
     """What the proposer reads of a simulated cluster: the time, the jobs in
     progress (as a simulation start), the jobs submitted in the last segment, the
-    cluster and the options the simulator runs with."""
+    cluster and the options the simulator runs with, and the jobs submitted over
+    the last hours (``history``: the tuner's hindsight replay)."""
 
     time_s: float
     start: SimulationStart
     recent: tuple[JobSpec, ...]
     cluster: ClusterSpec
     options: SimulationOptions
+    history: tuple[JobSpec, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

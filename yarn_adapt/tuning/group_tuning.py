@@ -26,6 +26,7 @@ from yarn_adapt.tuning.bridge import GroupBase, canonical_key
 from yarn_adapt.tuning.group_optimizer import (
     ResourceBounds,
 )
+from yarn_adapt.tuning.hindsight import HindsightStatic
 from yarn_adapt.tuning.search import Point, SearchResult, search
 from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import ConfigSpace
@@ -97,10 +98,36 @@ def app_limits(
     )
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """A candidate's predicted mean job latency over the horizon (``score_s``, what
+    the tuner compares), on the jobs in progress alone (``observed_s``: checkable once
+    they finish) and on the forecast jobs alone (``forecast_s``; NaN without a
+    forecast)."""
+
+    score_s: float
+    observed_s: float
+    forecast_s: float = math.nan
+
+
+def split_prediction(latencies: Sequence[float], observed: int) -> Prediction:
+    """The mean of the first ``observed`` job latencies (the jobs in progress), of the
+    rest (the forecast) and of all (infinite when one of them is)."""
+    return Prediction(_mean(latencies), _mean(latencies[:observed]), _mean(latencies[observed:]))
+
+
+def _mean(values: Sequence[float]) -> float:
+    if not values:
+        return math.nan
+    return math.inf if any(not math.isfinite(v) for v in values) else sum(values) / len(values)
+
+
 @dataclass
 class GroupTuning:
     """One triggered group's search: its space, its C_i as configured, its mix, and
-    the search done at its current resources (``reference``, ``units`` of them)."""
+    the search done at its current resources (``reference``, ``units`` of them).
+    The mix's first ``observed`` jobs are the jobs in progress (``None``: all), the
+    rest the horizon's forecast."""
 
     group: Group
     space: ConfigSpace
@@ -112,6 +139,7 @@ class GroupTuning:
     units: int = 0
     reference: SearchResult | None = None
     limits: AppLimits | None = None
+    observed: int | None = None
     _comparators: dict[GroupResources, Comparator] = field(default_factory=dict, repr=False)
     _configs: dict[Point, GroupConfig] = field(default_factory=dict, repr=False)
 
@@ -136,6 +164,16 @@ class GroupTuning:
 
     def current_latency(self, resources: GroupResources) -> float:
         return self._latency(resources, self.base.config)
+
+    def predict(self, resources: GroupResources, config: GroupConfig) -> Prediction:
+        """``config``'s prediction, its observed and forecast parts apart."""
+        observed = len(self.mix.jobs) if self.observed is None else self.observed
+        if self.limits is not None and self.limits.refuses(config, resources.units):
+            return Prediction(
+                math.inf, math.inf, math.inf if observed < len(self.mix.jobs) else math.nan
+            )
+        latencies = self.comparator(resources).estimate(config).latencies
+        return split_prediction(latencies, observed)
 
     def latencies(self, resources: GroupResources, points: Sequence[Point]) -> list[float]:
         return [self._latency(resources, self.config_at(p)) for p in points]
@@ -190,3 +228,4 @@ class GroupWork:
     resources: GroupResources
     reason: str
     bounds: ResourceBounds | None = None
+    hindsight: HindsightStatic | None = None

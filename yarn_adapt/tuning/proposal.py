@@ -44,6 +44,16 @@ class GroupDecision:
     evaluations: int = 0
     worst_s: float = math.nan
     found_s: float = math.nan  # the best setting's prediction, kept or not
+    # which candidate won ("search", "running", "hindsight") and the hindsight
+    # static's mean latency on the replayed history (NaN without one)
+    candidate: str = "search"
+    hindsight_s: float = math.nan
+    # the horizon: the forecast jobs' predicted mean latency under the running and
+    # the chosen configuration (NaN without a forecast), apart from before_s and
+    # after_s, which are the jobs in progress alone (the checkable part)
+    forecast_before_s: float = math.nan
+    forecast_after_s: float = math.nan
+    forecast_jobs: int = 0
 
     @property
     def changed(self) -> bool:

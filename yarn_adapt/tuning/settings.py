@@ -46,7 +46,18 @@ class TunerSettings:
     coarse lattice -- the others are searched as ``auto`` would. ``app_headroom``:
     a Capacity leaf must admit this many times the group's jobs there (at least two
     more) under ``maximum-applications`` (:class:`AppLimits`); 1.0 is YARN's own
-    rule, no fewer than the jobs in view."""
+    rule, no fewer than the jobs in view.
+
+    The hindsight static (:mod:`yarn_adapt.tuning.hindsight`): with ``hindsight``,
+    the jobs submitted in the last ``hindsight_window_s`` (``TuningState.history``)
+    are replayed in the simulator under up to ``hindsight_points`` static
+    configurations of the group's space; the best is a candidate the tuner leaves
+    only for one predicted at least ``hindsight_gain`` (or ``min_improvement``, the
+    larger) better on the jobs in progress and the horizon. The horizon: with
+    ``forecast``, candidates are scored over ``forecast_intervals`` forecast
+    intervals (:attr:`horizon_intervals`), re-planned every interval; the stated
+    predictions (``GroupDecision.before_s`` / ``after_s``) stay those of the jobs in
+    progress, the forecast jobs' part stated apart."""
 
     interval_s: float = 120.0
     space: SpaceSettings = field(default_factory=SpaceSettings)
@@ -65,10 +76,24 @@ class TunerSettings:
     forecast: bool = False
     forecast_intervals: int = 1
     app_headroom: float = 2.0
+    hindsight: bool = True
+    hindsight_window_s: float = 3600.0
+    hindsight_points: int = 81
+    hindsight_gain: float = 0.05
     seed: int = 0
+
+    @property
+    def horizon_intervals(self) -> int:
+        """Forecast intervals the candidates are scored over (0: the jobs in progress
+        alone)."""
+        return self.forecast_intervals if self.forecast else 0
 
     def __post_init__(self) -> None:
         if not self.app_headroom >= 1.0:
             raise SettingsError(f"app_headroom {self.app_headroom}: want at least 1.0")
         if self.forecast_intervals < 1:
             raise SettingsError(f"forecast_intervals {self.forecast_intervals}: want at least 1")
+        if self.hindsight_points < 1:
+            raise SettingsError(f"hindsight_points {self.hindsight_points}: want at least 1")
+        if not self.hindsight_window_s > 0:
+            raise SettingsError(f"hindsight_window_s {self.hindsight_window_s}: want above 0")

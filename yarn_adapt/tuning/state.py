@@ -36,12 +36,18 @@ class TuningState:
     """What the tuner sees: the moment, the jobs not finished (waiting or running,
     with the tasks they have not started and the containers they hold), the
     cluster's nodes, and the jobs submitted in the last interval (finished or not:
-    the forecast of the next interval's arrivals)."""
+    the forecast of the next interval's arrivals), and the jobs submitted over the
+    last hours (``history``, finished or not: the hindsight static's replay)."""
 
     now_s: float
     start: SimulationStart
     cluster: ClusterSpec
     recent: tuple[JobSpec, ...] = ()
+    history: tuple[JobSpec, ...] = ()
+
+    def history_since(self, since_s: float) -> tuple[JobSpec, ...]:
+        """The jobs of ``history`` submitted after ``since_s`` and by now."""
+        return tuple(j for j in self.history if since_s < j.submit_s <= self.now_s)
 
 
 def state_from_simulation(
@@ -49,9 +55,10 @@ def state_from_simulation(
     start: SimulationStart,
     cluster: ClusterSpec,
     recent: Sequence[JobSpec] = (),
+    history: Sequence[JobSpec] = (),
 ) -> TuningState:
-    """The state of a simulated cluster (``SimulatedCluster.view()`` has all four)."""
-    return TuningState(now_s, start, cluster, tuple(recent))
+    """The state of a simulated cluster (``SimulatedCluster.view()`` has all five)."""
+    return TuningState(now_s, start, cluster, tuple(recent), tuple(history))
 
 
 def state_from_snapshot(
@@ -127,6 +134,13 @@ def state_mix(
             if _leaf(job.queue) in wanted
         )
     return JobMix(jobs, now_s=state.now_s, am_containers=settings.am_containers)
+
+
+def in_progress_count(state: TuningState, leaves: Iterable[str]) -> int:
+    """How many of the jobs in progress are in ``leaves`` (the first jobs of their
+    :func:`state_mix`; the rest are the forecast)."""
+    wanted = set(leaves)
+    return sum(1 for progress in state.start.jobs if _leaf(progress.job.queue) in wanted)
 
 
 def _expected(job: JobSpec, model: TaskTimeModel, interval_s: float, ahead: int) -> MixJob:

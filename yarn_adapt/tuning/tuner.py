@@ -29,27 +29,31 @@ description of the jobs in progress); step 3 is :mod:`.split`, step 4
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rules.compiler import MechanismCompiler
 from rules.inputs import GroupResources, JobMix
 from yarn_adapt.model import (
+    JobSpec,
     SchedulerConfig,
     Workload,
 )
 from yarn_adapt.tuning.apply import Group, groups_of, scheduler_of
 from yarn_adapt.tuning.bridge import GroupBase
+from yarn_adapt.tuning.candidates import HINDSIGHT, RUNNING, SEARCH, Candidate, Choice, choose
 from yarn_adapt.tuning.executors import ExecutorHandle, map_in_chunks
 from yarn_adapt.tuning.group_tuning import GroupTuning, GroupWork, app_limits
+from yarn_adapt.tuning.hindsight import HindsightStatic, hindsight_static, replayed_jobs
 from yarn_adapt.tuning.proposal import (
     GroupDecision,
     Proposal,
     compose,
     finish_proposal,
     seconds_text,
-    worth_it,
 )
+from yarn_adapt.tuning.search import Point, SearchResult
 from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import ConfigSpace, quantized_space
 from yarn_adapt.tuning.split import LevelPlan, level_plan, split_cluster, split_pool
@@ -57,6 +61,7 @@ from yarn_adapt.tuning.state import (
     TuningState,
     group_resources,
     group_share,
+    in_progress_count,
     state_mix,
     triggered_groups,
 )
@@ -93,6 +98,7 @@ def propose(
     model.prime(_pending_jobs(state))
     groups = groups_of(current)
     triggers = triggered_groups(state, groups, settings.interval_s)
+    history = _history(state, model, settings)
     compiler = MechanismCompiler()
     whole = len(groups) == 1
     decisions: dict[str, GroupDecision] = {}
@@ -107,9 +113,15 @@ def propose(
         space = _space_for(group, current, settings)
         unit = state.cluster.minimum_allocation
         limits = app_limits(current, group, mix, state, settings.app_headroom)
-        tuning = GroupTuning(group, space, base, mix, settings, compiler, unit, limits=limits)
+        observed = in_progress_count(state, group.leaf_names)
+        tuning = GroupTuning(
+            group, space, base, mix, settings, compiler, unit, limits=limits, observed=observed
+        )
         resources = group_resources(state, group_share(current, group), whole=whole)
-        work.append(GroupWork(tuning, resources, reason))
+        anchor = hindsight_static(
+            history, current, group, space, state.cluster, settings.hindsight_points
+        )
+        work.append(GroupWork(tuning, resources, reason, hindsight=anchor))
     split = split_pool(state, current, work)
     if split is not None:
         work = [replace(w, bounds=split.bounds[w.tuning.group.parent]) for w in work]
@@ -146,10 +158,19 @@ def _tune_groups(
 
 def _tune_group(work: GroupWork) -> tuple[GroupDecision, LevelPlan | None]:
     tuning = work.tuning
-    decision = _decide(tuning, work.resources, work.reason, tuning.settings)
+    decision = _decide(tuning, work.resources, work.reason, tuning.settings, work.hindsight)
     if work.bounds is None:
         return decision, None
     return decision, level_plan((tuning.group.parent, tuning, work.bounds))
+
+
+def _history(
+    state: TuningState, model: TaskTimeModel, settings: TunerSettings
+) -> tuple[JobSpec, ...]:
+    """The jobs the hindsight static is replayed on (none without ``hindsight``)."""
+    if not settings.hindsight:
+        return ()
+    return replayed_jobs(state.history_since(state.now_s - settings.hindsight_window_s), model)
 
 
 def _pending_jobs(state: TuningState) -> Workload:
@@ -168,33 +189,91 @@ def _untouched(group: Group, mix: JobMix, reason: str | None, frozen: bool) -> G
 
 
 def _decide(
-    tuning: GroupTuning, resources: GroupResources, reason: str, settings: TunerSettings
+    tuning: GroupTuning,
+    resources: GroupResources,
+    reason: str,
+    settings: TunerSettings,
+    hindsight: HindsightStatic | None = None,
 ) -> GroupDecision:
-    before = tuning.current_latency(resources)
+    running = Candidate(RUNNING, None, tuning.predict(resources, tuning.base.config))
     found = tuning.best(resources)
     tuning.units, tuning.reference = resources.units, found
-    point, after, evaluations = found.point, found.value, found.evaluations
-    setting = tuning.space.decode(point)
+    searched = _candidate(tuning, resources, SEARCH, found.point)
+    anchor = _candidate(tuning, resources, HINDSIGHT, hindsight.point) if hindsight else None
+    gain = settings.min_improvement
+    if anchor is not None:
+        gain = max(gain, settings.hindsight_gain)
+    choice = choose(running, searched, anchor, gain)
+    decision = _decision(tuning, reason, running, searched, choice, found)
+    if hindsight is not None:
+        decision = replace(decision, hindsight_s=hindsight.latency_s)
+    return decision
+
+
+def _candidate(
+    tuning: GroupTuning, resources: GroupResources, name: str, point: Point
+) -> Candidate:
+    """The space's ``point`` as a candidate; the running configuration when it
+    decodes to what runs."""
+    config = tuning.config_at(point)
+    setting = None if config == tuning.base.config else tuning.space.decode(point)
+    return Candidate(name, setting, tuning.predict(resources, config))
+
+
+def _decision(
+    tuning: GroupTuning,
+    reason: str,
+    running: Candidate,
+    searched: Candidate,
+    choice: Choice,
+    found: SearchResult,
+) -> GroupDecision:
+    chosen = choice.candidate
+    horizon = tuning.observed is not None and tuning.observed < len(tuning.mix.jobs)
     decision = GroupDecision(
         tuning.group.parent,
         tuning.group.queues,
         True,
         reason,
-        len(tuning.mix.jobs),
-        before,
-        after,
-        setting,
-        evaluations,
-        found.worst,
-        found_s=after,
+        len(tuning.mix.jobs) if tuning.observed is None else tuning.observed,
+        running.prediction.observed_s,
+        chosen.prediction.observed_s,
+        chosen.setting,
+        found.evaluations,
+        math.nan if horizon else found.worst,
+        found_s=searched.prediction.observed_s,
+        candidate=chosen.name,
+        forecast_before_s=running.prediction.forecast_s,
+        forecast_after_s=chosen.prediction.forecast_s,
+        forecast_jobs=len(tuning.mix.jobs) - (tuning.observed or len(tuning.mix.jobs)),
     )
-    if not worth_it(before, after, settings.min_improvement):
-        why = (
-            f"every candidate predicts {seconds_text(after)}, as now: its configuration "
-            "does not matter at its current resources"
-            if decision.indifferent
-            else f"best found ({setting.describe()}) predicts {seconds_text(after)} against "
-            f"{seconds_text(before)} now: not worth a change"
+    if choice.why:
+        return replace(decision, reason=f"{reason}; {choice.why}{_horizon(decision)}")
+    if chosen.setting is not None or chosen.name == SEARCH:
+        return decision
+    return replace(
+        decision, reason=f"{reason}; {_kept(decision, searched, running)}{_horizon(decision)}"
+    )
+
+
+def _kept(decision: GroupDecision, searched: Candidate, running: Candidate) -> str:
+    if decision.indifferent:
+        return (
+            f"every candidate predicts {seconds_text(decision.after_s)}, as now: its "
+            "configuration does not matter at its current resources"
         )
-        return replace(decision, after_s=before, setting=None, reason=f"{reason}; {why}")
-    return decision
+    setting = searched.setting.describe() if searched.setting is not None else "as it runs"
+    return (
+        f"best found ({setting}) predicts {seconds_text(searched.score_s)} against "
+        f"{seconds_text(running.score_s)} now: not worth a change"
+    )
+
+
+def _horizon(decision: GroupDecision) -> str:
+    if not decision.forecast_jobs:
+        return ""
+    return (
+        f" (scored on its {decision.jobs} jobs in progress and {decision.forecast_jobs} "
+        f"forecast ones; forecast part {seconds_text(decision.forecast_before_s)} -> "
+        f"{seconds_text(decision.forecast_after_s)})"
+    )

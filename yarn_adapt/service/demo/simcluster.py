@@ -67,6 +67,8 @@ from yarn_adapt.yarn.schedconf.xmlio import write_bytes_atomically
 
 FINISHED_MEMORY = 2000
 """How many finished jobs the cluster remembers for realized latency."""
+HISTORY_S = 4 * 3600.0
+"""The view's history: the jobs submitted in this many seconds before now."""
 
 
 @dataclass
@@ -247,9 +249,14 @@ class SimulatedCluster:
         """Jobs submitted and not finished."""
         return len(self._progress)
 
+    def submitted_since(self, since_s: float) -> tuple[JobSpec, ...]:
+        """The jobs submitted after ``since_s`` and before now, in submission order."""
+        return tuple(j for j in self.specs.values() if since_s < j.submit_s < self.clock_s)
+
     def view(self) -> SimulatedView:
+        history = self.submitted_since(self.clock_s - HISTORY_S)
         return SimulatedView(
-            self.clock_s, self.start_state(), self.recent, self.cluster, self.options
+            self.clock_s, self.start_state(), self.recent, self.cluster, self.options, history
         )
 
 

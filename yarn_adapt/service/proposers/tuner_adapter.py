@@ -136,7 +136,9 @@ class SimulatedReader:
 
     def read(self, view: ClusterSnapshot | SimulatedView) -> TunerInput:
         assert isinstance(view, SimulatedView), "a simulated cluster's reader needs its view"
-        state = state_from_simulation(view.time_s, view.start, view.cluster, view.recent)
+        state = state_from_simulation(
+            view.time_s, view.start, view.cluster, view.recent, view.history
+        )
         return TunerInput(view.time_s, state, self.model, tuple(simulated_jobs(view.start.jobs)))
 
     def spread(self, model: TaskTimeModel) -> float:
