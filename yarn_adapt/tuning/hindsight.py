@@ -33,10 +33,11 @@ from yarn_adapt.tuning.search import Point
 from yarn_adapt.tuning.space import ConfigSpace, GroupSetting
 from yarn_adapt.workload.taskmodel import TaskTimeModel
 
-CENSOR_FACTOR = 10.0
-"""A replay runs until ``CENSOR_FACTOR`` x the history's span after its last
-submission; a job still unfinished then counts as finishing then (a configuration
-that starves a queue scores badly instead of being ignored)."""
+CENSOR_FACTOR = 2.0
+"""A replay runs until ``CENSOR_FACTOR`` x the history's span (at least ten minutes)
+after its last submission; a job still unfinished then counts as finishing then (a
+configuration that starves a queue scores badly instead of being ignored, and the
+simulator does not heartbeat through hours of a starved queue)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def replay_latency(
     ``cluster`` under ``config`` (censored, :data:`CENSOR_FACTOR`); infinite when
     YARN would refuse ``config``."""
     first, last = jobs[0].submit_s, jobs[-1].submit_s
-    horizon = last + CENSOR_FACTOR * max(last - first, 60.0)
+    horizon = last + CENSOR_FACTOR * max(last - first, 600.0)
     try:
         result = simulate(
             Workload(tuple(jobs)), config, cluster, SimulationOptions(horizon_s=horizon)
