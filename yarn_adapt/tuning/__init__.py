@@ -16,6 +16,9 @@ Pure decision code, except ``executors``, which only chooses where work runs.
   level re-scored at the others, or a search per level); ``split``: the cluster level,
   Algorithm 3's pool and bounds, each group re-decided at the level it was given;
   ``cluster_dp``: Algorithm 3, a max-plus DP.
+- ``hindsight``: the hindsight static, the best static point over the recent history
+  replayed in the simulator; ``candidates``: which of the running configuration, the
+  search's best and the hindsight static a group takes, and why.
 - ``proposal``: ``GroupDecision``, ``Proposal`` and ``finish_proposal``, every
   proposer's common end (YARN's validation, groups YARN would refuse left as they run,
   the diff with a reason per change).
