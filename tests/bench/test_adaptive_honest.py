@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -76,3 +77,17 @@ def test_the_forecast_setting_names_how_many_intervals_ahead() -> None:
     for bad in ("-1", "maybe", "21"):
         with pytest.raises(SettingsError, match=f"forecast={bad}: expected no, yes or 1-20"):
             SET_KEYS.read({"forecast": bad})
+
+
+def test_the_hindsight_static_figures_average_the_scenarios_it_was_replayed_for() -> None:
+    rows = [
+        replace(_row("a", 2, 10.0, [40.0, 10.0]), hindsight_static_s=20.0),  # best 10: 0.5
+        replace(_row("a", 8, 12.0, [40.0, 10.0]), hindsight_static_s=20.0),  # same scenario
+        replace(_row("b", 2, 20.0, [18.0, 72.0]), hindsight_static_s=18.0),  # the best: 1.0
+        _row("c", 2, 20.0, [18.0]),  # not replayed (NaN): left out
+    ]
+    found = figures(rows, (2, 8))
+    assert found["hindsight_static_s"] == pytest.approx(19.0)
+    assert found["hindsight_vs_best_static"] == pytest.approx(0.75)
+    assert SET_KEYS.read({})[Knobs.hindsight] is True
+    assert SET_KEYS.read({"hindsight": "no"})[Knobs.hindsight] is False
