@@ -191,7 +191,9 @@ def test_the_tuner_holds_the_hindsight_static_against_a_one_interval_view(model)
     decision = propose(tuning_state(now, jobs, history), current, model, held).groups[0]
     assert decision.candidate == HINDSIGHT and math.isfinite(decision.hindsight_s)
     assert "hindsight static" in decision.reason and "99%" in decision.reason
-    left = TunerSettings(interval_s=60.0, spaces=spaces, min_improvement=0.0, hindsight_gain=0.0)
+    left = TunerSettings(
+        interval_s=60.0, spaces=spaces, min_improvement=0.0, hindsight=True, hindsight_gain=0.0
+    )
     moved = propose(tuning_state(now, jobs, history), current, model, left).groups[0]
     assert moved.after_s <= decision.after_s
 

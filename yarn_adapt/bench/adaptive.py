@@ -211,7 +211,7 @@ def adaptive_latency(
     interval_s: float,
     forecast: int = 0,
     record: list[float] | None = None,
-    hindsight: bool = True,
+    hindsight: bool = False,
 ) -> TunedRun:
     """Mean job latency when the tuner re-configures every ``interval_s``
     (``forecast``: its horizon, how many intervals ahead it forecasts, 0 for none;
@@ -393,7 +393,7 @@ def run_scenario(
     intervals: Sequence[int],
     forecast: int = 0,
     record: list[float] | None = None,
-    hindsight: bool = True,
+    hindsight: bool = False,
 ) -> list[Row]:
     base = base_config(scenario.setting.scheduler, scenario.setting.mapping.queues)
     cluster = PaperCluster(scenario.containers).spec()

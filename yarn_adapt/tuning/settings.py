@@ -76,7 +76,7 @@ class TunerSettings:
     forecast: bool = False
     forecast_intervals: int = 1
     app_headroom: float = 2.0
-    hindsight: bool = True
+    hindsight: bool = False
     hindsight_window_s: float = 3600.0
     hindsight_points: int = 81
     hindsight_gain: float = 0.05
