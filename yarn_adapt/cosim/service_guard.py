@@ -35,7 +35,9 @@ What runs unchanged, and what stands in for the world around it:
   ``poll_interval_s`` and ``ttl_s``) over :class:`GuardRoutes`, which answers what
   ``GET /api/agent/nodes/NODE/reclaim`` answers (the request's JSON, or 404 when
   nothing is asked). The agent's reclaimer then squeezes with the agent's default
-  ``[reclaim]`` settings (no kill: ``[yarn] kill = "never"``).
+  ``[reclaim]`` settings (no kill: ``[yarn] kill = "never"``). The agent's
+  isolation loop (``[priority]``, batch's low CPU weight) is not modelled: batch
+  keeps the one-node model's 1024 shares per vcore, as in every other row.
 """
 
 from __future__ import annotations
