@@ -13,13 +13,18 @@ from preemption.model import NOTHING
 from preemption.settings import AgentSection, AgentSettings
 from preemption.strategies import Strategy
 from tracing.risk import RiskSettings
-from yarn_adapt.bench.colocation import frontier, policies, service_defaults
+from yarn_adapt.bench.colocation import (
+    frontier,
+    policies,
+    service_defaults,
+    service_guard_spec,
+    service_settings,
+)
 from yarn_adapt.cosim.colocation import NodeModel
 from yarn_adapt.cosim.lra_model import Cluster, ClusterModel, ClusterRun, Policy, app_target_ms
 from yarn_adapt.cosim.service_guard import (
     SimulatedTraces,
     StepTrace,
-    service_settings,
     within_target_share,
 )
 from yarn_adapt.cosim.toposch import (
@@ -76,7 +81,7 @@ def _service_policy(name: str, placement: str, base: Settings | None = None) -> 
         base or Settings(), APP.entry, [s.name for s in APP.services], app_target_ms(MODEL, APP)
     )
     toposch = ToposchSettings(nu=0.0 if placement == "yarn" else 1.0, max_retry_time=1)
-    return Policy(name, toposch, agent="service", service=settings,
+    return Policy(name, toposch, agent="service", service=service_guard_spec(settings),
                   placement=placement)  # type: ignore[arg-type]  # fmt: skip
 
 
@@ -116,7 +121,8 @@ def test_the_service_row_never_places_beyond_the_guards_totals() -> None:
 
 
 def test_the_retry_row_is_named_apart() -> None:
-    rows = {p.name: p for p in policies(ToposchSettings(), Strategy.NTF, service_defaults())}
+    rows = {p.name: p for p in policies(ToposchSettings(), Strategy.NTF,
+                                              service_guard_spec(service_defaults()))}  # fmt: skip
     assert rows["yarn-adapt"].placement == "yarn"
     assert rows["yarn-adapt+retry"].placement == "algorithm1"
     assert rows["yarn-adapt"].service == rows["yarn-adapt+retry"].service

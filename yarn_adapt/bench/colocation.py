@@ -67,7 +67,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +77,9 @@ from preemption.model import Amount
 from preemption.qos import QosModel
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
+from tracing.risk import RiskSettings
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
+from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.cosim.colocation import NodeModel, batch_jobs, profile_samples
 from yarn_adapt.cosim.lra_model import (
     CALIBRATION,
@@ -89,12 +93,13 @@ from yarn_adapt.cosim.lra_model import (
     service_model,
     summary,
 )
-from yarn_adapt.cosim.service_guard import service_settings
+from yarn_adapt.cosim.service_guard import APPLICATION, ServiceGuardSpec
 from yarn_adapt.cosim.toposch import LowestRiskChooser, ToposchSettings
 from yarn_adapt.errors import InputError, SettingsError, TraceError
 from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.guard_choice import lowest_risk_chooser
 from yarn_adapt.progress import report
+from yarn_adapt.service.guard.build import assemble_guard
 from yarn_adapt.service.settings import Settings
 from yarn_adapt.set_keys import (
     Key,
@@ -189,8 +194,9 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
     slots = replace(model.node, batch_slots=model.node.batch_slots * model.nodes)
     jobs = batch_jobs(workload, slots, window_s=horizon, seed=options.seed)
     app = piggymetrics()
-    service = service_settings(service_defaults(), app.entry, [s.name for s in app.services],
-                               app_target_ms(model, app))  # fmt: skip
+    settings = service_settings(service_defaults(), app.entry, [s.name for s in app.services],
+                                app_target_ms(model, app))  # fmt: skip
+    service = service_guard_spec(settings)
     qos_models = {
         s.name: QosModel("gbrt", seed=options.seed).fit(
             profile_samples(service_model(model, s), loads, count=profiles, seed=options.seed)
@@ -267,7 +273,7 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         | {"placement": placement}
         | {"calibration": CALIBRATION.name}
         | {"frontier_loads": list(frontier_loads)}
-        | {"service": service_view(service)},
+        | {"service": service_view(settings)},
     }
     return BenchResult(figures=figures, rows=[{"policy": k, **_flat(v)} for k, v in rows.items()])
 
@@ -287,8 +293,42 @@ def service_defaults() -> Settings:
     return Settings()
 
 
-def policies(toposch: ToposchSettings, strategy: Strategy, service: Settings) -> list[Policy]:
-    """The compared policies; ``service``: the yarn-adapt service's settings."""
+def service_settings(
+    base: Settings, entry: str, services: Sequence[str], target_ms: float
+) -> Settings:
+    """``base`` (the service's defaults, or an operator's file) with the guard on in
+    ``auto`` and the application named: ``qos_targets`` (its entry service's
+    target) and ``applications`` (its services). Everything else is ``base``'s."""
+    colocation = replace(
+        base.colocation,
+        enabled=True,
+        mode=GuardMode.AUTO,
+        qos_targets=(f"{entry}={target_ms:g}",),
+        applications=(f"{APPLICATION}={','.join(services)}",),
+    )
+    return base.with_overrides(colocation=colocation)
+
+
+def service_guard_spec(settings: Settings) -> ServiceGuardSpec:
+    """The service as the simulation takes it: its own guard assembly over
+    ``settings``, and the settings the simulated traces and cadence read."""
+    return ServiceGuardSpec(
+        assemble=partial(assemble_guard, settings),
+        period_s=settings.colocation.period_s,
+        window_s=settings.tracing.window_s,
+        slo_window_s=settings.colocation.slo_window_s,
+        qos_percentile=settings.colocation.qos_percentile,
+        risk=RiskSettings(
+            alpha=settings.tracing.alpha, min_share=settings.tracing.critical_min_share
+        ),
+    )
+
+
+def policies(
+    toposch: ToposchSettings, strategy: Strategy, service: ServiceGuardSpec
+) -> list[Policy]:
+    """The compared policies; ``service``: the yarn-adapt service, as the simulation
+    takes it."""
     yarn_placement = ToposchSettings(nu=0.0, max_retry_time=0)
     return [
         Policy("yarn", yarn_placement),

@@ -80,6 +80,7 @@ from yarn_adapt.colocation.model import (
 from yarn_adapt.cosim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
 from yarn_adapt.cosim.service_guard import (
     ServiceGuard,
+    ServiceGuardSpec,
     SimulatedNodeTotals,
     SimulatedTraces,
     StepTrace,
@@ -98,7 +99,6 @@ from yarn_adapt.model import Node, NodeUtilization
 from yarn_adapt.model import NodeState as YarnNodeState
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
-from yarn_adapt.service.settings import Settings
 
 # --------------------------------------------------------------------------- the app
 
@@ -230,7 +230,7 @@ class Policy:
     strategy: Strategy = Strategy.NLTF
     guard: GuardSettings | None = None
     learned_demand: bool = False
-    service: Settings | None = None
+    service: ServiceGuardSpec | None = None
     agents: AgentSettings | None = None
     placement: Literal["algorithm1", "yarn"] = "algorithm1"
 
@@ -412,24 +412,22 @@ class Cluster:
 
     def _service_guard(self) -> ServiceGuard:
         """The yarn-adapt service's guard over this cluster (``policy.service``)."""
-        settings = self.policy.service
-        assert settings is not None
+        spec = self.policy.service
+        assert spec is not None
         traces = SimulatedTraces(
             self.home,
             {n: m.lc_service_ms * m.max_latency_factor for n, m in self.service_models.items()},
             entry=self.app.entry,
             target_ms=self.target_ms,
-            window_s=settings.tracing.window_s,
-            slo_window_s=settings.colocation.slo_window_s,
-            percentile=settings.colocation.qos_percentile,
-            risk_settings=RiskSettings(
-                alpha=settings.tracing.alpha, min_share=settings.tracing.critical_min_share
-            ),
+            window_s=spec.window_s,
+            slo_window_s=spec.slo_window_s,
+            percentile=spec.qos_percentile,
+            risk_settings=spec.risk,
         )
         totals = SimulatedNodeTotals(
             self.visible_total, dict.fromkeys(self.node_ids, self._capacity()), lambda: self.now
         )
-        return ServiceGuard(settings, self.policy.agents or AgentSettings(), traces, totals,
+        return ServiceGuard(spec, self.policy.agents or AgentSettings(), traces, totals,
                             lambda: self.now)  # fmt: skip
 
     def _capacity(self) -> Resources:

@@ -4,15 +4,18 @@ colocation``.
 
 What runs unchanged, and what stands in for the world around it:
 
-* **The guard is the service's.** :func:`~yarn_adapt.service.guard.build.assemble_guard`
-  builds the :class:`~yarn_adapt.colocation.guard.ColocationGuard` from the service's
-  :class:`~yarn_adapt.service.settings.Settings` -- their defaults, plus what a
-  deployment must name: the application, its services and its latency target
-  (:func:`service_settings`). Every ``[colocation] period_s`` of simulated time the
-  cluster runs one :meth:`~yarn_adapt.colocation.guard.ColocationGuard.run_round`,
-  what the service's guard loop calls per cycle: observe (the service's demand
-  provider, learned by default, is fed there), :func:`~yarn_adapt.colocation.decide.decide`,
-  act, the agents' reclaim requests.
+* **The guard is the service's.** The service's own assembly
+  (:func:`yarn_adapt.service.guard.build.assemble_guard`) builds the
+  :class:`~yarn_adapt.colocation.guard.ColocationGuard` from the service's settings --
+  their defaults, plus what a deployment must name: the application, its services and
+  its latency target. This package sits below the service and imports none of it: the
+  bench hands it a :class:`ServiceGuardSpec` (the assembly and the few settings the
+  simulation reads; :func:`yarn_adapt.bench.colocation.service_guard_spec`). Every
+  ``[colocation] period_s`` of simulated time the cluster runs one
+  :meth:`~yarn_adapt.colocation.guard.ColocationGuard.run_round`, what the service's
+  guard loop calls per cycle: observe (the service's demand provider, learned by
+  default, is fed there), :func:`~yarn_adapt.colocation.decide.decide`, act, the
+  agents' reclaim requests.
 * **The traces** (:class:`SimulatedTraces`, a
   :class:`~yarn_adapt.colocation.observe.RiskSource`, the seam the Redis trace store
   fills in the service): each simulated step is one trace of the application, its
@@ -46,7 +49,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import unquote
 
@@ -57,33 +60,37 @@ from preemption.settings import AgentSettings
 from preemption.targets import ServiceTarget
 from tracing.model import RiskSnapshot
 from tracing.risk import Request, RiskInputs, RiskSettings, assess
-from yarn_adapt.colocation.actuate import ActOutcome, Result
+from yarn_adapt.colocation.actuate import ActOutcome, Actuator, Result
 from yarn_adapt.colocation.follow import JournalChange
-from yarn_adapt.colocation.guard import ColocationGuard, GuardRoundReport
-from yarn_adapt.colocation.model import GuardMode, GuardPlan, QosReading, RequestTally, RiskReading
+from yarn_adapt.colocation.guard import ColocationGuard, GuardRecorder, GuardRoundReport
+from yarn_adapt.colocation.model import GuardPlan, QosReading, RequestTally, RiskReading
+from yarn_adapt.colocation.observe import RiskSource
 from yarn_adapt.colocation.originals import NodeOriginal
 from yarn_adapt.model import Node, Resources
-from yarn_adapt.service.guard.build import assemble_guard
-from yarn_adapt.service.settings import Settings
 
 SIM_URL = "http://yarn-adapt.simulated"  # the agents' [service] url (never contacted)
 APPLICATION = "application"  # the application's name in [colocation] applications
 
 
-def service_settings(
-    base: Settings, entry: str, services: Sequence[str], target_ms: float
-) -> Settings:
-    """``base`` (the service's defaults, or an operator's file) with the guard on in
-    ``auto`` and the application named: ``qos_targets`` (its entry service's
-    target) and ``applications`` (its services). Everything else is ``base``'s."""
-    colocation = replace(
-        base.colocation,
-        enabled=True,
-        mode=GuardMode.AUTO,
-        qos_targets=(f"{entry}={target_ms:g}",),
-        applications=(f"{APPLICATION}={','.join(services)}",),
-    )
-    return base.with_overrides(colocation=colocation)
+GuardAssembly = Callable[
+    [RiskSource, Actuator, GuardRecorder, Callable[[], float]], ColocationGuard
+]
+"""The service's guard on these sources (its ``assemble_guard`` over its settings)."""
+
+
+@dataclass(frozen=True)
+class ServiceGuardSpec:
+    """What the simulation takes of the service: how it assembles its guard, and the
+    settings the simulated traces and cadence read (``[colocation] period_s``,
+    ``slo_window_s``, ``qos_percentile``; ``[tracing] window_s``, ``alpha``,
+    ``critical_min_share``)."""
+
+    assemble: GuardAssembly
+    period_s: float
+    window_s: float
+    slo_window_s: float
+    qos_percentile: float
+    risk: RiskSettings
 
 
 # --------------------------------------------------------------------------- the traces
@@ -329,24 +336,24 @@ class ServiceGuard:
 
     def __init__(
         self,
-        settings: Settings,
+        spec: ServiceGuardSpec,
         agent: AgentSettings,
         traces: SimulatedTraces,
         totals: SimulatedNodeTotals,
         clock: Callable[[], float],
     ) -> None:
-        self.settings = settings
+        self.spec = spec
         self.agent = agent
         self.traces = traces
         self.totals = totals
         self.clock = clock
         self.recorder = _Rounds()
-        self.guard = assemble_guard(settings, traces, totals, self.recorder, clock)
+        self.guard = spec.assemble(traces, totals, self.recorder, clock)
         self.routes = GuardRoutes(self.guard)
 
     @property
     def period_s(self) -> float:
-        return self.settings.colocation.period_s
+        return self.spec.period_s
 
     def cycle(self, nodes: Sequence[Node]) -> GuardRoundReport:
         return self.guard.run_round(nodes, self.recorder.rounds)
