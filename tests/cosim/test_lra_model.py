@@ -130,13 +130,24 @@ def test_bench_json_has_every_policy_and_the_best_row() -> None:
         extra={"load_points": "6", "profile_samples": "30", "nodes": "4", "utilization": "0.3"},
     )
     figures = get("colocation").run(options).figures
-    assert set(figures["policies"]) == {"yarn", "kube-auto", "toposch-n", "toposch-p", "yarn-adapt"}
+    names = {"yarn", "kube-auto", "toposch-n", "toposch-p", "yarn-adapt", "yarn-adapt+retry"}
+    assert set(figures["policies"]) == names
     for row in figures["policies"].values():
         assert row["lra_p95_vs_alone"] > 0.0
         assert row["lra_p95_vs_alone_worst"] >= row["lra_p95_vs_alone_median"]
         assert row["batch_jct_increase_worst"] >= row["batch_jct_increase_median"]
         assert row["qos_violation_s"] >= 0.0
+        assert 0.0 < row["batch_cpu_share"] < 1.0
     assert figures["best"] == figures["policies"]["yarn-adapt"]
+    assert figures["best"]["beyond_visible"] == 0 and figures["best"]["guard_rounds"] > 0
+    assert figures["policies"]["yarn-adapt"]["placements"].keys() <= {"visible"}
+    # the frontier: per policy, [batch share, P95 vs alone] points by share
+    assert set(figures["frontier"]) == names
+    for points in figures["frontier"].values():
+        assert points and all(len(p) == 2 and 0.0 < p[0] < 1.0 and p[1] > 0.0 for p in points)
+        assert [p[0] for p in points] == sorted(p[0] for p in points)
+    assert figures["model"]["frontier_loads"] == [0.5, 1.0]
+    assert figures["model"]["service"]["period_s"] == 5.0
     assert set(figures["gap"]) == {"lra_p95_vs_alone", "batch_jct_increase", "met"}
     # the model's interference is the committed calibration's unless set
     assert figures["model"]["calibration"] == "lra-model.json"

@@ -26,6 +26,15 @@ Built from the one-node model (:mod:`yarn_adapt.cosim.colocation`), not beside i
   :class:`~yarn_adapt.demand.learner.MonotoneLearner` per service (performance
   ``min(1, target / p95)`` against allocation per unit load); its targets are the
   visible totals Algorithm 1 sees.
+* **The service** (policy ``service``, :mod:`yarn_adapt.cosim.service_guard`): the
+  yarn-adapt service's own guard, built from its settings, runs a round every
+  ``[colocation] period_s`` over the last ``[tracing] window_s`` of the steps (as
+  traces); the totals it sets are what YARN's placement sees (``placement
+  "yarn"``: :func:`~yarn_adapt.cosim.toposch.place_on_visible`, no Algorithm 1
+  retry), and each node's agent polls its reclaim request as the agent does in
+  service mode. ``placement "algorithm1"`` keeps Algorithm 1's retry on top of the
+  guard's totals (a comparison: YARN cannot place beyond what the RM shows). Every
+  placement beyond the total the guard left is counted (``beyond_visible``).
 * **Calibration**: by default every node's ``interference`` is the one fitted to the
   live testbed (:mod:`yarn_adapt.cosim.lra_calibration`), read from the committed
   :data:`CALIBRATION` (:func:`calibrated_node`); the application's service times
@@ -53,7 +62,9 @@ import numpy as np
 from preemption.model import Amount, QosSignal, ReclaimTarget
 from preemption.qos import QosModel
 from preemption.reclaim import ReclaimSettings
+from preemption.settings import AgentSettings
 from preemption.strategies import Strategy
+from preemption.targets import ServiceTarget
 from tracing.model import RiskSnapshot
 from tracing.risk import Request, RiskInputs, RiskSettings, assess
 from yarn_adapt.colocation.decide import decide
@@ -67,9 +78,25 @@ from yarn_adapt.colocation.model import (
     QosReading,
 )
 from yarn_adapt.cosim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
-from yarn_adapt.cosim.toposch import NodeState, ToposchSettings, WaitingContainer, schedule
+from yarn_adapt.cosim.service_guard import (
+    ServiceGuard,
+    ServiceGuardSpec,
+    SimulatedNodeTotals,
+    SimulatedTraces,
+    StepTrace,
+)
+from yarn_adapt.cosim.toposch import (
+    NodeState,
+    ToposchSettings,
+    WaitingContainer,
+    place_on_visible,
+    place_one,
+    schedule,
+)
 from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
 from yarn_adapt.errors import InputError
+from yarn_adapt.model import Node, NodeUtilization
+from yarn_adapt.model import NodeState as YarnNodeState
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.resources import Resources
 
@@ -185,18 +212,27 @@ class ClusterModel:
             raise ValueError("cluster model: need nodes >= 1, replicas >= 1, risk_interval_s > 0")
 
 
+SERVICE_MEMORY_MB = 1024  # each service's memory outside the containers (NodeManager's view)
+
+
 @dataclass(frozen=True)
 class Policy:
     """A co-location policy: Algorithm 1's settings (``nu = 0``: YARN's own), the
     node agent (none, QoS-driven gradual, or utilisation-driven kill), and the
-    guard (with or without learned demand)."""
+    guard (with or without learned demand); or ``service``: the yarn-adapt
+    service's guard and agents from its settings (the agents' from ``agents``),
+    with batch placed by YARN over the totals it sets (``placement "yarn"``) or by
+    Algorithm 1 with its retry on top of them (``"algorithm1"``)."""
 
     name: str
     toposch: ToposchSettings
-    agent: Literal["none", "qos", "utilisation"] = "none"
+    agent: Literal["none", "qos", "utilisation", "service"] = "none"
     strategy: Strategy = Strategy.NLTF
     guard: GuardSettings | None = None
     learned_demand: bool = False
+    service: ServiceGuardSpec | None = None
+    agents: AgentSettings | None = None
+    placement: Literal["algorithm1", "yarn"] = "algorithm1"
 
 
 @dataclass
@@ -210,6 +246,9 @@ class ClusterRun:
     kills: int
     squeezed: int
     guard_reasons: list[str] = field(default_factory=list)
+    batch_cpu_share: float = 0.0  # batch's mean share of the cluster's CPU in the horizon
+    beyond_visible: int = 0  # placements beyond the total the guard left the node
+    guard_rounds: int = 0
 
 
 # --------------------------------------------------------------------------- a node
@@ -231,6 +270,7 @@ class ClusterNode(ColocatedNode):
         seed: int,
         on_finish: Callable[[SimTask], None],
         kube_threshold: float | None,
+        target_source: ServiceTarget | None = None,
     ) -> None:
         super().__init__(
             model, [], loads, strategy=strategy, reclaim=reclaim, qos_model=qos_model, seed=seed
@@ -238,6 +278,7 @@ class ClusterNode(ColocatedNode):
         self.node_id = node_id
         self.on_finish = on_finish
         self.kube_threshold = kube_threshold
+        self.target_source = target_source
         self.load_now = 0.0
 
     def _load_cores(self) -> float:
@@ -252,6 +293,8 @@ class ClusterNode(ColocatedNode):
         return max(0, self.model.batch_slots - len(self.running) - self._blocked_slots())
 
     def _target(self, measured_p95: float) -> ReclaimTarget:
+        if self.target_source is not None:  # the service's request, as the agent polls it
+            return self.target_source.current().target
         if self.kube_threshold is None:
             return super()._target(measured_p95)
         utilisation = (self.load_now + self.batch_usage) / self.model.cores
@@ -308,19 +351,22 @@ class Cluster:
         self.home = {s.name: self.node_ids[i % model.nodes] for i, s in enumerate(app.services)}
         self.service_models = {s.name: service_model(model, s) for s in app.services}
         self.targets = {n: m.target_p95_ms for n, m in self.service_models.items()}
-        self.target_ms = app.critical_path(self.targets)[0]
+        self.target_ms = app_target_ms(model, app)
         self.jobs = [
             SimJob(j.submit_s, [_fresh(t) for t in j.maps], [_fresh(t) for t in j.reduces], j.left)
             for j in jobs
         ]
+        self.now = 0.0
+        self.visible_total = {n: self._capacity() for n in self.node_ids}
+        self.service = self._service_guard() if policy.service is not None else None
         self.nodes = [
             self._node(node_id, reclaim, qos_models, seed + i)
             for i, node_id in enumerate(self.node_ids)
         ]
-        self.now = 0.0
         self.waiting: dict[str, tuple[WaitingContainer, _Waiting]] = {}
         self.sequence = 0
-        self.visible_total = {n: self._capacity() for n in self.node_ids}
+        self.beyond_visible = 0
+        self.batch_share_sum = 0.0
         self.memory: dict[str, NodeMemory] = {}
         self.risk: dict[str, float] = dict.fromkeys(self.node_ids, 0.0)
         self.violated_nodes: set[str] = set()
@@ -343,7 +389,13 @@ class Cluster:
         if heaviest is not None:
             node_model = self.service_models[heaviest.name]
         agent = self.policy.agent if hosted else "none"
-        strategy = {"none": None, "qos": self.policy.strategy, "utilisation": Strategy.KILL}[agent]
+        target_source = None
+        if agent == "service":
+            assert self.service is not None
+            reclaim = self.service.agent.reclaim_settings()
+            target_source = self.service.target_source(node_id)
+        strategy = {"none": None, "qos": self.policy.strategy, "utilisation": Strategy.KILL,
+                    "service": reclaim.strategy}[agent]  # fmt: skip
         qos_model = qos_models.get(heaviest.name) if heaviest is not None else None
         return ClusterNode(
             node_id,
@@ -355,7 +407,28 @@ class Cluster:
             seed=seed,
             on_finish=self._finished,
             kube_threshold=self.model.kube_threshold if agent == "utilisation" else None,
+            target_source=target_source,
         )
+
+    def _service_guard(self) -> ServiceGuard:
+        """The yarn-adapt service's guard over this cluster (``policy.service``)."""
+        spec = self.policy.service
+        assert spec is not None
+        traces = SimulatedTraces(
+            self.home,
+            {n: m.lc_service_ms * m.max_latency_factor for n, m in self.service_models.items()},
+            entry=self.app.entry,
+            target_ms=self.target_ms,
+            window_s=spec.window_s,
+            slo_window_s=spec.slo_window_s,
+            percentile=spec.qos_percentile,
+            risk_settings=spec.risk,
+        )
+        totals = SimulatedNodeTotals(
+            self.visible_total, dict.fromkeys(self.node_ids, self._capacity()), lambda: self.now
+        )
+        return ServiceGuard(spec, self.policy.agents or AgentSettings(), traces, totals,
+                            lambda: self.now)  # fmt: skip
 
     def _capacity(self) -> Resources:
         node = self.model.node
@@ -369,8 +442,10 @@ class Cluster:
         dt = self.model.node.dt_s
         next_job = 0
         next_pass = 0.0
-        next_agent = self.model.agent_interval_s
-        next_risk = self.model.risk_interval_s
+        agent_interval = self._agent_interval_s()
+        next_agent = agent_interval
+        risk_interval = self._risk_interval_s()
+        next_risk = risk_interval
         e2e: list[float] = []
         violation_s = 0.0
         end = horizon_s + self.model.drain_s
@@ -399,10 +474,10 @@ class Cluster:
                 for node in self.nodes:
                     node.now = self.now
                     node._interval()
-                next_agent += self.model.agent_interval_s
+                next_agent += agent_interval
             if self.now >= next_risk - 1e-9 and self.now <= horizon_s:
                 self._risk_round()
-                next_risk += self.model.risk_interval_s
+                next_risk += risk_interval
             drained = next_job >= len(self.jobs) and not self.waiting
             if drained and self.now >= horizon_s and not any(n.running for n in self.nodes):
                 break
@@ -420,7 +495,24 @@ class Cluster:
             kills=sum(n.kills for n in self.nodes),
             squeezed=sum(len(n.squeezed) for n in self.nodes),
             guard_reasons=self.guard_reasons,
+            batch_cpu_share=self.batch_share_sum / max(1, len(e2e)),
+            beyond_visible=self.beyond_visible,
+            guard_rounds=self.service.recorder.rounds if self.service is not None else 0,
         )
+
+    def _agent_interval_s(self) -> float:
+        """The agents tick every ``agent_interval_s``; the service's every ``[agent]
+        interval_s`` of their own settings."""
+        if self.service is not None:
+            return self.service.agent.agent.interval_s
+        return self.model.agent_interval_s
+
+    def _risk_interval_s(self) -> float:
+        """Risk rounds every ``risk_interval_s``; the service's guard every
+        ``[colocation] period_s`` (its risk window is its own: ``[tracing] window_s``)."""
+        if self.service is not None:
+            return self.service.period_s
+        return self.model.risk_interval_s
 
     # ----------------------------------------------------------------- batch
 
@@ -447,12 +539,16 @@ class Cluster:
         shift = self.rng.randrange(len(self.nodes))  # heartbeat order changes per pass
         order = self.nodes[shift:] + self.nodes[:shift]
         states = [self._state(node) for node in order]
-        result = schedule(ready, states, self.policy.toposch)
+        place = place_on_visible if self.policy.placement == "yarn" else place_one
+        result = schedule(ready, states, self.policy.toposch, place)
         by_id = {n.node_id: n for n in self.nodes}
         for placed in result.placements:
             _, waiting = self.waiting.pop(placed.container_id)
-            by_id[placed.node_id]._start(waiting.task)
+            node = by_id[placed.node_id]
+            node._start(waiting.task)
             self.placements[placed.reason] = self.placements.get(placed.reason, 0) + 1
+            if self._guarded() and not self._used(node).fits_in(self.visible_total[node.node_id]):
+                self.beyond_visible += 1
         for held in result.held:
             self.waiting[held.id] = (held, self.waiting[held.id][1])
 
@@ -461,17 +557,25 @@ class Cluster:
         slots = node.free_slots()
         available = Resources(slots * model.task_memory_mb, slots * model.task_vcores)
         visible = None
-        if self.policy.guard is not None:
-            used = Resources(
-                len(node.running) * model.task_memory_mb, len(node.running) * model.task_vcores
-            )
-            visible = (self.visible_total[node.node_id] - used).clamped()
+        if self._guarded():
+            visible = (self.visible_total[node.node_id] - self._used(node)).clamped()
         return NodeState(
             node.node_id,
             available,
             self.risk[node.node_id],
             node.node_id in self.violated_nodes,
             visible,
+        )
+
+    def _guarded(self) -> bool:
+        """A guard sets what the nodes show batch (the paper's guard or the service's)."""
+        return self.policy.guard is not None or self.service is not None
+
+    def _used(self, node: ClusterNode) -> Resources:
+        """What batch holds on ``node`` as the RM counts it (its containers)."""
+        model = self.model.node
+        return Resources(
+            len(node.running) * model.task_memory_mb, len(node.running) * model.task_vcores
         )
 
     def _finished(self, task: SimTask) -> None:
@@ -486,11 +590,15 @@ class Cluster:
 
     # ----------------------------------------------------------------- services
 
-    def _service_load(self, service: ServiceSpec) -> float:
+    def _request_rate(self) -> float:
+        """The application's request rate now (the load trace's)."""
         if self.lc_silent:
             return 0.0
         index = int(self.now // self.model.node.load_interval_s)
-        load = self.loads[index] if index < len(self.loads) else self.median_load
+        return self.loads[index] if index < len(self.loads) else self.median_load
+
+    def _service_load(self, service: ServiceSpec) -> float:
+        load = self._request_rate()
         return self.service_models[service.name].lc_cores_at_median * load / self.median_load
 
     def _step(self) -> dict[str, float]:
@@ -519,6 +627,11 @@ class Cluster:
     def _observe(self, latency: Mapping[str, float], total: float, path: tuple[str, ...]) -> None:
         by_id = {n.node_id: n for n in self.nodes}
         self.window_e2e.append(total)
+        cores = sum(n.model.cores for n in self.nodes)
+        self.batch_share_sum += sum(n.batch_usage for n in self.nodes) / cores
+        if self.service is not None:
+            requests = self._request_rate() * self.model.node.dt_s
+            self.service.traces.record(StepTrace(self.now, dict(latency), path, total, requests))
         on_path = set(path)
         for name, value in latency.items():
             self.window[name].append(value)
@@ -534,6 +647,9 @@ class Cluster:
     # ----------------------------------------------------------------- risk and guard
 
     def _risk_round(self) -> None:
+        if self.service is not None:
+            self._service_round()
+            return
         if not self.window_e2e:
             return
         snapshot = self._snapshot()
@@ -546,6 +662,28 @@ class Cluster:
         for name in self.window:
             self.window[name], self.critical[name], self.window_loads[name] = [], [], []
         self.window_e2e = []
+
+    def _service_round(self) -> None:
+        """One round of the service's guard on the nodes as the RM lists them."""
+        assert self.service is not None
+        self.service.cycle([self._rm_node(node) for node in self.nodes])
+        self.risk = {n: self.service.node_risk().get(n, 0.0) for n in self.node_ids}
+        self.guard_reasons = self.service.recorder.first_reasons
+
+    def _rm_node(self, node: ClusterNode) -> Node:
+        """``node`` as the RM lists it: the total the guard left, the containers' use,
+        and the NodeManager's utilization (the services' CPU and memory outside them)."""
+        used = self._used(node)
+        hosted = sum(1 for home in self.home.values() if home == node.node_id)
+        services_cpu = min(node.load_now, node.lc_capacity)
+        utilization = NodeUtilization(
+            node_cpu=node.batch_usage + services_cpu,
+            node_memory_mb=used.memory_mb + SERVICE_MEMORY_MB * hosted,
+            containers_cpu=node.batch_usage,
+            containers_memory_mb=used.memory_mb,
+        )
+        return Node(node.node_id, node.node_id, "/default-rack", YarnNodeState.RUNNING,
+                    self.visible_total[node.node_id], used, utilization=utilization)  # fmt: skip
 
     def _snapshot(self) -> RiskSnapshot:
         ceiling = {
@@ -653,6 +791,13 @@ def service_model(model: ClusterModel, service: ServiceSpec) -> NodeModel:
         lc_cores_at_median=base.lc_cores_at_median * service.load_weight,
         target_p95_ms=model.target_factor * service.service_ms,
     )
+
+
+def app_target_ms(model: ClusterModel, app: AppSpec) -> float:
+    """The application's latency target: the critical path of its services' targets."""
+    return app.critical_path({s.name: service_model(model, s).target_p95_ms for s in app.services})[
+        0
+    ]
 
 
 def _learner() -> MonotoneLearner:

@@ -23,6 +23,12 @@ One scheduling pass over the waiting batch containers:
 ``nu = 0`` switches TopoSch off: every node shows all it has, and the pass is
 YARN's own (the first node with room, local nodes first).
 
+:func:`place_on_visible` is YARN's own pass over what the RM shows when something
+else lowered it (the co-location guard's ``updateNodeResource``): the first node
+whose visible free resources cover the container, else it waits. Lines 13-19 have
+no counterpart there: YARN never places beyond what the RM sees, however long a
+container waited (``schedule(..., place=place_on_visible)``).
+
 :class:`Algorithm1Placement` is the same pass as a
 :class:`~yarn_adapt.sim.hooks.PlacementPolicy` for the discrete-event engine.
 """
@@ -127,15 +133,28 @@ def visible_available(node: NodeState, settings: ToposchSettings) -> Resources:
     )
 
 
+class PlaceOne(Protocol):
+    """One container's placement on ``nodes`` (heartbeat order), or None (it waits)."""
+
+    def __call__(
+        self, container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
+    ) -> Placement | None: ...
+
+
 def schedule(
-    queue: Sequence[WaitingContainer], nodes: Sequence[NodeState], settings: ToposchSettings
+    queue: Sequence[WaitingContainer],
+    nodes: Sequence[NodeState],
+    settings: ToposchSettings,
+    place: PlaceOne | None = None,
 ) -> SchedulePass:
-    """One pass of Algorithm 1; ``nodes`` in heartbeat order."""
+    """One pass of Algorithm 1 (``place``: :func:`place_one`, or YARN's own
+    :func:`place_on_visible`); ``nodes`` in heartbeat order."""
+    place = place or place_one
     free = {n.node_id: n for n in nodes}
     placements: list[Placement] = []
     held: list[WaitingContainer] = []
     for container in sorted(queue, key=lambda c: c.waiting_since_s):
-        placed = place_one(container, [free[n.node_id] for n in nodes], settings)
+        placed = place(container, [free[n.node_id] for n in nodes], settings)
         if placed is None:
             held.append(replace(container, retry=container.retry + 1))
             continue
@@ -154,11 +173,8 @@ def place_one(
     container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
 ) -> Placement | None:
     """Lines 2-22 for one container: its placement, or None (held back)."""
-    fitting = [n for n in nodes if container.request.fits_in(n.available)]
     local = set(container.local_nodes)
-    candidates = [n for n in fitting if n.node_id in local] + [
-        n for n in fitting if n.node_id not in local
-    ]
+    candidates = _candidates(container, nodes)
     for node in candidates:
         if container.request.fits_in(visible_available(node, settings)):
             return Placement(container.id, node.node_id, "visible")
@@ -168,6 +184,30 @@ def place_one(
             lowest = settings.lowest_risk(container, candidates)
             return Placement(container.id, lowest.node_id, "lowest risk after retries")
     return None
+
+
+def place_on_visible(
+    container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
+) -> Placement | None:
+    """YARN's own placement over what the RM shows: the first node (local ones
+    first, then heartbeat order) whose visible free resources cover the container
+    (``visible`` when the caller gives it, else the real free resources), or None:
+    the container waits, however often it waited before. ``settings`` is not read
+    (no ``nu``, no retry): it is there to share :func:`schedule`'s pass."""
+    for node in _candidates(container, nodes):
+        shown = node.available if node.visible is None else node.visible
+        if container.request.fits_in(shown.component_min(node.available)):
+            return Placement(container.id, node.node_id, "visible")
+    return None
+
+
+def _candidates(container: WaitingContainer, nodes: Sequence[NodeState]) -> list[NodeState]:
+    """``N``: the nodes with enough real free resources, local ones first."""
+    fitting = [n for n in nodes if container.request.fits_in(n.available)]
+    local = set(container.local_nodes)
+    return [n for n in fitting if n.node_id in local] + [
+        n for n in fitting if n.node_id not in local
+    ]
 
 
 class Algorithm1Placement:
