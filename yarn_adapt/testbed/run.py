@@ -31,10 +31,11 @@ Measurement (:meth:`Testbed.measure`):
    drained, or batch back on it; for ``off`` also every agent limit given back),
    then measures the P95 of the requests that arrived during ``phase_s``. Repeats
    give the run-to-run spread. Before a ``guard`` phase and after the last phase
-   (``on`` again, after ``off`` when needed, until a stop finds squeezed containers
-   still running; at most three stops, each checked) the agents are stopped
-   (SIGTERM) and their restore is checked: state file gone, no agent cgroup left,
-   every process they had moved back where it came from.
+   the agents are stopped (SIGTERM) and their restore is checked: state file gone, no
+   agent cgroup left, every process they had moved back where it came from. The last
+   stop has batch of its own that outlives it: the stream is killed, long burners run
+   with the risky node open, then the guard and the agents come on, and the agents
+   are stopped while they squeeze them.
 3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
    CPU) with the guard off, the guard alone, and the guard with the agents: its
    makespan, and the P95 while it ran.
@@ -116,6 +117,10 @@ log = logging.getLogger(__name__)
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 PREFIX = "testbed"
+# The final stop's own batch: long burners (CPU seconds each), enough to fill both nodes,
+# so the agents are stopped while they squeeze processes that cannot end meanwhile.
+STOP_BURN_S = 600.0
+STOP_CONTAINERS = 2 * NODE_VCORES
 ENTRY_SERVICE = "frontend"
 BATCH_QUEUE = "default"
 OFF, GUARD, ON = "off", "guard", "on"
@@ -678,9 +683,9 @@ class Testbed:
             self.enter(phase)
             windows.append(self.window(phase, options.phase_s))
             report("testbed phase", done, len(options.order), phase)
-        self._final_stop(options.order[-1])  # while batch runs (and is squeezed)
         result.preempted_containers += _preempted(self.cluster, stream.application_id())
         stream.kill()
+        self._final_stop(burner_path, result)  # while batch runs (and is squeezed)
         self.set_guard(GuardMode.OFF)
         self.drained()
         windows.append(self.window("alone", options.alone_s))  # alone again, at the end
@@ -692,30 +697,33 @@ class Testbed:
         self._finish(result, windows)
         return result
 
-    def _final_stop(self, last_phase: str, attempts: int = 3) -> None:
-        """Stop the agents while they hold running squeezed containers: the restore
-        check is only worth something on live processes. A phase ``on`` may end with
-        none (the risky node's batch may finish before its agent reaches it), a later
-        ``off`` gives every limit back, and a squeezed container may end while its
-        agent stops. So: ``on`` (after ``off`` when it already was) until an agent
-        holds a live process in its cgroups, then the stop; again, agents restarted,
-        when the check found none of the moved processes still running; at most
-        ``attempts`` times. Every stop's restore check is kept."""
+    def _final_stop(self, burner_path: Path, result: TestbedResult) -> None:
+        """Stop the agents while they squeeze running containers: the restore check is
+        only worth something on live processes. The stream's containers are short (a
+        squeezed one may end while the agents stop, and leave nothing to check), so the
+        stop has batch of its own: long burners (``STOP_BURN_S`` of CPU each, killed
+        after the stop) started with the risky node open to batch, then the guard and
+        the agents on; the agents are stopped once one holds a process in its cgroups,
+        then the burners' application is killed."""
+        self.set_guard(GuardMode.OFF)  # batch may use the risky node again
+        long_burners = self.cluster.submit_shell_app(
+            BATCH_QUEUE, STOP_CONTAINERS, sys.executable, [str(burner_path), str(STOP_BURN_S)],
+            container_mb=self.options.container_mb, vcores=1, name="batch-stop",
+        )  # fmt: skip
+        try:
+            long_burners.wait_running(300.0)
+            self.settle(OFF)  # its containers run on the risky node too
+            self.enter(ON)
+            if not wait_until(self._squeezing, 2 * self.options.settle_max_s):
+                log.warning("testbed: no agent squeezed a container before the stop")
+            self.stop_agents()
+            app_id = long_burners.application_id()
+            result.preempted_containers += _preempted(self.cluster, app_id)
+        finally:
+            long_burners.kill()
 
-        def held() -> bool:
-            return any(squeezed_now(agent) for agent in self.agents)
-
-        for attempt in range(attempts):
-            if attempt or last_phase != ON:
-                if attempt:
-                    self.enter(OFF)  # batch back on the risky node, to be squeezed
-                self.enter(ON)  # (re)starts the agents
-            if wait_until(held, self.options.settle_max_s):
-                self.stop_agents()
-                if self.restores[-1].pids_checked > 0:
-                    return
-            log.info("testbed: no squeezed container ran at the stop (attempt %d)", attempt + 1)
-        self.stop_agents()
+    def _squeezing(self) -> bool:
+        return any(squeezed_now(agent) for agent in self.agents)
 
     def _set_qos_target(self, result: TestbedResult) -> None:
         """The application's target: ``qos_target_factor`` x its traced P95 alone."""
