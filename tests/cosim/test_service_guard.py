@@ -28,6 +28,7 @@ from yarn_adapt.cosim.service_guard import (
     within_target_share,
 )
 from yarn_adapt.cosim.toposch import (
+    YARN,
     NodeState,
     ToposchSettings,
     WaitingContainer,
@@ -72,7 +73,7 @@ def test_algorithm1_retry_places_beyond_what_the_nodes_show() -> None:
     container = WaitingContainer("c", ONE, 0.0, retry=1)
     placed = place_one(container, nodes, ToposchSettings(nu=1.0, max_retry_time=1))
     assert placed is not None and placed.reason == "lowest risk after retries"
-    yarn = schedule([container], nodes, ToposchSettings(), place_on_visible)
+    yarn = schedule([container], nodes, ToposchSettings(), YARN)
     assert not yarn.placements and yarn.held[0].retry == 2
 
 

@@ -30,7 +30,7 @@ Built from the one-node model (:mod:`yarn_adapt.cosim.colocation`), not beside i
   yarn-adapt service's own guard, built from its settings, runs a round every
   ``[colocation] period_s`` over the last ``[tracing] window_s`` of the steps (as
   traces); the totals it sets are what YARN's placement sees (``placement
-  "yarn"``: :func:`~yarn_adapt.cosim.toposch.place_on_visible`, no Algorithm 1
+  "yarn"``: :data:`~yarn_adapt.cosim.toposch.YARN`, no Algorithm 1
   retry), and each node's agent polls its reclaim request as the agent does in
   service mode. ``placement "algorithm1"`` keeps Algorithm 1's retry on top of the
   guard's totals (a comparison: YARN cannot place beyond what the RM shows). Every
@@ -86,12 +86,12 @@ from yarn_adapt.cosim.service_guard import (
     StepTrace,
 )
 from yarn_adapt.cosim.toposch import (
+    ALGORITHM1,
+    YARN,
     NodeState,
     ToposchSettings,
     WaitingContainer,
-    place_on_visible,
-    place_one,
-    schedule,
+    place_in_order,
 )
 from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
 from yarn_adapt.errors import InputError
@@ -320,8 +320,23 @@ class ClusterNode(ColocatedNode):
 
 @dataclass
 class _Waiting:
+    """A waiting task: its container as first asked (retry 0), and the pass from which
+    its retries count (the first pass it was ready in; None: not ready yet). Retries
+    are counted, not stored: a task ready and waiting is held in every pass until
+    placed, so at pass ``k`` it was held ``k - counted_from`` times."""
+
+    container: WaitingContainer
     task: SimTask
-    local: tuple[str, ...]
+    counted_from: int | None
+
+    def at_pass(self, index: int) -> WaitingContainer:
+        assert self.counted_from is not None
+        retry = index - self.counted_from
+        if retry == 0:
+            return self.container
+        base = self.container
+        return WaitingContainer(base.id, base.request, base.waiting_since_s, retry,
+                                base.local_nodes)  # fmt: skip
 
 
 class Cluster:
@@ -363,7 +378,10 @@ class Cluster:
             self._node(node_id, reclaim, qos_models, seed + i)
             for i, node_id in enumerate(self.node_ids)
         ]
-        self.waiting: dict[str, tuple[WaitingContainer, _Waiting]] = {}
+        # in the order they asked (the pass's order: longest waiting first)
+        self.waiting: dict[str, _Waiting] = {}
+        self.not_ready: set[str] = set()  # waiting, not ready yet (restarted after a kill)
+        self.passes = 0
         self.sequence = 0
         self.beyond_visible = 0
         self.batch_share_sum = 0.0
@@ -527,30 +545,39 @@ class Cluster:
         node = self.model.node
         request = Resources(node.task_memory_mb, node.task_vcores)
         key = f"t{self.sequence}"
-        self.waiting[key] = (
-            WaitingContainer(key, request, self.now, 0, local),
-            _Waiting(task, local),
-        )
+        ready = task.ready_at_s <= self.now
+        container = WaitingContainer(key, request, self.now, 0, local)
+        self.waiting[key] = _Waiting(container, task, self.passes if ready else None)
+        if not ready:
+            self.not_ready.add(key)
 
     def _pass(self) -> None:
-        ready = [c for c, w in self.waiting.values() if w.task.ready_at_s <= self.now]
-        if not ready:
+        """One pass of the placement over the ready tasks, longest waiting first; it
+        stops where no node has room for a task (they all ask the same)."""
+        for key in [k for k in self.not_ready if self.waiting[k].task.ready_at_s <= self.now]:
+            self.waiting[key].counted_from = self.passes
+            self.not_ready.discard(key)
+        if len(self.waiting) == len(self.not_ready):
             return
+        index, self.passes = self.passes, self.passes + 1
         shift = self.rng.randrange(len(self.nodes))  # heartbeat order changes per pass
         order = self.nodes[shift:] + self.nodes[:shift]
         states = [self._state(node) for node in order]
-        place = place_on_visible if self.policy.placement == "yarn" else place_one
-        result = schedule(ready, states, self.policy.toposch, place)
+        placer = YARN if self.policy.placement == "yarn" else ALGORITHM1
+        ready = (w.at_pass(index) for w in self.waiting.values() if w.counted_from is not None)
+        node = self.model.node
+        floor = Resources(node.task_memory_mb, node.task_vcores)
+        result = place_in_order(ready, states, self.policy.toposch, placer, floor)
         by_id = {n.node_id: n for n in self.nodes}
         for placed in result.placements:
-            _, waiting = self.waiting.pop(placed.container_id)
-            node = by_id[placed.node_id]
-            node._start(waiting.task)
+            waiting = self.waiting.pop(placed.container_id)
+            target = by_id[placed.node_id]
+            target._start(waiting.task)
             self.placements[placed.reason] = self.placements.get(placed.reason, 0) + 1
-            if self._guarded() and not self._used(node).fits_in(self.visible_total[node.node_id]):
+            if self._guarded() and not self._used(target).fits_in(
+                self.visible_total[target.node_id]
+            ):
                 self.beyond_visible += 1
-        for held in result.held:
-            self.waiting[held.id] = (held, self.waiting[held.id][1])
 
     def _state(self, node: ClusterNode) -> NodeState:
         model = self.model.node
