@@ -340,7 +340,9 @@ class _Waiting:
 
 
 class Cluster:
-    """One run of a policy over the horizon, then the batch drains."""
+    """One run of a policy over the horizon, then the batch drains with the services at
+    their median load: risk rounds and the guard go on through the drain (a deployed
+    guard knows no horizon); the figures are the horizon's, JCT every job's."""
 
     def __init__(
         self,
@@ -481,10 +483,10 @@ class Cluster:
                 self._pass()
                 next_pass += self.model.pass_interval_s
             latency = self._step()
+            total, path = self.app.critical_path(latency)
+            self._observe(latency, total, path, within_horizon=self.now < horizon_s)
             if self.now < horizon_s:
-                total, path = self.app.critical_path(latency)
                 e2e.append(total)
-                self._observe(latency, total, path)
                 if total > self.target_ms:
                     violation_s += dt
             self.now += dt
@@ -493,7 +495,7 @@ class Cluster:
                     node.now = self.now
                     node._interval()
                 next_agent += agent_interval
-            if self.now >= next_risk - 1e-9 and self.now <= horizon_s:
+            if self.now >= next_risk - 1e-9:  # the drain too: the services still run
                 self._risk_round()
                 next_risk += risk_interval
             drained = next_job >= len(self.jobs) and not self.waiting
@@ -651,11 +653,21 @@ class Cluster:
             node.interval_p95.append(max(hosted, default=0.0))
         return latency
 
-    def _observe(self, latency: Mapping[str, float], total: float, path: tuple[str, ...]) -> None:
+    def _observe(
+        self,
+        latency: Mapping[str, float],
+        total: float,
+        path: tuple[str, ...],
+        *,
+        within_horizon: bool,
+    ) -> None:
+        """What the risk rounds and the guard read (traces, windows, learners), always;
+        batch's CPU share, a figure of the horizon, only within it."""
         by_id = {n.node_id: n for n in self.nodes}
         self.window_e2e.append(total)
         cores = sum(n.model.cores for n in self.nodes)
-        self.batch_share_sum += sum(n.batch_usage for n in self.nodes) / cores
+        if within_horizon:
+            self.batch_share_sum += sum(n.batch_usage for n in self.nodes) / cores
         if self.service is not None:
             requests = self._request_rate() * self.model.node.dt_s
             self.service.traces.record(StepTrace(self.now, dict(latency), path, total, requests))
