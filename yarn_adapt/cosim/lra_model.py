@@ -332,11 +332,7 @@ class _Waiting:
     def at_pass(self, index: int) -> WaitingContainer:
         assert self.counted_from is not None
         retry = index - self.counted_from
-        if retry == 0:
-            return self.container
-        base = self.container
-        return WaitingContainer(base.id, base.request, base.waiting_since_s, retry,
-                                base.local_nodes)  # fmt: skip
+        return self.container if retry == 0 else self.container.with_retry(retry)
 
 
 class Cluster:
@@ -384,6 +380,8 @@ class Cluster:
         self.waiting: dict[str, _Waiting] = {}
         self.not_ready: set[str] = set()  # waiting, not ready yet (restarted after a kill)
         self.passes = 0
+        node = model.node
+        self.task_request = Resources(node.task_memory_mb, node.task_vcores)  # every task's
         self.sequence = 0
         self.beyond_visible = 0
         self.batch_share_sum = 0.0
@@ -544,11 +542,9 @@ class Cluster:
 
     def _enqueue(self, task: SimTask, local: tuple[str, ...]) -> None:
         self.sequence += 1
-        node = self.model.node
-        request = Resources(node.task_memory_mb, node.task_vcores)
         key = f"t{self.sequence}"
         ready = task.ready_at_s <= self.now
-        container = WaitingContainer(key, request, self.now, 0, local)
+        container = WaitingContainer(key, self.task_request, self.now, 0, local)
         self.waiting[key] = _Waiting(container, task, self.passes if ready else None)
         if not ready:
             self.not_ready.add(key)
@@ -567,9 +563,7 @@ class Cluster:
         states = [self._state(node) for node in order]
         placer = YARN if self.policy.placement == "yarn" else ALGORITHM1
         ready = (w.at_pass(index) for w in self.waiting.values() if w.counted_from is not None)
-        node = self.model.node
-        floor = Resources(node.task_memory_mb, node.task_vcores)
-        result = place_in_order(ready, states, self.policy.toposch, placer, floor)
+        result = place_in_order(ready, states, self.policy.toposch, placer, self.task_request)
         by_id = {n.node_id: n for n in self.nodes}
         for placed in result.placements:
             waiting = self.waiting.pop(placed.container_id)
@@ -582,9 +576,7 @@ class Cluster:
                 self.beyond_visible += 1
 
     def _state(self, node: ClusterNode) -> NodeState:
-        model = self.model.node
-        slots = node.free_slots()
-        available = Resources(slots * model.task_memory_mb, slots * model.task_vcores)
+        available = self.task_request * node.free_slots()
         visible = None
         if self._guarded():
             visible = (self.visible_total[node.node_id] - self._used(node)).clamped()
@@ -602,10 +594,7 @@ class Cluster:
 
     def _used(self, node: ClusterNode) -> Resources:
         """What batch holds on ``node`` as the RM counts it (its containers)."""
-        model = self.model.node
-        return Resources(
-            len(node.running) * model.task_memory_mb, len(node.running) * model.task_vcores
-        )
+        return self.task_request * len(node.running)
 
     def _finished(self, task: SimTask) -> None:
         job = self.jobs[task.job]

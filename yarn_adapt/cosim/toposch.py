@@ -90,6 +90,12 @@ class WaitingContainer:
     retry: int = 0
     local_nodes: tuple[str, ...] = ()
 
+    def with_retry(self, retry: int) -> WaitingContainer:
+        """The container held back ``retry`` times; built directly, not by
+        ``dataclasses.replace``: a pass over a long queue makes one per container."""
+        return WaitingContainer(self.id, self.request, self.waiting_since_s, retry,
+                                self.local_nodes)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class NodeState:
@@ -176,12 +182,12 @@ def place_in_order(
     for container in ordered:
         request = container.request
         if _covered(request, exhausted):
-            held.append(_held_again(container))
+            held.append(container.with_retry(container.retry + 1))  # Line 23
             continue
         in_order = [free[n.node_id] for n in nodes]
         placed = placer.place(container, in_order, settings)
         if placed is None:
-            held.append(_held_again(container))
+            held.append(container.with_retry(container.retry + 1))  # Line 23
             if not any(request.fits_in(placer.room(node)) for node in in_order):
                 exhausted.append(request)
                 if floor is not None and request.fits_in(floor):
@@ -203,15 +209,6 @@ def _covered(request: Resources, exhausted: Sequence[Resources]) -> bool:
         if small.fits_in(request):
             return True
     return False
-
-
-def _held_again(container: WaitingContainer) -> WaitingContainer:
-    """The container held back once more (Line 23); built directly: a pass over a
-    long queue makes one per container."""
-    return WaitingContainer(
-        container.id, container.request, container.waiting_since_s, container.retry + 1,
-        container.local_nodes,
-    )  # fmt: skip
 
 
 def place_one(
