@@ -707,7 +707,7 @@ class Cluster:
         utilization = NodeUtilization(
             node_cpu=node.batch_usage + services_cpu,
             node_memory_mb=used.memory_mb + SERVICE_MEMORY_MB * hosted,
-            containers_cpu=node.batch_usage,
+            containers_cpu=node.batch_usage,  # in vcores: one per core here
             containers_memory_mb=used.memory_mb,
         )
         return Node(node.node_id, node.node_id, "/default-rack", YarnNodeState.RUNNING,

@@ -31,6 +31,7 @@ from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.jars import HadoopJars, find_java_home, resolve_hadoop_jars
 from yarn_adapt.minicluster.javacmd import JavaCommands
 from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports, free_ports
+from yarn_adapt.minicluster.machines import Machine, MachineViews, cpu_list
 from yarn_adapt.minicluster.processes import (
     ManagedProcess,
     kill_marked_processes,
@@ -89,6 +90,7 @@ class MiniCluster:
         # Log names stay unique across resets: a reused name would show an old app id.
         self._client_numbers = itertools.count()
         self._reaper: ManagedProcess | None = None
+        self._machines: MachineViews | None = None
         self._baseline_mtime_ns = 0
         self._baseline_store: dict[str, str] = {}
         self._baseline_queues: frozenset[str] = frozenset()
@@ -231,6 +233,9 @@ class MiniCluster:
             kill_marked_processes(self._layout.root)
         if self._reaper is not None:
             self._reaper.kill_group()
+        if self._machines is not None:
+            self._machines.stop()
+            self._machines = None
         if self._layout is not None:
             cpusets.remove(self._layout.root)
         # Forget the handles so no later kill can hit a process group id the kernel
@@ -372,12 +377,24 @@ class MiniCluster:
         self._daemons = {name: self._launch(name, command) for name, command in commands.items()}
 
     def _nodemanager_command(self, index: int) -> list[str]:
-        """NodeManager ``index`` on its own RPC port, in its cpuset when the spec pins one."""
+        """NodeManager ``index`` on its own RPC port; when the spec pins it, in its cpuset
+        and seeing its own machine in /proc (:mod:`~yarn_adapt.minicluster.machines`)."""
         command = self._java_commands().node_manager(index, self._nm_ports[index])
         if not self.spec.nm_cpusets:
             return command
         groups = cpusets.create(self.root, self.spec.nm_cpusets)
-        return cpusets.wrap(command, groups[index])
+        machine = self._machine_views(groups).machines[index]
+        return machine.wrap(cpusets.wrap(command, groups[index]))
+
+    def _machine_views(self, groups: Sequence[Path]) -> MachineViews:
+        if self._machines is None:
+            machines = [
+                Machine(self.root / "machines" / f"nm-{index}", tuple(cpu_list(cpus)),
+                        self.spec.nm_memory_mb, groups[index])
+                for index, cpus in enumerate(self.spec.nm_cpusets)
+            ]  # fmt: skip
+            self._machines = MachineViews(machines).start()
+        return self._machines
 
     def _launch(self, name: str, command: list[str]) -> ManagedProcess:
         env = marked_env(self.layout.root, self._java_env())
