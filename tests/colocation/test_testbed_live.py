@@ -1,8 +1,8 @@
 """The live testbed in its short form: the application's P95 with the guard and the node
 agents on is below its P95 with the guard off in every run, by a factor larger than the
 run-to-run spread (max / min) of either (three runs each); batch goes where the guard
-sends it and none of it is killed; the agents (real ``python -m preemption run``
-processes reading the guard's reclaim requests through the service's route) squeezed
+sends it and none of it is killed; the agents (real ``yarn-adapt agent run``
+processes reading the reclaim requests of a real ``yarn-adapt serve``) squeezed
 batch containers in mini-steps, and when stopped put every limit back: clean exit, no
 state file, no cgroup of theirs left, every process they had moved back where it came
 from. The full form, with the guard-only phase and the makespans, is ``yarn-adapt bench

@@ -1,19 +1,15 @@
-"""The testbed's node agents: one ``python -m preemption run`` per "node", reading the
-guard's reclaim requests from the service's own endpoint.
+"""The testbed's node agents: one ``yarn-adapt agent run`` per "node", reading the
+guard's reclaim requests from the testbed's ``yarn-adapt serve``.
 
-* :class:`ReclaimEndpoint` serves ``GET /api/agent/nodes/<node>/reclaim`` with the
-  service's route and token check (:func:`yarn_adapt.service.web.guard_routes.guard_blueprint`)
-  over the testbed's :class:`~yarn_adapt.colocation.guard.ColocationGuard`, in a
-  minimal Flask app on 127.0.0.1, and issues each node's agent token in its own
-  service database. The request is the guard's: what batch uses on the node above
-  what it may see, and the QoS of the application most over its target.
 * :class:`NodeAgent` is the agent process of one NodeManager, as an operator runs it:
-  ``python -m preemption run --config agent-<i>.toml``, its node's agent token in
-  ``YARN_ADAPT_AGENT_TOKEN``, its own state file, its Prometheus endpoint. It is
-  given its NodeManager's pid and web address (it verifies the process and reads the
-  containers it lists), finds those containers below it in the process tree
-  (DefaultContainerExecutor), gives each batch container a cgroup of its own and
-  squeezes it by Algorithm 2.
+  ``yarn-adapt agent run --config agent.toml`` (the plan's settings file,
+  ``conf/testbed/yarn-adapt-agent.toml``, with what differs per node set), its node's
+  agent token (``yarn-adapt agent-token issue``) in ``YARN_ADAPT_AGENT_TOKEN``, its own
+  state file, its Prometheus endpoint. It is given its NodeManager's pid and web
+  address (it verifies the process and reads the containers it lists), finds those
+  containers below it in the process tree (DefaultContainerExecutor), gives each
+  batch container a cgroup of its own and squeezes it by Algorithm 2 when the
+  service's guard asks (what batch uses on the node above what it may now see).
 * :func:`stop_agents` sends SIGTERM and checks that every limit is back: the agent
   exited cleanly, its state file is gone, no container cgroup of the agents is left,
   and every process the agents had moved (per the state file read just before the
@@ -35,28 +31,18 @@ import os
 import pwd
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import requests
 
 from preemption.cgroups.procfile import parse_membership
-from yarn_adapt.colocation.guard import ColocationGuard
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import free_port
-from yarn_adapt.service.state.agent_tokens import AgentTokens
-from yarn_adapt.service.state.store import Store
-
-if TYPE_CHECKING:
-    from werkzeug.serving import BaseWSGIServer
-
-    from yarn_adapt.service.guard.step import AgentReport
-    from yarn_adapt.service.service import Service
+from yarn_adapt.testbed.product import load_example, settings_file, yarn_adapt_command
 
 log = logging.getLogger(__name__)
 
@@ -64,85 +50,21 @@ CONTROLLERS = ("cpu", "cpuacct", "memory")
 TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"  # preemption.settings.TOKEN_ENV
 
 
-# --------------------------------------------------------------------------- endpoint
-
-
-@dataclass
-class _GuardStepView:
-    """What the service's routes read of its ``GuardStep``: the guard, and where an
-    agent's report goes (kept, newest per node, as the service keeps them)."""
-
-    guard: ColocationGuard
-    reports: dict[str, AgentReport] = field(default_factory=dict)
-
-    def note_agent_report(self, node: str, report: AgentReport) -> None:
-        self.reports[node] = report
-
-
-@dataclass
-class _ServiceView:
-    """What the service's routes read of the service: the guard, the operator token
-    and the store of the agents' tokens."""
-
-    guard: _GuardStepView
-    token: str
-    store: Store
-
-
-class ReclaimEndpoint:
-    """The service's reclaim route over the testbed's guard, on a free local port."""
-
-    def __init__(self, guard: ColocationGuard, token: str, database: Path) -> None:
-        from flask import Flask
-        from werkzeug.serving import make_server
-
-        from yarn_adapt.service.web.guard_routes import guard_blueprint
-        from yarn_adapt.service.web.throttle import LoginThrottle
-
-        # Two agents poll it every agent interval: no access-log line per request.
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        app = Flask("yarn-adapt-testbed")
-        app.extensions["yarn_adapt_throttle"] = LoginThrottle()
-        self.store = Store(database)
-        self.step = _GuardStepView(guard)
-        service = _ServiceView(self.step, token, self.store)
-        app.register_blueprint(guard_blueprint(cast("Service", service)))
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server: BaseWSGIServer = make_server("127.0.0.1", self.port, app, threaded=True)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="testbed-endpoint", daemon=True
-        )
-        self._thread.start()
-
-    def agent_token(self, node_id: str) -> str:
-        """A new agent token for ``node_id`` (the node's previous one stops working)."""
-        return AgentTokens(self.store).issue(node_id, "testbed", rotate=True).token
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._thread.join(10)
-        self._server.server_close()
-        self.store.close()
-
-
 # --------------------------------------------------------------------------- agents
 
 
 @dataclass(frozen=True, kw_only=True)
 class AgentPlan:
-    """How the testbed runs its agents (the ``agent_*`` testbed options)."""
+    """How the testbed runs its agents: the settings file it starts from (everything
+    but what differs per node) and where their cgroups go."""
 
-    interval_s: float
-    strategy: str
-    per_task_millicores: int
-    step_millicores: int
-    floor_millicores: int
-    settle_s: float
-    node_cpu_millicores: int
-    millicores_per_vcore: int
-    batch_queue: str
+    example: Path  # conf/testbed/yarn-adapt-agent.toml, or an operator's own
     hierarchy: str  # the agents' cgroups, relative to each controller's mount
+
+    @property
+    def settle_s(self) -> float:
+        """The agents' ``[reclaim] settle_s`` (how long a squeeze step settles)."""
+        return float(load_example(self.example).get("reclaim", {}).get("settle_s", 5.0))
 
 
 @dataclass(frozen=True)
@@ -219,7 +141,7 @@ class NodeAgent:
         nodemanager_pid: int,
         nodemanager_url: str,
         rm_url: str,
-        endpoint_url: str,
+        service_url: str,
         token: str,
         plan: AgentPlan,
         work_dir: Path,
@@ -236,7 +158,7 @@ class NodeAgent:
         self._nodemanager_pid = nodemanager_pid
         self._nodemanager_url = nodemanager_url
         self._rm_url = rm_url
-        self._endpoint_url = endpoint_url
+        self._service_url = service_url
         self._token = token
         self._cluster_root = cluster_root
         self._package_parent = package_parent
@@ -250,44 +172,25 @@ class NodeAgent:
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
-        self.config.write_text(self.settings_toml())
-        command = [sys.executable, "-m", "preemption", "run", "--config", str(self.config)]
+        settings_file(self.plan.example, self.overrides(), self.config)
+        command = yarn_adapt_command("agent", "run", "--config", str(self.config))
         env = marked_env(
             self._cluster_root, {"PYTHONPATH": self._package_parent, TOKEN_ENV: self._token}
         )
         self.process = launch(f"agent-{self.index}", command, self.directory / "agent.log",
                               env, cwd=self.directory)  # fmt: skip
 
-    def settings_toml(self) -> str:
-        p = self.plan
-        tables: dict[str, dict[str, Any]] = {
-            "agent": {
-                "node_id": self.node_id, "mode": "service", "state_file": str(self.state_file),
-                "interval_s": p.interval_s, "metrics_port": self.metrics_port,
-            },
-            "service": {"url": self._endpoint_url, "poll_interval_s": p.interval_s,
-                        "ttl_s": 10.0, "timeout_s": 2.0},
-            "yarn": {"rm": [self._rm_url], "kill": "never", "task_progress": False,
-                     "millicores_per_vcore": p.millicores_per_vcore,
-                     "nodemanager_url": self._nodemanager_url},
-            "discovery": {"source": "process-tree", "nodemanager_pid": self._nodemanager_pid,
+    def overrides(self) -> dict[str, dict[str, Any]]:
+        """What differs per node from the plan's settings file."""
+        return {
+            "agent": {"node_id": self.node_id, "state_file": str(self.state_file),
+                      "metrics_port": self.metrics_port},
+            "service": {"url": self._service_url},
+            "yarn": {"rm": [self._rm_url], "nodemanager_url": self._nodemanager_url},
+            "discovery": {"nodemanager_pid": self._nodemanager_pid,
                           "nodemanager_user": pwd.getpwuid(os.geteuid()).pw_name,
-                          "agent_hierarchy": p.hierarchy,
-                          "node_cpu_millicores": p.node_cpu_millicores},
-            "classify": {"batch_queues": [p.batch_queue]},
-            "reclaim": {
-                "strategy": p.strategy, "per_task_cpu_millicores": p.per_task_millicores,
-                "step_cpu_millicores": p.step_millicores,
-                "floor_cpu_millicores": p.floor_millicores, "settle_s": p.settle_s,
-            },
-            # The testbed measures the guard's reclaim requests and Algorithm 2: the
-            # agent's own isolation (batch weight, suppress, memory caps) stays off,
-            # so an "off" phase (agents asked nothing) leaves batch unprotected.
-            "priority": {"enabled": False},
-            "suppress": {"enabled": False},
-            "memory": {"enabled": False},
+                          "agent_hierarchy": self.plan.hierarchy},
         }  # fmt: skip
-        return "".join(_table(name, body) for name, body in tables.items())
 
     def ready(self) -> bool:
         """Its metrics endpoint answers (it has built itself and ticks)."""
@@ -335,23 +238,6 @@ class NodeAgent:
             log.warning("agent-%d did not stop within %.0f s: killed", self.index, timeout_s)
             process.kill_group()
             return None
-
-
-def _table(name: str, body: Mapping[str, Any]) -> str:
-    lines = [f"[{name}]"]
-    for key, value in body.items():
-        lines.append(f"{key} = {_toml_value(value)}")
-    return "\n".join(lines) + "\n\n"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return json.dumps(str(value))  # a TOML basic string
 
 
 # --------------------------------------------------------------------------- stop, verify

@@ -3,32 +3,35 @@ a real two-node YARN, with the co-location guard off, on alone, and on with the 
 agents.
 
 Set-up (:class:`Testbed`): the mini cluster of :data:`~yarn_adapt.testbed.cluster.COLOCATION_SPEC`
-(two NodeManagers, each pinned to one CPU by a cpuset, so they behave as two
-machines); a redis-server and an ingest worker (the tracing package's); the
-application of :mod:`~yarn_adapt.testbed.services`, each service pinned into its
-node's cpuset; an open-loop load generator (:mod:`~yarn_adapt.testbed.loadgen`);
-the guard -- :class:`~yarn_adapt.colocation.guard.ColocationGuard`, the class the
-service runs -- reading risk from the trace store and acting on the RM every
-``guard_interval_s``, its reclaim requests served by the service's own agent route
-to each node's own agent token; one node agent per NodeManager (:mod:`~yarn_adapt.testbed.agents`:
-``python -m preemption run``, each with its state file), started for the phases
-that use it.
+(two NodeManagers, each pinned to one CPU by a cpuset and seeing that machine in
+/proc, so they behave and report as two machines); a redis-server; the application
+of :mod:`~yarn_adapt.testbed.services`, each service pinned into its node's cpuset;
+an open-loop load generator (:mod:`~yarn_adapt.testbed.loadgen`); and the product as
+an operator runs it (:mod:`~yarn_adapt.testbed.product`): ``yarn-adapt serve`` from
+``conf/testbed/yarn-adapt.toml`` (the guard, with its ingest worker, reading risk
+from the traces and each node's demand from its NodeManager, acting on the RM every
+period; its mode switched over the API), and one ``yarn-adapt agent run`` per
+NodeManager from ``conf/testbed/yarn-adapt-agent.toml`` with its own agent token
+(:mod:`~yarn_adapt.testbed.agents`), started for the phases that use it. The testbed
+itself only drives load and measures.
 
 Measurement (:meth:`Testbed.measure`):
 
 1. *alone*: the application without batch work: its run-alone P95 (measured at the
    start, after a warm-up, and again at the end of the phases; ``p95_alone_ms`` is
-   their mean). The application's QoS target, which the guard passes on to the
-   agents, is ``qos_target_factor`` x the P95 of its traced requests in the first
-   alone window (the guard's own measure: the entry service's spans).
+   their mean). The application's QoS target is ``qos_target_factor`` x the P95 of
+   its traced requests in the first alone window (the guard's own measure: the entry
+   service's spans); it goes into the service's ``[colocation] qos_targets``, and the
+   service is restarted on it.
 2. *phases*: one batch application streams CPU-burning distributed-shell containers
    (:mod:`~yarn_adapt.testbed.burner`) for the rest of the run, through the phases
    ``off`` (no guard; the agents, if running, are asked nothing and give back
    what they held), ``guard`` (the guard alone; no agent runs) and ``on`` (the guard
    and the node agents), in counterbalanced order (a Latin square over the repeats;
    without ``guard_only`` phases: on, off, off, on, ...). After each switch the
-   testbed waits until placement has followed (the risky node's batch containers
-   drained, or batch back on it; for ``off`` also every agent limit given back),
+   testbed waits until placement has followed (the risky node down to the floor the
+   guard keeps, with no batch above it, or batch back on it; for ``off`` also every
+   agent limit given back),
    then measures the P95 of the requests that arrived during ``phase_s``. Repeats
    give the run-to-run spread. Before a ``guard`` phase and after the last phase
    the agents are stopped (SIGTERM) and their restore is checked: state file gone, no
@@ -57,7 +60,6 @@ import json
 import logging
 import math
 import os
-import secrets
 import shutil
 import statistics
 import sys
@@ -72,14 +74,11 @@ from typing import Any
 from preemption.cgroups.v1 import v1_mounts
 from preemption.nodemanager import NODEMANAGER_CLASS, java_main_class
 from preemption.procfs import ProcFs
-from tracing.ingest import IngestConfig, IngestWorker
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import TraceStore
-from yarn_adapt.colocation.actuate import RmNodeTotals
-from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import GuardMode, GuardPolicy, GuardSettings
-from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
+from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION, GuardMode, GuardPolicy
+from yarn_adapt.colocation.observe import TraceStoreRisk
 from yarn_adapt.errors import SettingsError, YarnAdaptError
 from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
@@ -95,7 +94,6 @@ from yarn_adapt.testbed.agents import (
     AgentCounts,
     AgentPlan,
     NodeAgent,
-    ReclaimEndpoint,
     RestoreCheck,
     remove_hierarchy,
     squeezed_now,
@@ -104,12 +102,16 @@ from yarn_adapt.testbed.agents import (
 )
 from yarn_adapt.testbed.cluster import (
     COLOCATION_SPEC,
-    MILLICORES_PER_VCORE,
-    NODE_CPU_MILLICORES,
     NODE_VCORES,
 )
-from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, ProcessUsageDemand, cpu_shares
-from yarn_adapt.yarn.apply import PollSettings
+from yarn_adapt.testbed.product import (
+    AGENT_EXAMPLE,
+    SERVICE_EXAMPLE,
+    ServiceProcess,
+    load_example,
+    settings_file,
+)
+from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, cpu_shares
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -145,23 +147,10 @@ class TestbedOptions:
     makespan: bool = True
     job_containers: int = 8
     job_burn_s: float = 3.0
-    guard_interval_s: float = 1.0
-    risk_window_s: float = 6.0
-    nu: float = 1.0
-    demand_headroom: float = 0.5
     cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
     policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
     guard_only: bool = True  # also measure the guard without the agents
     qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
-    agent_interval_s: float = 0.5
-    agent_strategy: str = "NTF"
-    # c, omega and the floor for a node of one CPU whose containers have a quarter of
-    # it each (1 vcore): c ~ 0.6 of what a container can give above the floor, as
-    # the simulator's (TopoSch Table 4), in three mini-steps.
-    agent_per_task_mc: int = 150
-    agent_step_mc: int = 50
-    agent_floor_mc: int = 50
-    agent_settle_s: float = 1.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -171,10 +160,8 @@ class TestbedOptions:
             raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
         if self.cpu_shares <= 0:
             raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
-        if self.qos_target_factor <= 0 or self.agent_interval_s <= 0:
-            raise ValueError("qos_target_factor and agent_interval_s must be positive")
-        if not 0 < self.agent_step_mc <= self.agent_per_task_mc or self.agent_floor_mc < 0:
-            raise ValueError("need 0 < agent_step_mc <= agent_per_task_mc, agent_floor_mc >= 0")
+        if self.qos_target_factor <= 0:
+            raise ValueError("qos_target_factor must be positive")
 
     @property
     def order(self) -> list[str]:
@@ -345,13 +332,12 @@ class Testbed:
         self.accounting_group: Path | None = None
         self._nm_pids: dict[str, list[int]] = {node: [] for node in self.node_ids}
         self._lock = threading.Lock()
-        self.guard: ColocationGuard | None = None
-        self.risk: TraceStoreRisk | None = None
-        self.recorder = MemoryRecorder()
+        self.service: ServiceProcess | None = None
+        self.service_config = work_dir / "yarn-adapt.toml"
+        self.guard_cycles = 0
+        self.guard_problems: set[str] = set()
         self.loadgen_out = work_dir / "latency.jsonl"
         self.frontends: list[str] = []
-        self.token = secrets.token_urlsafe(24)
-        self.endpoint: ReclaimEndpoint | None = None
         self.agents: list[NodeAgent] = []
         self.mounts = v1_mounts(Path("/proc/mounts").read_text())
         self.restores: list[RestoreCheck] = []
@@ -365,8 +351,8 @@ class Testbed:
             self.work_dir.mkdir(parents=True, exist_ok=True)
             self._weigh()
             self._start_redis()
+            self._start_service()
             self._start_services()
-            self._start_guard()
             self._make_agents()
             self._thread(self._sample_nodes, "testbed-sampler")
         except BaseException:
@@ -381,12 +367,9 @@ class Testbed:
         self._stop.set()
         with _logged("stopping the node agents"):
             self.stop_agents()
-        if self.endpoint is not None:
-            self.endpoint.close()
-        if self.guard is not None:
-            with _logged("giving the nodes back"):
-                self.guard.stop()
-            self.guard.close()
+        if self.service is not None:
+            with _logged("stopping yarn-adapt serve (it gives the nodes back)"):
+                self.service.close()
         for process in reversed(self._processes):
             process.kill_group()
         self._stack.close()
@@ -449,9 +432,6 @@ class Testbed:
         self.redis = RedisServer(self.work_dir / "redis").start()
         self._stack.callback(self.redis.kill)
         self.redis_config = RedisConfig(url=self.redis.url, prefix=PREFIX)
-        store = TraceStore(make_client(self.redis_config), self.redis_config)
-        worker = IngestWorker(store, IngestConfig(quiet_s=1.0, claim_idle_s=60.0))
-        self._thread(lambda: worker.run(self._stop), "testbed-ingest")
 
     def _start_services(self) -> None:
         ports = {index: free_port() for index in range(len(services.LAYOUT))}
@@ -489,65 +469,60 @@ class Testbed:
     def _stats_path(self, spec: services.ServiceSpec) -> Path:
         return self.work_dir / f"stats-{spec.name}-{spec.node}.jsonl"
 
-    def _start_guard(self) -> None:
-        options = self.options
-        opener = lambda: TraceStore(make_client(self.redis_config), self.redis_config)  # noqa: E731
-        self._open_trace_store = opener
-        risk = TraceStoreRisk(opener, window_s=options.risk_window_s,
-                              risk_settings=RiskSettings(alpha=0.5))  # fmt: skip
-        self.risk = risk
-        demand = ProcessUsageDemand(
-            lambda: self._service_pids, vcores_per_core=float(NODE_VCORES),
-            headroom=options.demand_headroom, clock=time.monotonic,
-        )  # fmt: skip
-        # the service's defaults in guard periods: growth waits 60 after a decrease
-        # (300 s of 5 s), a throttle step settles 3 (15 s)
-        settings = GuardSettings(
-            policy=GuardPolicy(options.policy), nu=options.nu,
-            cooldown_s=60 * options.guard_interval_s,
-            throttle_settle_s=3 * options.guard_interval_s,
-            stale_after_s=max(30.0, 5 * options.risk_window_s), max_step_up_fraction=0.5,
-            millicores_per_vcore=MILLICORES_PER_VCORE,
-        )  # fmt: skip
-        actuator = RmNodeTotals(self.rm, self.work_dir / "state",
-                                verify=PollSettings(timeout_s=15.0, interval_s=0.1))  # fmt: skip
-        self.guard = ColocationGuard(
-            settings, GuardObserver(risk, demand), actuator, self.recorder, mode=GuardMode.OFF,
-            reclaim_ttl_s=10 * options.guard_interval_s,
-        )  # fmt: skip
-        self._thread(self._guard_loop, "testbed-guard")
-        self.endpoint = ReclaimEndpoint(self.guard, self.token, self.work_dir / "service.db")
+    def _start_service(self) -> None:
+        """``yarn-adapt serve`` from the testbed's example settings (the guard off, no
+        QoS target yet: :meth:`_set_qos_target` restarts it with the one it measures)."""
+        self.service = ServiceProcess(self.service_config, free_port(), self.cluster.root,
+                                      self.work_dir)  # fmt: skip
+        self._write_service_config(qos_target_ms=None)
+        self.service.start()
+
+    def _write_service_config(self, qos_target_ms: float | None) -> None:
+        assert self.service is not None
+        port = int(self.service.url.rsplit(":", 1)[1])
+        targets = [] if qos_target_ms is None else [f"{ENTRY_SERVICE}={qos_target_ms:.3f}"]
+        overrides: dict[str, dict[str, Any]] = {
+            "yarn": {"rm": [self.cluster.rm_url]},
+            "state": {"dir": str(self.work_dir / "service-state")},
+            "http": {"port": port},
+            "tracing": {"redis_url": self.redis.url},
+            "colocation": {"policy": self.options.policy, "qos_targets": targets},
+        }
+        settings_file(SERVICE_EXAMPLE, overrides, self.service_config)
+
+    def service_pids(self) -> dict[str, list[int]]:
+        """Node id -> the pids of the application's services on it."""
+        return {node: list(pids) for node, pids in self._service_pids.items()}
+
+    def _open_trace_store(self) -> TraceStore:
+        return TraceStore(make_client(self.redis_config), self.redis_config)
+
+    @property
+    def floor_vcores(self) -> int:
+        """What batch always keeps of a node (the service's ``min_visible_fraction``)."""
+        section = load_example(self.service_config).get("colocation", {})
+        fraction = float(section.get("min_visible_fraction", DEFAULT_MIN_VISIBLE_FRACTION))
+        return math.ceil(fraction * NODE_VCORES)
 
     def _make_agents(self) -> None:
         """One agent per NodeManager (started when a phase needs them)."""
-        options = self.options
-        assert self.endpoint is not None and self.weight_group is not None
+        assert self.service is not None and self.weight_group is not None
         plan = AgentPlan(
-            interval_s=options.agent_interval_s, strategy=options.agent_strategy,
-            per_task_millicores=options.agent_per_task_mc,
-            step_millicores=options.agent_step_mc, floor_millicores=options.agent_floor_mc,
-            settle_s=options.agent_settle_s, node_cpu_millicores=NODE_CPU_MILLICORES,
-            millicores_per_vcore=MILLICORES_PER_VCORE, batch_queue=BATCH_QUEUE,
+            example=AGENT_EXAMPLE,
             hierarchy=str(self.weight_group.relative_to(cpusets.cpu_root())),
-        )  # fmt: skip
+        )
         web = {node.id: node.http_address for node in self.rm.nodes()}
         for index, node_id in enumerate(self.node_ids):
             agent = NodeAgent(
                 index=index, node_id=node_id,
                 nodemanager_pid=nodemanager_pid(self.cluster, index),
                 nodemanager_url=f"http://{web[node_id]}",
-                rm_url=self.cluster.rm_url, endpoint_url=self.endpoint.url,
-                token=self.endpoint.agent_token(node_id),
+                rm_url=self.cluster.rm_url, service_url=self.service.url,
+                token=self.service.agent_token(node_id),
                 plan=plan, work_dir=self.work_dir, cluster_root=self.cluster.root,
                 package_parent=PACKAGE_PARENT,
             )  # fmt: skip
             self.agents.append(agent)
-
-    def _guard_loop(self) -> None:
-        assert self.guard is not None
-        while not self._stop.wait(self.options.guard_interval_s):
-            with _logged("guard round"):
-                self.guard.run_round(self.rm.nodes())
 
     def _sample_nodes(self) -> None:
         while not self._stop.wait(0.5):
@@ -557,10 +532,24 @@ class Testbed:
                 sample = (time.time(), used.get(self.node_ids[0], 0),
                           used.get(self.node_ids[1], 0), *held)  # fmt: skip
                 cpu = self.meter.sample() if self.meter is not None else None
+                self._note_guard()
                 with self._lock:
                     self._samples.append(sample)  # type: ignore[arg-type]
                     if cpu is not None:
                         self._cpu_samples.append(cpu)
+
+    def _note_guard(self) -> None:
+        """The service's guard as ``GET /api/guard`` shows it: its cycles, and any
+        problem reading risk its last round had."""
+        status = self.service.status() if self.service is not None else None
+        if status is None:
+            return
+        health = status.get("health") or {}
+        last = status.get("last_round") or {}
+        with self._lock:
+            self.guard_cycles = max(self.guard_cycles, int(health.get("cycles") or 0))
+            if last.get("risk_problem"):
+                self.guard_problems.add(str(last["risk_problem"]))
 
     @staticmethod
     def _reclaimed(agent: NodeAgent) -> float:
@@ -581,10 +570,9 @@ class Testbed:
     # ------------------------------------------------------------------ control
 
     def set_guard(self, mode: GuardMode) -> None:
-        assert self.guard is not None
-        self.guard.set_mode(mode, "testbed")
-        if mode is GuardMode.AUTO:
-            self.guard.run_round(self.rm.nodes())
+        """The guard's mode, set over the service's API as an operator does."""
+        assert self.service is not None
+        self.service.set_mode(str(mode))
 
     def enter(self, phase: str) -> None:
         """Switch to ``phase`` (off, guard, on) and wait until it has taken effect."""
@@ -607,20 +595,21 @@ class Testbed:
         it: the agent squeezes in mini-steps, so "on" waits for its last step (what it
         reclaimed reaches what its target asks, or stops growing), not its first."""
         risky = self.node_ids[0]
-        squeeze = _SqueezeProgress(still_s=2 * self.options.agent_settle_s)
+        squeeze = _SqueezeProgress(still_s=2 * self.agents[0].plan.settle_s)
+        floor = self.floor_vcores
 
         def settled() -> bool:
             node = self.rm.node(risky)
             if phase == OFF:
                 return node.used.vcores >= 1 and not any(map(self._reclaimed, self.agents))
-            hidden = node.total.vcores == 0
+            hidden = node.total.vcores <= floor
             if phase == GUARD:
-                return hidden and node.used.vcores == 0
+                return hidden and node.used.vcores <= node.total.vcores
             if not all(agent.ready() for agent in self.agents):
                 return False
             if not hidden:
                 return False
-            return node.used.vcores == 0 or squeeze.done(self.agents[0].counts())
+            return node.used.vcores <= node.total.vcores or squeeze.done(self.agents[0].counts())
 
         wait_until(settled, self.options.settle_max_s)
 
@@ -726,11 +715,13 @@ class Testbed:
         return any(squeezed_now(agent) for agent in self.agents)
 
     def _set_qos_target(self, result: TestbedResult) -> None:
-        """The application's target: ``qos_target_factor`` x its traced P95 alone."""
-        assert self.risk is not None
+        """The application's target: ``qos_target_factor`` x its traced P95 alone (the
+        guard's own measure: the entry service's spans), written into the service's
+        settings; the service is restarted on them, as an operator would."""
+        assert self.service is not None
         alone = TraceStoreRisk(
             self._open_trace_store, window_s=self.options.alone_s,
-            risk_settings=self.risk.risk_settings,
+            risk_settings=RiskSettings(alpha=0.5),
         )  # fmt: skip
         try:
             readings = alone.read(time.time()).qos
@@ -741,7 +732,9 @@ class Testbed:
             raise MiniClusterError(f"no traced {ENTRY_SERVICE} requests in the alone window")
         result.alone_traced_p95_ms = entry.latency_ms
         result.qos_target_ms = self.options.qos_target_factor * entry.latency_ms
-        self.risk.targets_ms = {ENTRY_SERVICE: result.qos_target_ms}
+        self.service.stop()
+        self._write_service_config(result.qos_target_ms)
+        self.service.start()
 
     def _submit_stream(self, burner_path: Path) -> SubmittedApp:
         containers = 2000  # more than any run needs: the app is killed at the end
@@ -778,9 +771,9 @@ class Testbed:
                             for (name, node), rows in stats.items())  # fmt: skip
             window = replace(window, services=figures)
             result.windows.append((window, figures_in(records, window)))
-        result.guard_rounds = len(self.recorder.reports)
-        problems = {r.problem for r in self.recorder.reports if r.problem}
-        result.guard_problems = sorted(problems)
+        self._note_guard()
+        result.guard_rounds = self.guard_cycles
+        result.guard_problems = sorted(self.guard_problems)
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
         result.agent_starts = self.agent_starts
