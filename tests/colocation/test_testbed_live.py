@@ -73,10 +73,10 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     assert not final.state_files_left and not final.groups_left, agents
     # The last stop caught squeezed processes still running (its long burners outlive
     # it), and every one went back.
-    assert any(c.pids_moved > 0 and c.pids_checked > 0 for c in result.restores), [
-        c.to_json() for c in result.restores
-    ]
-    assert all(c.pids_back == c.pids_checked for c in result.restores), final.misplaced
+    assert any(c.caught_squeezed for c in result.restores), [c.to_json() for c in result.restores]
+    assert all(
+        c.pids_back == c.pids_checked and c.limits_back == c.limits_checked for c in result.restores
+    ), final.misplaced
     assert all(check.complete for check in result.restores), agents
 
     # The calibration's measurements: per node the batch CPU share (cpuacct), per service

@@ -60,6 +60,9 @@ class AgentPlan:
 
     example: Path  # conf/testbed/yarn-adapt-agent.toml, or an operator's own
     hierarchy: str  # the agents' cgroups, relative to each controller's mount
+    # YARN's container cgroups (relative to the cpu mount), as the LCE would make them
+    # (the testbed's YARN weights); None: containers found in the process tree
+    yarn_hierarchy: str | None = None
 
     @property
     def settle_s(self) -> float:
@@ -189,8 +192,13 @@ class NodeAgent:
             "yarn": {"rm": [self._rm_url], "nodemanager_url": self._nodemanager_url},
             "discovery": {"nodemanager_pid": self._nodemanager_pid,
                           "nodemanager_user": pwd.getpwuid(os.geteuid()).pw_name,
-                          "agent_hierarchy": self.plan.hierarchy},
+                          "agent_hierarchy": self.plan.hierarchy, **self._source()},
         }  # fmt: skip
+
+    def _source(self) -> dict[str, str]:
+        if self.plan.yarn_hierarchy is None:
+            return {"source": "process-tree"}
+        return {"source": "cgroup", "yarn_hierarchy": self.plan.yarn_hierarchy}
 
     def ready(self) -> bool:
         """Its metrics endpoint answers (it has built itself and ticks)."""
@@ -225,6 +233,27 @@ class NodeAgent:
             return {}
         return {int(m["pid"]): dict(m["from"]) for m in content.get("moved", [])}
 
+    def changed_limits(self, mounts: Mapping[str, Path]) -> dict[Path, str]:
+        """cgroup file -> its original value, for each the agent has changed and that
+        differs now (per its state file)."""
+        try:
+            content = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        changed = {}
+        for entry in content.get("originals", []):
+            controller = str(entry["key"]).split(".", 1)[0]
+            if controller not in mounts:
+                continue
+            path = mounts[controller] / str(entry["group"]) / str(entry["key"])
+            try:
+                now = path.read_text().strip()
+            except OSError:
+                continue
+            if now != str(entry["value"]).strip():
+                changed[path] = str(entry["value"]).strip()
+        return changed
+
     def terminate(self, timeout_s: float = 30.0) -> int | None:
         """SIGTERM (the agent restores everything, then exits); its exit code."""
         if self.process is None:
@@ -254,6 +283,12 @@ class RestoreCheck:
     pids_checked: int = 0  # of those, still running after it
     pids_back: int = 0
     misplaced: list[str] = field(default_factory=list)
+    # cgroup files the agents had changed (YARN's container cgroups: the LCE's, or the
+    # testbed's YARN weights) just before the stop, of those still there after it, and
+    # of those back at the value they had
+    limits_changed: int = 0
+    limits_checked: int = 0
+    limits_back: int = 0
     agent_errors: list[str] = field(default_factory=list)  # what a failing agent said
 
     @property
@@ -263,7 +298,14 @@ class RestoreCheck:
             and not self.state_files_left
             and not self.groups_left
             and self.pids_back == self.pids_checked
+            and self.limits_back == self.limits_checked
         )
+
+    @property
+    def caught_squeezed(self) -> bool:
+        """The stop found squeezed batch still running: a moved process or a changed
+        limit that was still there to be put back."""
+        return (self.pids_moved > 0 and self.pids_checked > 0) or self.limits_checked > 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -274,6 +316,9 @@ class RestoreCheck:
             "pids_moved": self.pids_moved,
             "pids_checked": self.pids_checked,
             "pids_back": self.pids_back,
+            "limits_changed": self.limits_changed,
+            "limits_checked": self.limits_checked,
+            "limits_back": self.limits_back,
             "agent_errors": self.agent_errors,
         }
 
@@ -285,7 +330,8 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
     for agent in running:
         agent.counts()  # the last figures before it goes
     for agent in running:
-        moved = agent.moved()  # per the state file just before the stop
+        limits = agent.changed_limits(mounts)  # per the state file just before the stop
+        moved = agent.moved()
         # The agent's processes, named by pid and start time (a container's process that
         # ended may have left its pid to another): those in one of its groups now, and
         # those it already moved back (at their origin now).
@@ -295,7 +341,9 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
             if _in_agent_group(pid, agent) or _at(pid, origin)
         }
         check.pids_moved += len(moved)
+        check.limits_changed += len(limits)
         check.exit_codes.append(agent.terminate())
+        _check_limits(check, limits)
         for pid, origin in sorted(moved.items()):  # checked at once: containers are short
             now = _membership(pid)
             if now is None or pid not in held or _start_ticks(pid) != held[pid]:
@@ -316,6 +364,20 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
     if not check.complete:
         log.warning("agents' restore incomplete: %s %s", check.to_json(), check.misplaced[:3])
     return check
+
+
+def _check_limits(check: RestoreCheck, limits: Mapping[Path, str]) -> None:
+    """Every changed cgroup file still there is back at its original value."""
+    for path, original in sorted(limits.items()):
+        try:
+            now = path.read_text().strip()
+        except OSError:
+            continue  # the container ended and its cgroup went
+        check.limits_checked += 1
+        if now == original:
+            check.limits_back += 1
+        else:
+            check.misplaced.append(f"{path}: {now} (was {original})")
 
 
 def _is_problem(line: str) -> bool:
@@ -339,9 +401,11 @@ def _at(pid: int, origin: Mapping[str, str]) -> bool:
     )
 
 
-def squeezed_now(agent: NodeAgent) -> int:
-    """How many of the processes the agent moved are in one of its cgroups now."""
-    return sum(1 for pid in agent.moved() if _in_agent_group(pid, agent))
+def squeezed_now(agent: NodeAgent, mounts: Mapping[str, Path]) -> int:
+    """How many processes the agent moved are in one of its cgroups now, and how many
+    container cgroup files it has changed."""
+    moved = sum(1 for pid in agent.moved() if _in_agent_group(pid, agent))
+    return moved + len(agent.changed_limits(mounts))
 
 
 def _in_agent_group(pid: int, agent: NodeAgent) -> bool:

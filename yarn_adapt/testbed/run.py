@@ -112,6 +112,7 @@ from yarn_adapt.testbed.product import (
     settings_file,
 )
 from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, cpu_shares
+from yarn_adapt.testbed.yarncgroups import HIERARCHY, YarnCpuWeights
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -150,6 +151,9 @@ class TestbedOptions:
     cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
     policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
     guard_only: bool = True  # also measure the guard without the agents
+    # YARN's CPU weights: each container in hadoop-yarn/<id> with cpu.shares 1024 x
+    # vcores (yarncgroups.py); off: batch and services compete as equal tasks
+    yarn_cgroups: bool = True
     qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
     seed: int = 0
 
@@ -227,6 +231,7 @@ class TestbedResult:
     agent_counts: AgentCounts = field(default_factory=AgentCounts)
     restores: list[RestoreCheck] = field(default_factory=list)
     agent_starts: int = 0
+    cgroup_weights: dict[str, Any] = field(default_factory=lambda: {"cgroup_weights": "none"})
 
     def p95s(self, name: str) -> list[float]:
         return [f.p95_ms for w, f in self.windows if w.name == name]
@@ -251,6 +256,7 @@ class TestbedResult:
             "guard_rounds": self.guard_rounds,
             "p95_alone_traced_ms": _round(self.alone_traced_p95_ms),
             "qos_target_ms": _round(self.qos_target_ms),
+            **self.cgroup_weights,
             "agents": {
                 "starts": self.agent_starts,
                 "steps": int(agents.steps), "released": int(agents.released),
@@ -333,6 +339,7 @@ class Testbed:
         self._nm_pids: dict[str, list[int]] = {node: [] for node in self.node_ids}
         self._lock = threading.Lock()
         self.service: ServiceProcess | None = None
+        self.weights: YarnCpuWeights | None = None
         self.service_config = work_dir / "yarn-adapt.toml"
         self.guard_cycles = 0
         self.guard_problems: set[str] = set()
@@ -353,6 +360,7 @@ class Testbed:
             self._start_redis()
             self._start_service()
             self._start_services()
+            self._weigh_containers()
             self._make_agents()
             self._thread(self._sample_nodes, "testbed-sampler")
         except BaseException:
@@ -367,6 +375,9 @@ class Testbed:
         self._stop.set()
         with _logged("stopping the node agents"):
             self.stop_agents()
+        if self.weights is not None:
+            with _logged("removing the containers' YARN cgroups"):
+                self.weights.close()
         if self.service is not None:
             with _logged("stopping yarn-adapt serve (it gives the nodes back)"):
                 self.service.close()
@@ -504,13 +515,20 @@ class Testbed:
         fraction = float(section.get("min_visible_fraction", DEFAULT_MIN_VISIBLE_FRACTION))
         return math.ceil(fraction * NODE_VCORES)
 
+    def _weigh_containers(self) -> None:
+        """YARN's CPU weights for every container from now on (``yarn_cgroups``)."""
+        if not self.options.yarn_cgroups:
+            return
+        assert self.weight_group is not None
+        pids = [nodemanager_pid(self.cluster, index) for index in range(2)]
+        self.weights = YarnCpuWeights(self.weight_group, pids).start()
+
     def _make_agents(self) -> None:
         """One agent per NodeManager (started when a phase needs them)."""
         assert self.service is not None and self.weight_group is not None
-        plan = AgentPlan(
-            example=AGENT_EXAMPLE,
-            hierarchy=str(self.weight_group.relative_to(cpusets.cpu_root())),
-        )
+        relative = str(self.weight_group.relative_to(cpusets.cpu_root()))
+        yarn = None if self.weights is None else f"{relative}/{HIERARCHY}"
+        plan = AgentPlan(example=AGENT_EXAMPLE, hierarchy=relative, yarn_hierarchy=yarn)
         web = {node.id: node.http_address for node in self.rm.nodes()}
         for index, node_id in enumerate(self.node_ids):
             agent = NodeAgent(
@@ -712,7 +730,7 @@ class Testbed:
             long_burners.kill()
 
     def _squeezing(self) -> bool:
-        return any(squeezed_now(agent) for agent in self.agents)
+        return any(squeezed_now(agent, self.mounts) for agent in self.agents)
 
     def _set_qos_target(self, result: TestbedResult) -> None:
         """The application's target: ``qos_target_factor`` x its traced P95 alone (the
@@ -777,6 +795,8 @@ class Testbed:
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
         result.agent_starts = self.agent_starts
+        if self.weights is not None:
+            result.cgroup_weights = self.weights.to_json()
 
 
 # --------------------------------------------------------------------------- helpers

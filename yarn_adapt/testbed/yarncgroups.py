@@ -1,0 +1,130 @@
+"""YARN's CPU weights for the testbed's containers, placed by the testbed.
+
+A NodeManager with the LinuxContainerExecutor and cgroups (CGroupsCpuResourceHandlerImpl)
+puts every container into a ``cpu`` cgroup of its own below ``hadoop-yarn``, with
+``cpu.shares`` = 1024 x its vcores; ``hadoop-yarn`` itself keeps the default weight
+(1024) beside the node's other work. Batch as a whole then weighs what one ordinary
+task weighs against the services, instead of one task per busy process.
+
+The testbed's NodeManagers use the DefaultContainerExecutor (the LCE's setuid
+``container-executor`` is not among the Maven Central jars), so :class:`YarnCpuWeights`
+does the same from outside, as soon as it sees a container: in the testbed's ``cpu``
+weight group it keeps ``hadoop-yarn/<container id>`` groups of 1024 x vcores and moves
+each container's processes there (found below their NodeManager in the process tree,
+as the node agent finds them). Only a process still directly in the weight group is
+moved: one a node agent has taken into its own cgroups is left to it (the agent puts
+it back where it came from: here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from preemption.discovery import containers_in_tree
+from preemption.procfs import ProcFs
+from yarn_adapt.minicluster import cpusets
+
+log = logging.getLogger(__name__)
+
+HIERARCHY = "hadoop-yarn"
+SHARES_PER_VCORE = 1024  # CGroupsCpuResourceHandlerImpl's CPU_DEFAULT_WEIGHT
+
+
+class _EveryContainer:
+    """Every container a NodeManager's process tree names (the NodeManager's list is
+    the agent's check; here the tree alone decides)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+class YarnCpuWeights:
+    """Keeps every container of ``nodemanagers`` (pids) in its YARN cgroup, polling."""
+
+    def __init__(
+        self,
+        weight_group: Path,
+        nodemanagers: Sequence[int],
+        vcores_of: Callable[[str], int] = lambda container_id: 1,
+        interval_s: float = 0.1,
+    ) -> None:
+        self.weight_group = weight_group
+        self.root = weight_group / HIERARCHY
+        self.nodemanagers = tuple(nodemanagers)
+        self.vcores_of = vcores_of
+        self.interval_s = interval_s
+        self.placed: dict[str, int] = {}  # container id -> its cpu.shares
+        self.moved = 0
+        self._procfs = ProcFs()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.root.mkdir(exist_ok=True)
+
+    def start(self) -> YarnCpuWeights:
+        self._thread = threading.Thread(target=self._run, name="yarn-cpu-weights", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        failed = False
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.step()
+                failed = False
+            except OSError as exc:
+                if not failed:
+                    log.warning("YARN cpu weights: %s", exc)
+                failed = True
+
+    def step(self) -> None:
+        """Move every container process still in the weight group into its group."""
+        table = self._procfs.processes()
+        for nodemanager in self.nodemanagers:
+            for found in containers_in_tree(nodemanager, self._procfs, _EveryContainer(), table):
+                for pid in found.pids:
+                    if cpusets.cpu_group_of(pid) == self.weight_group:
+                        self._place(pid, found.container_id)
+
+    def _place(self, pid: int, container_id: str) -> None:
+        group = self.root / container_id
+        if container_id not in self.placed:
+            shares = SHARES_PER_VCORE * max(1, self.vcores_of(container_id))
+            group.mkdir(exist_ok=True)
+            (group / "cpu.shares").write_text(str(shares))
+            self.placed[container_id] = shares
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+            cpusets.join(pid, group)
+            self.moved += 1
+
+    def close(self) -> None:
+        """Stop; whatever still runs in a container group goes back to the weight
+        group, and the groups are removed."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+        groups = [p for p in self.root.iterdir() if p.is_dir()] if self.root.is_dir() else []
+        for group in groups:
+            for pid in cpusets.tasks(group):
+                with contextlib.suppress(OSError):
+                    cpusets.join(pid, self.weight_group)
+            with contextlib.suppress(OSError):
+                group.rmdir()
+        with contextlib.suppress(OSError):
+            self.root.rmdir()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "cgroup_weights": "testbed-placed",
+            "containers_weighted": len(self.placed),
+            "processes_moved": self.moved,
+        }
