@@ -20,10 +20,11 @@ from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.demand.lra import LraDemandLearner, LraSettings, LraSpec
 from yarn_adapt.demand.model import DemandSource
 from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.testbed import options as tb_options
 from yarn_adapt.testbed import run as testbed
 from yarn_adapt.testbed.cluster import NODE_VCORES
 
-OPTIONS = testbed.TestbedOptions(rate_rps=30.0, warmup_s=2.0, makespan=False)
+OPTIONS = tb_options.TestbedOptions(rate_rps=30.0, warmup_s=2.0, makespan=False)
 
 
 def test_the_learned_demand_covers_the_cpu_the_services_used(

@@ -12,7 +12,8 @@ from preemption.settings import load_agent_settings
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.service.settings import load_settings
-from yarn_adapt.testbed import run as testbed
+from yarn_adapt.testbed import options as tb_options
+from yarn_adapt.testbed import results as tb_results
 from yarn_adapt.testbed.agents import AgentPlan, NodeAgent, parse_counts
 from yarn_adapt.testbed.product import AGENT_EXAMPLE, SERVICE_EXAMPLE, settings_file
 
@@ -55,22 +56,22 @@ def test_metrics_are_read_back() -> None:
 
 
 def test_the_phase_order_is_counterbalanced_and_starts_with_the_agents_on() -> None:
-    square = testbed.TestbedOptions(repeats=3).order
+    square = tb_options.TestbedOptions(repeats=3).order
     assert len(square) == 9
     for position in range(3):
         assert sorted(square[position::3]) == ["guard", "off", "on"]
-    pairs = testbed.TestbedOptions(repeats=3, guard_only=False).order
+    pairs = tb_options.TestbedOptions(repeats=3, guard_only=False).order
     assert pairs == ["on", "off", "off", "on", "on", "off"]
     assert square[0] == "on"
 
 
 def test_the_guards_policy_is_an_option_and_a_wrong_one_is_one_line() -> None:
-    assert testbed.options_from(True, 0, {}).policy == "slack"
-    paper = testbed.options_from(True, 0, {"policy": "toposch-paper"})
+    assert tb_options.options_from(True, 0, {}).policy == "slack"
+    paper = tb_options.options_from(True, 0, {"policy": "toposch-paper"})
     assert paper.policy == "toposch-paper"
-    assert testbed.TestbedResult(paper).summary()["policy"] == "toposch-paper"
+    assert tb_results.TestbedResult(paper).summary()["policy"] == "toposch-paper"
     with pytest.raises(SettingsError, match="policy=rank: expected one of slack, toposch-paper"):
-        testbed.options_from(True, 0, {"policy": "rank"})
+        tb_options.options_from(True, 0, {"policy": "rank"})
 
 
 def test_the_services_settings_are_the_example_with_what_a_run_picks(tmp_path: Path) -> None:

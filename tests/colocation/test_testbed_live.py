@@ -15,13 +15,15 @@ from pathlib import Path
 
 from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION
 from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.testbed import options as tb_options
+from yarn_adapt.testbed import results as tb_results
 from yarn_adapt.testbed import run as testbed
 from yarn_adapt.testbed.cluster import NODE_VCORES
 
 # The guard never empties a node: batch keeps a quarter of it (1 of its 4 vcores).
 FLOOR_VCORES = DEFAULT_MIN_VISIBLE_FRACTION * NODE_VCORES
 
-SHORT = testbed.TestbedOptions(
+SHORT = tb_options.TestbedOptions(
     rate_rps=20.0,
     warmup_s=2.0,
     alone_s=4.0,
@@ -82,7 +84,7 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     # The calibration's measurements: per node the batch CPU share (cpuacct), per service
     # replica its requests and their CPU time; batch used the risky node's CPU without
     # the guard and (much) less with it, and none ran in the first alone window.
-    windows = testbed.result_json(result)["windows"]
+    windows = tb_results.result_json(result)["windows"]
     assert [w["name"] for w in windows] == [w.name for w, _ in result.windows]
     for window in windows:
         assert len(window["batch_cpu_share"]) == 2, window

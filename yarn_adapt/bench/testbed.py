@@ -13,7 +13,7 @@ with ``*_spread_ms`` = max - min, ``*_median_ms``, ``*_worst_ms`` and the runs),
 guard never kills), ``policy`` (the guard's; ``--set policy=toposch-paper`` runs
 TopoSch's min-max risk as published, to set beside the default slack policy).
 ``--quick`` is the short form; ``--set KEY=VALUE`` sets any
-:class:`~yarn_adapt.testbed.run.TestbedOptions` field; ``--seed`` the load's.
+:class:`~yarn_adapt.testbed.options.TestbedOptions` field; ``--seed`` the load's.
 The host is shared: absolute latencies move with its load; compare within a run.
 The table adds each window's batch CPU share per node; ``--set windows=true`` adds
 every window's CPU and per-service figures (``windows``, the calibration's input:
@@ -32,7 +32,7 @@ WINDOWS = flag("windows", False)
 def set_keys() -> SetSpec:
     """The testbed's keys and ``windows`` (imported when asked: the testbed is slow
     to import)."""
-    from yarn_adapt.testbed.run import SET_KEYS
+    from yarn_adapt.testbed.options import SET_KEYS
 
     return SET_KEYS.with_keys(WINDOWS)
 
@@ -41,7 +41,9 @@ def set_keys() -> SetSpec:
     "testbed", "live testbed: app P95 alone / guard off / guard on, batch makespans", set_keys
 )
 def run(options: BenchOptions) -> BenchResult:
-    from yarn_adapt.testbed.run import options_from, run_on_new_cluster, window_json
+    from yarn_adapt.testbed.options import options_from
+    from yarn_adapt.testbed.results import window_json
+    from yarn_adapt.testbed.run import run_on_new_cluster
 
     windows = set_keys().read(options.extra, quick=options.quick)[WINDOWS]
     if options.trace is not None:

@@ -5,7 +5,7 @@ The model (:func:`yarn_adapt.cosim.colocation.lc_p95_ms`, used per service by
 ``S (1 + ln 20 Wq/S) (1 + interference * b)``: S its CPU time per request, Wq the
 queueing (Sakasegawa M/M/c) at its load ``rate * S`` on the CPU batch leaves it,
 ``b`` the batch CPU share of its node. The testbed (``yarn-adapt testbed --json``)
-measures each of those per window (:func:`yarn_adapt.testbed.run.window_json`): per
+measures each of those per window (:func:`yarn_adapt.testbed.results.window_json`): per
 node the batch and services' CPU shares (cpuacct), per service replica its request
 rate, the thread CPU time of its own work per request and the P95 of that work's
 wall time. So:

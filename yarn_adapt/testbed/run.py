@@ -56,7 +56,6 @@ service's ``--stats``); ``result_json`` lists them under ``windows``.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -65,9 +64,9 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +76,9 @@ from preemption.procfs import ProcFs
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import TraceStore
-from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION, GuardMode, GuardPolicy
+from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION, GuardMode
 from yarn_adapt.colocation.observe import TraceStoreRisk
-from yarn_adapt.errors import SettingsError, YarnAdaptError
+from yarn_adapt.errors import YarnAdaptError
 from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.cluster import MiniCluster
@@ -88,7 +87,6 @@ from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
 from yarn_adapt.progress import report
-from yarn_adapt.set_keys import SetSpec, field_keys, whole, word
 from yarn_adapt.testbed import burner, services
 from yarn_adapt.testbed.agents import (
     AgentCounts,
@@ -104,12 +102,21 @@ from yarn_adapt.testbed.cluster import (
     COLOCATION_SPEC,
     NODE_VCORES,
 )
+from yarn_adapt.testbed.options import GUARD, OFF, ON, TestbedOptions
 from yarn_adapt.testbed.product import (
     AGENT_EXAMPLE,
     SERVICE_EXAMPLE,
     ServiceProcess,
     load_example,
     settings_file,
+)
+from yarn_adapt.testbed.results import (
+    TestbedResult,
+    Window,
+    figures_in,
+    latency_records,
+    service_figures,
+    stats_records,
 )
 from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, cpu_shares
 from yarn_adapt.testbed.yarncgroups import HIERARCHY, YarnCpuWeights
@@ -126,191 +133,6 @@ STOP_BURN_S = 600.0
 STOP_CONTAINERS = 2 * NODE_VCORES
 ENTRY_SERVICE = "frontend"
 BATCH_QUEUE = "default"
-OFF, GUARD, ON = "off", "guard", "on"
-PHASES = {
-    "alone": "the application without batch work",
-    OFF: "batch, no guard; the agents (if running) are asked nothing",
-    GUARD: "batch, the guard alone (node visibility); no agent runs",
-    ON: "batch, the guard and the node agents (visibility + gradual reclaim)",
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class TestbedOptions:
-    rate_rps: float = 20.0
-    warmup_s: float = 5.0
-    alone_s: float = 15.0
-    phase_s: float = 20.0
-    repeats: int = 3
-    settle_max_s: float = 15.0
-    burn_s: float = 1.5  # CPU seconds per streaming batch container
-    container_mb: int = 512
-    makespan: bool = True
-    job_containers: int = 8
-    job_burn_s: float = 3.0
-    cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
-    policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
-    guard_only: bool = True  # also measure the guard without the agents
-    # YARN's CPU weights: each container in hadoop-yarn/<id> with cpu.shares 1024 x
-    # vcores (yarncgroups.py); off: batch and services compete as equal tasks
-    yarn_cgroups: bool = True
-    qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.repeats < 1 or self.rate_rps <= 0 or self.phase_s <= 0 or self.alone_s <= 0:
-            raise ValueError("repeats, rate_rps, phase_s and alone_s must be positive")
-        if self.policy not in {str(p) for p in GuardPolicy}:
-            raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
-        if self.cpu_shares <= 0:
-            raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
-        if self.qos_target_factor <= 0:
-            raise ValueError("qos_target_factor must be positive")
-
-    @property
-    def order(self) -> list[str]:
-        """Counterbalanced: a Latin square over on / off / guard (each phase once in
-        every position over three repeats), or on off | off on | ... without guard. The
-        first phase is ``on`` either way: the stream's first containers all start at
-        once, a burst that an ``off`` window would add to its own figure."""
-        rows: list[tuple[str, ...]] = [(ON, OFF), (OFF, ON)]
-        if self.guard_only:
-            rows = [(ON, OFF, GUARD), (GUARD, ON, OFF), (OFF, GUARD, ON)]
-        return [phase for r in range(self.repeats) for phase in rows[r % len(rows)]]
-
-
-@dataclass(frozen=True)
-class Window:
-    name: str  # alone, off, guard, on, job-off, job-guard, job-on
-    start_s: float
-    end_s: float
-    risky_node_batch_vcores: float = math.nan  # mean batch vcores on node 0 meanwhile
-    other_node_batch_vcores: float = math.nan
-    reclaimed_millicores: tuple[float, float] = (math.nan, math.nan)  # agents', per node
-    batch_cpu_share: tuple[float, ...] = ()  # per node: batch's share of its CPU
-    lc_cpu_share: tuple[float, ...] = ()  # per node: the services' share of its CPU
-    services: tuple[ServiceFigures, ...] = ()
-
-
-@dataclass(frozen=True)
-class ServiceFigures:
-    """One service replica in one window: its requests (by when its own work began),
-    their rate, the CPU time of its own work per request (mean, median) and that
-    work's wall time (P50, P95)."""
-
-    service: str
-    node: int
-    requests: int
-    rate_rps: float
-    cpu_ms_mean: float
-    cpu_ms_median: float
-    self_p50_ms: float
-    self_p95_ms: float
-
-
-@dataclass(frozen=True)
-class LatencyFigures:
-    requests: int
-    failed: int
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-
-
-@dataclass
-class TestbedResult:
-    options: TestbedOptions
-    windows: list[tuple[Window, LatencyFigures]] = field(default_factory=list)
-    makespans_s: dict[str, float] = field(default_factory=dict)
-    job_states: dict[str, str] = field(default_factory=dict)
-    preempted_containers: int = 0
-    guard_rounds: int = 0
-    guard_problems: list[str] = field(default_factory=list)
-    alone_traced_p95_ms: float | None = None
-    qos_target_ms: float | None = None
-    agent_counts: AgentCounts = field(default_factory=AgentCounts)
-    restores: list[RestoreCheck] = field(default_factory=list)
-    agent_starts: int = 0
-    cgroup_weights: dict[str, Any] = field(default_factory=lambda: {"cgroup_weights": "none"})
-
-    def p95s(self, name: str) -> list[float]:
-        return [f.p95_ms for w, f in self.windows if w.name == name]
-
-    def summary(self) -> dict[str, Any]:
-        alone = self.p95s("alone")
-        body: dict[str, Any] = {
-            "policy": self.options.policy,
-            "phases": {name: PHASES[name] for name in ("alone", OFF, GUARD, ON)},
-            "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
-            "p95_alone_runs_ms": [_round(v) for v in alone],
-        }
-        for phase in (OFF, GUARD, ON):
-            body.update(self._phase_figures(phase, alone))
-        agents = self.agent_counts
-        body.update({
-            "batch_makespan_off_s": _round(self.makespans_s.get(OFF)),
-            "batch_makespan_guard_s": _round(self.makespans_s.get(GUARD)),
-            "batch_makespan_on_s": _round(self.makespans_s.get(ON)),
-            "batch_jobs": self.job_states,
-            "preempted_containers": self.preempted_containers,
-            "guard_rounds": self.guard_rounds,
-            "p95_alone_traced_ms": _round(self.alone_traced_p95_ms),
-            "qos_target_ms": _round(self.qos_target_ms),
-            **self.cgroup_weights,
-            "agents": {
-                "starts": self.agent_starts,
-                "steps": int(agents.steps), "released": int(agents.released),
-                "tasks_squeezed": int(agents.tasks_squeezed),
-                "blacklisted": int(agents.blacklisted), "killed": int(agents.killed),
-                "request_errors": int(agents.request_errors),
-                "restores": [check.to_json() for check in self.restores],
-                "restored_all": all(check.complete for check in self.restores),
-            },
-        })  # fmt: skip
-        return body
-
-    def _phase_figures(self, phase: str, alone: Sequence[float]) -> dict[str, Any]:
-        values = self.p95s(phase)
-        if not values:
-            return {}
-        mean = statistics.fmean(values)
-        figures: dict[str, Any] = {
-            f"p95_{phase}_ms": _round(mean),
-            f"p95_{phase}_spread_ms": _round(_spread(values)),
-            f"p95_{phase}_runs_ms": [_round(v) for v in values],
-            f"p95_{phase}_median_ms": _round(statistics.median(values)),
-            f"p95_{phase}_worst_ms": _round(max(values)),
-        }
-        if alone:
-            figures[f"p95_{phase}_vs_alone"] = _round(mean / statistics.fmean(alone), 3)
-        return figures
-
-    def table(self) -> list[str]:
-        lines = [f"{'window':<9} {'requests':>8} {'failed':>6} {'p50 ms':>9} {'p95 ms':>9} "
-                 f"{'p99 ms':>9} {'batch vcores node0/node1':>26} "
-                 f"{'agents reclaimed mc':>20}"]  # fmt: skip
-        for window, figures in self.windows:
-            placed = (f"{window.risky_node_batch_vcores:.1f} / {window.other_node_batch_vcores:.1f}"
-                      if not math.isnan(window.risky_node_batch_vcores) else "-")  # fmt: skip
-            held = window.reclaimed_millicores
-            reclaimed = f"{held[0]:.0f} / {held[1]:.0f}" if not math.isnan(held[0]) else "-"
-            lines.append(
-                f"{window.name:<9} {figures.requests:>8} {figures.failed:>6} "
-                f"{figures.p50_ms:>9.1f} {figures.p95_ms:>9.1f} {figures.p99_ms:>9.1f} "
-                f"{placed:>26} {reclaimed:>20}"
-            )
-        for mode, seconds in self.makespans_s.items():
-            lines.append(f"batch job with the guard {mode}: makespan {seconds:.1f} s "
-                         f"({self.job_states.get(mode, '?')})")  # fmt: skip
-        return lines
-
-
-def _spread(values: Sequence[float]) -> float | None:
-    return max(values) - min(values) if values else None
-
-
-def _round(value: float | None, digits: int = 1) -> float | None:
-    return None if value is None or math.isnan(value) else round(value, digits)
 
 
 # --------------------------------------------------------------------------- testbed
@@ -781,8 +603,8 @@ class Testbed:
             if process.name == "loadgen":
                 process.popen.terminate()
                 process.popen.wait(timeout=30)
-        records = _latency_records(self.loadgen_out)
-        stats = {(spec.name, spec.node): _stats_records(self._stats_path(spec))
+        records = latency_records(self.loadgen_out)
+        stats = {(spec.name, spec.node): stats_records(self._stats_path(spec))
                  for spec in services.LAYOUT}  # fmt: skip
         for window in windows:
             figures = tuple(service_figures(name, node, rows, window)
@@ -848,43 +670,6 @@ def _preempted(cluster: MiniCluster, app_id: str) -> int:
     )
 
 
-def _stats_records(path: Path) -> list[tuple[float, float, float]]:
-    """A service's ``--stats`` lines: (start, cpu ms, wall ms); a cut line skipped."""
-    records = []
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        try:
-            start, cpu_ms, wall_ms = json.loads(line)
-            records.append((float(start), float(cpu_ms), float(wall_ms)))
-        except (ValueError, TypeError):
-            continue  # a line cut by the stop
-    return records
-
-
-def service_figures(
-    name: str, node: int, records: Sequence[tuple[float, float, float]], window: Window
-) -> ServiceFigures:
-    inside = [(cpu, wall) for start, cpu, wall in records
-              if window.start_s <= start <= window.end_s]  # fmt: skip
-    if not inside:
-        return ServiceFigures(name, node, 0, 0.0, math.nan, math.nan, math.nan, math.nan)
-    cpu = sorted(c for c, _ in inside)
-    wall = sorted(w for _, w in inside)
-    return ServiceFigures(
-        service=name,
-        node=node,
-        requests=len(inside),
-        rate_rps=len(inside) / max(window.end_s - window.start_s, 1e-9),
-        cpu_ms_mean=statistics.fmean(cpu),
-        cpu_ms_median=statistics.median(cpu),
-        self_p50_ms=_percentile(wall, 50),
-        self_p95_ms=_percentile(wall, 95),
-    )
-
-
 def _release_group(group: Path, root: Path) -> None:
     """Move what still runs in ``group`` to ``root``; delete it (when it empties)."""
     if not group.is_dir():
@@ -901,32 +686,6 @@ def _release_group(group: Path, root: Path) -> None:
         except OSError:
             time.sleep(0.1)
     log.warning("testbed: could not remove %s", group)
-
-
-def _latency_records(path: Path) -> list[tuple[float, float, bool]]:
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            arrival, latency, ok = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the stop
-        records.append((float(arrival), float(latency), bool(ok)))
-    return records
-
-
-def figures_in(records: Sequence[tuple[float, float, bool]], window: Window) -> LatencyFigures:
-    inside = [(latency, ok) for arrival, latency, ok in records
-              if window.start_s <= arrival <= window.end_s]  # fmt: skip
-    latencies = sorted(latency for latency, _ in inside)
-    if not latencies:
-        return LatencyFigures(0, 0, math.nan, math.nan, math.nan)
-    return LatencyFigures(
-        requests=len(latencies),
-        failed=sum(1 for _, ok in inside if not ok),
-        p50_ms=_percentile(latencies, 50),
-        p95_ms=_percentile(latencies, 95),
-        p99_ms=_percentile(latencies, 99),
-    )
 
 
 class _SqueezeProgress:
@@ -949,14 +708,6 @@ class _SqueezeProgress:
         return now - self._since >= self.still_s
 
 
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 @contextmanager
 def _logged(what: str) -> Iterator[None]:
     try:
@@ -970,74 +721,7 @@ def run_testbed(cluster: MiniCluster, options: TestbedOptions, work_dir: Path) -
         return testbed.measure()
 
 
-QUICK = {"alone_s": 6.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
-         "job_containers": 4, "job_burn_s": 2.0}  # fmt: skip
-
-
-class Knobs:
-    """The ``--set`` keys of a kind of their own; every other :class:`TestbedOptions`
-    field is a key of its type (:func:`~yarn_adapt.set_keys.field_keys`)."""
-
-    policy = word("policy", tuple(str(p) for p in GuardPolicy), str(GuardPolicy.SLACK))
-    seed = whole("seed", None)  # default: --seed
-
-
-SET_KEYS = SetSpec.of("testbed", Knobs).with_keys(
-    *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in {"policy", "seed"})
-)
-
-
-def options_from(quick: bool, seed: int, overrides: Mapping[str, str]) -> TestbedOptions:
-    """The testbed's options: the full or quick form, then ``KEY=VALUE`` overrides
-    (a field of :class:`TestbedOptions`); a bad key or value is a SettingsError."""
-    values = SET_KEYS.read(overrides, quick=quick).by_name()
-    if values["seed"] is None:
-        values["seed"] = seed
-    try:
-        return TestbedOptions(**values)
-    except ValueError as exc:
-        raise SettingsError(f"testbed: {exc}") from exc
-
-
 def run_on_new_cluster(options: TestbedOptions, *, keep: bool = False) -> TestbedResult:
     """Start the testbed's cluster, run, stop it (``keep``: leave its directory)."""
     with MiniCluster(COLOCATION_SPEC, keep_dir=keep) as cluster:
         return run_testbed(cluster, options, cluster.root / "testbed")
-
-
-def result_json(result: TestbedResult) -> dict[str, Any]:
-    body = result.summary()
-    body["options"] = asdict(result.options)
-    body["windows"] = [window_json(w, f) for w, f in result.windows]
-    return body
-
-
-def window_json(window: Window, figures: LatencyFigures) -> dict[str, Any]:
-    """One window for the calibration: its end-to-end figures, per node the batch
-    and services' CPU shares and batch vcores, per service replica its figures."""
-
-    def share(values: Sequence[float]) -> list[float | None]:
-        return [_round(v, 4) for v in values]
-
-    return {
-        "name": window.name,
-        "start_s": round(window.start_s, 3),
-        "duration_s": round(window.end_s - window.start_s, 3),
-        "requests": figures.requests,
-        "failed": figures.failed,
-        "p50_ms": _round(figures.p50_ms, 2),
-        "p95_ms": _round(figures.p95_ms, 2),
-        "batch_cpu_share": share(window.batch_cpu_share),
-        "lc_cpu_share": share(window.lc_cpu_share),
-        "batch_vcores": share((window.risky_node_batch_vcores, window.other_node_batch_vcores)),
-        "services": [_service_json(s) for s in window.services],
-    }
-
-
-def _service_json(s: ServiceFigures) -> dict[str, Any]:
-    return {
-        "service": s.service, "node": s.node, "requests": s.requests,
-        "rate_rps": _round(s.rate_rps, 3), "cpu_ms_mean": _round(s.cpu_ms_mean, 3),
-        "cpu_ms_median": _round(s.cpu_ms_median, 3),
-        "self_p50_ms": _round(s.self_p50_ms, 3), "self_p95_ms": _round(s.self_p95_ms, 3),
-    }  # fmt: skip

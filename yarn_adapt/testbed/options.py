@@ -1,0 +1,96 @@
+"""The testbed's options: the phases it measures, :class:`TestbedOptions`, and the
+``--set KEY=VALUE`` keys of ``yarn-adapt testbed`` and ``bench testbed``
+(:func:`options_from`). The guard's and the agents' own settings are not options:
+they are the product's, in ``conf/testbed/`` (:mod:`yarn_adapt.testbed.product`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from yarn_adapt.colocation.model import GuardPolicy
+from yarn_adapt.errors import SettingsError
+from yarn_adapt.set_keys import SetSpec, field_keys, whole, word
+
+OFF, GUARD, ON = "off", "guard", "on"
+
+
+PHASES = {
+    "alone": "the application without batch work",
+    OFF: "batch, no guard; the agents (if running) are asked nothing",
+    GUARD: "batch, the guard alone (node visibility); no agent runs",
+    ON: "batch, the guard and the node agents (visibility + gradual reclaim)",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestbedOptions:
+    rate_rps: float = 20.0
+    warmup_s: float = 5.0
+    alone_s: float = 15.0
+    phase_s: float = 20.0
+    repeats: int = 3
+    settle_max_s: float = 15.0
+    burn_s: float = 1.5  # CPU seconds per streaming batch container
+    container_mb: int = 512
+    makespan: bool = True
+    job_containers: int = 8
+    job_burn_s: float = 3.0
+    cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
+    policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
+    guard_only: bool = True  # also measure the guard without the agents
+    # YARN's CPU weights: each container in hadoop-yarn/<id> with cpu.shares 1024 x
+    # vcores (yarncgroups.py); off: batch and services compete as equal tasks
+    yarn_cgroups: bool = True
+    qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1 or self.rate_rps <= 0 or self.phase_s <= 0 or self.alone_s <= 0:
+            raise ValueError("repeats, rate_rps, phase_s and alone_s must be positive")
+        if self.policy not in {str(p) for p in GuardPolicy}:
+            raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
+        if self.cpu_shares <= 0:
+            raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
+        if self.qos_target_factor <= 0:
+            raise ValueError("qos_target_factor must be positive")
+
+    @property
+    def order(self) -> list[str]:
+        """Counterbalanced: a Latin square over on / off / guard (each phase once in
+        every position over three repeats), or on off | off on | ... without guard. The
+        first phase is ``on`` either way: the stream's first containers all start at
+        once, a burst that an ``off`` window would add to its own figure."""
+        rows: list[tuple[str, ...]] = [(ON, OFF), (OFF, ON)]
+        if self.guard_only:
+            rows = [(ON, OFF, GUARD), (GUARD, ON, OFF), (OFF, GUARD, ON)]
+        return [phase for r in range(self.repeats) for phase in rows[r % len(rows)]]
+
+
+QUICK = {"alone_s": 6.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
+         "job_containers": 4, "job_burn_s": 2.0}  # fmt: skip
+
+
+class Knobs:
+    """The ``--set`` keys of a kind of their own; every other :class:`TestbedOptions`
+    field is a key of its type (:func:`~yarn_adapt.set_keys.field_keys`)."""
+
+    policy = word("policy", tuple(str(p) for p in GuardPolicy), str(GuardPolicy.SLACK))
+    seed = whole("seed", None)  # default: --seed
+
+
+SET_KEYS = SetSpec.of("testbed", Knobs).with_keys(
+    *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in {"policy", "seed"})
+)
+
+
+def options_from(quick: bool, seed: int, overrides: Mapping[str, str]) -> TestbedOptions:
+    """The testbed's options: the full or quick form, then ``KEY=VALUE`` overrides
+    (a field of :class:`TestbedOptions`); a bad key or value is a SettingsError."""
+    values = SET_KEYS.read(overrides, quick=quick).by_name()
+    if values["seed"] is None:
+        values["seed"] = seed
+    try:
+        return TestbedOptions(**values)
+    except ValueError as exc:
+        raise SettingsError(f"testbed: {exc}") from exc
