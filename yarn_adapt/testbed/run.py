@@ -343,7 +343,7 @@ class Testbed:
             return
         assert self.weight_group is not None
         pids = [nodemanager_pid(self.cluster, index) for index in range(2)]
-        self.weights = YarnCpuWeights(self.weight_group, pids).start()
+        self.weights = YarnCpuWeights(self.weight_group, pids, mounts=self.mounts).start()
 
     def _make_agents(self) -> None:
         """One agent per NodeManager (started when a phase needs them)."""

@@ -11,9 +11,11 @@ The testbed's NodeManagers use the DefaultContainerExecutor (the LCE's setuid
 does the same from outside, as soon as it sees a container: in the testbed's ``cpu``
 weight group it keeps ``hadoop-yarn/<container id>`` groups of 1024 x vcores and moves
 each container's processes there (found below their NodeManager in the process tree,
-as the node agent finds them). Only a process still directly in the weight group is
-moved: one a node agent has taken into its own cgroups is left to it (the agent puts
-it back where it came from: here).
+as the node agent finds them), and into groups of the same path in ``cpuacct`` (below
+the testbed's accounting group of that name, so its meter still counts them) and
+``memory``, as an LCE node with cpu and cpuacct mounted together and memory
+enforcement makes them. Only a process still directly in the weight group is moved:
+one a node agent has taken into its own cgroups is left to it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from preemption.discovery import containers_in_tree
@@ -49,7 +51,10 @@ class _EveryContainer:
 
 
 class YarnCpuWeights:
-    """Keeps every container of ``nodemanagers`` (pids) in its YARN cgroup, polling."""
+    """Keeps every container of ``nodemanagers`` (pids) in its YARN cgroup, polling.
+
+    ``mounts`` names the ``cpuacct`` and ``memory`` mounts (``cpu``'s is the weight
+    group's); without them only ``cpu`` groups are made."""
 
     def __init__(
         self,
@@ -57,9 +62,17 @@ class YarnCpuWeights:
         nodemanagers: Sequence[int],
         vcores_of: Callable[[str], int] = lambda container_id: 1,
         interval_s: float = 0.1,
+        mounts: Mapping[str, Path] | None = None,
     ) -> None:
         self.weight_group = weight_group
         self.root = weight_group / HIERARCHY
+        # controller -> (where its hadoop-yarn goes, where a process goes back on close)
+        self.others = {
+            controller: (mounts[controller] / weight_group.name, mounts[controller])
+            for controller in ("cpuacct", "memory")
+            if mounts is not None and controller in mounts
+            and mounts[controller] / weight_group.name != weight_group
+        }  # fmt: skip
         self.nodemanagers = tuple(nodemanagers)
         self.vcores_of = vcores_of
         self.interval_s = interval_s
@@ -69,6 +82,8 @@ class YarnCpuWeights:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.root.mkdir(exist_ok=True)
+        for parent, _ in self.others.values():
+            (parent / HIERARCHY).mkdir(parents=True, exist_ok=True)
 
     def start(self) -> YarnCpuWeights:
         self._thread = threading.Thread(target=self._run, name="yarn-cpu-weights", daemon=True)
@@ -97,13 +112,16 @@ class YarnCpuWeights:
 
     def _place(self, pid: int, container_id: str) -> None:
         group = self.root / container_id
+        others = [parent / HIERARCHY / container_id for parent, _ in self.others.values()]
         if container_id not in self.placed:
             shares = SHARES_PER_VCORE * max(1, self.vcores_of(container_id))
-            group.mkdir(exist_ok=True)
+            for each in (group, *others):
+                each.mkdir(exist_ok=True)
             (group / "cpu.shares").write_text(str(shares))
             self.placed[container_id] = shares
         with contextlib.suppress(ProcessLookupError, FileNotFoundError):
-            cpusets.join(pid, group)
+            for each in (*others, group):  # cpu last: it marks the process as placed
+                cpusets.join(pid, each)
             self.moved += 1
 
     def close(self) -> None:
@@ -112,15 +130,11 @@ class YarnCpuWeights:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
-        groups = [p for p in self.root.iterdir() if p.is_dir()] if self.root.is_dir() else []
-        for group in groups:
-            for pid in cpusets.tasks(group):
-                with contextlib.suppress(OSError):
-                    cpusets.join(pid, self.weight_group)
+        _empty(self.root, self.weight_group)
+        for parent, back in self.others.values():
+            _empty(parent / HIERARCHY, back)
             with contextlib.suppress(OSError):
-                group.rmdir()
-        with contextlib.suppress(OSError):
-            self.root.rmdir()
+                parent.rmdir()  # memory's, unless an agent's groups are still there
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -128,3 +142,16 @@ class YarnCpuWeights:
             "containers_weighted": len(self.placed),
             "processes_moved": self.moved,
         }
+
+
+def _empty(root: Path, back: Path) -> None:
+    """Every process below ``root`` back to ``back``; ``root`` and its groups removed."""
+    groups = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+    for group in groups:
+        for pid in cpusets.tasks(group):
+            with contextlib.suppress(OSError):
+                cpusets.join(pid, back)
+        with contextlib.suppress(OSError):
+            group.rmdir()
+    with contextlib.suppress(OSError):
+        root.rmdir()
