@@ -23,6 +23,9 @@ PHASES = {
 }
 
 
+DEMANDS = ("settings", "observed", "learned", "none")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TestbedOptions:
     rate_rps: float = 20.0
@@ -43,6 +46,9 @@ class TestbedOptions:
     # vcores (yarncgroups.py); off: batch and services compete as equal tasks
     yarn_cgroups: bool = True
     qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
+    # the guard's [colocation] demand: "settings" (as conf/testbed/yarn-adapt.toml
+    # says), or observed, learned, none instead
+    demand: str = "settings"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -52,6 +58,8 @@ class TestbedOptions:
             raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
         if self.cpu_shares <= 0:
             raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
+        if self.demand not in DEMANDS:
+            raise ValueError(f"demand {self.demand!r}: one of {', '.join(DEMANDS)}")
         if self.qos_target_factor <= 0:
             raise ValueError("qos_target_factor must be positive")
 
@@ -76,11 +84,13 @@ class Knobs:
     field is a key of its type (:func:`~yarn_adapt.set_keys.field_keys`)."""
 
     policy = word("policy", tuple(str(p) for p in GuardPolicy), str(GuardPolicy.SLACK))
+    demand = word("demand", DEMANDS, "settings")
     seed = whole("seed", None)  # default: --seed
 
 
+OWN_KINDS = {"policy", "seed", "demand"}
 SET_KEYS = SetSpec.of("testbed", Knobs).with_keys(
-    *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in {"policy", "seed"})
+    *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in OWN_KINDS)
 )
 
 

@@ -70,6 +70,7 @@ class TestbedResult:
     agent_counts: AgentCounts = field(default_factory=AgentCounts)
     restores: list[RestoreCheck] = field(default_factory=list)
     agent_starts: int = 0
+    demand: str = ""  # the guard's [colocation] demand as the service ran
     cgroup_weights: dict[str, Any] = field(default_factory=lambda: {"cgroup_weights": "none"})
 
     def p95s(self, name: str) -> list[float]:
@@ -79,6 +80,7 @@ class TestbedResult:
         alone = self.p95s("alone")
         body: dict[str, Any] = {
             "policy": self.options.policy,
+            "demand": self.demand,
             "phases": {name: PHASES[name] for name in ("alone", OFF, GUARD, ON)},
             "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
             "p95_alone_runs_ms": [_round(v) for v in alone],

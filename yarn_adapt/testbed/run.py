@@ -321,6 +321,8 @@ class Testbed:
             "tracing": {"redis_url": self.redis.url},
             "colocation": {"policy": self.options.policy, "qos_targets": targets},
         }
+        if self.options.demand != "settings":
+            overrides["colocation"]["demand"] = self.options.demand
         settings_file(SERVICE_EXAMPLE, overrides, self.service_config)
 
     def service_pids(self) -> dict[str, list[int]]:
@@ -617,6 +619,8 @@ class Testbed:
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
         result.agent_starts = self.agent_starts
+        section = load_example(self.service_config).get("colocation", {})
+        result.demand = str(section.get("demand", "learned"))
         if self.weights is not None:
             result.cgroup_weights = self.weights.to_json()
 
