@@ -98,6 +98,7 @@ def test_the_guards_demand_is_the_settings_or_one_named(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="demand=guess: expected one of settings, observed"):
         tb_options.options_from(True, 0, {"demand": "guess"})
     overrides = {"colocation": {"demand": "learned", "qos_targets": ["frontend=20"]},
+                 "tracing": {"redis_url": "redis://127.0.0.1:6390/0"},
                  "state": {"dir": str(tmp_path / "state")}}  # fmt: skip
     path = settings_file(SERVICE_EXAMPLE, overrides, tmp_path / "learned.toml")
     settings = load_settings(path)
