@@ -338,16 +338,16 @@ class LearnedLraDemand:
             if not view.running or view.node_id not in by_id:
                 continue
             node = by_id[view.node_id]
-            batch_cores = (  # the NodeManager's containers' CPU is in vcores
-                node.utilization.containers_cpu / self.vcores_per_core
+            batch_vcores = (  # the NodeManager measures its containers in vcores
+                node.utilization.containers_cpu
                 if node.utilization is not None
-                else view.used.vcores / self.vcores_per_core
+                else float(view.used.vcores)
             )
             acc.capacity[view.node_id] = acc.capacity.get(view.node_id, 0.0) + (
                 view.capacity.vcores * elapsed
             )
             acc.batch[view.node_id] = acc.batch.get(view.node_id, 0.0) + (
-                max(0.0, batch_cores) * self.vcores_per_core * elapsed
+                max(0.0, batch_vcores) * elapsed
             )
         for app, by_node in usage.items():
             mine = acc.used.setdefault(app, {})

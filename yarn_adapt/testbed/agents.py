@@ -25,6 +25,7 @@ per node would weigh all its containers together as one process.)
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -64,7 +65,7 @@ class AgentPlan:
     # (the testbed's YARN weights); None: containers found in the process tree
     yarn_hierarchy: str | None = None
 
-    @property
+    @functools.cached_property
     def settle_s(self) -> float:
         """The agents' ``[reclaim] settle_s`` (how long a squeeze step settles)."""
         return float(load_example(self.example).get("reclaim", {}).get("settle_s", 5.0))

@@ -64,9 +64,14 @@ def toml_text(tables: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def settings_file(example: Path, overrides: Overrides, target: Path) -> Path:
-    """Write ``example`` with ``overrides`` to ``target`` (mode 600: it may name tokens)."""
+    """Write ``example`` with ``overrides`` to ``target``."""
+    return write_settings(merged(load_example(example), overrides), target)
+
+
+def write_settings(tables: Mapping[str, Mapping[str, Any]], target: Path) -> Path:
+    """``tables`` as TOML at ``target`` (mode 600: it may name tokens)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(toml_text(merged(load_example(example), overrides)))
+    target.write_text(toml_text(tables))
     target.chmod(0o600)
     return target
 
@@ -99,6 +104,7 @@ class ServiceProcess:
 
     def __init__(self, config: Path, port: int, cluster_root: Path, work_dir: Path) -> None:
         self.config = config
+        self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.token = secrets.token_urlsafe(24)
         self._cluster_root = cluster_root

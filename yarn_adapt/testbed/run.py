@@ -107,8 +107,10 @@ from yarn_adapt.testbed.product import (
     AGENT_EXAMPLE,
     SERVICE_EXAMPLE,
     ServiceProcess,
+    Tables,
     load_example,
-    settings_file,
+    merged,
+    write_settings,
 )
 from yarn_adapt.testbed.results import (
     TestbedResult,
@@ -163,6 +165,7 @@ class Testbed:
         self.service: ServiceProcess | None = None
         self.weights: YarnCpuWeights | None = None
         self.service_config = work_dir / "yarn-adapt.toml"
+        self.service_settings: Tables = {}  # what service_config holds
         self.guard_cycles = 0
         self.guard_problems: set[str] = set()
         self.loadgen_out = work_dir / "latency.jsonl"
@@ -312,18 +315,18 @@ class Testbed:
 
     def _write_service_config(self, qos_target_ms: float | None) -> None:
         assert self.service is not None
-        port = int(self.service.url.rsplit(":", 1)[1])
         targets = [] if qos_target_ms is None else [f"{ENTRY_SERVICE}={qos_target_ms:.3f}"]
         overrides: dict[str, dict[str, Any]] = {
             "yarn": {"rm": [self.cluster.rm_url]},
             "state": {"dir": str(self.work_dir / "service-state")},
-            "http": {"port": port},
+            "http": {"port": self.service.port},
             "tracing": {"redis_url": self.redis.url},
             "colocation": {"policy": self.options.policy, "qos_targets": targets},
         }
         if self.options.demand != "settings":
             overrides["colocation"]["demand"] = self.options.demand
-        settings_file(SERVICE_EXAMPLE, overrides, self.service_config)
+        self.service_settings = merged(load_example(SERVICE_EXAMPLE), overrides)
+        write_settings(self.service_settings, self.service_config)
 
     def service_pids(self) -> dict[str, list[int]]:
         """Node id -> the pids of the application's services on it."""
@@ -335,7 +338,7 @@ class Testbed:
     @property
     def floor_vcores(self) -> int:
         """What batch always keeps of a node (the service's ``min_visible_fraction``)."""
-        section = load_example(self.service_config).get("colocation", {})
+        section = self.service_settings.get("colocation", {})
         fraction = float(section.get("min_visible_fraction", DEFAULT_MIN_VISIBLE_FRACTION))
         return math.ceil(fraction * NODE_VCORES)
 
@@ -619,8 +622,7 @@ class Testbed:
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
         result.agent_starts = self.agent_starts
-        section = load_example(self.service_config).get("colocation", {})
-        result.demand = str(section.get("demand", "learned"))
+        result.demand = str(self.service_settings.get("colocation", {}).get("demand", "learned"))
         if self.weights is not None:
             result.cgroup_weights = self.weights.to_json()
 
