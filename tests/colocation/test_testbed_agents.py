@@ -70,7 +70,8 @@ def test_the_guards_policy_is_an_option_and_a_wrong_one_is_one_line() -> None:
     paper = tb_options.options_from(True, 0, {"policy": "toposch-paper"})
     assert paper.policy == "toposch-paper"
     assert tb_results.TestbedResult(paper).summary()["policy"] == "toposch-paper"
-    with pytest.raises(SettingsError, match="policy=rank: expected one of slack, toposch-paper"):
+    wrong = "policy=rank: expected one of slack, slack-only, toposch-paper"
+    with pytest.raises(SettingsError, match=wrong):
         tb_options.options_from(True, 0, {"policy": "rank"})
 
 
