@@ -56,13 +56,23 @@ def test_metrics_are_read_back() -> None:
 
 
 def test_the_phase_order_is_counterbalanced_and_starts_with_the_agents_on() -> None:
-    square = tb_options.TestbedOptions(repeats=3).order
+    square = tb_options.TestbedOptions(repeats=3, baselines=False).order
     assert len(square) == 9
     for position in range(3):
         assert sorted(square[position::3]) == ["guard", "off", "on"]
-    pairs = tb_options.TestbedOptions(repeats=3, guard_only=False).order
+    pairs = tb_options.TestbedOptions(repeats=3, guard_only=False, baselines=False).order
     assert pairs == ["on", "off", "off", "on", "on", "off"]
     assert square[0] == "on"
+    # with the baselines: six phases, each once a repeat; over six repeats each phase
+    # takes every position once
+    every = tb_options.TestbedOptions(repeats=6).order
+    phases = ["on", "off", "guard", "static", "slack-only", "toposch-paper"]
+    for r in range(6):
+        assert sorted(every[6 * r : 6 * r + 6]) == sorted(phases)
+    for position in range(6):
+        assert sorted(every[position::6]) == sorted(phases)
+    assert every[0] == "on"
+    assert tb_options.TestbedOptions().jobs == ("off", "guard", "on", *phases[3:])
 
 
 def test_the_guards_policy_is_an_option_and_a_wrong_one_is_one_line() -> None:

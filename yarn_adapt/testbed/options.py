@@ -13,6 +13,10 @@ from yarn_adapt.errors import SettingsError
 from yarn_adapt.set_keys import SetSpec, field_keys, whole, word
 
 OFF, GUARD, ON = "off", "guard", "on"
+# the baselines (``baselines``): what an operator would try first, and the guard's two
+# other policies, each with the node agents as "on" has them
+STATIC, SLACK_ONLY, PAPER = "static", "slack-only", "toposch-paper"
+BASELINES = (STATIC, SLACK_ONLY, PAPER)
 
 
 PHASES = {
@@ -20,7 +24,19 @@ PHASES = {
     OFF: "batch, no guard; the agents (if running) are asked nothing",
     GUARD: "batch, the guard alone (node visibility); no agent runs",
     ON: "batch, the guard and the node agents (visibility + gradual reclaim)",
+    STATIC: "batch, no guard; the risky node (pricing's) closed to batch by the testbed "
+    "(its total at the guard's floor, set once through the RM, as an operator would)",
+    SLACK_ONLY: "batch, the guard's slack-only policy (Heracles-style: slack decides "
+    "whether, every node of the path gives way) and the node agents",
+    PAPER: "batch, the guard's toposch-paper policy (TopoSch as published: min-max risk "
+    "x nu) and the node agents",
 }
+# The row of ``policies`` in the JSON each phase measures.
+POLICY_ROWS = {OFF: "off", STATIC: "static", SLACK_ONLY: "slack-only", PAPER: "toposch-paper",
+               ON: "yarn-adapt", GUARD: "yarn-adapt-no-agents"}  # fmt: skip
+# The guard's policy in each phase it runs in (ON and GUARD: ``policy``).
+PHASE_POLICIES = {SLACK_ONLY: "slack-only", PAPER: "toposch-paper"}
+AGENT_PHASES = (ON, SLACK_ONLY, PAPER)  # the phases the node agents run in
 
 
 DEMANDS = ("settings", "observed", "learned", "none")
@@ -42,6 +58,7 @@ class TestbedOptions:
     cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
     policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
     guard_only: bool = True  # also measure the guard without the agents
+    baselines: bool = True  # also measure static, slack-only and toposch-paper
     # YARN's CPU weights: each container in hadoop-yarn/<id> with cpu.shares 1024 x
     # vcores (yarncgroups.py); off: batch and services compete as equal tasks
     yarn_cgroups: bool = True
@@ -64,15 +81,27 @@ class TestbedOptions:
             raise ValueError("qos_target_factor must be positive")
 
     @property
+    def phases(self) -> tuple[str, ...]:
+        """The phases a repeat measures, each once."""
+        guard = (GUARD,) if self.guard_only else ()
+        return (ON, OFF, *guard, *(BASELINES if self.baselines else ()))
+
+    @property
     def order(self) -> list[str]:
-        """Counterbalanced: a Latin square over on / off / guard (each phase once in
-        every position over three repeats), or on off | off on | ... without guard. The
-        first phase is ``on`` either way: the stream's first containers all start at
-        once, a burst that an ``off`` window would add to its own figure."""
-        rows: list[tuple[str, ...]] = [(ON, OFF), (OFF, ON)]
-        if self.guard_only:
-            rows = [(ON, OFF, GUARD), (GUARD, ON, OFF), (OFF, GUARD, ON)]
+        """Counterbalanced: repeat ``r`` runs :attr:`phases` rotated right by ``r``, a
+        cyclic Latin square (on off guard | guard on off | off guard on; on off | off
+        on without guard): over as many repeats as phases each phase takes every
+        position once. The first phase is ``on``: the stream's first containers all
+        start at once, a burst that another phase would add to its own figure."""
+        phases = self.phases
+        rows = [phases[-r:] + phases[:-r] if r else phases for r in range(len(phases))]
         return [phase for r in range(self.repeats) for phase in rows[r % len(rows)]]
+
+    @property
+    def jobs(self) -> tuple[str, ...]:
+        """The phases a makespan job runs in (``makespan``)."""
+        guard = (GUARD,) if self.guard_only else ()
+        return (OFF, *guard, ON, *(BASELINES if self.baselines else ()))
 
 
 QUICK = {"alone_s": 6.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from yarn_adapt.testbed.agents import AgentCounts, RestoreCheck
-from yarn_adapt.testbed.options import GUARD, OFF, ON, PHASES, TestbedOptions
+from yarn_adapt.testbed.options import GUARD, OFF, ON, PHASES, POLICY_ROWS, STATIC, TestbedOptions
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,13 @@ class LatencyFigures:
     p50_ms: float
     p95_ms: float
     p99_ms: float
+    # the P95 of the requests that arrived in each whole second of the window
+    second_p95s_ms: tuple[float, ...] = ()
+
+
+# The issue's targets for the yarn-adapt row (docs/benchmarks.md).
+TARGET_P95_VS_ALONE = 1.2
+TARGET_BATCH_WORK_VS_STATIC = 1.3
 
 
 @dataclass
@@ -71,6 +78,7 @@ class TestbedResult:
     restores: list[RestoreCheck] = field(default_factory=list)
     agent_starts: int = 0
     demand: str = ""  # the guard's [colocation] demand as the service ran
+    serve_starts: int = 0  # yarn-adapt serve's starts (the QoS target, each policy change)
     cgroup_weights: dict[str, Any] = field(default_factory=lambda: {"cgroup_weights": "none"})
 
     def p95s(self, name: str) -> list[float]:
@@ -81,7 +89,7 @@ class TestbedResult:
         body: dict[str, Any] = {
             "policy": self.options.policy,
             "demand": self.demand,
-            "phases": {name: PHASES[name] for name in ("alone", OFF, GUARD, ON)},
+            "phases": {name: PHASES[name] for name in ("alone", *self.options.phases)},
             "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
             "p95_alone_runs_ms": [_round(v) for v in alone],
         }
@@ -95,6 +103,7 @@ class TestbedResult:
             "batch_jobs": self.job_states,
             "preempted_containers": self.preempted_containers,
             "guard_rounds": self.guard_rounds,
+            "serve_starts": self.serve_starts,
             "p95_alone_traced_ms": _round(self.alone_traced_p95_ms),
             "qos_target_ms": _round(self.qos_target_ms),
             **self.cgroup_weights,
@@ -108,7 +117,42 @@ class TestbedResult:
                 "restored_all": all(check.complete for check in self.restores),
             },
         })  # fmt: skip
+        body.update(self.side_by_side())
         return body
+
+    def side_by_side(self) -> dict[str, Any]:
+        """Per policy (each phase's row of :data:`POLICY_ROWS`), over its windows: the
+        P95 and P99 as multiples of the run's alone figures (median, worst), the
+        SLO-violation seconds, the batch work done and the makespan; then yarn-adapt's
+        batch work against the static answer's, and the targets."""
+        alone = [f for w, f in self.windows if w.name == "alone"]
+        if not alone:
+            return {}
+        p95_alone = statistics.fmean(f.p95_ms for f in alone)
+        p99_alone = statistics.fmean(f.p99_ms for f in alone)
+        target_ms = self.options.qos_target_factor * p95_alone
+        rows = {}
+        for phase in self.options.phases:
+            runs = [(w, f) for w, f in self.windows if w.name == phase]
+            if runs:
+                row = policy_row(runs, p95_alone, p99_alone, target_ms)
+                row["makespan_s"] = _round(self.makespans_s.get(phase))
+                rows[POLICY_ROWS[phase]] = row
+        work = {name: row["batch_work_median"] for name, row in rows.items()}
+        static, ours = work.get(POLICY_ROWS[STATIC]), work.get(POLICY_ROWS[ON])
+        ratio = _round(ours / static, 3) if ours is not None and static else None
+        p95_ours = rows.get(POLICY_ROWS[ON], {}).get("p95_vs_alone_median")
+        return {
+            "slo_target_ms": _round(target_ms),
+            "policies": rows,
+            "batch_work_vs_static": ratio,
+            "targets": {
+                "p95_on_vs_alone_max": TARGET_P95_VS_ALONE,
+                "batch_work_vs_static_min": TARGET_BATCH_WORK_VS_STATIC,
+                "p95_met": p95_ours is not None and p95_ours <= TARGET_P95_VS_ALONE,
+                "batch_work_met": ratio is not None and ratio >= TARGET_BATCH_WORK_VS_STATIC,
+            },
+        }
 
     def _phase_figures(self, phase: str, alone: Sequence[float]) -> dict[str, Any]:
         values = self.p95s(phase)
@@ -144,6 +188,36 @@ class TestbedResult:
             lines.append(f"batch job with the guard {mode}: makespan {seconds:.1f} s "
                          f"({self.job_states.get(mode, '?')})")  # fmt: skip
         return lines
+
+
+def policy_row(
+    runs: Sequence[tuple[Window, LatencyFigures]],
+    p95_alone_ms: float,
+    p99_alone_ms: float,
+    target_ms: float,
+) -> dict[str, Any]:
+    """One policy's windows: its tail as multiples of alone (median, worst), the
+    seconds whose requests' P95 missed ``target_ms`` (the client's SLO:
+    ``qos_target_factor`` x the run's P95 alone), and the batch work done: the CPU
+    seconds the batch containers used per wall second, both nodes together (the
+    burners' work is CPU; a squeezed one does less)."""
+    p95 = [f.p95_ms / p95_alone_ms for _, f in runs]
+    p99 = [f.p99_ms / p99_alone_ms for _, f in runs]
+    missed = [sum(1 for p in f.second_p95s_ms if p > target_ms) for _, f in runs]
+    work = [sum(w.batch_cpu_share) for w, _ in runs if w.batch_cpu_share]
+    return {
+        "runs": len(runs),
+        "p95_ms_runs": [_round(f.p95_ms) for _, f in runs],
+        "p95_vs_alone_median": _round(statistics.median(p95), 3),
+        "p95_vs_alone_worst": _round(max(p95), 3),
+        "p99_vs_alone_median": _round(statistics.median(p99), 3),
+        "p99_vs_alone_worst": _round(max(p99), 3),
+        "slo_violation_s_median": statistics.median(missed),
+        "slo_violation_s_worst": max(missed),
+        "batch_work_runs": [_round(v, 3) for v in work],
+        "batch_work_median": _round(statistics.median(work), 3) if work else None,
+        "batch_work_worst": _round(min(work), 3) if work else None,
+    }
 
 
 def _spread(values: Sequence[float]) -> float | None:
@@ -214,7 +288,20 @@ def figures_in(records: Sequence[tuple[float, float, bool]], window: Window) -> 
         p50_ms=_percentile(latencies, 50),
         p95_ms=_percentile(latencies, 95),
         p99_ms=_percentile(latencies, 99),
+        second_p95s_ms=second_p95s(records, window),
     )
+
+
+def second_p95s(records: Sequence[tuple[float, float, bool]], window: Window) -> tuple[float, ...]:
+    """The P95 of the requests that arrived in each whole second of ``window`` (a
+    second without arrivals has none)."""
+    seconds = int(window.end_s - window.start_s)
+    slices: list[list[float]] = [[] for _ in range(seconds)]
+    for arrival, latency, _ in records:
+        index = math.floor(arrival - window.start_s)
+        if 0 <= index < seconds:
+            slices[index].append(latency)
+    return tuple(_percentile(sorted(s), 95) for s in slices if s)
 
 
 def _percentile(ordered: Sequence[float], q: float) -> float:
@@ -247,6 +334,8 @@ def window_json(window: Window, figures: LatencyFigures) -> dict[str, Any]:
         "failed": figures.failed,
         "p50_ms": _round(figures.p50_ms, 2),
         "p95_ms": _round(figures.p95_ms, 2),
+        "p99_ms": _round(figures.p99_ms, 2),
+        "second_p95s_ms": [_round(v, 1) for v in figures.second_p95s_ms],
         "batch_cpu_share": share(window.batch_cpu_share),
         "lc_cpu_share": share(window.lc_cpu_share),
         "batch_vcores": share((window.risky_node_batch_vcores, window.other_node_batch_vcores)),

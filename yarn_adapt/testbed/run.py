@@ -86,6 +86,7 @@ from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
+from yarn_adapt.model import Resources
 from yarn_adapt.progress import report
 from yarn_adapt.testbed import burner, services
 from yarn_adapt.testbed.agents import (
@@ -102,7 +103,15 @@ from yarn_adapt.testbed.cluster import (
     COLOCATION_SPEC,
     NODE_VCORES,
 )
-from yarn_adapt.testbed.options import GUARD, OFF, ON, TestbedOptions
+from yarn_adapt.testbed.options import (
+    AGENT_PHASES,
+    GUARD,
+    OFF,
+    ON,
+    PHASE_POLICIES,
+    STATIC,
+    TestbedOptions,
+)
 from yarn_adapt.testbed.product import (
     AGENT_EXAMPLE,
     SERVICE_EXAMPLE,
@@ -166,8 +175,12 @@ class Testbed:
         self.weights: YarnCpuWeights | None = None
         self.service_config = work_dir / "yarn-adapt.toml"
         self.service_settings: Tables = {}  # what service_config holds
-        self.guard_cycles = 0
+        self.guard_cycles = 0  # the running serve's, as GET /api/guard says
+        self.guard_cycles_before = 0  # the serves stopped before it (a policy change)
         self.guard_problems: set[str] = set()
+        self.policy = options.policy  # the guard's policy the running serve has
+        self.qos_target_ms: float | None = None
+        self.static_closed: Resources | None = None  # the risky node's total before STATIC
         self.loadgen_out = work_dir / "latency.jsonl"
         self.frontends: list[str] = []
         self.agents: list[NodeAgent] = []
@@ -315,13 +328,14 @@ class Testbed:
 
     def _write_service_config(self, qos_target_ms: float | None) -> None:
         assert self.service is not None
+        self.qos_target_ms = qos_target_ms
         targets = [] if qos_target_ms is None else [f"{ENTRY_SERVICE}={qos_target_ms:.3f}"]
         overrides: dict[str, dict[str, Any]] = {
             "yarn": {"rm": [self.cluster.rm_url]},
             "state": {"dir": str(self.work_dir / "service-state")},
             "http": {"port": self.service.port},
             "tracing": {"redis_url": self.redis.url},
-            "colocation": {"policy": self.options.policy, "qos_targets": targets},
+            "colocation": {"policy": self.policy, "qos_targets": targets},
         }
         if self.options.demand != "settings":
             overrides["colocation"]["demand"] = self.options.demand
@@ -420,16 +434,64 @@ class Testbed:
         self.service.set_mode(str(mode))
 
     def enter(self, phase: str) -> None:
-        """Switch to ``phase`` (off, guard, on) and wait until it has taken effect."""
-        if phase == OFF:
-            self.set_guard(GuardMode.OFF)  # the agents are asked nothing from now on
+        """Switch to ``phase`` and wait until it has taken effect: off and static with
+        the guard off (the agents are asked nothing from then on; static closes the
+        risky node itself), the others with the guard on under the phase's policy
+        (``serve`` restarted with it when it changes, as an operator would), the
+        agents running in :data:`AGENT_PHASES`."""
+        if phase in (OFF, STATIC):
+            self.set_guard(GuardMode.OFF)
+            if phase == STATIC:
+                self._close_risky_node()
+            else:
+                self._open_risky_node()
         else:
-            if phase == GUARD:
+            self._open_risky_node()
+            self._use_policy(PHASE_POLICIES.get(phase, self.options.policy))
+            if phase not in AGENT_PHASES:
                 self.stop_agents()
             self.set_guard(GuardMode.AUTO)
-            if phase == ON:
+            if phase in AGENT_PHASES:
                 self.start_agents()
         self.settle(phase)
+
+    def _use_policy(self, policy: str) -> None:
+        """Restart ``serve`` under the guard's ``policy`` if it runs another (stopped
+        with SIGTERM, it gives every node back)."""
+        if policy == self.policy:
+            return
+        assert self.service is not None
+        self._note_guard()
+        self.service.stop()
+        with self._lock:
+            self.guard_cycles_before += self.guard_cycles
+            self.guard_cycles = 0
+        self.policy = policy
+        self._write_service_config(self.qos_target_ms)
+        self.service.start()
+
+    def _close_risky_node(self) -> None:
+        """The static answer: the risky node's total at the guard's floor, set once
+        through the RM (after the guard, off, has given it back)."""
+        if self.static_closed is not None:
+            return
+        risky = self.node_ids[0]
+        wait_until(lambda: self.rm.node(risky).total.vcores >= NODE_VCORES,
+                   self.options.settle_max_s)  # fmt: skip
+        capacity = self.rm.node(risky).total
+        floor = self.floor_vcores
+        closed = Resources(max(1024, capacity.memory_mb * floor // NODE_VCORES), floor)
+        self.rm.update_node_resource(risky, closed)
+        self.static_closed = capacity
+
+    def _open_risky_node(self) -> None:
+        """The risky node back to the total it had before :meth:`_close_risky_node`."""
+        if self.static_closed is None:
+            return
+        risky, whole = self.node_ids[0], self.static_closed
+        self.rm.update_node_resource(risky, whole)
+        wait_until(lambda: self.rm.node(risky).total == whole, self.options.settle_max_s)
+        self.static_closed = None
 
     def settle(self, phase: str) -> None:
         """Wait until placement follows the guard: the risky node hidden from batch and
@@ -442,14 +504,18 @@ class Testbed:
         risky = self.node_ids[0]
         squeeze = _SqueezeProgress(still_s=2 * self.agents[0].plan.settle_s)
         floor = self.floor_vcores
+        steady = _Steady(still_s=2 * self.agents[0].plan.settle_s)
 
         def settled() -> bool:
             node = self.rm.node(risky)
             if phase == OFF:
                 return node.used.vcores >= 1 and not any(map(self._reclaimed, self.agents))
             hidden = node.total.vcores <= floor
-            if phase == GUARD:
+            if phase in (GUARD, STATIC):
                 return hidden and node.used.vcores <= node.total.vcores
+            if phase != ON:  # another policy: its own decisions, whatever they are
+                totals = tuple(n.total for n in self.rm.nodes())
+                return all(agent.ready() for agent in self.agents) and steady.done(totals)
             if not all(agent.ready() for agent in self.agents):
                 return False
             if not hidden:
@@ -524,10 +590,10 @@ class Testbed:
         self.drained()
         windows.append(self.window("alone", options.alone_s))  # alone again, at the end
         if options.makespan:
-            jobs = (OFF, GUARD, ON) if options.guard_only else (OFF, ON)
-            for phase in jobs:
+            for phase in options.jobs:
                 windows.append(self._job(phase, burner_path, result))
             self.stop_agents()
+            self._open_risky_node()
         self._finish(result, windows)
         return result
 
@@ -540,6 +606,7 @@ class Testbed:
         the agents on; the agents are stopped once one holds a process in its cgroups,
         then the burners' application is killed."""
         self.set_guard(GuardMode.OFF)  # batch may use the risky node again
+        self._open_risky_node()
         long_burners = self.cluster.submit_shell_app(
             BATCH_QUEUE, STOP_CONTAINERS, sys.executable, [str(burner_path), str(STOP_BURN_S)],
             container_mb=self.options.container_mb, vcores=1, name="batch-stop",
@@ -617,7 +684,8 @@ class Testbed:
             window = replace(window, services=figures)
             result.windows.append((window, figures_in(records, window)))
         self._note_guard()
-        result.guard_rounds = self.guard_cycles
+        result.guard_rounds = self.guard_cycles_before + self.guard_cycles
+        result.serve_starts = self.service.starts if self.service is not None else 0
         result.guard_problems = sorted(self.guard_problems)
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
@@ -692,6 +760,21 @@ def _release_group(group: Path, root: Path) -> None:
         except OSError:
             time.sleep(0.1)
     log.warning("testbed: could not remove %s", group)
+
+
+class _Steady:
+    """Whether what is watched (the nodes' totals) has not changed for ``still_s``."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self._last: object = None
+        self._since = time.monotonic()
+
+    def done(self, seen: object) -> bool:
+        now = time.monotonic()
+        if seen != self._last:
+            self._last, self._since = seen, now
+        return now - self._since >= self.still_s
 
 
 class _SqueezeProgress:
