@@ -97,7 +97,8 @@ def test_the_services_settings_are_the_example_with_what_a_run_picks(tmp_path: P
     settings = load_settings(path)
     assert settings.colocation.enabled and settings.colocation.mode is GuardMode.OFF
     assert list(settings.colocation.qos_targets) == ["frontend=12.500"]
-    assert settings.colocation.demand == "observed" and settings.colocation.vcores_per_core == 4
+    # the product's default demand: the application's learner (observed usage meanwhile)
+    assert settings.colocation.demand == "learned" and settings.colocation.vcores_per_core == 4
     assert settings.colocation.period_s == 1.0 and settings.tracing.ingest
     assert settings.http.port == 18765 and list(settings.yarn.rm) == ["http://127.0.0.1:8088"]
     assert path.stat().st_mode & 0o077 == 0  # it could name tokens
@@ -108,11 +109,11 @@ def test_the_guards_demand_is_the_settings_or_one_named(tmp_path: Path) -> None:
     assert tb_options.options_from(True, 0, {"demand": "learned"}).demand == "learned"
     with pytest.raises(SettingsError, match="demand=guess: expected one of settings, observed"):
         tb_options.options_from(True, 0, {"demand": "guess"})
-    overrides = {"colocation": {"demand": "learned", "qos_targets": ["frontend=20"]},
+    overrides = {"colocation": {"demand": "observed", "qos_targets": ["frontend=20"]},
                  "tracing": {"redis_url": "redis://127.0.0.1:6390/0"},
                  "state": {"dir": str(tmp_path / "state")}}  # fmt: skip
     path = settings_file(SERVICE_EXAMPLE, overrides, tmp_path / "learned.toml")
     settings = load_settings(path)
-    assert settings.colocation.demand == "learned"
+    assert settings.colocation.demand == "observed"
     assert list(settings.colocation.applications) == ["shop=frontend,inventory,pricing"]
     assert settings.colocation.learn_round_s == 5.0

@@ -76,3 +76,14 @@ def test_a_seconds_p95_takes_the_requests_that_arrived_in_it() -> None:
     assert tb_results.second_p95s(records, window) == pytest.approx((29.0, 50.0, 70.0))
     empty = Window("on", 200.0, 203.0)
     assert tb_results.second_p95s(records, empty) == ()
+
+
+def test_the_learned_demands_progress_is_the_share_of_samples_it_decided() -> None:
+    progress = tb_results.LearnedProgress()
+    assert progress.to_json() is None  # the guard's demand was not learned
+    observed = {"application": "shop", "cpu_used": "observed", "rounds": 1}
+    learned = {"application": "shop", "cpu_used": "learned", "rounds": 4}
+    for apps in ([observed], [learned], [learned, observed], [learned]):
+        progress.note(apps)
+    found = progress.to_json()
+    assert found == {"samples": 4, "learned_share": 0.5, "last": [learned]}

@@ -64,6 +64,32 @@ TARGET_BATCH_WORK_VS_STATIC = 1.3
 
 
 @dataclass
+class LearnedProgress:
+    """The guard's learned demand as ``GET /api/guard`` showed it, sampled through the
+    run: how often each application's CPU demand was the learner's (not observed
+    usage, its fallback while the learner has too few rounds), and the newest view."""
+
+    samples: int = 0
+    learned_samples: int = 0
+    last: list[dict[str, Any]] = field(default_factory=list)
+
+    def note(self, applications: list[dict[str, Any]]) -> None:
+        self.samples += 1
+        if all(app.get("cpu_used") == "learned" for app in applications):
+            self.learned_samples += 1
+        self.last = applications
+
+    def to_json(self) -> dict[str, Any] | None:
+        if not self.samples:
+            return None
+        return {
+            "samples": self.samples,
+            "learned_share": round(self.learned_samples / self.samples, 3),
+            "last": self.last,
+        }
+
+
+@dataclass
 class TestbedResult:
     options: TestbedOptions
     windows: list[tuple[Window, LatencyFigures]] = field(default_factory=list)
@@ -79,6 +105,7 @@ class TestbedResult:
     agent_starts: int = 0
     demand: str = ""  # the guard's [colocation] demand as the service ran
     serve_starts: int = 0  # yarn-adapt serve's starts (the QoS target, each policy change)
+    learned: LearnedProgress = field(default_factory=LearnedProgress)
     cgroup_weights: dict[str, Any] = field(default_factory=lambda: {"cgroup_weights": "none"})
 
     def p95s(self, name: str) -> list[float]:
@@ -104,6 +131,7 @@ class TestbedResult:
             "preempted_containers": self.preempted_containers,
             "guard_rounds": self.guard_rounds,
             "serve_starts": self.serve_starts,
+            "learned_demand": self.learned.to_json(),
             "p95_alone_traced_ms": _round(self.alone_traced_p95_ms),
             "qos_target_ms": _round(self.qos_target_ms),
             **self.cgroup_weights,

@@ -122,6 +122,7 @@ from yarn_adapt.testbed.product import (
     write_settings,
 )
 from yarn_adapt.testbed.results import (
+    LearnedProgress,
     TestbedResult,
     Window,
     figures_in,
@@ -178,6 +179,7 @@ class Testbed:
         self.guard_cycles = 0  # the running serve's, as GET /api/guard says
         self.guard_cycles_before = 0  # the serves stopped before it (a policy change)
         self.guard_problems: set[str] = set()
+        self.learned = LearnedProgress()
         self.policy = options.policy  # the guard's policy the running serve has
         self.qos_target_ms: float | None = None
         self.static_closed: Resources | None = None  # the risky node's total before STATIC
@@ -405,10 +407,13 @@ class Testbed:
             return
         health = status.get("health") or {}
         last = status.get("last_round") or {}
+        learned = status.get("learned_demand") or []
         with self._lock:
             self.guard_cycles = max(self.guard_cycles, int(health.get("cycles") or 0))
             if last.get("risk_problem"):
                 self.guard_problems.add(str(last["risk_problem"]))
+            if learned:
+                self.learned.note(learned)
 
     @staticmethod
     def _reclaimed(agent: NodeAgent) -> float:
@@ -686,6 +691,7 @@ class Testbed:
         self._note_guard()
         result.guard_rounds = self.guard_cycles_before + self.guard_cycles
         result.serve_starts = self.service.starts if self.service is not None else 0
+        result.learned = self.learned
         result.guard_problems = sorted(self.guard_problems)
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
