@@ -32,7 +32,9 @@ SHORT = tb_options.TestbedOptions(
     settle_max_s=8.0,
     makespan=False,
     guard_only=False,
-    baselines=False,  # the baselines are the bench's (each a serve restart or a static close)
+    baselines=False,
+    load_profile="steady",  # a constant load and CPU burners: the effect alone
+    batch_mix="cpu",  # the baselines are the bench's (each a serve restart or a static close)
     # Batch and services as equal tasks: the guard's effect is far beyond the spread
     # here. With YARN's CPU weights (the bench's default) "off" is milder and noisier
     # (seen: 122-324 ms off against 63-93 ms on, effect 2.6x within an off spread of

@@ -40,17 +40,25 @@ AGENT_PHASES = (ON, SLACK_ONLY, PAPER)  # the phases the node agents run in
 
 
 DEMANDS = ("settings", "observed", "learned", "none")
+PROFILES = ("steady", "steps")  # the load generator's
+BATCH_MIXES = ("cpu", "mix")
 
 
 @dataclass(frozen=True, kw_only=True)
 class TestbedOptions:
-    rate_rps: float = 20.0
+    rate_rps: float = 20.0  # the load's mean
+    # steady, or steps: low, high, low and a burst over each phase_s (loadgen.STEPS),
+    # so every window sees one whole cycle
+    load_profile: str = "steps"
     warmup_s: float = 5.0
     alone_s: float = 15.0
     phase_s: float = 20.0
     repeats: int = 3
     settle_max_s: float = 15.0
     burn_s: float = 1.5  # CPU seconds per streaming batch container
+    # cpu: arithmetic burners; mix: half of the containers copy 64 MB buffers instead
+    # (a memory-bandwidth hog; burner.py)
+    batch_mix: str = "mix"
     container_mb: int = 512
     makespan: bool = True
     job_containers: int = 8
@@ -75,6 +83,10 @@ class TestbedOptions:
             raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
         if self.cpu_shares <= 0:
             raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
+        if self.load_profile not in PROFILES:
+            raise ValueError(f"load_profile {self.load_profile!r}: one of {', '.join(PROFILES)}")
+        if self.batch_mix not in BATCH_MIXES:
+            raise ValueError(f"batch_mix {self.batch_mix!r}: one of {', '.join(BATCH_MIXES)}")
         if self.demand not in DEMANDS:
             raise ValueError(f"demand {self.demand!r}: one of {', '.join(DEMANDS)}")
         if self.qos_target_factor <= 0:
@@ -114,10 +126,12 @@ class Knobs:
 
     policy = word("policy", tuple(str(p) for p in GuardPolicy), str(GuardPolicy.SLACK))
     demand = word("demand", DEMANDS, "settings")
+    load_profile = word("load_profile", PROFILES, "steps")
+    batch_mix = word("batch_mix", BATCH_MIXES, "mix")
     seed = whole("seed", None)  # default: --seed
 
 
-OWN_KINDS = {"policy", "seed", "demand"}
+OWN_KINDS = {"policy", "seed", "demand", "load_profile", "batch_mix"}
 SET_KEYS = SetSpec.of("testbed", Knobs).with_keys(
     *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in OWN_KINDS)
 )

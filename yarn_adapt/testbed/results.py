@@ -116,6 +116,8 @@ class TestbedResult:
         body: dict[str, Any] = {
             "policy": self.options.policy,
             "demand": self.demand,
+            "load_profile": self.options.load_profile,
+            "batch_mix": self.options.batch_mix,
             "phases": {name: PHASES[name] for name in ("alone", *self.options.phases)},
             "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
             "p95_alone_runs_ms": [_round(v) for v in alone],

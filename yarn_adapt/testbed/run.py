@@ -425,6 +425,7 @@ class Testbed:
             sys.executable, "-m", "yarn_adapt.testbed.loadgen",
             "--rate", str(self.options.rate_rps), "--out", str(self.loadgen_out),
             "--seed", str(self.options.seed),
+            "--profile", self.options.load_profile, "--cycle", str(self.options.phase_s),
             *[arg for url in self.frontends for arg in ("--target", url)],
         ]  # fmt: skip
         env = marked_env(self.cluster.root, {"PYTHONPATH": PACKAGE_PARENT})
@@ -656,7 +657,8 @@ class Testbed:
     def _submit_stream(self, burner_path: Path) -> SubmittedApp:
         containers = 2000  # more than any run needs: the app is killed at the end
         return self.cluster.submit_shell_app(
-            "default", containers, sys.executable, [str(burner_path), str(self.options.burn_s)],
+            "default", containers, sys.executable,
+            [str(burner_path), str(self.options.burn_s), self.options.batch_mix],
             container_mb=self.options.container_mb, vcores=1, name="batch-stream",
         )  # fmt: skip
 
@@ -664,7 +666,7 @@ class Testbed:
         self.enter(label)
         app = self.cluster.submit_shell_app(
             "default", self.options.job_containers, sys.executable,
-            [str(burner_path), str(self.options.job_burn_s)],
+            [str(burner_path), str(self.options.job_burn_s), self.options.batch_mix],
             container_mb=self.options.container_mb, vcores=1, name=f"batch-job-{label}",
         )  # fmt: skip
         began = time.time()
