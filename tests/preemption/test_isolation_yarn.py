@@ -69,7 +69,7 @@ from yarn_adapt.minicluster import MiniCluster, cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
-from yarn_adapt.testbed.run import nodemanager_id, nodemanager_pid
+from yarn_adapt.testbed.cluster import nodemanager_id, nodemanager_pid
 
 from .conftest import remove_tree
 

@@ -451,3 +451,38 @@ def wait_until(predicate: Any, timeout_s: float, interval_s: float = 0.25) -> bo
             return True
         time.sleep(interval_s)
     return bool(predicate())
+
+
+class Steady:
+    """Whether what is watched (the nodes' totals) has not changed for ``still_s``."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self._last: object = None
+        self._since = time.monotonic()
+
+    def done(self, seen: object) -> bool:
+        now = time.monotonic()
+        if seen != self._last:
+            self._last, self._since = seen, now
+        return now - self._since >= self.still_s
+
+
+class SqueezeProgress:
+    """Whether an agent's squeeze has run its course: it reclaimed something, and
+    either reached what its target asks or reclaimed no more for ``still_s``."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self._last = -1.0
+        self._since = time.monotonic()
+
+    def done(self, counts: AgentCounts | None) -> bool:
+        if counts is None or counts.reclaimed_millicores <= 0:
+            return False
+        now = time.monotonic()
+        if counts.reclaimed_millicores != self._last:
+            self._last, self._since = counts.reclaimed_millicores, now
+        if counts.reclaimed_millicores >= counts.desired_millicores:
+            return True
+        return now - self._since >= self.still_s

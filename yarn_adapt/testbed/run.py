@@ -23,25 +23,30 @@ Measurement (:meth:`Testbed.measure`):
    its traced requests in the first alone window (the guard's own measure: the entry
    service's spans); it goes into the service's ``[colocation] qos_targets``, and the
    service is restarted on it.
-2. *phases*: one batch application streams CPU-burning distributed-shell containers
-   (:mod:`~yarn_adapt.testbed.burner`) for the rest of the run, through the phases
-   ``off`` (no guard; the agents, if running, are asked nothing and give back
-   what they held), ``guard`` (the guard alone; no agent runs) and ``on`` (the guard
-   and the node agents), in counterbalanced order (a Latin square over the repeats;
-   without ``guard_only`` phases: on, off, off, on, ...). After each switch the
-   testbed waits until placement has followed (the risky node down to the floor the
-   guard keeps, with no batch above it, or batch back on it; for ``off`` also every
-   agent limit given back),
-   then measures the P95 of the requests that arrived during ``phase_s``. Repeats
-   give the run-to-run spread. Before a ``guard`` phase and after the last phase
-   the agents are stopped (SIGTERM) and their restore is checked: state file gone, no
-   agent cgroup left, every process they had moved back where it came from. The last
-   stop has batch of its own that outlives it: the stream is killed, long burners run
-   with the risky node open, then the guard and the agents come on, and the agents
-   are stopped while they squeeze them.
-3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
-   CPU) with the guard off, the guard alone, and the guard with the agents: its
-   makespan, and the P95 while it ran.
+2. *phases*: one batch application streams distributed-shell containers
+   (:mod:`~yarn_adapt.testbed.burner`: CPU burners, and with ``batch_mix`` = mix
+   memory-bandwidth hogs in half of them) for the rest of the run, while the load
+   follows ``load_profile`` (steps: low, high, low and a burst over each
+   ``phase_s``), through the phases ``off`` (no guard; the agents, if running, are
+   asked nothing and give back what they held), ``guard`` (the guard alone; no agent
+   runs) and ``on`` (the guard and the node agents: yarn-adapt), and with
+   ``baselines`` ``static`` (no guard; the testbed closes the risky node to batch
+   through the RM, as an operator would), ``slack-only`` and ``toposch-paper`` (the
+   guard's other policies, ``serve`` restarted under each, with the agents), in
+   counterbalanced order (:attr:`~yarn_adapt.testbed.options.TestbedOptions.order`).
+   After each switch the testbed waits until placement has followed (the risky node
+   down to the floor, with no batch above it, or batch back on it; for ``off`` also
+   every agent limit given back; for the other policies, their totals steady),
+   then measures the requests that arrived during ``phase_s``. Repeats give the
+   run-to-run spread; ``policies`` in the JSON sets the phases side by side
+   (:meth:`~yarn_adapt.testbed.results.TestbedResult.side_by_side`). Before a ``guard``
+   phase and after the last phase the agents are stopped (SIGTERM) and their restore
+   is checked: state file gone, no agent cgroup left, every process they had moved
+   back where it came from. The last stop has batch of its own that outlives it: the
+   stream is killed, long burners run with the risky node open, then the guard and
+   the agents come on, and the agents are stopped while they squeeze them.
+3. *makespan* (optional): a fixed batch job (``job_containers`` x ``job_burn_s`` of
+   CPU) in every phase: its makespan, and the P95 while it ran.
 
 Every latency is relative to the same run's own run-alone figure; the host is
 shared, so absolute numbers move with its load.
@@ -71,8 +76,6 @@ from pathlib import Path
 from typing import Any
 
 from preemption.cgroups.v1 import v1_mounts
-from preemption.nodemanager import NODEMANAGER_CLASS, java_main_class
-from preemption.procfs import ProcFs
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import TraceStore
@@ -82,7 +85,6 @@ from yarn_adapt.errors import YarnAdaptError
 from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.cluster import MiniCluster
-from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
@@ -94,6 +96,8 @@ from yarn_adapt.testbed.agents import (
     AgentPlan,
     NodeAgent,
     RestoreCheck,
+    SqueezeProgress,
+    Steady,
     remove_hierarchy,
     squeezed_now,
     stop_agents,
@@ -102,6 +106,10 @@ from yarn_adapt.testbed.agents import (
 from yarn_adapt.testbed.cluster import (
     COLOCATION_SPEC,
     NODE_VCORES,
+    await_answer,
+    nodemanager_id,
+    nodemanager_pid,
+    preempted,
 )
 from yarn_adapt.testbed.options import (
     AGENT_PHASES,
@@ -294,7 +302,7 @@ class Testbed:
             if spec.name == "frontend":
                 self.frontends.append(f"http://127.0.0.1:{ports[index]}/frontend")
         for url in self.frontends:
-            _await_answer(url, 60.0)
+            await_answer(url, 60.0)
 
     def _launch_service(
         self, spec: services.ServiceSpec, port: int, downstream: list[str]
@@ -508,9 +516,9 @@ class Testbed:
         it: the agent squeezes in mini-steps, so "on" waits for its last step (what it
         reclaimed reaches what its target asks, or stops growing), not its first."""
         risky = self.node_ids[0]
-        squeeze = _SqueezeProgress(still_s=2 * self.agents[0].plan.settle_s)
+        squeeze = SqueezeProgress(still_s=2 * self.agents[0].plan.settle_s)
         floor = self.floor_vcores
-        steady = _Steady(still_s=2 * self.agents[0].plan.settle_s)
+        steady = Steady(still_s=2 * self.agents[0].plan.settle_s)
 
         def settled() -> bool:
             node = self.rm.node(risky)
@@ -589,7 +597,7 @@ class Testbed:
             self.enter(phase)
             windows.append(self.window(phase, options.phase_s))
             report("testbed phase", done, len(options.order), phase)
-        result.preempted_containers += _preempted(self.cluster, stream.application_id())
+        result.preempted_containers += preempted(self.cluster, stream.application_id())
         stream.kill()
         self._final_stop(burner_path, result)  # while batch runs (and is squeezed)
         self.set_guard(GuardMode.OFF)
@@ -625,7 +633,7 @@ class Testbed:
                 log.warning("testbed: no agent squeezed a container before the stop")
             self.stop_agents()
             app_id = long_burners.application_id()
-            result.preempted_containers += _preempted(self.cluster, app_id)
+            result.preempted_containers += preempted(self.cluster, app_id)
         finally:
             long_burners.kill()
 
@@ -674,7 +682,7 @@ class Testbed:
         ended = time.time()
         result.makespans_s[label] = (report["finishedTime"] - report["startedTime"]) / 1000.0
         result.job_states[label] = f"{report['state']}/{report['finalStatus']}"
-        result.preempted_containers += _preempted(self.cluster, app.application_id())
+        result.preempted_containers += preempted(self.cluster, app.application_id())
         return self._window(f"job-{label}", began, ended)
 
     def _finish(self, result: TestbedResult, windows: list[Window]) -> None:
@@ -706,52 +714,6 @@ class Testbed:
 # --------------------------------------------------------------------------- helpers
 
 
-def nodemanager_id(cluster: MiniCluster, index: int, timeout_s: float = 30.0) -> str:
-    """The node id NodeManager ``index`` registered as (from its log)."""
-    log_path = cluster.layout.logs_dir / f"nodemanager-{index}.log"
-    deadline = time.monotonic() + timeout_s
-    marker = "Registered with ResourceManager as "
-    while time.monotonic() < deadline:
-        for line in log_path.read_text(errors="replace").splitlines():
-            if marker in line:
-                return line.split(marker, 1)[1].split()[0]
-        time.sleep(0.2)
-    raise MiniClusterError(f"nodemanager-{index} did not log its node id ({log_path})")
-
-
-def nodemanager_pid(cluster: MiniCluster, index: int) -> int:
-    """NodeManager ``index``'s JVM, for its agent to verify (the agent trusts no process
-    by its command line: it is given this pid)."""
-    marker = f"-D{NM_DIR_PROPERTY}={cluster.layout.nodemanager_dir(index)}"
-    procfs = ProcFs()
-    for pid in procfs.pids():
-        argv = procfs.cmdline(pid)
-        if marker in argv and java_main_class(argv) == NODEMANAGER_CLASS:
-            return pid
-    raise MiniClusterError(f"nodemanager-{index}: no JVM with {marker}")
-
-
-def _await_answer(url: str, timeout_s: float) -> None:
-    import requests
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=5).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    raise MiniClusterError(f"{url} did not answer within {timeout_s:.0f} s")
-
-
-def _preempted(cluster: MiniCluster, app_id: str) -> int:
-    app = cluster.app(app_id)
-    return int(app.get("numNonAMContainerPreempted", 0)) + int(
-        app.get("numAMContainerPreempted", 0)
-    )
-
-
 def _release_group(group: Path, root: Path) -> None:
     """Move what still runs in ``group`` to ``root``; delete it (when it empties)."""
     if not group.is_dir():
@@ -768,41 +730,6 @@ def _release_group(group: Path, root: Path) -> None:
         except OSError:
             time.sleep(0.1)
     log.warning("testbed: could not remove %s", group)
-
-
-class _Steady:
-    """Whether what is watched (the nodes' totals) has not changed for ``still_s``."""
-
-    def __init__(self, still_s: float) -> None:
-        self.still_s = still_s
-        self._last: object = None
-        self._since = time.monotonic()
-
-    def done(self, seen: object) -> bool:
-        now = time.monotonic()
-        if seen != self._last:
-            self._last, self._since = seen, now
-        return now - self._since >= self.still_s
-
-
-class _SqueezeProgress:
-    """Whether an agent's squeeze has run its course: it reclaimed something, and
-    either reached what its target asks or reclaimed no more for ``still_s``."""
-
-    def __init__(self, still_s: float) -> None:
-        self.still_s = still_s
-        self._last = -1.0
-        self._since = time.monotonic()
-
-    def done(self, counts: AgentCounts | None) -> bool:
-        if counts is None or counts.reclaimed_millicores <= 0:
-            return False
-        now = time.monotonic()
-        if counts.reclaimed_millicores != self._last:
-            self._last, self._since = counts.reclaimed_millicores, now
-        if counts.reclaimed_millicores >= counts.desired_millicores:
-            return True
-        return now - self._since >= self.still_s
 
 
 @contextmanager
