@@ -5,6 +5,7 @@ they are the product's, in ``conf/testbed/`` (:mod:`yarn_adapt.testbed.product`)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ BASELINES = (STATIC, SLACK_ONLY, PAPER)
 
 PHASES = {
     "alone": "the application without batch work",
-    OFF: "batch, no guard; the agents (if running) are asked nothing",
+    OFF: "batch, no guard, no agent: YARN with its CPU weights",
     GUARD: "batch, the guard alone (node visibility); no agent runs",
     ON: "batch, the guard and the node agents (visibility + gradual reclaim)",
     STATIC: "batch, no guard; the risky node (pricing's) closed to batch by the testbed "
@@ -91,6 +92,14 @@ class TestbedOptions:
             raise ValueError(f"demand {self.demand!r}: one of {', '.join(DEMANDS)}")
         if self.qos_target_factor <= 0:
             raise ValueError("qos_target_factor must be positive")
+
+    @property
+    def alone_window_s(self) -> float:
+        """An alone window's length: ``alone_s``, made whole cycles of the load's steps
+        (each ``phase_s`` long) so it sees the same load as the phases."""
+        if self.load_profile == "steady":
+            return self.alone_s
+        return math.ceil(self.alone_s / self.phase_s) * self.phase_s
 
     @property
     def phases(self) -> tuple[str, ...]:

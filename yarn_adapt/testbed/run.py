@@ -27,8 +27,8 @@ Measurement (:meth:`Testbed.measure`):
    (:mod:`~yarn_adapt.testbed.burner`: CPU burners, and with ``batch_mix`` = mix
    memory-bandwidth hogs in half of them) for the rest of the run, while the load
    follows ``load_profile`` (steps: low, high, low and a burst over each
-   ``phase_s``), through the phases ``off`` (no guard; the agents, if running, are
-   asked nothing and give back what they held), ``guard`` (the guard alone; no agent
+   ``phase_s``), through the phases ``off`` (no guard, no agent: YARN with its CPU
+   weights), ``guard`` (the guard alone; no agent
    runs) and ``on`` (the guard and the node agents: yarn-adapt), and with
    ``baselines`` ``static`` (no guard; the testbed closes the risky node to batch
    through the RM, as an operator would), ``slack-only`` and ``toposch-paper`` (the
@@ -449,12 +449,12 @@ class Testbed:
 
     def enter(self, phase: str) -> None:
         """Switch to ``phase`` and wait until it has taken effect: off and static with
-        the guard off (the agents are asked nothing from then on; static closes the
-        risky node itself), the others with the guard on under the phase's policy
+        the guard off and no agent (static closes the risky node itself), the others with the guard on under the phase's policy
         (``serve`` restarted with it when it changes, as an operator would), the
         agents running in :data:`AGENT_PHASES`."""
         if phase in (OFF, STATIC):
             self.set_guard(GuardMode.OFF)
+            self.stop_agents()  # their isolation would protect the services
             if phase == STATIC:
                 self._close_risky_node()
             else:
@@ -588,7 +588,7 @@ class Testbed:
         shutil.copy(burner.__file__, burner_path)
         self.start_load()
         time.sleep(options.warmup_s)  # client threads and connections up, traces flowing
-        windows.append(self.window("alone", options.alone_s))
+        windows.append(self.window("alone", options.alone_window_s))
         self._set_qos_target(result)
         self.set_guard(GuardMode.AUTO)  # the AM lands on the other node
         stream = self._submit_stream(burner_path)
@@ -602,7 +602,7 @@ class Testbed:
         self._final_stop(burner_path, result)  # while batch runs (and is squeezed)
         self.set_guard(GuardMode.OFF)
         self.drained()
-        windows.append(self.window("alone", options.alone_s))  # alone again, at the end
+        windows.append(self.window("alone", options.alone_window_s))  # alone again, at the end
         if options.makespan:
             for phase in options.jobs:
                 windows.append(self._job(phase, burner_path, result))
@@ -646,7 +646,7 @@ class Testbed:
         settings; the service is restarted on them, as an operator would."""
         assert self.service is not None
         alone = TraceStoreRisk(
-            self._open_trace_store, window_s=self.options.alone_s,
+            self._open_trace_store, window_s=self.options.alone_window_s,
             risk_settings=RiskSettings(alpha=0.5),
         )  # fmt: skip
         try:
