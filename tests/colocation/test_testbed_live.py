@@ -109,3 +109,30 @@ def test_the_guard_and_the_agents_lower_the_applications_tail_latency_and_restor
     # sees (SLO slack), down to its floor of a quarter of the node (issue 23), so "on"
     # may keep 1 to 3 of the 4 burners there (seen: 0.59 off, 0.41 on with 3 vcores).
     assert risky["off"] > 0.2 and risky["off"] > risky["on"], risky
+
+
+def test_the_baselines_close_the_risky_node_and_restart_the_service_under_their_policy(
+    colocation_cluster: MiniCluster,
+) -> None:
+    """The bench's baselines without their windows: ``static`` closes the risky node
+    to batch through the RM and gives it back after; ``slack-only`` restarts ``serve``
+    under that policy with the agents; ``off`` stops the agents, which put back all
+    they changed."""
+    with testbed.Testbed(colocation_cluster, SHORT, colocation_cluster.root / "baselines") as bed:
+        risky = bed.node_ids[0]
+        whole = bed.rm.node(risky).total
+        bed.enter(tb_options.STATIC)
+        assert bed.rm.node(risky).total.vcores == bed.floor_vcores
+        bed.enter(tb_options.SLACK_ONLY)
+        assert bed.rm.node(risky).total == whole
+        assert bed.service is not None and bed.service.starts == 2
+        status = bed.service.status()
+        assert status is not None and status["policy"] == "slack-only"
+        assert status["mode"] == "auto"
+        assert all(agent.running for agent in bed.agents)
+        bed.enter(tb_options.OFF)
+        assert not any(agent.running for agent in bed.agents)
+        assert bed.restores and all(check.complete for check in bed.restores)
+    nodes = colocation_cluster.rm_get("nodes")["nodes"]["node"]
+    after = next(n["totalResource"] for n in nodes if n["id"] == risky)
+    assert (after["memory"], after["vCores"]) == (whole.memory_mb, whole.vcores)
