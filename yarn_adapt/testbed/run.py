@@ -449,9 +449,10 @@ class Testbed:
 
     def enter(self, phase: str) -> None:
         """Switch to ``phase`` and wait until it has taken effect: off and static with
-        the guard off and no agent (static closes the risky node itself), the others with the guard on under the phase's policy
-        (``serve`` restarted with it when it changes, as an operator would), the
-        agents running in :data:`AGENT_PHASES`."""
+        the guard off and no agent (static closes the risky node itself), the others
+        with the guard on under the phase's policy (``serve`` restarted with it when
+        it changes, as an operator would), the agents running in
+        :data:`AGENT_PHASES`."""
         if phase in (OFF, STATIC):
             self.set_guard(GuardMode.OFF)
             self.stop_agents()  # their isolation would protect the services
