@@ -1,5 +1,5 @@
 """YARN's CPU weights as the testbed places them, on a real cgroup v1 ``cpu`` hierarchy:
-each container below a "NodeManager" gets hadoop-yarn/<container id> with cpu.shares
+each container below a "NodeManager" gets hadoop-yarn-<index>/<container id> with cpu.shares
 1024 x its vcores and its processes moved there; a process already in another group
 (an agent's) is left alone; closing puts what still runs back and removes the groups."""
 
@@ -17,7 +17,7 @@ import pytest
 
 from tests.colocation.conftest import unavailable
 from yarn_adapt.minicluster import cpusets
-from yarn_adapt.testbed.yarncgroups import HIERARCHY, YarnCpuWeights
+from yarn_adapt.testbed.yarncgroups import YarnCpuWeights, hierarchy_of
 
 CPU = Path("/sys/fs/cgroup/cpu")
 FIRST = "container_1700000000000_0001_01_000002"
@@ -74,7 +74,7 @@ def test_each_container_gets_its_yarn_weight_and_an_agents_process_is_left_alone
         weights = YarnCpuWeights(weight_group, [nodemanager.pid],
                                  vcores_of=lambda cid: 2 if cid == FIRST else 1)  # fmt: skip
         weights.step()
-        home = weight_group / HIERARCHY / FIRST
+        home = weight_group / hierarchy_of(0) / FIRST  # its NodeManager's own
         assert cpusets.cpu_group_of(first) == home
         assert (home / "cpu.shares").read_text().strip() == "2048"
         assert cpusets.cpu_group_of(second) == agents  # left to the agent
@@ -85,7 +85,7 @@ def test_each_container_gets_its_yarn_weight_and_an_agents_process_is_left_alone
         assert weights.moved == 1
         weights.close()
         assert cpusets.cpu_group_of(first) == weight_group
-        assert not (weight_group / HIERARCHY).exists()
+        assert not (weight_group / hierarchy_of(0)).exists()
     finally:
         for pid in [nodemanager.pid, *launched]:
             os.kill(pid, 9)

@@ -44,6 +44,7 @@ from preemption.cgroups.procfile import parse_membership
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import free_port
 from yarn_adapt.testbed.product import load_example, settings_file, yarn_adapt_command
+from yarn_adapt.testbed.yarncgroups import hierarchy_of
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class AgentPlan:
     hierarchy: str  # the agents' cgroups, relative to each controller's mount
     # YARN's container cgroups (relative to the cpu mount), as the LCE would make them
     # (the testbed's YARN weights); None: containers found in the process tree
-    yarn_hierarchy: str | None = None
+    yarn_hierarchy: str | None = None  # the parent of each node's hadoop-yarn-<index>
 
     @functools.cached_property
     def settle_s(self) -> float:
@@ -199,7 +200,8 @@ class NodeAgent:
     def _source(self) -> dict[str, str]:
         if self.plan.yarn_hierarchy is None:
             return {"source": "process-tree"}
-        return {"source": "cgroup", "yarn_hierarchy": self.plan.yarn_hierarchy}
+        yarn = f"{self.plan.yarn_hierarchy}/{hierarchy_of(self.index)}"
+        return {"source": "cgroup", "yarn_hierarchy": yarn}
 
     def ready(self) -> bool:
         """Its metrics endpoint answers (it has built itself and ticks)."""

@@ -68,7 +68,7 @@ class TestbedOptions:
     policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
     guard_only: bool = True  # also measure the guard without the agents
     baselines: bool = True  # also measure static, slack-only and toposch-paper
-    # YARN's CPU weights: each container in hadoop-yarn/<id> with cpu.shares 1024 x
+    # YARN's CPU weights: each container in hadoop-yarn-<node>/<id>, cpu.shares 1024 x
     # vcores (yarncgroups.py); off: batch and services compete as equal tasks
     yarn_cgroups: bool = True
     qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95

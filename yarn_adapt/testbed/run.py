@@ -139,7 +139,7 @@ from yarn_adapt.testbed.results import (
     stats_records,
 )
 from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, cpu_shares
-from yarn_adapt.testbed.yarncgroups import HIERARCHY, YarnCpuWeights
+from yarn_adapt.testbed.yarncgroups import YarnCpuWeights
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -378,7 +378,7 @@ class Testbed:
         """One agent per NodeManager (started when a phase needs them)."""
         assert self.service is not None and self.weight_group is not None
         relative = str(self.weight_group.relative_to(cpusets.cpu_root()))
-        yarn = None if self.weights is None else f"{relative}/{HIERARCHY}"
+        yarn = None if self.weights is None else relative  # hadoop-yarn-<index> below it
         plan = AgentPlan(example=AGENT_EXAMPLE, hierarchy=relative, yarn_hierarchy=yarn)
         web = {node.id: node.http_address for node in self.rm.nodes()}
         for index, node_id in enumerate(self.node_ids):

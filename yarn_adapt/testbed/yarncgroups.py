@@ -15,7 +15,10 @@ as the node agent finds them), and into groups of the same path in ``cpuacct`` (
 the testbed's accounting group of that name, so its meter still counts them) and
 ``memory``, as an LCE node with cpu and cpuacct mounted together and memory
 enforcement makes them. Only a process still directly in the weight group is moved:
-one a node agent has taken into its own cgroups is left to it.
+one a node agent has taken into its own cgroups is left to it. Each NodeManager has a
+hierarchy of its own (:func:`hierarchy_of`: ``hadoop-yarn-0``, ``hadoop-yarn-1``), as
+each machine has its own ``hadoop-yarn``: the testbed's two "machines" share one
+cgroup tree, and a node agent acts on its own node's hierarchy alone.
 """
 
 from __future__ import annotations
@@ -33,6 +36,13 @@ from yarn_adapt.minicluster import cpusets
 log = logging.getLogger(__name__)
 
 HIERARCHY = "hadoop-yarn"
+
+
+def hierarchy_of(index: int) -> str:
+    """NodeManager ``index``'s YARN hierarchy (below the weight group)."""
+    return f"{HIERARCHY}-{index}"
+
+
 SHARES_PER_VCORE = 1024  # CGroupsCpuResourceHandlerImpl's CPU_DEFAULT_WEIGHT
 
 
@@ -65,7 +75,7 @@ class YarnCpuWeights:
         mounts: Mapping[str, Path] | None = None,
     ) -> None:
         self.weight_group = weight_group
-        self.root = weight_group / HIERARCHY
+        self.names = [hierarchy_of(index) for index in range(len(nodemanagers))]
         # controller -> (where its hadoop-yarn goes, where a process goes back on close)
         self.others = {
             controller: (mounts[controller] / weight_group.name, mounts[controller])
@@ -81,9 +91,10 @@ class YarnCpuWeights:
         self._procfs = ProcFs()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.root.mkdir(exist_ok=True)
-        for parent, _ in self.others.values():
-            (parent / HIERARCHY).mkdir(parents=True, exist_ok=True)
+        for name in self.names:
+            (weight_group / name).mkdir(exist_ok=True)
+            for parent, _ in self.others.values():
+                (parent / name).mkdir(parents=True, exist_ok=True)
 
     def start(self) -> YarnCpuWeights:
         self._thread = threading.Thread(target=self._run, name="yarn-cpu-weights", daemon=True)
@@ -104,15 +115,15 @@ class YarnCpuWeights:
     def step(self) -> None:
         """Move every container process still in the weight group into its group."""
         table = self._procfs.processes()
-        for nodemanager in self.nodemanagers:
+        for name, nodemanager in zip(self.names, self.nodemanagers, strict=True):
             for found in containers_in_tree(nodemanager, self._procfs, _EveryContainer(), table):
                 for pid in found.pids:
                     if cpusets.cpu_group_of(pid) == self.weight_group:
-                        self._place(pid, found.container_id)
+                        self._place(pid, found.container_id, name)
 
-    def _place(self, pid: int, container_id: str) -> None:
-        group = self.root / container_id
-        others = [parent / HIERARCHY / container_id for parent, _ in self.others.values()]
+    def _place(self, pid: int, container_id: str, hierarchy: str) -> None:
+        group = self.weight_group / hierarchy / container_id
+        others = [parent / hierarchy / container_id for parent, _ in self.others.values()]
         if container_id not in self.placed:
             shares = SHARES_PER_VCORE * max(1, self.vcores_of(container_id))
             for each in (group, *others):
@@ -130,9 +141,11 @@ class YarnCpuWeights:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
-        _empty(self.root, self.weight_group)
-        for parent, back in self.others.values():
-            _empty(parent / HIERARCHY, back)
+        for name in self.names:
+            _empty(self.weight_group / name, self.weight_group)
+            for parent, back in self.others.values():
+                _empty(parent / name, back)
+        for parent, _ in self.others.values():
             with contextlib.suppress(OSError):
                 parent.rmdir()  # memory's, unless an agent's groups are still there
 
