@@ -105,6 +105,7 @@ from yarn_adapt.testbed.agents import (
 )
 from yarn_adapt.testbed.cluster import (
     COLOCATION_SPEC,
+    NODE_MEMORY_MB,
     NODE_VCORES,
     await_answer,
     nodemanager_id,
@@ -487,17 +488,17 @@ class Testbed:
 
     def _close_risky_node(self) -> None:
         """The static answer: the risky node's total at the guard's floor, set once
-        through the RM (after the guard, off, has given it back)."""
+        through the RM (after the guard, off, has given it back: its whole machine,
+        what it registered with, is what :meth:`_open_risky_node` puts back)."""
         if self.static_closed is not None:
             return
-        risky = self.node_ids[0]
-        wait_until(lambda: self.rm.node(risky).total.vcores >= NODE_VCORES,
-                   self.options.settle_max_s)  # fmt: skip
-        capacity = self.rm.node(risky).total
+        risky, whole = self.node_ids[0], Resources(NODE_MEMORY_MB, NODE_VCORES)
+        if not wait_until(lambda: self.rm.node(risky).total == whole, self.options.settle_max_s):
+            log.warning("testbed: the guard had not given %s back before static", risky)
         floor = self.floor_vcores
-        closed = Resources(max(1024, capacity.memory_mb * floor // NODE_VCORES), floor)
+        closed = Resources(max(1024, NODE_MEMORY_MB * floor // NODE_VCORES), floor)
         self.rm.update_node_resource(risky, closed)
-        self.static_closed = capacity
+        self.static_closed = whole
 
     def _open_risky_node(self) -> None:
         """The risky node back to the total it had before :meth:`_close_risky_node`."""
