@@ -511,12 +511,14 @@ class Testbed:
 
     def settle(self, phase: str) -> None:
         """Wait until placement follows the guard: the risky node hidden from batch and
-        without batch (guard), or hidden and its batch gone or squeezed by its agent
-        as far as it will go (on: the agents up; a squeezed container runs on, slowly,
-        instead of finishing), or batch back on it and every agent limit given back
-        (off); at most ``settle_max_s``. A window measures the phase, not the way into
-        it: the agent squeezes in mini-steps, so "on" waits for its last step (what it
-        reclaimed reaches what its target asks, or stops growing), not its first."""
+        without batch (guard, static), or hidden and its batch gone or squeezed by its
+        agent as far as it will go (on: the agents up; a squeezed container runs on,
+        slowly, instead of finishing), or batch back on it and every agent limit given
+        back (off), or, for the other policies, the agents up and every node's total
+        steady for two agent steps; at most ``settle_max_s``. A window measures the
+        phase, not the way into it: the agent squeezes in mini-steps, so "on" waits for
+        its last step (what it reclaimed reaches what its target asks, or stops
+        growing), not its first."""
         risky = self.node_ids[0]
         squeeze = SqueezeProgress(still_s=2 * self.agents[0].plan.settle_s)
         floor = self.floor_vcores
