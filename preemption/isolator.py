@@ -222,15 +222,23 @@ class NodeIsolator:
             return PER_CONTAINER, None, foreign
         return AGENT_HIERARCHY, parent, None
 
+    def _children(self, group: Cgroup) -> tuple[list[Cgroup], str]:
+        """``group``'s child cgroups, or why it holds more than cgroups (processes of
+        its own, or an unreadable group)."""
+        try:
+            pids = self.backend.pids(group)
+            children = list(self.backend.children(group))
+        except CgroupError as error:
+            return [], error.one_line()
+        if pids:
+            return [], f"{group.relpath} holds processes of its own (pid {pids[0]})"
+        return children, ""
+
     def _foreign(self, parent: Cgroup) -> str | None:
         """Why ``parent`` holds more than the agent's own batch cgroups, or None."""
-        try:
-            pids = self.backend.pids(parent)
-            children = self.backend.children(parent)
-        except CgroupError as error:
-            return error.one_line()
-        if pids:
-            return f"{parent.relpath} holds processes of its own (pid {pids[0]})"
+        children, why = self._children(parent)
+        if why:
+            return why
         strangers = [child.relpath for child in children if not self.journal.owns(child)]
         if strangers:
             return f"{parent.relpath} holds a cgroup the agent did not make: {strangers[0]}"
@@ -431,14 +439,11 @@ class NodeIsolator:
             return "priority is not on per container"
         if not containers:
             return "no batch container runs"
-        try:
-            pids = self.backend.pids(group)
-            children = self.backend.children(group)
-        except CgroupError as error:
-            return error.one_line()
-        if pids:
-            return f"{group.relpath} holds processes of its own (pid {pids[0]})"
-        protected = sorted(c.name for c in children if c.name in set(latency_critical))
+        children, why = self._children(group)
+        if why:
+            return why
+        listed = set(latency_critical)
+        protected = sorted(c.name for c in children if c.name in listed)
         if protected:
             return f"latency-critical container {protected[0]} runs in {group.relpath}"
         return ""

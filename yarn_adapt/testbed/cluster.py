@@ -5,6 +5,7 @@ containers)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import requests
 
@@ -68,13 +69,23 @@ def nodemanager_id(cluster: MiniCluster, index: int, timeout_s: float = 30.0) ->
 def nodemanager_pid(cluster: MiniCluster, index: int) -> int:
     """NodeManager ``index``'s JVM, for its agent to verify (the agent trusts no process
     by its command line: it is given this pid)."""
-    marker = f"-D{NM_DIR_PROPERTY}={cluster.layout.nodemanager_dir(index)}"
+    nm_dir = cluster.layout.nodemanager_dir(index)
+    pid = nodemanager_jvm(nm_dir)
+    if pid is None:
+        raise MiniClusterError(f"nodemanager-{index}: no JVM with -D{NM_DIR_PROPERTY}={nm_dir}")
+    return pid
+
+
+def nodemanager_jvm(nm_dir: Path) -> int | None:
+    """The NodeManager JVM started with ``nm_dir`` as its directory property (other
+    mini clusters may run on the host), or None."""
+    marker = f"-D{NM_DIR_PROPERTY}={nm_dir}"
     procfs = ProcFs()
     for pid in procfs.pids():
         argv = procfs.cmdline(pid)
         if marker in argv and java_main_class(argv) == NODEMANAGER_CLASS:
             return pid
-    raise MiniClusterError(f"nodemanager-{index}: no JVM with {marker}")
+    return None
 
 
 def await_answer(url: str, timeout_s: float) -> None:
