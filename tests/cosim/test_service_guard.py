@@ -20,7 +20,7 @@ from yarn_adapt.bench.colocation import (
     service_guard_spec,
     service_settings,
 )
-from yarn_adapt.cosim.colocation import NodeModel
+from yarn_adapt.cosim.interference import CoreInterference
 from yarn_adapt.cosim.lra_model import Cluster, ClusterModel, ClusterRun, Policy, app_target_ms
 from yarn_adapt.cosim.service_guard import (
     SimulatedTraces,
@@ -42,7 +42,10 @@ from yarn_adapt.service.settings import ColocationSection, Settings, TracingSect
 from .test_lra_model import APP, RECLAIM, _jobs
 
 ONE = Resources(2048, 1)
-MODEL = ClusterModel(nodes=3, node=NodeModel(interference=0.3), risk_interval_s=20.0)
+# interference the agents' low CPU weight does not take away (wake-ups, caches), so the
+# service's guard and agents have something to act on
+BITING = CoreInterference(cpu=0.3, presence=1.0)
+MODEL = ClusterModel(nodes=3, interference=BITING, risk_interval_s=20.0)
 LOADS = [100.0, 160.0, 120.0, 100.0] * 3
 
 

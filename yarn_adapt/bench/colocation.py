@@ -58,8 +58,12 @@ as they ship. Settings (``--set``): any ``NodeModel`` field, ``nodes``,
 ``profile_samples``, ``frontier_loads``, ``placement`` (how Algorithm 1's lowest-risk
 node is chosen in the TopoSch rows and ``yarn-adapt+retry``: ``tarcil`` by default, sampling as
 :func:`yarn_adapt.placement.guard_choice.lowest_risk_chooser` does; ``greedy``
-scans every node). ``interference`` defaults to the live testbed's calibration
-(:data:`yarn_adapt.cosim.lra_model.CALIBRATION`; ``model.calibration`` names it).
+scans every node). The services' interference is the per-core model
+(:mod:`yarn_adapt.cosim.interference`) with the coefficients fitted to testbed sweeps
+(:data:`yarn_adapt.cosim.interference.CORE_CALIBRATION`; ``model.calibration`` names it,
+``model.interference`` gives them); ``interference_cpu``, ``interference_presence``,
+``interference_memory`` and ``memory_hog_share`` (batch's memory-bound share, 0.5)
+override them for one run.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -81,14 +85,13 @@ from tracing.risk import RiskSettings
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
 from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.cosim.colocation import NodeModel, batch_jobs, profile_samples
+from yarn_adapt.cosim.interference import CORE_CALIBRATION, load_core_interference
 from yarn_adapt.cosim.lra_model import (
-    CALIBRATION,
     Cluster,
     ClusterModel,
     ClusterRun,
     Policy,
     app_target_ms,
-    calibrated_node,
     piggymetrics,
     service_model,
     summary,
@@ -142,6 +145,11 @@ class Knobs:
     kube_threshold = numeric("kube_threshold", None)
     target_factor = numeric("target_factor", None)
     agent_interval_s = numeric("agent_interval_s", None)
+    memory_hog_share = numeric("memory_hog_share", None)
+    # the per-core coefficients (docs/calibration/core-model.json's unless set)
+    interference_cpu = numeric("interference_cpu", None)
+    interference_presence = numeric("interference_presence", None)
+    interference_memory = numeric("interference_memory", None)
     nu = numeric("nu", 1.0)
     max_retry_time = whole("max_retry_time", 1)
     strategy = custom("strategy", _strategy, f"one of {', '.join(Strategy.__members__)}",
@@ -156,9 +164,18 @@ class Knobs:
 
 CLUSTER_KEYS: tuple[Key[Any], ...] = (
     Knobs.nodes, Knobs.risk_interval_s, Knobs.kube_threshold, Knobs.target_factor,
-    Knobs.agent_interval_s,
+    Knobs.agent_interval_s, Knobs.memory_hog_share,
 )  # fmt: skip
-NODE_KEYS = field_keys(NodeModel(), given_only=True)  # every number of the node model
+INTERFERENCE_KEYS: tuple[Key[Any], ...] = (
+    Knobs.interference_cpu,
+    Knobs.interference_presence,
+    Knobs.interference_memory,
+)
+# every number of the node model but the node-wide interference, which the per-core
+# model replaces here (docs/calibration/core-model.json)
+NODE_KEYS = tuple(
+    key for key in field_keys(NodeModel(), given_only=True) if key.name != "interference"
+)
 SET_KEYS = SetSpec.of("colocation", Knobs).with_keys(*NODE_KEYS)
 
 
@@ -271,7 +288,9 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         "model": {f.name: getattr(model.node, f.name) for f in fields(model.node)}
         | {"nodes": model.nodes, "nu": toposch.nu, "max_retry_time": toposch.max_retry_time}
         | {"placement": placement}
-        | {"calibration": CALIBRATION.name}
+        | {"calibration": CORE_CALIBRATION.name}
+        | {"interference": asdict(model.interference)}
+        | {"memory_hog_share": model.memory_hog_share}
         | {"frontier_loads": list(frontier_loads)}
         | {"service": service_view(settings)},
     }
@@ -442,11 +461,17 @@ def read_loads(path: Path) -> list[float]:
 
 
 def _cluster_model(values: SetValues) -> ClusterModel:
-    node = calibrated_node()
+    node = NodeModel()
     changes = {key.name: values[key] for key in NODE_KEYS if values.given(key)}
     cluster: dict[str, Any] = {"node": replace(node, **changes)}
     cluster.update({key.name: values[key] for key in CLUSTER_KEYS if values.given(key)})
+    coefficients = {
+        key.name.removeprefix("interference_"): values[key]
+        for key in INTERFERENCE_KEYS
+        if values.given(key)
+    }
     try:
+        cluster["interference"] = replace(load_core_interference(), **coefficients)
         return ClusterModel(**cluster)
     except ValueError as exc:
         raise SettingsError(f"colocation: {exc}") from exc

@@ -20,8 +20,9 @@ min, ``*_median_ms``, ``*_worst_ms`` and the runs), the makespans,
 :class:`~yarn_adapt.testbed.options.TestbedOptions` field; ``--seed`` the load's.
 The host is shared: absolute latencies move with its load; compare within a run.
 The table adds each window's batch CPU share per node; ``--set windows=true`` adds
-every window's CPU and per-service figures (``windows``, the calibration's input:
-``python -m yarn_adapt.cosim.lra_calibration fit``) to the JSON.
+every window's CPU and per-service figures (``windows``) to the JSON. The simulator's
+interference model is fitted to sweeps of the testbed's service and burners instead
+(:mod:`yarn_adapt.testbed.sweep`, :mod:`yarn_adapt.cosim.core_calibration`).
 """
 
 from __future__ import annotations

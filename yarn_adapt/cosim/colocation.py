@@ -71,6 +71,7 @@ from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import Workload
 
 LN20 = math.log(20.0)
+SHARES_PER_VCORE = 1024
 CLUSTER_TS = 1700000000000
 
 
@@ -393,6 +394,7 @@ class ColocatedNode:
         self.interval_p95: list[float] = []
         self.lc_capacity = model.cores
         self.batch_usage = 0.0
+        self.batch_weighted_usage = 0.0  # batch cores x their cpu.shares / 1024
         self.kills = 0
         self.squeezed: set[str] = set()
         self.blacklisted = 0
@@ -542,6 +544,9 @@ class ColocatedNode:
             usage = {cid: u * factor for cid, u in usage.items()}
             total = sum(usage.values())
         self.batch_usage = total
+        self.batch_weighted_usage = sum(
+            u * self.cgroups.shares(cid) / SHARES_PER_VCORE for cid, u in usage.items()
+        )
         self.lc_capacity = self.model.cores - total
         for container_id, task in list(self.running.items()):
             used = usage[container_id]

@@ -7,12 +7,15 @@ Built from the one-node model (:mod:`yarn_adapt.cosim.colocation`), not beside i
   slots, CFS sharing between batch and the services, task progress under CPU caps,
   the preemption agent's own code and kills); the cluster takes over its queue and
   job accounting (:class:`ClusterNode`).
-* **Per service latency**: the one-node model's queueing + interference formula
-  (:func:`~yarn_adapt.cosim.colocation.lc_p95_ms`) with the service's own service
-  time, its load (the twitter trace's request rate times its CPU weight) and its
-  share of the CPU batch leaves on its node. A request's end-to-end P95 is the sum
-  along the critical path of the DAG (the slowest chain of calls; a pessimistic
-  composition of per-service tails, the same for every policy).
+* **Per service latency**: the per-core interference model
+  (:func:`~yarn_adapt.cosim.interference.contended_p95_ms`): the service's own
+  service time inflated by what batch does to each core of its node (runnable batch
+  threads, their CFS weight over a service thread's, the memory-bandwidth hogs among
+  them: ``memory_hog_share`` of batch), then queued at its load (the twitter trace's
+  request rate times its CPU weight) on its share of the node's cores. A request's
+  end-to-end P95 is the sum along the critical path of the DAG (the slowest chain of
+  calls, made one after the other; a pessimistic composition of per-service tails,
+  the same for every policy).
 * **Risk** every ``risk_interval_s``: the window's per-service latencies and
   critical paths go through :func:`tracing.risk.assess` (eqs. 4-8) unchanged; a
   latency at the model's ceiling counts as a failed request (eq. 6).
@@ -35,10 +38,11 @@ Built from the one-node model (:mod:`yarn_adapt.cosim.colocation`), not beside i
   service mode. ``placement "algorithm1"`` keeps Algorithm 1's retry on top of the
   guard's totals (a comparison: YARN cannot place beyond what the RM shows). Every
   placement beyond the total the guard left is counted (``beyond_visible``).
-* **Calibration**: by default every node's ``interference`` is the one fitted to the
-  live testbed (:mod:`yarn_adapt.cosim.lra_calibration`), read from the committed
-  :data:`CALIBRATION` (:func:`calibrated_node`); the application's service times
-  stay PiggyMetrics' (the testbed's own services are measured, not these).
+* **Calibration**: the per-core coefficients (``ClusterModel.interference``) are
+  the ones fitted to testbed sweeps (:mod:`yarn_adapt.cosim.core_calibration`), read
+  from the committed :data:`~yarn_adapt.cosim.interference.CORE_CALIBRATION`; the
+  application's service times stay PiggyMetrics' (the testbed's own services are
+  measured, not these).
 * **Agents**: ``qos`` -- the one-node model's autoscaler (the QoS model's smallest
   reclaim that meets the node's service target) driving the agent's gradual
   strategy (every ``agent_interval_s``); ``utilisation`` -- Kubernetes-style:
@@ -48,13 +52,10 @@ Built from the one-node model (:mod:`yarn_adapt.cosim.colocation`), not beside i
 
 from __future__ import annotations
 
-import json
-import math
 import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -77,7 +78,13 @@ from yarn_adapt.colocation.model import (
     NodeView,
     QosReading,
 )
-from yarn_adapt.cosim.colocation import ColocatedNode, NodeModel, SimJob, SimTask, lc_p95_ms
+from yarn_adapt.cosim.colocation import ColocatedNode, NodeModel, SimJob, SimTask
+from yarn_adapt.cosim.interference import (
+    CoreInterference,
+    CorePressure,
+    contended_p95_ms,
+    load_core_interference,
+)
 from yarn_adapt.cosim.service_guard import (
     ServiceGuard,
     ServiceGuardSpec,
@@ -94,7 +101,6 @@ from yarn_adapt.cosim.toposch import (
     place_in_order,
 )
 from yarn_adapt.demand.learner import LearnerSettings, MonotoneLearner, demand_bounds
-from yarn_adapt.errors import InputError
 from yarn_adapt.model import Node, NodeUtilization
 from yarn_adapt.model import NodeState as YarnNodeState
 from yarn_adapt.model.apps import TaskType
@@ -169,27 +175,6 @@ def piggymetrics() -> AppSpec:
 
 # --------------------------------------------------------------------------- settings
 
-# The committed fit (``python -m yarn_adapt.cosim.lra_calibration fit``) of the model to
-# the live testbed; the source checkout's (the package is installed editable).
-CALIBRATION = Path(__file__).resolve().parents[2] / "docs" / "calibration" / "lra-model.json"
-
-
-def calibrated_node(path: Path = CALIBRATION) -> NodeModel:
-    """The node model with the calibration's ``interference``; a missing or broken
-    calibration file is a one-line error naming it."""
-    try:
-        body = json.loads(path.read_text())
-        interference = float(body["interference"])
-    except OSError as exc:
-        raise InputError(
-            f"{path}: cannot read the co-location calibration ({exc.strerror})"
-        ) from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: not a co-location calibration ({exc})") from None
-    if not (math.isfinite(interference) and interference >= 0):
-        raise InputError(f"{path}: interference {interference!r} is not a number >= 0")
-    return NodeModel(interference=interference)
-
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterModel:
@@ -198,7 +183,9 @@ class ClusterModel:
     of those targets."""
 
     nodes: int = 12
-    node: NodeModel = field(default_factory=calibrated_node)
+    node: NodeModel = field(default_factory=NodeModel)
+    interference: CoreInterference = field(default_factory=load_core_interference)
+    memory_hog_share: float = 0.5
     risk_interval_s: float = 60.0
     pass_interval_s: float = 1.0
     replicas: int = 3
@@ -210,6 +197,10 @@ class ClusterModel:
     def __post_init__(self) -> None:
         if self.nodes < 1 or self.replicas < 1 or self.risk_interval_s <= 0:
             raise ValueError("cluster model: need nodes >= 1, replicas >= 1, risk_interval_s > 0")
+        if not 0.0 <= self.memory_hog_share <= 1.0:
+            raise ValueError(
+                f"cluster model: memory_hog_share {self.memory_hog_share} not in [0, 1]"
+            )
 
 
 SERVICE_MEMORY_MB = 1024  # each service's memory outside the containers (NodeManager's view)
@@ -372,6 +363,12 @@ class Cluster:
         self.now = 0.0
         self.visible_total = {n: self._capacity() for n in self.node_ids}
         self.service = self._service_guard() if policy.service is not None else None
+        # what of its CPU weight batch keeps: the service's agents lower it
+        # ([priority] weight_fraction) when their isolation is on
+        priority = (policy.agents or AgentSettings()).isolation_settings().priority
+        self.batch_weight_fraction = (
+            priority.weight_fraction if self.service is not None and priority.enabled else 1.0
+        )
         self.nodes = [
             self._node(node_id, reclaim, qos_models, seed + i)
             for i, node_id in enumerate(self.node_ids)
@@ -633,14 +630,31 @@ class Cluster:
         for name, load in loads.items():
             node = by_id[self.home[name]]
             share = load / by_node[node.node_id] if by_node[node.node_id] > 0 else 1.0
-            batch_share = node.batch_usage / node.model.cores
-            latency[name] = lc_p95_ms(
-                load, node.lc_capacity * share, batch_share, self.service_models[name]
+            service = self.service_models[name]
+            latency[name] = contended_p95_ms(
+                service.lc_service_ms,
+                1000.0 * load / service.lc_service_ms,
+                node.model.cores * share,
+                self._pressure(node),
+                self.model.interference,
+                ceiling_factor=service.max_latency_factor,
             )
         for node in self.nodes:
             hosted = [latency[s] for s in latency if self.home[s] == node.node_id]
             node.interval_p95.append(max(hosted, default=0.0))
         return latency
+
+    def _pressure(self, node: ClusterNode) -> CorePressure:
+        """What batch does to each core of ``node`` (spread evenly by CFS): runnable
+        batch threads (a task's cores used), their CFS weight over a service
+        thread's (flat, as the node's CPU split; lowered by the service's agents'
+        isolation), the memory hogs among them."""
+        cores = node.model.cores
+        return CorePressure(
+            weighted=node.batch_weighted_usage * self.batch_weight_fraction / cores,
+            threads=node.batch_usage / cores,
+            hogs=self.model.memory_hog_share * node.batch_usage / cores,
+        )
 
     def _observe(
         self,

@@ -38,9 +38,10 @@ What runs unchanged, and what stands in for the world around it:
   ``poll_interval_s`` and ``ttl_s``) over :class:`GuardRoutes`, which answers what
   ``GET /api/agent/nodes/NODE/reclaim`` answers (the request's JSON, or 404 when
   nothing is asked). The agent's reclaimer then squeezes with the agent's default
-  ``[reclaim]`` settings (no kill: ``[yarn] kill = "never"``). The agent's
-  isolation loop (``[priority]``, batch's low CPU weight) is not modelled: batch
-  keeps the one-node model's 1024 shares per vcore, as in every other row.
+  ``[reclaim]`` settings (no kill: ``[yarn] kill = "never"``). Of the agent's
+  isolation loop, ``[priority]`` (batch's low CPU weight) is modelled where it acts,
+  in the services' per-core pressure (:class:`~yarn_adapt.cosim.lra_model.Cluster`:
+  batch's weight times ``weight_fraction``); ``[suppress]`` and ``[memory]`` are not.
 """
 
 from __future__ import annotations

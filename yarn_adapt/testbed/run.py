@@ -51,9 +51,9 @@ Measurement (:meth:`Testbed.measure`):
 Every latency is relative to the same run's own run-alone figure; the host is
 shared, so absolute numbers move with its load.
 
-For the simulator's calibration (:mod:`yarn_adapt.cosim.lra_calibration`) every window
-also carries, per node, the share of its CPU batch used and the share the services
-used (:class:`~yarn_adapt.testbed.usage.NodeCpuMeter`: a cpuacct group holding both
+For a look inside them every window also carries, per node, the share of its CPU
+batch used and the share the services used
+(:class:`~yarn_adapt.testbed.usage.NodeCpuMeter`: a cpuacct group holding both
 NodeManagers, hence every container, and the services), and per service its request
 rate, CPU time per request and the P50/P95 of its own work's wall time (each
 service's ``--stats``); ``result_json`` lists them under ``windows``.
