@@ -141,14 +141,15 @@ def _pinned(cpu: int) -> None:
 
 
 def _spawn(command: Sequence[str], cpu: int, log: Path | None = None) -> subprocess.Popen[bytes]:
-    out = log.open("ab") if log is not None else subprocess.DEVNULL
-    return subprocess.Popen(
-        list(command),
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        preexec_fn=lambda: _pinned(cpu),
-    )
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(log.open("ab")) if log is not None else subprocess.DEVNULL
+        return subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: _pinned(cpu),
+        )  # the child keeps its own copy of the log's descriptor
 
 
 def _stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
