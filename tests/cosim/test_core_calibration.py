@@ -95,4 +95,9 @@ def test_the_committed_fit_is_what_its_sweeps_give() -> None:
     committed = json.loads(CORE_CALIBRATION.read_text())
     root = CORE_CALIBRATION.parents[2]
     bodies = [(source, load_sweep(root / source)) for source in committed["sources"]]
-    assert calibrate(bodies)["coefficients"] == committed["coefficients"]
+    refit = calibrate(bodies)
+    for name, value in committed["coefficients"].items():  # to the solver's tolerance
+        assert refit["coefficients"][name] == pytest.approx(value, abs=0.01)
+    assert refit["error"]["held_out"]["median"] == pytest.approx(
+        committed["error"]["held_out"]["median"], abs=0.01
+    )
