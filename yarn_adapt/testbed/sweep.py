@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import random
@@ -136,8 +137,15 @@ class CpuGroups:
                 group.rmdir()
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
 def _pinned(cpu: int) -> None:
+    """In the child: run on ``cpu`` and die with the sweep (a burner left behind by a
+    killed sweep would burn a CPU for good)."""
     os.sched_setaffinity(0, {cpu})
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _spawn(command: Sequence[str], cpu: int, log: Path | None = None) -> subprocess.Popen[bytes]:
@@ -338,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
     )
     os.sched_setaffinity(0, {OTHER_CPU})
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the cleanup runs
     with tempfile.TemporaryDirectory(prefix="yarn-adapt-sweep-") as scratch:
         result = run(settings, Path(scratch))
     args.out.write_text(json.dumps(result, indent=1) + "\n")
