@@ -53,10 +53,22 @@ KEEP_DIR_ENV = "YARN_ADAPT_KEEP_MINICLUSTER"
 KRB5_CONFIG_ENV = "KRB5_CONFIG"
 TERMINAL_APP_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
 ACTIVE_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
-PORT_CLASH_SIGNS = ("java.net.BindException", "Address already in use")
+PORT_CLASH_SIGNS = (
+    "java.net.BindException",
+    "Address already in use",
+    # an RPC client read "HTTP" (0x48545450) as a length: the RPC port it was given is
+    # a web server's, e.g. a NodeManager's web app that took the ResourceManager's
+    # picked port (as an ephemeral one) before the ResourceManager bound it
+    "RPC response has a length of 1213486160",
+)
 START_ATTEMPTS = 2
 CLIENT_TIMEOUT_S = 120.0
 QUEUE_SETTLE_S = 12.0  # the Fair Scheduler drops emptied queues every 10 s
+
+
+def port_clash(log_tail: str) -> bool:
+    """Whether a daemon's last log lines say it lost a port it was given."""
+    return any(sign in log_tail for sign in PORT_CLASH_SIGNS)
 
 
 class _PortClash(MiniClusterError):
@@ -447,8 +459,7 @@ class MiniCluster:
             if process.alive():
                 continue
             tail = _tail(process.log_path, 400)
-            error = (_PortClash if any(sign in tail for sign in PORT_CLASH_SIGNS)
-                     else MiniClusterError)  # fmt: skip
+            error = _PortClash if port_clash(tail) else MiniClusterError
             raise error(
                 f"{process.name} exited with code {process.popen.returncode} during start; "
                 f"last error: {_last_error(tail)} (log: {process.log_path})"
