@@ -95,9 +95,15 @@ def queueing_p95_ms(
     rho = rate_per_s * service_ms / 1000.0 / c
     if rho >= SATURATED_RHO:
         return ceiling_ms
-    servers = max(c, 1.0)
-    waiting = math.pow(rho, math.sqrt(2.0 * (servers + 1.0)) - 1.0) / (servers * (1.0 - rho))
+    waiting = waiting_ratio(rho, c)
     return min(service_ms * (1.0 + LN20 * variability * waiting), ceiling_ms)
+
+
+def waiting_ratio(rho: float, cores: float) -> float:
+    """Wq/S of an M/M/c server at utilisation ``rho`` < 1 (Sakasegawa's
+    approximation rho^(sqrt(2(c+1)) - 1) / (c (1 - rho)), c at least one server)."""
+    servers = max(cores, 1.0)
+    return math.pow(rho, math.sqrt(2.0 * (servers + 1.0)) - 1.0) / (servers * (1.0 - rho))
 
 
 def contended_p95_ms(

@@ -36,7 +36,6 @@ import json
 import os
 import random
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,9 +44,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import requests
-
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
+from yarn_adapt.testbed.cluster import await_answer
+from yarn_adapt.testbed.results import Window, service_figures, stats_records
 from yarn_adapt.testbed.services import LAYOUT
 from yarn_adapt.testbed.usage import cpu_seconds
 
@@ -182,7 +181,7 @@ class SweepSettings:
 
 
 @dataclass(frozen=True)
-class Window:
+class CellWindow:
     round: int
     rate_offered: float
     cell: Cell
@@ -214,23 +213,14 @@ class Sweep:
         )  # fmt: skip
         try:
             self.groups.join(self.service_group, service.pid)
-            self._wait_ready()
+            await_answer(f"http://127.0.0.1:{self.port}/", 30.0)
             yield
         finally:
             _stop([service])
             redis.stop()
             self.groups.remove()
 
-    def _wait_ready(self, timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"http://127.0.0.1:{self.port}/", timeout=2).ok:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"the sweep's service on port {self.port} did not answer")
-
-    def round(self, index: int, rate: float) -> list[Window]:
+    def round(self, index: int, rate: float) -> list[CellWindow]:
         order = cells(self.settings.threads, self.settings.hogs)
         random.Random(self.settings.seed * 1000 + index).shuffle(order)
         per_cell = self.settings.settle_s + self.settings.window_s
@@ -248,7 +238,7 @@ class Sweep:
             load.send_signal(signal.SIGTERM)
             load.wait(timeout=30)
 
-    def _cell(self, index: int, rate: float, cell: Cell) -> Window:
+    def _cell(self, index: int, rate: float, cell: Cell) -> CellWindow:
         burners = [self._burner("cpu", SERVICE_CPU) for _ in range(cell.threads)]
         for number, burner in enumerate(burners):
             self.groups.join(self._container_group(cell.weights, number), burner.pid)
@@ -262,7 +252,7 @@ class Sweep:
             used = _cpu(burners) - before
         finally:
             _stop([*burners, *hogs])
-        return Window(index, rate, cell, began, ended, used / (ended - began))
+        return CellWindow(index, rate, cell, began, ended, used / (ended - began))
 
     def _burner(self, kind: str, cpu: int) -> subprocess.Popen[bytes]:
         return _spawn([sys.executable, str(BURNER), "1000000", kind], cpu)
@@ -282,44 +272,34 @@ def _cpu(processes: Sequence[subprocess.Popen[bytes]]) -> float:
 # --------------------------------------------------------------------------- figures
 
 
-def window_figures(window: Window, requests_: Sequence[Sequence[float]]) -> dict[str, object]:
-    """One window's JSON: the service's requests that began within it."""
-    inside = [r for r in requests_ if window.began_s <= r[0] < window.ended_s]
-    cpu = [r[1] for r in inside]
-    wall = sorted(r[2] for r in inside)
-    p95 = wall[min(len(wall) - 1, int(0.95 * len(wall)))] if wall else None
+def window_figures(
+    window: CellWindow, stats: Sequence[tuple[float, float, float]]
+) -> dict[str, object]:
+    """One window's JSON: the service's requests whose own work began within it."""
+    found = service_figures("pricing", 0, stats, Window("sweep", window.began_s, window.ended_s))
+    measured = found.requests > 0
     return {
         "round": window.round,
         "cell": asdict(window.cell),
         "pressure": pressure_of(window.cell),
         "rate_offered": window.rate_offered,
-        "rate_rps": round(len(inside) / (window.ended_s - window.began_s), 2),
-        "requests": len(inside),
-        "cpu_ms_median": round(statistics.median(cpu), 4) if cpu else None,
-        "p95_ms": None if p95 is None else round(p95, 3),
+        "rate_rps": round(found.rate_rps, 2),
+        "requests": found.requests,
+        "cpu_ms_median": round(found.cpu_ms_median, 4) if measured else None,
+        "p95_ms": round(found.self_p95_ms, 3) if measured else None,
         "burner_cpu_share": round(window.burner_cpu_share, 3),
     }
-
-
-def read_stats(path: Path) -> list[list[float]]:
-    rows = []
-    for line in path.read_text().splitlines():
-        with contextlib.suppress(ValueError):
-            row = json.loads(line)
-            if isinstance(row, list) and len(row) == 3:
-                rows.append([float(v) for v in row])
-    return rows
 
 
 def run(settings: SweepSettings, directory: Path) -> dict[str, object]:
     if (os.cpu_count() or 1) < 2:
         raise RuntimeError("the sweep needs two CPUs (the service's and the load's)")
     sweep = Sweep(directory, settings)
-    windows: list[Window] = []
+    windows: list[CellWindow] = []
     with sweep.running():
         for index, rate in enumerate(settings.rates):
             windows.extend(sweep.round(index, rate))
-    stats = read_stats(sweep.stats)
+    stats = stats_records(sweep.stats)
     return {
         "sweep": "yarn_adapt.testbed.sweep",
         "service": "pricing",
