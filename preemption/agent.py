@@ -208,6 +208,8 @@ class Agent:
             ),
         )
         self._kinds: dict[str, TaskKind] = {}
+        # the listed latency-critical containers of the last interval (not a batch AM)
+        self.latency_critical: frozenset[str] = frozenset()
         self._progress: dict[str, tuple[float, float | None]] = {}
         self._qos = QosTraining(settings) if settings.qos.model != "off" else None
         self.last_report: TickReport | None = None
@@ -316,7 +318,7 @@ class Agent:
         plan = self.isolator.plan(managed)
         early = self.isolator.before_children(plan)
         report = self.reclaimer.tick(now, managed, fetched.target, inferred, plan.containers)
-        late = self.isolator.after_children(now, plan, managed)
+        late = self.isolator.after_children(now, plan, managed, self.latency_critical)
         isolation = self.isolator.report(plan, [*early, *late])
         self.metrics.record_tick(report)
         self.metrics.record_isolation(isolation)
@@ -378,13 +380,18 @@ class Agent:
         return self.backend.owner_uid(group) in (0, nodemanager_uid)
 
     def _managed(self, now: float, view: NodeView) -> list[ManagedContainer]:
+        """The batch containers the agent manages; on the way, the latency-critical
+        ones (:attr:`latency_critical`; a batch application's master is not one)."""
         managed = []
+        protected = set()
         for container in view.containers:
             try:
                 ref = ContainerRef.parse(container.container_id)
             except ValueError:
                 continue
             if self.kind_of(ref) is not TaskKind.BATCH:
+                if self._kinds.get(ref.application_id) is not TaskKind.BATCH:
+                    protected.add(container.container_id)
                 continue
             group = container.cgroup or self._adopt(container)
             if group is None:
@@ -403,6 +410,7 @@ class Agent:
                     progress=self._task_progress(now, ref),
                 )
             )
+        self.latency_critical = frozenset(protected)
         return managed
 
     def kind_of(self, ref: ContainerRef) -> TaskKind:

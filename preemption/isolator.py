@@ -16,7 +16,13 @@ Every interval in which the agent trusts its NodeManager, :class:`NodeIsolator`:
    * *per-container* mode otherwise (LCE cgroups, or a hierarchy that holds anything
      else, which is then left alone and said why once): each listed batch container
      gets batch's weight, its share of the quota by vcores, its memory cap and the
-     cpuset. Latency-critical containers never get anything.
+     cpuset. Latency-critical containers never get anything. A container's weight
+     ranks it only among YARN's containers: services outside YARN meet YARN's
+     hierarchy at *its* weight. So with LCE cgroups (``yarn_hierarchy``) the hierarchy
+     itself gets batch's weight as well, while it holds nothing but listed batch
+     containers (no process of its own, no other cgroup, a latency-critical
+     container's included); otherwise its original weight is put back and the reason
+     said once.
 
 3. **acts**: the hierarchy's files through :func:`~preemption.node.apply_limit` (each
    original journalled first, only differences written), before the containers'
@@ -36,11 +42,18 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from preemption.cgroups.base import MIB, Cgroup, CgroupBackend, MemoryPolicy, Usage, page_aligned
-from preemption.cgroups.caps import NO_CAPS, Caps, quota_ratio
+from preemption.cgroups.caps import (
+    NO_CAPS,
+    V1_LOWEST_SHARES,
+    V2_LOWEST_WEIGHT,
+    Caps,
+    lowered_weight,
+    quota_ratio,
+)
 from preemption.errors import CgroupError, CgroupVanished, KillFailed, NodeStatError
 from preemption.isolation import (
     CpuUse,
@@ -88,6 +101,8 @@ class IsolationSettings:
     eviction: EvictionRules = field(default_factory=EvictionRules)
     agent_hierarchy: str = "yarn-adapt"
     per_container_only: bool = False  # [discovery] source = "cgroup": no agent hierarchy
+    # LCE cgroups: YARN's hierarchy, weighed too while it holds only listed batch
+    yarn_hierarchy: str = ""
     memory_policy: MemoryPolicy = field(default_factory=MemoryPolicy)
 
     @property
@@ -163,6 +178,7 @@ class NodeIsolator:
         self._read_at: float | None = None
         self._said: set[str] = set()
         self._services_protected = 0
+        self.yarn_weighed = False  # YARN's hierarchy has batch's weight (LCE cgroups)
         self.batch_cpus = batch_cpuset(settings, self.nodestat)
 
     # ----------------------------------------------------------------- plan
@@ -206,15 +222,23 @@ class NodeIsolator:
             return PER_CONTAINER, None, foreign
         return AGENT_HIERARCHY, parent, None
 
+    def _children(self, group: Cgroup) -> tuple[list[Cgroup], str]:
+        """``group``'s child cgroups, or why it holds more than cgroups (processes of
+        its own, or an unreadable group)."""
+        try:
+            pids = self.backend.pids(group)
+            children = list(self.backend.children(group))
+        except CgroupError as error:
+            return [], error.one_line()
+        if pids:
+            return [], f"{group.relpath} holds processes of its own (pid {pids[0]})"
+        return children, ""
+
     def _foreign(self, parent: Cgroup) -> str | None:
         """Why ``parent`` holds more than the agent's own batch cgroups, or None."""
-        try:
-            pids = self.backend.pids(parent)
-            children = self.backend.children(parent)
-        except CgroupError as error:
-            return error.one_line()
-        if pids:
-            return f"{parent.relpath} holds processes of its own (pid {pids[0]})"
+        children, why = self._children(parent)
+        if why:
+            return why
         strangers = [child.relpath for child in children if not self.journal.owns(child)]
         if strangers:
             return f"{parent.relpath} holds a cgroup the agent did not make: {strangers[0]}"
@@ -329,15 +353,21 @@ class NodeIsolator:
         return self._apply_parent(plan.parent, plan.parent_caps)
 
     def after_children(
-        self, now_s: float, plan: IsolationPlan, containers: Sequence[ManagedContainer]
+        self,
+        now_s: float,
+        plan: IsolationPlan,
+        containers: Sequence[ManagedContainer],
+        latency_critical: Collection[str] = (),
     ) -> list[Event]:
-        """The hierarchy's files (or its originals back when it is not used), the
-        services' memory protection, and the memory eviction."""
+        """The hierarchy's files (or its originals back when it is not used), YARN's
+        hierarchy's weight (``latency_critical``: the listed latency-critical
+        containers), the services' memory protection, and the memory eviction."""
         events = [Event("error", "", problem) for problem in plan.problems]
         if plan.parent is not None:
             events += self._apply_parent(plan.parent, plan.parent_caps)
         else:
             events += self._release_parent()
+        events += self._weigh_yarn(plan, containers, latency_critical)
         events += self._protect_services(plan.pressure)
         events += self._evict(now_s, plan, containers)
         return events
@@ -356,6 +386,67 @@ class NodeIsolator:
         except CgroupError as error:
             return [Event("error", "", f"batch hierarchy: {error.one_line()}")]
         return []
+
+    def _weigh_yarn(
+        self,
+        plan: IsolationPlan,
+        containers: Sequence[ManagedContainer],
+        latency_critical: Collection[str],
+    ) -> list[Event]:
+        """YARN's hierarchy at batch's weight while batch runs in it and nothing
+        latency-critical does (LCE cgroups, priority on); else its original weight
+        back."""
+        yarn = self.settings.yarn_hierarchy.strip("/")
+        if not yarn:
+            return []
+        group = Cgroup(yarn)
+        why = self._yarn_not_batch_only(plan, group, containers, latency_critical)
+        if why:
+            self.yarn_weighed = False
+            if why not in self._said and containers:
+                self._said.add(why)
+                log.info("YARN's hierarchy keeps its weight: %s", why)
+            return self._put_back(group, "YARN hierarchy")
+        key = "cpu.shares" if "cpu.shares" in self.backend.read_keys else "cpu.weight"
+        lowest = V1_LOWEST_SHARES if key == "cpu.shares" else V2_LOWEST_WEIGHT
+        try:
+            current = self.backend.read(group, key)
+            original = self.journal.original(group, key) or current
+            wanted = lowered_weight(int(original), self.settings.priority.weight_fraction, lowest)
+            if int(current) != wanted:
+                self.journal.remember_original(group, key, current)
+                self.backend.write(group, key, str(wanted))
+        except CgroupVanished:
+            self.journal.forget_values(group)
+            return []
+        except (CgroupError, ValueError) as error:
+            detail = error.one_line() if isinstance(error, CgroupError) else str(error)
+            return [Event("error", "", f"YARN hierarchy: {detail}")]
+        self.yarn_weighed = True
+        return []
+
+    def _yarn_not_batch_only(
+        self,
+        plan: IsolationPlan,
+        group: Cgroup,
+        containers: Sequence[ManagedContainer],
+        latency_critical: Collection[str],
+    ) -> str:
+        """Why YARN's hierarchy is not weighed now ("" when it is). A child cgroup the
+        NodeManager does not list yet (a container starting) does not stop it: it is
+        judged once listed, an interval later."""
+        if plan.mode != PER_CONTAINER or not self.settings.priority.enabled:
+            return "priority is not on per container"
+        if not containers:
+            return "no batch container runs"
+        children, why = self._children(group)
+        if why:
+            return why
+        listed = set(latency_critical)
+        protected = sorted(c.name for c in children if c.name in listed)
+        if protected:
+            return f"latency-critical container {protected[0]} runs in {group.relpath}"
+        return ""
 
     def _release_parent(self) -> list[Event]:
         """The hierarchy's originals back when this interval does not use it."""
@@ -461,6 +552,7 @@ class NodeIsolator:
         weighted = 0
         if self.settings.priority.enabled:
             weighted = 1 if plan.parent is not None else len(plan.containers)
+            weighted += 1 if self.yarn_weighed else 0
         capped = len(self.frozen) if plan.pressure else 0
         if plan.refused and plan.refused not in self._said:
             self._said.add(plan.refused)

@@ -251,6 +251,7 @@ class AgentSettings:
     def isolation_settings(self) -> IsolationSettings:
         """``ValueError`` (one line) for a CPU list that does not parse."""
         p, s, m = self.priority, self.suppress, self.memory
+        lce = self.discovery.source == "cgroup"
         return IsolationSettings(
             priority=PrioritySettings(
                 enabled=p.enabled, weight_fraction=p.weight_fraction,
@@ -272,7 +273,8 @@ class AgentSettings:
                 cooldown_s=self.reclaim.kill_cooldown_s,
             ),
             agent_hierarchy=self.discovery.agent_hierarchy.strip("/"),
-            per_container_only=self.discovery.source == "cgroup",
+            per_container_only=lce,
+            yarn_hierarchy=self.discovery.yarn_hierarchy.strip("/") if lce else "",
             memory_policy=self.memory_policy(),
         )  # fmt: skip
 

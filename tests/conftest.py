@@ -146,21 +146,31 @@ def _cluster_baseline(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 MEASURING_VARIANTS = frozenset({"colocation_cluster"})  # CPUs pinned, latency measured
+# Variants with more tests than one worker should carry: their tests are dealt, in
+# collection order, into this many xdist groups, so that many workers each start a copy.
+SHARDS = {"capacity_cluster": 2}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark cluster tests ``yarn``; run plain tests first, then each variant together.
 
     Under pytest-xdist (``tests/run``) each variant's tests stay on one worker (the
     ``xdist_group`` of its name), so a worker runs one cluster at a time; the tests of a
     measuring variant are marked ``alone`` and run after the others, one at a time.
+    ``tryfirst``: xdist's worker reads the ``xdist_group`` marks in its own hook of this
+    name (it appends ``@group`` to the node id), and that hook would otherwise run
+    before this one and find none, leaving every cluster test free to go to any worker.
     """
+    shard_of = {item.nodeid: index % SHARDS[name] for name in SHARDS for index, item
+                in enumerate(i for i in items if cluster_fixture_of(i) == name)}  # fmt: skip
     for item in items:
         name = cluster_fixture_of(item)
         if name is None:
             continue
         item.add_marker(pytest.mark.yarn)
-        item.add_marker(pytest.mark.xdist_group(name))
+        group = f"{name}-{shard_of[item.nodeid]}" if name in SHARDS else name
+        item.add_marker(pytest.mark.xdist_group(group))
         if name in MEASURING_VARIANTS:
             item.add_marker(pytest.mark.alone)
 

@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (  # from the ground up
     ("yarn_adapt.testbed",),
     ("yarn_adapt.bench",),
     ("yarn_adapt.cli",),
+    ("yarn_adapt.__main__",),
 )
 LAYER = {package: level for level, packages in enumerate(LAYERS) for package in packages}
 

@@ -24,8 +24,9 @@ def favours_dynamic_moves(mounts_text: str) -> bool:
     """True when a cgroup mount in the text of ``/proc/mounts`` has ``favordynmods``."""
     for line in mounts_text.splitlines():
         fields = line.split()
-        options = fields[3].split(",") if len(fields) >= 4 else []
-        if fields[2:3] and fields[2] in CGROUP_FILESYSTEMS and "favordynmods" in options:
+        if len(fields) < 4 or fields[2] not in CGROUP_FILESYSTEMS:
+            continue
+        if "favordynmods" in fields[3].split(","):
             return True
     return False
 

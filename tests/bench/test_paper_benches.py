@@ -45,7 +45,8 @@ def figures(
 def test_comparator_accuracy_on_an_unseen_trace(
     unseen_swim: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    found = figures("comparator-accuracy", unseen_swim, capsys)
+    # the protocol on fewer samples and truth seeds: the same code, a third of the time
+    found = figures("comparator-accuracy", unseen_swim, capsys, "samples=2", "truth_seeds=1")
     for key in ("best_share", "best_share_capacity", "best_share_fair"):
         value = found[key]
         assert isinstance(value, float | int) and 0 <= value <= 100, (key, value)

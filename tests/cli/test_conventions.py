@@ -21,6 +21,7 @@ from yarn_adapt.cli.common import quiet_option
 from yarn_adapt.cli.conventions import violations, walk
 from yarn_adapt.progress import Progress
 from yarn_adapt.set_keys import SetSpec
+from yarn_adapt.testbed import options as tb_options
 from yarn_adapt.testbed import run as testbed_run
 from yarn_adapt.yarn.http import _parse_base_url
 
@@ -193,7 +194,7 @@ def test_every_bench_refuses_an_unknown_or_badly_typed_set_before_it_runs(
     monkeypatch.setattr(testbed_run, "run_on_new_cluster", must_not_run)
     testbed = ["testbed", "--quiet", "--set"]
     problems.append(_refused([*testbed, "no_such_key=1"], capsys, "unknown --set no_such_key"))
-    for name in _typed_keys(testbed_run.SET_KEYS):
+    for name in _typed_keys(tb_options.SET_KEYS):
         value = f"{name}={BAD_VALUE}"
         problems.append(_refused([*testbed, value], capsys, f"--set {value}: expected"))
     assert [p for p in problems if p is not None] == []

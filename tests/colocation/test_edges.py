@@ -170,12 +170,15 @@ def test_the_round_follows_the_nodes_before_it_decides(tmp_path: Path) -> None:
 def test_observed_usage_is_what_runs_outside_containers_plus_headroom() -> None:
     recorded = parse_nodes(json.loads((FIXTURES / "capacity-nodes.json").read_text()), "n")[0]
     assert recorded.utilization is not None  # parsed from the recorded RM answer
-    use = NodeUtilization(node_cpu=1.5, node_memory_mb=3000, containers_cpu=0.5,
+    # The NodeManager's node CPU is in cores, its containers' in vcores (measured on
+    # the testbed's NodeManagers, 1 CPU advertised as 4 vcores: a burning container
+    # reports 3.9 beside a node at 1.0): 2 vcores of containers are half a core.
+    use = NodeUtilization(node_cpu=1.5, node_memory_mb=3000, containers_cpu=2.0,
                           containers_memory_mb=1000)  # fmt: skip
     provider = ObservedUsageDemand(headroom=0.5, vcores_per_core=4.0)
     (demand,) = provider.demands([rm_node("a:1", utilization=use)], None, NOW_S)
-    assert (demand.vcores, demand.memory_mb) == (6.0, 3000.0)  # (1.5-0.5) x 4 x 1.5
-    calmer = NodeUtilization(node_cpu=0.5, node_memory_mb=1500, containers_cpu=0.5,
+    assert (demand.vcores, demand.memory_mb) == (6.0, 3000.0)  # (1.5-2/4) x 4 x 1.5
+    calmer = NodeUtilization(node_cpu=0.5, node_memory_mb=1500, containers_cpu=2.0,
                              containers_memory_mb=1000)  # fmt: skip
     (kept,) = provider.demands([rm_node("a:1", utilization=calmer)], None, NOW_S)
     assert kept.vcores == 6.0  # the peak of recent rounds

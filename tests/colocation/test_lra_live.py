@@ -20,19 +20,18 @@ from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
 from yarn_adapt.demand.lra import LraDemandLearner, LraSettings, LraSpec
 from yarn_adapt.demand.model import DemandSource
 from yarn_adapt.minicluster import MiniCluster
+from yarn_adapt.testbed import options as tb_options
 from yarn_adapt.testbed import run as testbed
 from yarn_adapt.testbed.cluster import NODE_VCORES
-from yarn_adapt.testbed.usage import ProcessUsageDemand
 
-OPTIONS = testbed.TestbedOptions(rate_rps=30.0, warmup_s=2.0, makespan=False)
+OPTIONS = tb_options.TestbedOptions(rate_rps=30.0, warmup_s=2.0, makespan=False)
 
 
 def test_the_learned_demand_covers_the_cpu_the_services_used(
     colocation_cluster: MiniCluster, tmp_path: Path
 ) -> None:
     with testbed.Testbed(colocation_cluster, OPTIONS, colocation_cluster.root / "lra-live") as bed:
-        assert bed.guard is not None and isinstance(bed.guard.observer.demand, ProcessUsageDemand)
-        service_pids = bed.guard.observer.demand.pids  # node id -> the services' pids
+        service_pids = bed.service_pids  # node id -> the services' pids
         learner = LraDemandLearner(
             [LraSpec("shop", ("frontend", "inventory", "pricing"), target_ms=2000.0)],
             LraSettings(min_requests=10),

@@ -143,7 +143,10 @@ def test_learned_demand_is_each_applications_own_learner(tmp_path: Path) -> None
         ({"nu": -0.5}, "[colocation] nu: -0.5 must be a number >= 0"),
         ({"applications": ["shop"]}, "[colocation] applications"),
         ({"mode": "enforce"}, "expected one of off, recommend, auto"),
-        ({"policy": "rank"}, "[colocation] policy: expected one of slack, toposch-paper"),
+        (
+            {"policy": "rank"},
+            "[colocation] policy: expected one of slack, slack-only, toposch-paper",
+        ),
         ({"period_s": 0.0}, "[colocation] period_s: 0.0 must be positive"),
         ({"failure_budget": 0}, "[colocation] failure_budget: 0 must be 1 or more"),
         ({"low_slack_ratio": 0.3}, "[colocation] high_slack_ratio: 0.25 must be above"),

@@ -136,6 +136,34 @@ def test_slack_decides_whether_and_self_time_where(case: Case) -> None:
         assert decision.target.fits_in(decision.capacity)
 
 
+SLACK_ONLY = GuardSettings(policy=GuardPolicy.SLACK_ONLY)
+FULL_STEP = R(8192 - 2048, 8 - 2)  # max_step_down_fraction, 25 %
+
+
+@pytest.mark.parametrize(
+    ("p95_ms", "expected"),
+    [
+        # low slack: the frontend's node gives way too, though 0.2 ms of the path is there
+        (19.0, {A: (FULL_STEP, Action.LOWER), B: (FULL_STEP, Action.LOWER),
+                C: (FULL, Action.HOLD)}),
+        (10.0, {A: (FULL, Action.HOLD), B: (FULL, Action.HOLD), C: (FULL, Action.HOLD)}),
+    ],
+)  # fmt: skip
+def test_slack_only_throttles_every_node_on_the_path_by_the_full_step(
+    p95_ms: float, expected: dict[str, tuple[Resources, Action]]
+) -> None:
+    case = Case("slack-only", p95_ms, {}, {})
+    reading = qos(p95_ms, TARGET_MS, [A, B])
+    plan = decide(inputs(_views(case), risk({}, paths=PATHS), qos=[reading]), {}, SLACK_ONLY)
+    assert plan.policy is GuardPolicy.SLACK_ONLY
+    for node_id, (target, action) in expected.items():
+        decision = plan.decision(node_id)
+        assert decision is not None
+        assert (decision.target, decision.action) == (target, action), decision.reason
+    if p95_ms == 19.0:
+        assert "slack-only: the full step" in plan.decision(A).reason  # type: ignore[union-attr]
+
+
 def test_states_follow_the_watermarks() -> None:
     settings = GuardSettings(low_slack_ratio=0.1, high_slack_ratio=0.25)
     expected = {-0.01: SlackState.EMERGENCY, 0.0: SlackState.THROTTLE, 0.09: SlackState.THROTTLE,
@@ -257,6 +285,8 @@ def test_from_spans_the_slack_policy_throttles_the_callee_the_paper_the_caller(
         assert lowered == [B]  # pricing's node: 4 ms (and the slow tail) of the path
         frontend = plan.decision(A)
         assert frontend is not None and frontend.risk == pytest.approx(0.01)
+    elif policy is GuardPolicy.SLACK_ONLY:
+        assert lowered == [A, B]  # no "where": every node the path crosses
     else:
         assert lowered == [A]  # min-max of inclusive sojourn: the caller ranks first
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.colocation.conftest import unavailable
-from yarn_adapt.testbed import run as testbed
+from yarn_adapt.testbed import results as tb_results
 from yarn_adapt.testbed.services import RequestStats
 from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, cpu_shares
 
@@ -58,13 +58,13 @@ def test_each_request_records_its_cpu_and_wall_time() -> None:
 
 
 def test_service_figures_take_the_requests_that_began_in_the_window() -> None:
-    window = testbed.Window("on", 10.0, 12.0)
+    window = tb_results.Window("on", 10.0, 12.0)
     records = [(9.9, 1.0, 50.0)] + [(10.0 + i / 10, 2.0 + i % 2, 5.0 + i) for i in range(20)]
-    figures = testbed.service_figures("pricing", 0, records, window)
+    figures = tb_results.service_figures("pricing", 0, records, window)
     assert figures.requests == 20 and figures.rate_rps == pytest.approx(10.0)
     assert figures.cpu_ms_median == pytest.approx(2.5)
     assert figures.self_p95_ms == pytest.approx(5.0 + 0.95 * 19)
-    empty = testbed.service_figures("pricing", 0, records, testbed.Window("x", 50.0, 60.0))
+    empty = tb_results.service_figures("pricing", 0, records, tb_results.Window("x", 50.0, 60.0))
     assert empty.requests == 0
 
 

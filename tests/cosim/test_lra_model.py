@@ -5,6 +5,7 @@ run, and bad input."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -14,19 +15,21 @@ from preemption.reclaim import ReclaimSettings
 from yarn_adapt.bench import BenchOptions, get
 from yarn_adapt.bench.colocation import read_loads
 from yarn_adapt.colocation.model import GuardPolicy, GuardSettings
-from yarn_adapt.cosim.colocation import NodeModel, SimJob, SimTask
+from yarn_adapt.cosim.colocation import SimJob, SimTask
+from yarn_adapt.cosim.interference import CoreInterference, load_core_interference
 from yarn_adapt.cosim.lra_model import (
     AppSpec,
     Cluster,
     ClusterModel,
     Policy,
     ServiceSpec,
-    calibrated_node,
     piggymetrics,
 )
 from yarn_adapt.cosim.toposch import ToposchSettings
 from yarn_adapt.errors import SettingsError, TraceError
 from yarn_adapt.model.apps import TaskType
+
+MILD = CoreInterference(cpu=0.3)  # a mild per-core interference for the small clusters
 
 RECLAIM = ReclaimSettings(
     per_task=Amount(1000, 0), mini_step=Amount(500, 0), floor=Amount(100, 0),
@@ -67,7 +70,7 @@ def _jobs(count: int) -> list[SimJob]:
 
 
 def _run(policy: Policy, jobs: list[SimJob], *, lc: bool = True) -> tuple[float, Cluster]:
-    model = ClusterModel(nodes=3, node=NodeModel(interference=0.3), risk_interval_s=20.0)
+    model = ClusterModel(nodes=3, interference=MILD, risk_interval_s=20.0)
     loads = [100.0, 160.0, 120.0, 100.0] * 3
     cluster = Cluster(
         model, APP, jobs, loads, policy, reclaim=RECLAIM, qos_models={}, seed=1, lc_silent=not lc
@@ -130,36 +133,30 @@ def test_bench_json_has_every_policy_and_the_best_row() -> None:
         extra={"load_points": "6", "profile_samples": "30", "nodes": "4", "utilization": "0.3"},
     )
     figures = get("colocation").run(options).figures
-    assert set(figures["policies"]) == {"yarn", "kube-auto", "toposch-n", "toposch-p", "yarn-adapt"}
+    names = {"yarn", "kube-auto", "toposch-n", "toposch-p", "yarn-adapt", "yarn-adapt+retry"}
+    assert set(figures["policies"]) == names
     for row in figures["policies"].values():
         assert row["lra_p95_vs_alone"] > 0.0
         assert row["lra_p95_vs_alone_worst"] >= row["lra_p95_vs_alone_median"]
         assert row["batch_jct_increase_worst"] >= row["batch_jct_increase_median"]
         assert row["qos_violation_s"] >= 0.0
+        assert 0.0 < row["batch_cpu_share"] < 1.0
     assert figures["best"] == figures["policies"]["yarn-adapt"]
+    assert figures["best"]["beyond_visible"] == 0 and figures["best"]["guard_rounds"] > 0
+    assert figures["policies"]["yarn-adapt"]["placements"].keys() <= {"visible"}
+    # the frontier: per policy, [batch share, P95 vs alone] points by share
+    assert set(figures["frontier"]) == names
+    for points in figures["frontier"].values():
+        assert points and all(len(p) == 2 and 0.0 < p[0] < 1.0 and p[1] > 0.0 for p in points)
+        assert [p[0] for p in points] == sorted(p[0] for p in points)
+    assert figures["model"]["frontier_loads"] == [0.5, 1.0]
+    assert figures["model"]["service"]["period_s"] == 5.0
     assert set(figures["gap"]) == {"lra_p95_vs_alone", "batch_jct_increase", "met"}
-    # the model's interference is the committed calibration's unless set
-    assert figures["model"]["calibration"] == "lra-model.json"
-    assert figures["model"]["interference"] == calibrated_node().interference
+    # the services' interference is the committed per-core fit's
+    assert figures["model"]["calibration"] == "core-model.json"
+    assert figures["model"]["interference"] == asdict(load_core_interference())
     # Algorithm 1's lowest-risk node goes through Tarcil's sampling unless set
     assert figures["model"]["placement"] == "tarcil"
-
-
-def test_calibration_recovers_service_time_and_interference() -> None:
-    from dataclasses import replace
-
-    from yarn_adapt.cosim.colocation import lc_p95_ms
-    from yarn_adapt.cosim.lra_calibration import fit
-
-    truth = replace(NodeModel(), lc_service_ms=8.0, interference=0.4, max_latency_factor=1e9)
-    load = 20 * 8.0 / 1000.0
-    alone = lc_p95_ms(load, 1.0, 0.0, truth)
-    contended = lc_p95_ms(load, 0.5, 0.5, truth)
-    result = fit(
-        alone, contended, rate_rps=20, cores_alone=1.0, cores_contended=0.5, batch_share=0.5
-    )
-    assert result.service_ms == pytest.approx(8.0, rel=1e-3)
-    assert result.interference == pytest.approx(0.4, rel=1e-3)
 
 
 def test_broken_batch_trace_is_a_one_line_error(tmp_path: Path) -> None:

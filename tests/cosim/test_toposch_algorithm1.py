@@ -1,16 +1,22 @@
 """Algorithm 1 (TopoSch §4.2.2) on the paper's cases: visibility, retry, locality,
-lowest-risk node, zero-violation, and bad risk."""
+lowest-risk node, zero-violation, and bad risk; the pass's shortcut against offering
+every container."""
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
 from yarn_adapt.cosim.toposch import (
+    ALGORITHM1,
+    YARN,
     Algorithm1Placement,
     NodeState,
+    Placer,
+    SchedulePass,
     ToposchSettings,
     WaitingContainer,
     schedule,
@@ -144,3 +150,54 @@ def test_algorithm1_in_the_engine_keeps_batch_off_the_risky_node() -> None:
     assert all(j.finish_s is not None for j in result.jobs)
     nodes = {a.node_id for a in result.allocations}
     assert risky not in nodes and len(nodes) == 2
+
+
+def one_by_one(
+    queue: list[WaitingContainer], nodes: list[NodeState], settings: ToposchSettings, placer: Placer
+) -> SchedulePass:
+    """The pass without its shortcut: every container is offered to the nodes."""
+    free = {n.node_id: n for n in nodes}
+    placements, held = [], []
+    for container in sorted(queue, key=lambda c: c.waiting_since_s):
+        placed = placer.place(container, [free[n.node_id] for n in nodes], settings)
+        if placed is None:
+            held.append(replace(container, retry=container.retry + 1))
+            continue
+        placements.append(placed)
+        taken, node = container.request, free[placed.node_id]
+        visible = None if node.visible is None else (node.visible - taken).clamped()
+        free[placed.node_id] = replace(node, available=node.available - taken, visible=visible)
+    return SchedulePass(tuple(placements), tuple(held))
+
+
+@pytest.mark.parametrize("placer", [ALGORITHM1, YARN], ids=["algorithm1", "yarn"])
+def test_the_pass_holds_what_no_node_has_room_for_as_offering_each_container_would(
+    placer: Placer,
+) -> None:
+    """A request no node had room for is not offered again in the pass (nor a larger
+    one): the result is the one-by-one pass's, on full and half-full clusters, mixed
+    sizes, retries past the limit, locality and visible totals below the real room."""
+    rng = random.Random(11)
+    sizes = [Resources(1024, 1), Resources(2048, 1), Resources(1024, 2), Resources(3072, 3)]
+    for _ in range(300):
+        nodes = []
+        for index in range(rng.randint(1, 5)):
+            vcores = rng.randint(0, 4)
+            real = Resources(1024 * vcores + rng.choice((0, 512)), vcores)
+            shown = rng.choice([None, Resources(1024 * rng.randint(0, 4), rng.randint(0, 4))])
+            nodes.append(NodeState(f"n{index}", real, rng.random(), rng.random() < 0.2, shown))
+        queue = [
+            WaitingContainer(
+                f"c{index}",
+                rng.choice(sizes),
+                rng.uniform(0, 10),
+                rng.randint(0, 3),
+                tuple(n.node_id for n in nodes if rng.random() < 0.3),
+            )
+            for index in range(rng.randint(0, 25))
+        ]
+        settings = ToposchSettings(nu=rng.choice((0.0, 0.5, 1.0)), max_retry_time=2,
+                                   zero_violation=rng.random() < 0.5)  # fmt: skip
+        assert schedule(queue, nodes, settings, placer) == one_by_one(
+            queue, nodes, settings, placer
+        )

@@ -11,6 +11,7 @@ import pytest
 from lxml import etree
 
 from yarn_adapt.minicluster import MiniClusterSpec
+from yarn_adapt.minicluster.cluster import port_clash
 from yarn_adapt.minicluster.confgen import site_xml, yarn_site
 from yarn_adapt.minicluster.ha import java_failure
 from yarn_adapt.minicluster.jars import HadoopJars, hadoop_version, java_major
@@ -196,3 +197,17 @@ def test_a_failed_java_command_is_told_by_its_exceptions_not_its_stack_tail() ->
         "Caused by: java.io.IOException: Mkdirs failed to create /tmp/node-attribute"
     )
     assert java_failure("no such command\n") == "no such command"
+
+
+def test_a_port_taken_before_its_daemon_bound_it_is_a_clash_to_retry() -> None:
+    # CI s42c: the NodeManager's web app took the ResourceManager's resource-tracker port
+    # as an ephemeral one before the ResourceManager bound it, then read its own HTTP
+    # answer as an RPC length
+    tail = (
+        "ERROR NodeStatusUpdaterImpl: Unexpected error starting NodeStatusUpdater\n"
+        "org.apache.hadoop.ipc.RpcException: RPC response has a length of 1213486160 "
+        "exceeds maximum data length\n"
+    )
+    assert port_clash(tail)
+    assert port_clash("java.net.BindException: Address already in use")
+    assert not port_clash("java.lang.OutOfMemoryError: Java heap space")

@@ -36,13 +36,13 @@ from preemption.cgroups.procfile import cgroup_membership
 from preemption.metrics import AgentMetrics
 from preemption.model import ContainerRef
 from preemption.node import Event
-from preemption.nodemanager import NODEMANAGER_CLASS, java_main_class
-from preemption.procfs import ProcFs
+from preemption.nodemanager import NODEMANAGER_CLASS
 from preemption.settings import agent_settings_from_mapping
 from preemption.statefile import StateJournal
 from preemption.yarnedge import YarnEdge
 from yarn_adapt.minicluster import MiniCluster
 from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
+from yarn_adapt.testbed.cluster import nodemanager_jvm
 
 from .conftest import CONTROLLERS, Replay, remove_tree
 from .factories import ISOLATION_OFF, RECORDED_NM
@@ -70,13 +70,9 @@ child.wait()
 def nodemanager_pid(nm_dir: Path) -> int:
     """This cluster's NodeManager JVM (other mini clusters may run on the host). The
     test finds it by its directory property; the agent is only given its pid file."""
-    marker = f"-D{NM_DIR_PROPERTY}={nm_dir}"
-    procfs = ProcFs()
-    for pid in procfs.pids():
-        argv = procfs.cmdline(pid)
-        if marker in argv and java_main_class(argv) == NODEMANAGER_CLASS:
-            return pid
-    raise AssertionError(f"no NodeManager JVM with {marker}")
+    pid = nodemanager_jvm(nm_dir)
+    assert pid is not None, f"no NodeManager JVM with -D{NM_DIR_PROPERTY}={nm_dir}"
+    return pid
 
 
 def nodemanager_url(cluster: MiniCluster) -> str:

@@ -84,6 +84,7 @@ def started(child: subprocess.Popen[str]) -> subprocess.Popen[str]:
     return child
 
 
+@pytest.mark.alone  # the burner's measured share, and the agent's first step from it
 def test_a_cpu_burner_is_throttled_in_steps_and_its_share_follows_each_limit(
     v1: V1Backend, hierarchy: str, processes: Callable[..., subprocess.Popen[str]], tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -423,3 +424,43 @@ def test_a_group_in_the_agents_hierarchy_gets_batchs_caps_on_the_hierarchy(
     assert restore(journal, backend).complete
     assert (parent / BATCH / "cpu.max").read_text() == "max 100000"
     assert (parent / BATCH / "cpu.weight").read_text() == "100"
+
+
+def test_yarns_hierarchy_gets_batchs_weight_only_while_no_latency_critical_container_runs_there(
+    node: Node, tmp_path: Path, rm: str
+) -> None:
+    """A container's weight ranks it among YARN's containers only; the services outside
+    YARN meet ``hadoop-yarn`` at its own weight, so the hierarchy gets batch's weight
+    too -- but never while a latency-critical container runs in it."""
+    yarn = node.root / "hadoop-yarn"
+    (yarn / "cpu.weight").write_text("100")
+    (yarn / "cgroup.procs").write_text("")
+    agent = agent_on(node, tmp_path, rm)
+    agent.tick()
+    assert (yarn / "cpu.weight").read_text() == "100"  # the LC container runs there
+    assert node.read(BATCH, "cpu.weight") == "1"
+    # The latency-critical container ends: the hierarchy gets batch's weight,
+    # journalled first.
+    listed = agent.parts.nodemanager
+    assert isinstance(listed, ListedBy)
+    listed.container_ids.remove(LC)
+    shutil.rmtree(node.groups[LC])
+    tick(agent, node, node_mc=500, batch_mc=300)
+    assert (yarn / "cpu.weight").read_text() == "1"
+    journal = json.loads((tmp_path / "state.json").read_text())
+    recorded = {(e["group"], e["key"]): e["value"] for e in journal["originals"]}
+    assert recorded[("hadoop-yarn", "cpu.weight")] == "100"
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["isolation"]["weighted_groups"] == 2  # the container and the hierarchy
+    # A latency-critical container starts again: its original weight back at once.
+    node.groups[LC] = node._group(f"hadoop-yarn/{LC}")
+    listed.container_ids.append(LC)
+    tick(agent, node, node_mc=500, batch_mc=300)
+    assert (yarn / "cpu.weight").read_text() == "100"
+    listed.container_ids.remove(LC)
+    shutil.rmtree(node.groups[LC])
+    tick(agent, node, node_mc=500, batch_mc=300)
+    assert (yarn / "cpu.weight").read_text() == "1"
+    agent.shutdown()  # and back on shutdown
+    assert (yarn / "cpu.weight").read_text() == "100"
+    assert not (tmp_path / "state.json").exists()

@@ -8,12 +8,16 @@ replica of the testbed's traced ``pricing`` service (spans to a Redis; ``WORK``,
 there too). One distributed-shell application puts a CPU burner into every container
 both nodes fit, in queue ``default``; nobody calls updateNodeResource.
 
-Each replica's target is ``TARGET_FACTOR`` x its P95 alone: the lowest of three
+Each replica's target is ``TARGET_FACTOR`` x its P95 alone: the median of three
 windows with the burners idle, before, between and after the two measured windows.
-The host's own load only ever slows a window down, so the quietest is the best
-measure of the service alone (CI r31: two of node 0's three alone windows had a P95
-near 740 ms against node 1's 83 ms, with nothing of the test burning; their median
-made node 0's target 1.8 s, above what batch did to it).
+A P95 over one 6 s window (about six slowest requests) moves with the host's load:
+the same replica alone measured 39, 63 and 76 ms in one CI run, so a target from the
+quietest window was missed by a replica the agent protected (131 ms beside 1,089 ms
+without it, CI of stop 40). That batch hurts the service is asserted within each
+measured window, where both replicas share the host's load: the one without an agent
+is ``HARM_FACTOR`` x slower than the one with it (CI r31: two of node 0's three alone
+windows near 740 ms made its target 1.8 s, above what batch did to it; against the
+other replica in the same window the harm stood out).
 Twice, one node
 runs the real agent (``python -m preemption run`` as operators run it, with its
 shipped isolation defaults: the NodeManager verified by its pid, its containers read
@@ -65,7 +69,7 @@ from yarn_adapt.minicluster import MiniCluster, cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
-from yarn_adapt.testbed.run import nodemanager_id, nodemanager_pid
+from yarn_adapt.testbed.cluster import nodemanager_id, nodemanager_pid
 
 from .conftest import remove_tree
 
@@ -76,6 +80,7 @@ WORK = 120_000  # the service's CPU per request (about 10 ms): long enough to qu
 WINDOW_S = 8.0  # a measured window (batch burning)
 ALONE_S = 6.0  # a window with the burners idle
 TARGET_FACTOR = 2.5  # a replica's target: x its P95 alone (a loaded, shared host)
+HARM_FACTOR = 2.0  # in one window: the replica without an agent x the one with it
 WEIGHT = 8192  # the testbed's cpu cgroup against the rest of the host
 BURNER = """
 import sys, time
@@ -367,7 +372,7 @@ def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_n
         app.kill()
         for side in sides:
             remove_tree(v1, side.hierarchy)
-    targets = [TARGET_FACTOR * min(node) for node in zip(*alones, strict=True)]
+    targets = [TARGET_FACTOR * statistics.median(node) for node in zip(*alones, strict=True)]
     logs = "\n".join((s.directory / "agent.log").read_text()[-1500:] for s in sides)
     report = (
         f"alone {[[round(p, 1) for p in window] for window in alones]} ms; "
@@ -376,7 +381,7 @@ def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_n
     )
     print(report)
     for n, window in enumerate(windows):
-        on, off = n, 1 - n
+        on = n
         # Stopped with SIGTERM, the agent put back all it changed on its hierarchy.
         assert window.exit_code == 0, logs
         assert window.after == ("-1", "1024", False), logs
@@ -391,9 +396,9 @@ def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_n
         assert used <= 1.3 * allowed + 50 and used < 700, (used, allowed)
         assert all(s["isolation"]["weighted_groups"] == 1 for s in window.samples)
         # Beside the agent the service is within its target; on the other node, in
-        # the same window, it misses its own.
+        # the same window, batch makes it at least twice as slow.
         assert window.on <= targets[on], report
-        assert window.off > targets[off], report
+        assert window.off > HARM_FACTOR * window.on, report
     # No node total was lowered: the agents alone protected the services.
     assert node_totals(cluster) == totals
     # The effect exceeds the spread between windows of the same kind.

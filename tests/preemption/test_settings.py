@@ -224,21 +224,22 @@ def test_the_token_file_must_be_the_agents_alone(
     assert "per-node-token" not in line
 
 
-def test_the_testbeds_agents_leave_isolation_off(tmp_path: Path) -> None:
-    # The testbed compares the guard with its agents against no guard at all: its
-    # agents, asked nothing in an "off" phase, must then leave batch as YARN set it.
+def test_the_testbeds_agents_run_their_isolation_as_shipped(tmp_path: Path) -> None:
+    # The testbed measures the product: its agents isolate as shipped; its "off" and
+    # "static" phases run no agent at all (testbed/run.py).
     from yarn_adapt.testbed.agents import AgentPlan, NodeAgent
+    from yarn_adapt.testbed.product import AGENT_EXAMPLE, settings_file
 
-    plan = AgentPlan(
-        interval_s=0.5, strategy="NTF", per_task_millicores=150, step_millicores=50,
-        floor_millicores=50, settle_s=1.0, node_cpu_millicores=1000, millicores_per_vcore=250,
-        batch_queue="default", hierarchy="testbed-weight",
-    )  # fmt: skip
+    plan = AgentPlan(example=AGENT_EXAMPLE, hierarchy="testbed-weight")
     agent = NodeAgent(
         index=0, node_id="host:1", nodemanager_pid=4242, nodemanager_url="http://127.0.0.1:8042",
-        rm_url="http://127.0.0.1:8088", endpoint_url="http://127.0.0.1:9", token="t", plan=plan,
+        rm_url="http://127.0.0.1:8088", service_url="http://127.0.0.1:9", token="t", plan=plan,
         work_dir=tmp_path, cluster_root=tmp_path, package_parent=str(tmp_path),
     )  # fmt: skip
-    (tmp_path / "agent.toml").write_text(agent.settings_toml())
-    isolation = load_agent_settings(tmp_path / "agent.toml").isolation_settings()
-    assert not isolation.active
+    settings_file(plan.example, agent.overrides(), tmp_path / "agent.toml")
+    settings = load_agent_settings(tmp_path / "agent.toml")
+    isolation = settings.isolation_settings()
+    shipped = load_agent_settings(ROOT / "conf" / "yarn-adapt-agent.toml").isolation_settings()
+    assert isolation.active
+    assert (isolation.priority, isolation.suppress) == (shipped.priority, shipped.suppress)
+    assert isolation.memory.enabled == shipped.memory.enabled

@@ -12,26 +12,58 @@ so they keep ``utilization`` of the cluster's batch slots busy. Policies:
 * ``toposch-n`` -- Algorithm 1 (``nu``, ``max_retry_time``) on tracing's risk;
 * ``toposch-p`` -- toposch-n plus the QoS model's prediction driving the agent's
   gradual preemption (``strategy``, NLTF by default);
-* ``yarn-adapt`` -- toposch-p with the co-location guard's visibility
-  (:func:`yarn_adapt.colocation.decide.decide`, default guard settings) and each
-  service's learned demand.
+* ``yarn-adapt`` -- the yarn-adapt service as deployed
+  (:mod:`yarn_adapt.cosim.service_guard`): its own guard round
+  (:meth:`~yarn_adapt.colocation.guard.ColocationGuard.run_round`, which calls
+  :func:`~yarn_adapt.colocation.decide.decide`) built from the service's settings
+  -- their defaults (:func:`service_defaults`), so its cadence (``[colocation]
+  period_s``), risk window (``[tracing] window_s``), SLO window, policy and demand
+  are the service's -- with the application's name, services and target; YARN
+  places batch over the totals the guard sets (no Algorithm 1 retry: YARN never
+  places beyond what the RM shows), and each node's agent polls the guard's
+  reclaim request as ``yarn-adapt agent`` does in service mode (the agent's
+  default settings);
+* ``yarn-adapt+retry`` -- the same guard and agents with Algorithm 1's retry on top
+  of its totals (``nu``, ``max_retry_time``): a container held back
+  ``max_retry_time`` passes goes to a local or the lowest-risk node whatever the
+  node shows. **Not deployable**: YARN has no such retry (the guard can only lower
+  what nodes advertise, through ``updateNodeResource``); it is here to show what the
+  retry would buy.
 
 Run-alone references: the application with no batch, and the batch with no
 application (YARN placement). Figures per policy in ``policies``:
 ``lra_p95_vs_alone`` (mean end-to-end P95 / run-alone), with ``_median`` and
 ``_worst`` over the risk windows; ``batch_jct_increase`` (mean per-job JCT ratio
 to run-alone, minus 1) with ``_median`` and ``_worst`` over jobs;
-``qos_violation_s`` (simulated seconds with the end-to-end P95 above the target).
+``qos_violation_s`` (simulated seconds with the end-to-end P95 above the target);
+``batch_cpu_share`` (batch's mean share of the cluster's CPU over the horizon);
+``beyond_visible`` (placements on a node beyond the total its guard left: 0 for
+``yarn-adapt`` by construction, checked at every placement); ``guard_rounds``.
 ``best`` is the yarn-adapt row, ``gap`` its distance to the issue's target
-(<= 1.10x at <= +20% JCT). Settings (``--set``): any ``NodeModel`` field, ``nodes``,
+(<= 1.10x at <= +20% JCT).
+
+``frontier`` is, per policy, the best services' P95 (vs alone) it reaches at each
+batch share: ``[[batch_cpu_share, lra_p95_vs_alone], ...]`` by share, the points
+no other point of the policy beats on both. The sweep is of the *batch load*
+(``frontier_loads``: fractions of ``utilization``, ``0.5,0.75,1`` by default,
+``0.5,1`` with ``--quick``), the same for every policy, not of each policy's own
+knob: ``yarn`` has none, the service's aggressiveness is several settings (the
+slack watermarks, ``nu``, the floor) whose defaults are what is measured, and a
+knob swept for one row but not the others would flatter it. So a policy's frontier
+says what it makes of the same offered batch work at each load, with its settings
+as they ship. Settings (``--set``): any ``NodeModel`` field, ``nodes``,
 ``nu``, ``max_retry_time``, ``risk_interval_s``, ``kube_threshold``,
 ``target_factor``, ``agent_interval_s``, ``strategy``, ``load_trace``,
 ``load_points`` (default 720, two simulated hours; ``--quick`` 180),
-``profile_samples``, ``placement`` (how Algorithm 1's lowest-risk node is chosen in
-the TopoSch rows: ``tarcil`` by default, sampling as
+``profile_samples``, ``frontier_loads``, ``placement`` (how Algorithm 1's lowest-risk
+node is chosen in the TopoSch rows and ``yarn-adapt+retry``: ``tarcil`` by default, sampling as
 :func:`yarn_adapt.placement.guard_choice.lowest_risk_chooser` does; ``greedy``
-scans every node). ``interference`` defaults to the live testbed's calibration
-(:data:`yarn_adapt.cosim.lra_model.CALIBRATION`; ``model.calibration`` names it).
+scans every node). The services' interference is the per-core model
+(:mod:`yarn_adapt.cosim.interference`) with the coefficients fitted to testbed sweeps
+(:data:`yarn_adapt.cosim.interference.CORE_CALIBRATION`; ``model.calibration`` names it,
+``model.interference`` gives them); ``interference_cpu``, ``interference_presence``,
+``interference_memory`` and ``memory_hog_share`` (batch's memory-bound share, 0.5)
+override them for one run.
 """
 
 from __future__ import annotations
@@ -39,7 +71,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import fields, replace
+from collections.abc import Sequence
+from dataclasses import asdict, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,25 +81,29 @@ from preemption.model import Amount
 from preemption.qos import QosModel
 from preemption.reclaim import ReclaimSettings
 from preemption.strategies import Strategy
+from tracing.risk import RiskSettings
 from yarn_adapt.bench import BenchOptions, BenchResult, benchmark
-from yarn_adapt.colocation.model import GuardPolicy, GuardSettings
+from yarn_adapt.colocation.model import GuardMode
 from yarn_adapt.cosim.colocation import NodeModel, batch_jobs, profile_samples
+from yarn_adapt.cosim.interference import CORE_CALIBRATION, load_core_interference
 from yarn_adapt.cosim.lra_model import (
-    CALIBRATION,
     Cluster,
     ClusterModel,
     ClusterRun,
     Policy,
-    calibrated_node,
+    app_target_ms,
     piggymetrics,
     service_model,
     summary,
 )
+from yarn_adapt.cosim.service_guard import APPLICATION, ServiceGuardSpec
 from yarn_adapt.cosim.toposch import LowestRiskChooser, ToposchSettings
 from yarn_adapt.errors import InputError, SettingsError, TraceError
 from yarn_adapt.placement.baselines import POLICY_NAMES
 from yarn_adapt.placement.guard_choice import lowest_risk_chooser
 from yarn_adapt.progress import report
+from yarn_adapt.service.guard.build import assemble_guard
+from yarn_adapt.service.settings import Settings
 from yarn_adapt.set_keys import (
     Key,
     SetSpec,
@@ -74,6 +112,7 @@ from yarn_adapt.set_keys import (
     field_keys,
     free_text,
     numeric,
+    split_list,
     whole,
     word,
 )
@@ -84,6 +123,13 @@ TARGET_RATIO = 1.10
 TARGET_JCT = 0.20
 QUICK_POINTS = 180
 FULL_POINTS = 720
+
+
+def _fractions(text: str) -> tuple[float, ...]:
+    found = tuple(sorted({float(part) for part in split_list(text)}))
+    if not found or not all(math.isfinite(f) and 0 < f <= 2 for f in found):
+        raise ValueError(text)
+    return found
 
 
 def _strategy(name: str) -> Strategy:
@@ -99,6 +145,11 @@ class Knobs:
     kube_threshold = numeric("kube_threshold", None)
     target_factor = numeric("target_factor", None)
     agent_interval_s = numeric("agent_interval_s", None)
+    memory_hog_share = numeric("memory_hog_share", None)
+    # the per-core coefficients (docs/calibration/core-model.json's unless set)
+    interference_cpu = numeric("interference_cpu", None)
+    interference_presence = numeric("interference_presence", None)
+    interference_memory = numeric("interference_memory", None)
     nu = numeric("nu", 1.0)
     max_retry_time = whole("max_retry_time", 1)
     strategy = custom("strategy", _strategy, f"one of {', '.join(Strategy.__members__)}",
@@ -107,13 +158,24 @@ class Knobs:
     load_points = whole("load_points", FULL_POINTS, quick=QUICK_POINTS)
     profile_samples = whole("profile_samples", 1000, quick=300)
     placement = word("placement", POLICY_NAMES, "tarcil")
+    frontier_loads = custom("frontier_loads", _fractions, "a comma list of numbers in (0, 2]",
+                            (0.5, 0.75, 1.0), quick=(0.5, 1.0))  # fmt: skip
 
 
 CLUSTER_KEYS: tuple[Key[Any], ...] = (
     Knobs.nodes, Knobs.risk_interval_s, Knobs.kube_threshold, Knobs.target_factor,
-    Knobs.agent_interval_s,
+    Knobs.agent_interval_s, Knobs.memory_hog_share,
 )  # fmt: skip
-NODE_KEYS = field_keys(NodeModel(), given_only=True)  # every number of the node model
+INTERFERENCE_KEYS: tuple[Key[Any], ...] = (
+    Knobs.interference_cpu,
+    Knobs.interference_presence,
+    Knobs.interference_memory,
+)
+# every number of the node model but the node-wide interference, which the per-core
+# model replaces here (docs/calibration/core-model.json)
+NODE_KEYS = tuple(
+    key for key in field_keys(NodeModel(), given_only=True) if key.name != "interference"
+)
 SET_KEYS = SetSpec.of("colocation", Knobs).with_keys(*NODE_KEYS)
 
 
@@ -149,6 +211,9 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
     slots = replace(model.node, batch_slots=model.node.batch_slots * model.nodes)
     jobs = batch_jobs(workload, slots, window_s=horizon, seed=options.seed)
     app = piggymetrics()
+    settings = service_settings(service_defaults(), app.entry, [s.name for s in app.services],
+                                app_target_ms(model, app))  # fmt: skip
+    service = service_guard_spec(settings)
     qos_models = {
         s.name: QosModel("gbrt", seed=options.seed).fit(
             profile_samples(service_model(model, s), loads, count=profiles, seed=options.seed)
@@ -178,8 +243,10 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         return cluster.run(horizon)
 
     yarn = Policy("yarn", ToposchSettings(nu=0.0, max_retry_time=0))
-    chosen = list(policies(toposch, strategy))
-    total = len(chosen) + 2
+    chosen = list(policies(toposch, strategy, service))
+    frontier_loads: tuple[float, ...] = values[Knobs.frontier_loads]
+    loads_swept = [f for f in frontier_loads if f != 1.0]
+    total = len(chosen) * (1 + len(loads_swept)) + 2
     lc_alone = run(yarn, batch=False)
     report("bench colocation run", 1, total, "application alone")
     batch_alone = run(yarn, lc=False)
@@ -188,10 +255,21 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
     for policy in chosen:
         results.append(run(policy))
         report("bench colocation run", len(results) + 2, total, policy.name)
+    swept: list[ClusterRun] = []
+    for fraction in loads_swept:
+        lighter = replace(slots, utilization=slots.utilization * fraction)
+        fewer = batch_jobs(workload, lighter, window_s=horizon, seed=options.seed)
+        for policy in chosen:
+            cluster = Cluster(model, app, fewer, loads, policy, reclaim=reclaim,
+                              qos_models=qos_models, seed=options.seed)  # fmt: skip
+            swept.append(cluster.run(horizon))
+            report("bench colocation run", len(results) + len(swept) + 2, total,
+                   f"{policy.name} at {fraction:g} of the batch load")  # fmt: skip
     rows = {r.policy: _figures(r, lc_alone, batch_alone, model) for r in results}
     best = rows["yarn-adapt"]
     figures: dict[str, Any] = {
         "policies": rows,
+        "frontier": frontier(results + swept, lc_alone),
         "best": best,
         "gap": {
             "lra_p95_vs_alone": round(best["lra_p95_vs_alone"] - TARGET_RATIO, 4),
@@ -210,7 +288,11 @@ def colocation_bench(options: BenchOptions) -> BenchResult:
         "model": {f.name: getattr(model.node, f.name) for f in fields(model.node)}
         | {"nodes": model.nodes, "nu": toposch.nu, "max_retry_time": toposch.max_retry_time}
         | {"placement": placement}
-        | {"calibration": CALIBRATION.name},
+        | {"calibration": CORE_CALIBRATION.name}
+        | {"interference": asdict(model.interference)}
+        | {"memory_hog_share": model.memory_hog_share}
+        | {"frontier_loads": list(frontier_loads)}
+        | {"service": service_view(settings)},
     }
     return BenchResult(figures=figures, rows=[{"policy": k, **_flat(v)} for k, v in rows.items()])
 
@@ -224,24 +306,91 @@ def _chooser(placement: str) -> LowestRiskChooser:
         raise SettingsError(f"colocation: --set placement={placement}: {exc}") from exc
 
 
-def policies(toposch: ToposchSettings, strategy: Strategy) -> list[Policy]:
+def service_defaults() -> Settings:
+    """The service's settings as they ship (every ``[colocation]``, ``[tracing]``
+    default): what the ``yarn-adapt`` rows run, besides the application's name."""
+    return Settings()
+
+
+def service_settings(
+    base: Settings, entry: str, services: Sequence[str], target_ms: float
+) -> Settings:
+    """``base`` (the service's defaults, or an operator's file) with the guard on in
+    ``auto`` and the application named: ``qos_targets`` (its entry service's
+    target) and ``applications`` (its services). Everything else is ``base``'s."""
+    colocation = replace(
+        base.colocation,
+        enabled=True,
+        mode=GuardMode.AUTO,
+        qos_targets=(f"{entry}={target_ms:g}",),
+        applications=(f"{APPLICATION}={','.join(services)}",),
+    )
+    return base.with_overrides(colocation=colocation)
+
+
+def service_guard_spec(settings: Settings) -> ServiceGuardSpec:
+    """The service as the simulation takes it: its own guard assembly over
+    ``settings``, and the settings the simulated traces and cadence read."""
+    return ServiceGuardSpec(
+        assemble=partial(assemble_guard, settings),
+        period_s=settings.colocation.period_s,
+        window_s=settings.tracing.window_s,
+        slo_window_s=settings.colocation.slo_window_s,
+        qos_percentile=settings.colocation.qos_percentile,
+        risk=RiskSettings(
+            alpha=settings.tracing.alpha, min_share=settings.tracing.critical_min_share
+        ),
+    )
+
+
+def policies(
+    toposch: ToposchSettings, strategy: Strategy, service: ServiceGuardSpec
+) -> list[Policy]:
+    """The compared policies; ``service``: the yarn-adapt service, as the simulation
+    takes it."""
     yarn_placement = ToposchSettings(nu=0.0, max_retry_time=0)
     return [
         Policy("yarn", yarn_placement),
         Policy("kube-auto", yarn_placement, agent="utilisation"),
         Policy("toposch-n", toposch),
         Policy("toposch-p", toposch, agent="qos", strategy=strategy),
-        Policy(
-            "yarn-adapt",
-            toposch,
-            agent="qos",
-            strategy=strategy,
-            # the simulator feeds no critical-path times per node yet: the slack policy
-            # would never act there, so this row keeps the published rule
-            guard=GuardSettings(policy=GuardPolicy.TOPOSCH_PAPER),
-            learned_demand=True,
-        ),
+        Policy("yarn-adapt", yarn_placement, agent="service", service=service, placement="yarn"),
+        # not deployable: YARN cannot place beyond what the RM shows
+        Policy("yarn-adapt+retry", toposch, agent="service", service=service),
     ]
+
+
+def service_view(settings: Settings) -> dict[str, Any]:
+    """What the ``yarn-adapt`` rows took from the service's settings."""
+    section = settings.colocation
+    return {
+        "policy": str(section.policy),
+        "period_s": section.period_s,
+        "window_s": settings.tracing.window_s,
+        "slo_window_s": section.slo_window_s,
+        "demand": section.demand,
+        "qos_targets": list(section.qos_targets),
+    }
+
+
+def frontier(runs: list[ClusterRun], lc_alone: ClusterRun) -> dict[str, list[list[float]]]:
+    """Per policy, ``[batch_cpu_share, lra_p95_vs_alone]`` points no other point of
+    the policy beats on both (more batch at no worse P95), by batch share."""
+    alone = statistics.fmean(lc_alone.e2e_p95_ms)
+    points: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        ratio = statistics.fmean(run.e2e_p95_ms) / alone
+        points.setdefault(run.policy, []).append((run.batch_cpu_share, ratio))
+    return {policy: _envelope(found) for policy, found in points.items()}
+
+
+def _envelope(points: list[tuple[float, float]]) -> list[list[float]]:
+    kept = [
+        (share, ratio)
+        for share, ratio in points
+        if not any(s >= share and r < ratio for s, r in points if (s, r) != (share, ratio))
+    ]
+    return [[round(share, 4), round(ratio, 4)] for share, ratio in sorted(set(kept))]
 
 
 def _figures(
@@ -264,6 +413,9 @@ def _figures(
         "batch_jct_increase_median": jct["median"],
         "batch_jct_increase_worst": jct["worst"],
         "qos_violation_s": round(run.violation_s, 1),
+        "batch_cpu_share": round(run.batch_cpu_share, 4),
+        "beyond_visible": run.beyond_visible,
+        "guard_rounds": run.guard_rounds,
         "jobs_unfinished": unfinished,
         "tasks_killed": run.kills,
         "tasks_squeezed": run.squeezed,
@@ -309,11 +461,17 @@ def read_loads(path: Path) -> list[float]:
 
 
 def _cluster_model(values: SetValues) -> ClusterModel:
-    node = calibrated_node()
+    node = NodeModel()
     changes = {key.name: values[key] for key in NODE_KEYS if values.given(key)}
     cluster: dict[str, Any] = {"node": replace(node, **changes)}
     cluster.update({key.name: values[key] for key in CLUSTER_KEYS if values.given(key)})
+    coefficients = {
+        key.name.removeprefix("interference_"): values[key]
+        for key in INTERFERENCE_KEYS
+        if values.given(key)
+    }
     try:
+        cluster["interference"] = replace(load_core_interference(), **coefficients)
         return ClusterModel(**cluster)
     except ValueError as exc:
         raise SettingsError(f"colocation: {exc}") from exc

@@ -1,23 +1,28 @@
-"""``yarn-adapt bench testbed``: the live co-location testbed, full form (~5 min).
+"""``yarn-adapt bench testbed``: the live co-location testbed (quick form ~9 min).
 
 A latency-critical application (three instrumented services, two frontends) beside
-CPU-burning distributed-shell batch work on a real two-node YARN on this host, each
-NodeManager and its containers pinned to one CPU; the co-location guard (the class
-the service runs) switched off and on in counterbalanced phases; then a fixed batch
-job with the guard off and on. See :mod:`yarn_adapt.testbed.run`.
+distributed-shell batch work (CPU burners and memory-bandwidth hogs) on a real
+two-node YARN on this host, each NodeManager and its containers pinned to one CPU,
+under a load of steps and bursts; the policies -- ``off``, ``static``, ``slack-only``,
+``toposch-paper``, ``yarn-adapt`` and ``yarn-adapt-no-agents`` -- in counterbalanced
+phases, each repeated; then a fixed batch job under each. See
+:mod:`yarn_adapt.testbed.run`.
 
-Figures: ``p95_alone_ms``, ``p95_off_ms``, ``p95_on_ms`` (means over the repeats,
-with ``*_spread_ms`` = max - min, ``*_median_ms``, ``*_worst_ms`` and the runs),
-``p95_on_vs_alone`` (target <= 1.2), ``batch_makespan_off_s``, ``batch_makespan_on_s``
-(the fixed job; ``batch_jobs`` says it finished), ``preempted_containers`` (0: the
-guard never kills), ``policy`` (the guard's; ``--set policy=toposch-paper`` runs
-TopoSch's min-max risk as published, to set beside the default slack policy).
-``--quick`` is the short form; ``--set KEY=VALUE`` sets any
-:class:`~yarn_adapt.testbed.run.TestbedOptions` field; ``--seed`` the load's.
+Figures: ``policies`` (per policy: the P95 and P99 vs alone, median and worst; the
+SLO-violation seconds; the batch work, CPU seconds per wall second; the makespan),
+``batch_work_vs_static`` (target >= 1.3), ``p95_on_vs_alone`` (yarn-adapt's median run
+over the alone mean, target <= 1.2), ``targets``; beside them ``p95_alone_ms``,
+``p95_off_ms``, ``p95_on_ms`` (means over the repeats, with ``*_spread_ms`` = max -
+min, ``*_median_ms``, ``*_worst_ms`` and the runs), the makespans,
+``preempted_containers`` (0: the guard never kills), ``demand`` (the guard's, and
+``learned_demand``: how often its learner decided), ``policy`` (the guard's in
+``yarn-adapt``). ``--quick`` is the short form; ``--set KEY=VALUE`` sets any
+:class:`~yarn_adapt.testbed.options.TestbedOptions` field; ``--seed`` the load's.
 The host is shared: absolute latencies move with its load; compare within a run.
 The table adds each window's batch CPU share per node; ``--set windows=true`` adds
-every window's CPU and per-service figures (``windows``, the calibration's input:
-``python -m yarn_adapt.cosim.lra_calibration fit``) to the JSON.
+every window's CPU and per-service figures (``windows``) to the JSON. The simulator's
+interference model is fitted to sweeps of the testbed's service and burners instead
+(:mod:`yarn_adapt.testbed.sweep`, :mod:`yarn_adapt.cosim.core_calibration`).
 """
 
 from __future__ import annotations
@@ -32,16 +37,18 @@ WINDOWS = flag("windows", False)
 def set_keys() -> SetSpec:
     """The testbed's keys and ``windows`` (imported when asked: the testbed is slow
     to import)."""
-    from yarn_adapt.testbed.run import SET_KEYS
+    from yarn_adapt.testbed.options import SET_KEYS
 
     return SET_KEYS.with_keys(WINDOWS)
 
 
 @benchmark(
-    "testbed", "live testbed: app P95 alone / guard off / guard on, batch makespans", set_keys
+    "testbed", "live testbed: the policies side by side (P95, SLO seconds, batch work)", set_keys
 )
 def run(options: BenchOptions) -> BenchResult:
-    from yarn_adapt.testbed.run import options_from, run_on_new_cluster, window_json
+    from yarn_adapt.testbed.options import options_from
+    from yarn_adapt.testbed.results import window_json
+    from yarn_adapt.testbed.run import run_on_new_cluster
 
     windows = set_keys().read(options.extra, quick=options.quick)[WINDOWS]
     if options.trace is not None:

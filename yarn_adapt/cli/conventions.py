@@ -142,7 +142,7 @@ def _check_option(path: str, option: click.Option) -> list[str]:
 
 JSON_UNITS = (
     "_s", "_epoch_s", "_ms", "_us", "_percent", "_ratio", "_coverage", "_mb", "_bytes",
-    "_per_s", "_factor", "_vcores", "_millicores",
+    "_per_s", "_factor", "_vcores", "_cores", "_millicores",
 )  # fmt: skip
 """How a key names the unit of its number (a request's latency may be ``_ms`` or
 ``_us``; everything about jobs, rounds and configurations is in seconds)."""

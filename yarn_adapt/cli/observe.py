@@ -62,7 +62,7 @@ UNIT_NAMES = {
     "absolute_used_capacity": "used_of_cluster_percent",
     "maximum_am_resource_percent": "maximum_am_resource_ratio",  # YARN's is a fraction
     "progress": "progress_percent",
-    "node_cpu": "node_cpu_vcores",
+    "node_cpu": "node_cpu_cores",
     "containers_cpu": "containers_cpu_vcores",
 }
 """The model's names (as YARN's REST API says them) renamed to carry their unit."""

@@ -31,7 +31,9 @@ def testbed_command(
     off, on alone, and on with the node agents; print its P95 latency in each, the
     batch makespans, and the agents' reclaim and restore.
     Needs root (cgroup v1 cpuset and cpu), Java and the Hadoop jars."""
-    from yarn_adapt.testbed.run import options_from, result_json, run_on_new_cluster
+    from yarn_adapt.testbed.options import options_from
+    from yarn_adapt.testbed.results import result_json
+    from yarn_adapt.testbed.run import run_on_new_cluster
 
     options = options_from(quick, seed, parse_set_pairs(settings))
     result = run_on_new_cluster(options, keep=keep)

@@ -1,10 +1,12 @@
 """The visibility decision (pure): how much of each node batch work may see.
 
-Two policies (``GuardSettings.policy``); both end in the same safety steps.
+Three policies (``GuardSettings.policy``); all end in the same safety steps.
 
 **slack** (the default, :mod:`~yarn_adapt.colocation.slack`): SLO slack decides
 whether batch gives way, each node's self time on the applications' critical paths
-where and how much; see that module.
+where and how much; see that module. **slack-only** (a baseline, Heracles-style) is
+its "whether" alone: every node the application's critical path crosses gives way by
+the full step.
 
 **toposch-paper** (TopoSch as published), per node, in this order (each step adds to
 the decision's reason):
@@ -94,7 +96,7 @@ def decide_node(
     when not given)."""
     if not node.running:
         return _unchanged(node, Action.SKIP, f"node is {node.state}: no action")
-    if settings.policy is GuardPolicy.SLACK:
+    if settings.policy in (GuardPolicy.SLACK, GuardPolicy.SLACK_ONLY):
         judged = slack.app_slacks(inputs.qos, settings) if apps is None else apps
         return decide_slack_node(node, inputs, memory, settings, judged)
     return decide_paper_node(node, inputs, memory, settings)

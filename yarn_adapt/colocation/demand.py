@@ -88,7 +88,7 @@ class ObservedUsageDemand:
         use = node.utilization
         if use is None:
             return None
-        cpu = max(0.0, use.node_cpu - use.containers_cpu) * self.vcores_per_core
+        cpu = use.outside_containers_cores(self.vcores_per_core) * self.vcores_per_core
         memory = float(max(0, use.node_memory_mb - use.containers_memory_mb))
         recent = self._seen.setdefault(node.id, deque(maxlen=self._window))
         recent.append((cpu, memory))

@@ -156,21 +156,26 @@ class ProcessCpuUsage:
 
 
 class NodeUtilizationUsage:
-    """Non-container CPU per node (the NodeManager's measure), to the applications
-    traced on the node (equal parts when several are)."""
+    """Non-container CPU per node (the NodeManager's measure, in cores, on nodes that
+    advertise ``vcores_per_core`` vcores per core), to the applications traced on the
+    node (equal parts when several are)."""
 
     def __init__(
         self,
         applications: Mapping[str, Sequence[str]],
         node_hosts: Mapping[str, str] | None = None,
+        vcores_per_core: float = 1.0,
     ) -> None:
         self.applications = {app: frozenset(services) for app, services in applications.items()}
         self.node_hosts = dict(node_hosts or {})
+        self.vcores_per_core = vcores_per_core
 
     def read(
         self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
     ) -> dict[str, dict[str, float]] | None:
-        return self._outside(nodes, risk, lambda use: use.node_cpu - use.containers_cpu)
+        return self._outside(
+            nodes, risk, lambda use: use.outside_containers_cores(self.vcores_per_core)
+        )
 
     def read_memory(
         self, nodes: Sequence[Node], risk: RiskSnapshot | None, now_s: float
@@ -333,16 +338,16 @@ class LearnedLraDemand:
             if not view.running or view.node_id not in by_id:
                 continue
             node = by_id[view.node_id]
-            batch_cores = (
+            batch_vcores = (  # the NodeManager measures its containers in vcores
                 node.utilization.containers_cpu
                 if node.utilization is not None
-                else view.used.vcores / self.vcores_per_core
+                else float(view.used.vcores)
             )
             acc.capacity[view.node_id] = acc.capacity.get(view.node_id, 0.0) + (
                 view.capacity.vcores * elapsed
             )
             acc.batch[view.node_id] = acc.batch.get(view.node_id, 0.0) + (
-                max(0.0, batch_cores) * self.vcores_per_core * elapsed
+                max(0.0, batch_vcores) * elapsed
             )
         for app, by_node in usage.items():
             mine = acc.used.setdefault(app, {})

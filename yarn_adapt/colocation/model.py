@@ -58,6 +58,9 @@ class GuardPolicy(StrEnum):
     """How the guard decides whether and where batch gives way."""
 
     SLACK = "slack"  # SLO slack decides whether, critical-path self time where and how much
+    # Heracles-style: SLO slack decides whether; every node the application's critical
+    # path crosses gives way by the full step (no "where", no "how much")
+    SLACK_ONLY = "slack-only"
     TOPOSCH_PAPER = "toposch-paper"  # TopoSch's min-max normalised risk x nu, every round
 
 

@@ -40,6 +40,11 @@ What a state asks of the node (:func:`wanted_for`), before the safety steps of
   disables batch on one), so the node agent is asked to squeeze what batch uses above
   the lowered total, down to the floor within a few cycles.
 
+The **slack-only** policy (``GuardPolicy.SLACK_ONLY``, a baseline after Heracles: a
+slack controller without topology) keeps the "whether" and drops the "where" and "how
+much": an application in trouble throttles every node its critical path crosses, by
+the full step (``max_step_down_fraction``), whatever its share of the path.
+
 Every decision says, in words, each application's slack and state, the node's share
 of its path, and what that asked. A node never goes below the floor; one carrying no
 latency-critical path is never throttled, and while every slack is above the high
@@ -54,6 +59,7 @@ from collections.abc import Sequence
 from yarn_adapt.colocation.model import (
     AppSlack,
     GuardInputs,
+    GuardPolicy,
     GuardSettings,
     NodeDemand,
     NodeMemory,
@@ -137,7 +143,12 @@ def node_state(
 
 def _gives_way(path: NodePath, settings: GuardSettings) -> bool:
     trouble = path.state in (SlackState.THROTTLE, SlackState.EMERGENCY)
-    return trouble and path.share >= settings.min_path_fraction
+    return trouble and path.share >= _min_path_fraction(settings)
+
+
+def _min_path_fraction(settings: GuardSettings) -> float:
+    """slack-only has no "where": any share of the path is enough."""
+    return 0.0 if settings.policy is GuardPolicy.SLACK_ONLY else settings.min_path_fraction
 
 
 def _path_words(path: NodePath, settings: GuardSettings) -> str:
@@ -146,8 +157,9 @@ def _path_words(path: NodePath, settings: GuardSettings) -> str:
         f"{path.self_ms:.1f} ms of its {path.target_ms:g} ms target on its critical path "
         f"here ({path.share:.0%})"
     )
-    if path.share < settings.min_path_fraction and path.state is not SlackState.GROW:
-        words += f", under {settings.min_path_fraction:.0%}: not where its latency goes"
+    floor = _min_path_fraction(settings)
+    if path.share < floor and path.state is not SlackState.GROW:
+        words += f", under {floor:.0%}: not where its latency goes"
     return words
 
 
@@ -190,12 +202,16 @@ def _stepped_down(
     if settling is not None:
         return node.total, [f"settling: lowered {duration(settling)} ago, no further step yet"]
     share = max(p.share for p in acting)
-    fraction = min(settings.max_step_down_fraction, settings.nu * share)
+    if settings.policy is GuardPolicy.SLACK_ONLY:
+        fraction = settings.max_step_down_fraction
+        why = f"step down {fraction:.0%} of the node (slack-only: the full step)"
+    else:
+        fraction = min(settings.max_step_down_fraction, settings.nu * share)
+        why = f"step down {fraction:.0%} of the node (nu {settings.nu:g} x path share {share:.0%})"
     capacity = node.capacity
     step = Resources(
         math.ceil(capacity.memory_mb * fraction), math.ceil(capacity.vcores * fraction)
     )
-    why = f"step down {fraction:.0%} of the node (nu {settings.nu:g} x path share {share:.0%})"
     return (node.total - step).clamped(), [why]
 
 

@@ -67,10 +67,11 @@ from preemption.qos import QosModel, QosSample, infer_preempted_resource
 from preemption.reclaim import ReclaimSettings
 from preemption.statefile import StateJournal
 from preemption.strategies import Strategy
+from yarn_adapt.cosim.interference import LN20, SATURATED_RHO, waiting_ratio
 from yarn_adapt.model.apps import TaskType
 from yarn_adapt.model.workload import Workload
 
-LN20 = math.log(20.0)
+SHARES_PER_VCORE = 1024
 CLUSTER_TS = 1700000000000
 
 
@@ -297,10 +298,9 @@ def lc_p95_ms(
     ceiling = service * model.max_latency_factor
     c = max(capacity_cores, 1e-6)
     rho = load_cores / c
-    if rho >= 0.99:
+    if rho >= SATURATED_RHO:
         return ceiling
-    c_servers = max(c, 1.0)
-    waiting = math.pow(rho, math.sqrt(2.0 * (c_servers + 1.0)) - 1.0) / (c_servers * (1.0 - rho))
+    waiting = waiting_ratio(rho, c)
     p95 = service * (1.0 + LN20 * waiting) * (1.0 + model.interference * batch_share)
     return min(p95, ceiling)
 
@@ -393,6 +393,7 @@ class ColocatedNode:
         self.interval_p95: list[float] = []
         self.lc_capacity = model.cores
         self.batch_usage = 0.0
+        self.batch_weighted_usage = 0.0  # batch cores x their cpu.shares / 1024
         self.kills = 0
         self.squeezed: set[str] = set()
         self.blacklisted = 0
@@ -542,6 +543,9 @@ class ColocatedNode:
             usage = {cid: u * factor for cid, u in usage.items()}
             total = sum(usage.values())
         self.batch_usage = total
+        self.batch_weighted_usage = sum(
+            u * self.cgroups.shares(cid) / SHARES_PER_VCORE for cid, u in usage.items()
+        )
         self.lc_capacity = self.model.cores - total
         for container_id, task in list(self.running.items()):
             used = usage[container_id]

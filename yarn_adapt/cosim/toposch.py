@@ -23,6 +23,12 @@ One scheduling pass over the waiting batch containers:
 ``nu = 0`` switches TopoSch off: every node shows all it has, and the pass is
 YARN's own (the first node with room, local nodes first).
 
+:func:`place_on_visible` is YARN's own pass over what the RM shows when something
+else lowered it (the co-location guard's ``updateNodeResource``): the first node
+whose visible free resources cover the container, else it waits. Lines 13-19 have
+no counterpart there: YARN never places beyond what the RM sees, however long a
+container waited (``schedule(..., placer=YARN)``).
+
 :class:`Algorithm1Placement` is the same pass as a
 :class:`~yarn_adapt.sim.hooks.PlacementPolicy` for the discrete-event engine.
 """
@@ -31,7 +37,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -84,6 +90,12 @@ class WaitingContainer:
     retry: int = 0
     local_nodes: tuple[str, ...] = ()
 
+    def with_retry(self, retry: int) -> WaitingContainer:
+        """The container held back ``retry`` times; built directly, not by
+        ``dataclasses.replace``: a pass over a long queue makes one per container."""
+        return WaitingContainer(self.id, self.request, self.waiting_since_s, retry,
+                                self.local_nodes)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class NodeState:
@@ -127,38 +139,84 @@ def visible_available(node: NodeState, settings: ToposchSettings) -> Resources:
     )
 
 
+class PlaceOne(Protocol):
+    """One container's placement on ``nodes`` (heartbeat order), or None (it waits)."""
+
+    def __call__(
+        self, container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
+    ) -> Placement | None: ...
+
+
 def schedule(
-    queue: Sequence[WaitingContainer], nodes: Sequence[NodeState], settings: ToposchSettings
+    queue: Sequence[WaitingContainer],
+    nodes: Sequence[NodeState],
+    settings: ToposchSettings,
+    placer: Placer | None = None,
 ) -> SchedulePass:
-    """One pass of Algorithm 1; ``nodes`` in heartbeat order."""
+    """One pass of Algorithm 1 (``placer``: :data:`ALGORITHM1`, or YARN's own
+    :data:`YARN`) over ``queue``, longest waiting first; ``nodes`` in heartbeat order."""
+    ordered = sorted(queue, key=lambda c: c.waiting_since_s)
+    return place_in_order(ordered, nodes, settings, placer or ALGORITHM1)
+
+
+def place_in_order(
+    ordered: Iterable[WaitingContainer],
+    nodes: Sequence[NodeState],
+    settings: ToposchSettings,
+    placer: Placer,
+    floor: Resources | None = None,
+) -> SchedulePass:
+    """The pass over containers already in order (longest waiting first).
+
+    A container whose request fits no node's room (the placer's) waits, and so does
+    every later one asking at least as much, without a look at the nodes: rooms only
+    shrink during a pass. With ``floor`` (no container asks less) the pass stops
+    there once no node has room for ``floor``: every container not taken from
+    ``ordered`` waits too, and is not in ``held`` (a caller passing ``floor`` counts
+    their retries itself). A pass over a long queue on a full cluster then costs
+    what it places, not what waits."""
     free = {n.node_id: n for n in nodes}
     placements: list[Placement] = []
     held: list[WaitingContainer] = []
-    for container in sorted(queue, key=lambda c: c.waiting_since_s):
-        placed = place_one(container, [free[n.node_id] for n in nodes], settings)
+    exhausted: list[Resources] = []  # requests no node had room for
+    for container in ordered:
+        request = container.request
+        if _covered(request, exhausted):
+            held.append(container.with_retry(container.retry + 1))  # Line 23
+            continue
+        in_order = [free[n.node_id] for n in nodes]
+        placed = placer.place(container, in_order, settings)
         if placed is None:
-            held.append(replace(container, retry=container.retry + 1))
+            held.append(container.with_retry(container.retry + 1))  # Line 23
+            if not any(request.fits_in(placer.room(node)) for node in in_order):
+                exhausted.append(request)
+                if floor is not None and request.fits_in(floor):
+                    break
             continue
         placements.append(placed)
         node = free[placed.node_id]
-        taken = container.request
         free[placed.node_id] = replace(
             node,
-            available=node.available - taken,
-            visible=None if node.visible is None else (node.visible - taken).clamped(),
+            available=node.available - request,
+            visible=None if node.visible is None else (node.visible - request).clamped(),
         )
     return SchedulePass(tuple(placements), tuple(held))
+
+
+def _covered(request: Resources, exhausted: Sequence[Resources]) -> bool:
+    """Whether ``request`` asks at least as much as one no node had room for."""
+    for small in exhausted:  # noqa: SIM110 (no generator per container in the hot pass)
+        if small.fits_in(request):
+            return True
+    return False
 
 
 def place_one(
     container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
 ) -> Placement | None:
     """Lines 2-22 for one container: its placement, or None (held back)."""
-    fitting = [n for n in nodes if container.request.fits_in(n.available)]
     local = set(container.local_nodes)
-    candidates = [n for n in fitting if n.node_id in local] + [
-        n for n in fitting if n.node_id not in local
-    ]
+    candidates = _candidates(container, nodes)
     for node in candidates:
         if container.request.fits_in(visible_available(node, settings)):
             return Placement(container.id, node.node_id, "visible")
@@ -168,6 +226,55 @@ def place_one(
             lowest = settings.lowest_risk(container, candidates)
             return Placement(container.id, lowest.node_id, "lowest risk after retries")
     return None
+
+
+def place_on_visible(
+    container: WaitingContainer, nodes: Sequence[NodeState], settings: ToposchSettings
+) -> Placement | None:
+    """YARN's own placement over what the RM shows: the first node (local ones
+    first, then heartbeat order) whose visible free resources cover the container
+    (``visible`` when the caller gives it, else the real free resources), or None:
+    the container waits, however often it waited before. ``settings`` is not read
+    (no ``nu``, no retry): it is there to share :func:`schedule`'s pass."""
+    for node in _candidates(container, nodes):
+        if container.request.fits_in(shown_room(node)):
+            return Placement(container.id, node.node_id, "visible")
+    return None
+
+
+def real_room(node: NodeState) -> Resources:
+    """Algorithm 1 places on real free resources (after its retries): its room."""
+    return node.available
+
+
+def shown_room(node: NodeState) -> Resources:
+    """YARN places only on what the RM shows (the visible part of the real room)."""
+    shown = node.available if node.visible is None else node.visible
+    return shown.component_min(node.available)
+
+
+@dataclass(frozen=True)
+class Placer:
+    """One container's placement, and the room on a node it can ever place in: a
+    container whose request fits no node's room is held whatever else holds."""
+
+    place: PlaceOne
+    room: Callable[[NodeState], Resources]
+
+
+def _candidates(container: WaitingContainer, nodes: Sequence[NodeState]) -> list[NodeState]:
+    """``N``: the nodes with enough real free resources, local ones first."""
+    fitting = [n for n in nodes if container.request.fits_in(n.available)]
+    local = set(container.local_nodes)
+    return [n for n in fitting if n.node_id in local] + [
+        n for n in fitting if n.node_id not in local
+    ]
+
+
+ALGORITHM1 = Placer(place_one, real_room)
+"""Algorithm 1 (Lines 2-22): visible first, anywhere with real room after its retries."""
+YARN = Placer(place_on_visible, shown_room)
+"""YARN's own placement over what the RM shows: never beyond it."""
 
 
 class Algorithm1Placement:

@@ -42,6 +42,10 @@ No pytest here: ``yarn-adapt bench`` reuses the same harness.
   ``exec`` through a ``sh`` wrapper), so NodeManagers on one host behave as separate
   machines; a ``cpu`` group with a weight of its own can hold the cluster's work too.
   ``stop()`` and the reaper remove the groups.
+- ``machines``: each pinned NodeManager runs in a mount namespace of its own that
+  shows it its machine in ``/proc/stat``, ``/proc/meminfo`` and ``/proc/cpuinfo`` (its
+  CPUs, its memory), so the node utilization it reports to the RM is its node's,
+  not the host's.
 """
 
 from yarn_adapt.minicluster.apps import SubmittedApp

@@ -31,6 +31,7 @@ from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.jars import HadoopJars, find_java_home, resolve_hadoop_jars
 from yarn_adapt.minicluster.javacmd import JavaCommands
 from yarn_adapt.minicluster.layout import HOST, ClusterLayout, Ports, free_ports
+from yarn_adapt.minicluster.machines import Machine, MachineViews, cpu_list
 from yarn_adapt.minicluster.processes import (
     ManagedProcess,
     kill_marked_processes,
@@ -52,10 +53,22 @@ KEEP_DIR_ENV = "YARN_ADAPT_KEEP_MINICLUSTER"
 KRB5_CONFIG_ENV = "KRB5_CONFIG"
 TERMINAL_APP_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
 ACTIVE_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
-PORT_CLASH_SIGNS = ("java.net.BindException", "Address already in use")
+PORT_CLASH_SIGNS = (
+    "java.net.BindException",
+    "Address already in use",
+    # an RPC client read "HTTP" (0x48545450) as a length: the RPC port it was given is
+    # a web server's, e.g. a NodeManager's web app that took the ResourceManager's
+    # picked port (as an ephemeral one) before the ResourceManager bound it
+    "RPC response has a length of 1213486160",
+)
 START_ATTEMPTS = 2
 CLIENT_TIMEOUT_S = 120.0
 QUEUE_SETTLE_S = 12.0  # the Fair Scheduler drops emptied queues every 10 s
+
+
+def port_clash(log_tail: str) -> bool:
+    """Whether a daemon's last log lines say it lost a port it was given."""
+    return any(sign in log_tail for sign in PORT_CLASH_SIGNS)
 
 
 class _PortClash(MiniClusterError):
@@ -89,6 +102,7 @@ class MiniCluster:
         # Log names stay unique across resets: a reused name would show an old app id.
         self._client_numbers = itertools.count()
         self._reaper: ManagedProcess | None = None
+        self._machines: MachineViews | None = None
         self._baseline_mtime_ns = 0
         self._baseline_store: dict[str, str] = {}
         self._baseline_queues: frozenset[str] = frozenset()
@@ -231,6 +245,9 @@ class MiniCluster:
             kill_marked_processes(self._layout.root)
         if self._reaper is not None:
             self._reaper.kill_group()
+        if self._machines is not None:
+            self._machines.stop()
+            self._machines = None
         if self._layout is not None:
             cpusets.remove(self._layout.root)
         # Forget the handles so no later kill can hit a process group id the kernel
@@ -372,12 +389,24 @@ class MiniCluster:
         self._daemons = {name: self._launch(name, command) for name, command in commands.items()}
 
     def _nodemanager_command(self, index: int) -> list[str]:
-        """NodeManager ``index`` on its own RPC port, in its cpuset when the spec pins one."""
+        """NodeManager ``index`` on its own RPC port; when the spec pins it, in its cpuset
+        and seeing its own machine in /proc (:mod:`~yarn_adapt.minicluster.machines`)."""
         command = self._java_commands().node_manager(index, self._nm_ports[index])
         if not self.spec.nm_cpusets:
             return command
         groups = cpusets.create(self.root, self.spec.nm_cpusets)
-        return cpusets.wrap(command, groups[index])
+        machine = self._machine_views(groups).machines[index]
+        return machine.wrap(cpusets.wrap(command, groups[index]))
+
+    def _machine_views(self, groups: Sequence[Path]) -> MachineViews:
+        if self._machines is None:
+            machines = [
+                Machine(self.root / "machines" / f"nm-{index}", tuple(cpu_list(cpus)),
+                        self.spec.nm_memory_mb, groups[index])
+                for index, cpus in enumerate(self.spec.nm_cpusets)
+            ]  # fmt: skip
+            self._machines = MachineViews(machines).start()
+        return self._machines
 
     def _launch(self, name: str, command: list[str]) -> ManagedProcess:
         env = marked_env(self.layout.root, self._java_env())
@@ -430,8 +459,7 @@ class MiniCluster:
             if process.alive():
                 continue
             tail = _tail(process.log_path, 400)
-            error = (_PortClash if any(sign in tail for sign in PORT_CLASH_SIGNS)
-                     else MiniClusterError)  # fmt: skip
+            error = _PortClash if port_clash(tail) else MiniClusterError
             raise error(
                 f"{process.name} exited with code {process.popen.returncode} during start; "
                 f"last error: {_last_error(tail)} (log: {process.log_path})"

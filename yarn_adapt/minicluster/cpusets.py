@@ -129,7 +129,7 @@ def control_plane(cluster_root: Path, shares: int, pids: Sequence[int]) -> Itera
     """``pids`` (and every process they start meanwhile) in a ``cpu`` group of weight
     ``shares``; afterwards each goes back to the ``cpu`` group it came from."""
     group = _cpu_group(control_group_for(cluster_root), shares)
-    origins = {pid: _cpu_group_of(pid) for pid in pids}
+    origins = {pid: cpu_group_of(pid) for pid in pids}
     try:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
@@ -142,7 +142,7 @@ def control_plane(cluster_root: Path, shares: int, pids: Sequence[int]) -> Itera
         _rmdir(group, time.monotonic() + 5.0)
 
 
-def _cpu_group_of(pid: int) -> Path | None:
+def cpu_group_of(pid: int) -> Path | None:
     """The ``cpu`` group ``pid`` is in now (None when it cannot be read)."""
     try:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()

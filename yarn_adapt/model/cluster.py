@@ -31,12 +31,22 @@ class HAState(StrEnum):
 @dataclass(frozen=True)
 class NodeUtilization:
     """What the NodeManager measured on its host (``resourceUtilization``): the whole
-    node and the YARN containers on it. CPU in cores used, memory in MiB."""
+    node and the YARN containers on it, memory in MiB. The two CPU figures are in
+    different units, as the NodeManager reports them: ``node_cpu`` in cores used
+    (``/proc/stat``), ``containers_cpu`` in the vcores the node advertises (its
+    ContainersMonitor scales the containers' share of the CPUs to its vcores: on a
+    node of 1 CPU advertising 4 vcores, a container burning the CPU reports 4.0).
+    :meth:`outside_containers_cores` puts them together."""
 
     node_cpu: float
     node_memory_mb: int
     containers_cpu: float
     containers_memory_mb: int
+
+    def outside_containers_cores(self, vcores_per_core: float) -> float:
+        """The CPU (cores) used on the node outside YARN's containers, for a node that
+        advertises ``vcores_per_core`` vcores per core."""
+        return max(0.0, self.node_cpu - self.containers_cpu / vcores_per_core)
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,15 @@
-"""The testbed's node agents: one ``python -m preemption run`` per "node", reading the
-guard's reclaim requests from the service's own endpoint.
+"""The testbed's node agents: one ``yarn-adapt agent run`` per "node", reading the
+guard's reclaim requests from the testbed's ``yarn-adapt serve``.
 
-* :class:`ReclaimEndpoint` serves ``GET /api/agent/nodes/<node>/reclaim`` with the
-  service's route and token check (:func:`yarn_adapt.service.web.guard_routes.guard_blueprint`)
-  over the testbed's :class:`~yarn_adapt.colocation.guard.ColocationGuard`, in a
-  minimal Flask app on 127.0.0.1, and issues each node's agent token in its own
-  service database. The request is the guard's: what batch uses on the node above
-  what it may see, and the QoS of the application most over its target.
 * :class:`NodeAgent` is the agent process of one NodeManager, as an operator runs it:
-  ``python -m preemption run --config agent-<i>.toml``, its node's agent token in
-  ``YARN_ADAPT_AGENT_TOKEN``, its own state file, its Prometheus endpoint. It is
-  given its NodeManager's pid and web address (it verifies the process and reads the
-  containers it lists), finds those containers below it in the process tree
-  (DefaultContainerExecutor), gives each batch container a cgroup of its own and
-  squeezes it by Algorithm 2.
+  ``yarn-adapt agent run --config agent.toml`` (the plan's settings file,
+  ``conf/testbed/yarn-adapt-agent.toml``, with what differs per node set), its node's
+  agent token (``yarn-adapt agent-token issue``) in ``YARN_ADAPT_AGENT_TOKEN``, its own
+  state file, its Prometheus endpoint. It is given its NodeManager's pid and web
+  address (it verifies the process and reads the containers it lists), finds those
+  containers below it in the process tree (DefaultContainerExecutor), gives each
+  batch container a cgroup of its own and squeezes it by Algorithm 2 when the
+  service's guard asks (what batch uses on the node above what it may now see).
 * :func:`stop_agents` sends SIGTERM and checks that every limit is back: the agent
   exited cleanly, its state file is gone, no container cgroup of the agents is left,
   and every process the agents had moved (per the state file read just before the
@@ -29,34 +25,26 @@ per node would weigh all its containers together as one process.)
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
 import pwd
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import requests
 
 from preemption.cgroups.procfile import parse_membership
-from yarn_adapt.colocation.guard import ColocationGuard
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import free_port
-from yarn_adapt.service.state.agent_tokens import AgentTokens
-from yarn_adapt.service.state.store import Store
-
-if TYPE_CHECKING:
-    from werkzeug.serving import BaseWSGIServer
-
-    from yarn_adapt.service.guard.step import AgentReport
-    from yarn_adapt.service.service import Service
+from yarn_adapt.testbed.product import load_example, settings_file, yarn_adapt_command
+from yarn_adapt.testbed.yarncgroups import hierarchy_of
 
 log = logging.getLogger(__name__)
 
@@ -64,85 +52,24 @@ CONTROLLERS = ("cpu", "cpuacct", "memory")
 TOKEN_ENV = "YARN_ADAPT_AGENT_TOKEN"  # preemption.settings.TOKEN_ENV
 
 
-# --------------------------------------------------------------------------- endpoint
-
-
-@dataclass
-class _GuardStepView:
-    """What the service's routes read of its ``GuardStep``: the guard, and where an
-    agent's report goes (kept, newest per node, as the service keeps them)."""
-
-    guard: ColocationGuard
-    reports: dict[str, AgentReport] = field(default_factory=dict)
-
-    def note_agent_report(self, node: str, report: AgentReport) -> None:
-        self.reports[node] = report
-
-
-@dataclass
-class _ServiceView:
-    """What the service's routes read of the service: the guard, the operator token
-    and the store of the agents' tokens."""
-
-    guard: _GuardStepView
-    token: str
-    store: Store
-
-
-class ReclaimEndpoint:
-    """The service's reclaim route over the testbed's guard, on a free local port."""
-
-    def __init__(self, guard: ColocationGuard, token: str, database: Path) -> None:
-        from flask import Flask
-        from werkzeug.serving import make_server
-
-        from yarn_adapt.service.web.guard_routes import guard_blueprint
-        from yarn_adapt.service.web.throttle import LoginThrottle
-
-        # Two agents poll it every agent interval: no access-log line per request.
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        app = Flask("yarn-adapt-testbed")
-        app.extensions["yarn_adapt_throttle"] = LoginThrottle()
-        self.store = Store(database)
-        self.step = _GuardStepView(guard)
-        service = _ServiceView(self.step, token, self.store)
-        app.register_blueprint(guard_blueprint(cast("Service", service)))
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server: BaseWSGIServer = make_server("127.0.0.1", self.port, app, threaded=True)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="testbed-endpoint", daemon=True
-        )
-        self._thread.start()
-
-    def agent_token(self, node_id: str) -> str:
-        """A new agent token for ``node_id`` (the node's previous one stops working)."""
-        return AgentTokens(self.store).issue(node_id, "testbed", rotate=True).token
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._thread.join(10)
-        self._server.server_close()
-        self.store.close()
-
-
 # --------------------------------------------------------------------------- agents
 
 
 @dataclass(frozen=True, kw_only=True)
 class AgentPlan:
-    """How the testbed runs its agents (the ``agent_*`` testbed options)."""
+    """How the testbed runs its agents: the settings file it starts from (everything
+    but what differs per node) and where their cgroups go."""
 
-    interval_s: float
-    strategy: str
-    per_task_millicores: int
-    step_millicores: int
-    floor_millicores: int
-    settle_s: float
-    node_cpu_millicores: int
-    millicores_per_vcore: int
-    batch_queue: str
+    example: Path  # conf/testbed/yarn-adapt-agent.toml, or an operator's own
     hierarchy: str  # the agents' cgroups, relative to each controller's mount
+    # YARN's container cgroups (relative to the cpu mount), as the LCE would make them
+    # (the testbed's YARN weights); None: containers found in the process tree
+    yarn_hierarchy: str | None = None  # the parent of each node's hadoop-yarn-<index>
+
+    @functools.cached_property
+    def settle_s(self) -> float:
+        """The agents' ``[reclaim] settle_s`` (how long a squeeze step settles)."""
+        return float(load_example(self.example).get("reclaim", {}).get("settle_s", 5.0))
 
 
 @dataclass(frozen=True)
@@ -219,7 +146,7 @@ class NodeAgent:
         nodemanager_pid: int,
         nodemanager_url: str,
         rm_url: str,
-        endpoint_url: str,
+        service_url: str,
         token: str,
         plan: AgentPlan,
         work_dir: Path,
@@ -236,7 +163,7 @@ class NodeAgent:
         self._nodemanager_pid = nodemanager_pid
         self._nodemanager_url = nodemanager_url
         self._rm_url = rm_url
-        self._endpoint_url = endpoint_url
+        self._service_url = service_url
         self._token = token
         self._cluster_root = cluster_root
         self._package_parent = package_parent
@@ -250,44 +177,31 @@ class NodeAgent:
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
-        self.config.write_text(self.settings_toml())
-        command = [sys.executable, "-m", "preemption", "run", "--config", str(self.config)]
+        settings_file(self.plan.example, self.overrides(), self.config)
+        command = yarn_adapt_command("agent", "run", "--config", str(self.config))
         env = marked_env(
             self._cluster_root, {"PYTHONPATH": self._package_parent, TOKEN_ENV: self._token}
         )
         self.process = launch(f"agent-{self.index}", command, self.directory / "agent.log",
                               env, cwd=self.directory)  # fmt: skip
 
-    def settings_toml(self) -> str:
-        p = self.plan
-        tables: dict[str, dict[str, Any]] = {
-            "agent": {
-                "node_id": self.node_id, "mode": "service", "state_file": str(self.state_file),
-                "interval_s": p.interval_s, "metrics_port": self.metrics_port,
-            },
-            "service": {"url": self._endpoint_url, "poll_interval_s": p.interval_s,
-                        "ttl_s": 10.0, "timeout_s": 2.0},
-            "yarn": {"rm": [self._rm_url], "kill": "never", "task_progress": False,
-                     "millicores_per_vcore": p.millicores_per_vcore,
-                     "nodemanager_url": self._nodemanager_url},
-            "discovery": {"source": "process-tree", "nodemanager_pid": self._nodemanager_pid,
+    def overrides(self) -> dict[str, dict[str, Any]]:
+        """What differs per node from the plan's settings file."""
+        return {
+            "agent": {"node_id": self.node_id, "state_file": str(self.state_file),
+                      "metrics_port": self.metrics_port},
+            "service": {"url": self._service_url},
+            "yarn": {"rm": [self._rm_url], "nodemanager_url": self._nodemanager_url},
+            "discovery": {"nodemanager_pid": self._nodemanager_pid,
                           "nodemanager_user": pwd.getpwuid(os.geteuid()).pw_name,
-                          "agent_hierarchy": p.hierarchy,
-                          "node_cpu_millicores": p.node_cpu_millicores},
-            "classify": {"batch_queues": [p.batch_queue]},
-            "reclaim": {
-                "strategy": p.strategy, "per_task_cpu_millicores": p.per_task_millicores,
-                "step_cpu_millicores": p.step_millicores,
-                "floor_cpu_millicores": p.floor_millicores, "settle_s": p.settle_s,
-            },
-            # The testbed measures the guard's reclaim requests and Algorithm 2: the
-            # agent's own isolation (batch weight, suppress, memory caps) stays off,
-            # so an "off" phase (agents asked nothing) leaves batch unprotected.
-            "priority": {"enabled": False},
-            "suppress": {"enabled": False},
-            "memory": {"enabled": False},
+                          "agent_hierarchy": self.plan.hierarchy, **self._source()},
         }  # fmt: skip
-        return "".join(_table(name, body) for name, body in tables.items())
+
+    def _source(self) -> dict[str, str]:
+        if self.plan.yarn_hierarchy is None:
+            return {"source": "process-tree"}
+        yarn = f"{self.plan.yarn_hierarchy}/{hierarchy_of(self.index)}"
+        return {"source": "cgroup", "yarn_hierarchy": yarn}
 
     def ready(self) -> bool:
         """Its metrics endpoint answers (it has built itself and ticks)."""
@@ -322,6 +236,27 @@ class NodeAgent:
             return {}
         return {int(m["pid"]): dict(m["from"]) for m in content.get("moved", [])}
 
+    def changed_limits(self, mounts: Mapping[str, Path]) -> dict[Path, str]:
+        """cgroup file -> its original value, for each the agent has changed and that
+        differs now (per its state file)."""
+        try:
+            content = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        changed = {}
+        for entry in content.get("originals", []):
+            controller = str(entry["key"]).split(".", 1)[0]
+            if controller not in mounts:
+                continue
+            path = mounts[controller] / str(entry["group"]) / str(entry["key"])
+            try:
+                now = path.read_text().strip()
+            except OSError:
+                continue
+            if now != str(entry["value"]).strip():
+                changed[path] = str(entry["value"]).strip()
+        return changed
+
     def terminate(self, timeout_s: float = 30.0) -> int | None:
         """SIGTERM (the agent restores everything, then exits); its exit code."""
         if self.process is None:
@@ -335,23 +270,6 @@ class NodeAgent:
             log.warning("agent-%d did not stop within %.0f s: killed", self.index, timeout_s)
             process.kill_group()
             return None
-
-
-def _table(name: str, body: Mapping[str, Any]) -> str:
-    lines = [f"[{name}]"]
-    for key, value in body.items():
-        lines.append(f"{key} = {_toml_value(value)}")
-    return "\n".join(lines) + "\n\n"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return json.dumps(str(value))  # a TOML basic string
 
 
 # --------------------------------------------------------------------------- stop, verify
@@ -368,6 +286,12 @@ class RestoreCheck:
     pids_checked: int = 0  # of those, still running after it
     pids_back: int = 0
     misplaced: list[str] = field(default_factory=list)
+    # cgroup files the agents had changed (YARN's container cgroups: the LCE's, or the
+    # testbed's YARN weights) just before the stop, of those still there after it, and
+    # of those back at the value they had
+    limits_changed: int = 0
+    limits_checked: int = 0
+    limits_back: int = 0
     agent_errors: list[str] = field(default_factory=list)  # what a failing agent said
 
     @property
@@ -377,7 +301,14 @@ class RestoreCheck:
             and not self.state_files_left
             and not self.groups_left
             and self.pids_back == self.pids_checked
+            and self.limits_back == self.limits_checked
         )
+
+    @property
+    def caught_squeezed(self) -> bool:
+        """The stop found squeezed batch still running: a moved process or a changed
+        limit that was still there to be put back."""
+        return (self.pids_moved > 0 and self.pids_checked > 0) or self.limits_checked > 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -388,6 +319,9 @@ class RestoreCheck:
             "pids_moved": self.pids_moved,
             "pids_checked": self.pids_checked,
             "pids_back": self.pids_back,
+            "limits_changed": self.limits_changed,
+            "limits_checked": self.limits_checked,
+            "limits_back": self.limits_back,
             "agent_errors": self.agent_errors,
         }
 
@@ -399,7 +333,8 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
     for agent in running:
         agent.counts()  # the last figures before it goes
     for agent in running:
-        moved = agent.moved()  # per the state file just before the stop
+        limits = agent.changed_limits(mounts)  # per the state file just before the stop
+        moved = agent.moved()
         # The agent's processes, named by pid and start time (a container's process that
         # ended may have left its pid to another): those in one of its groups now, and
         # those it already moved back (at their origin now).
@@ -409,7 +344,9 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
             if _in_agent_group(pid, agent) or _at(pid, origin)
         }
         check.pids_moved += len(moved)
+        check.limits_changed += len(limits)
         check.exit_codes.append(agent.terminate())
+        _check_limits(check, limits)
         for pid, origin in sorted(moved.items()):  # checked at once: containers are short
             now = _membership(pid)
             if now is None or pid not in held or _start_ticks(pid) != held[pid]:
@@ -430,6 +367,20 @@ def stop_agents(agents: Sequence[NodeAgent], mounts: Mapping[str, Path]) -> Rest
     if not check.complete:
         log.warning("agents' restore incomplete: %s %s", check.to_json(), check.misplaced[:3])
     return check
+
+
+def _check_limits(check: RestoreCheck, limits: Mapping[Path, str]) -> None:
+    """Every changed cgroup file still there is back at its original value."""
+    for path, original in sorted(limits.items()):
+        try:
+            now = path.read_text().strip()
+        except OSError:
+            continue  # the container ended and its cgroup went
+        check.limits_checked += 1
+        if now == original:
+            check.limits_back += 1
+        else:
+            check.misplaced.append(f"{path}: {now} (was {original})")
 
 
 def _is_problem(line: str) -> bool:
@@ -453,9 +404,11 @@ def _at(pid: int, origin: Mapping[str, str]) -> bool:
     )
 
 
-def squeezed_now(agent: NodeAgent) -> int:
-    """How many of the processes the agent moved are in one of its cgroups now."""
-    return sum(1 for pid in agent.moved() if _in_agent_group(pid, agent))
+def squeezed_now(agent: NodeAgent, mounts: Mapping[str, Path]) -> int:
+    """How many processes the agent moved are in one of its cgroups now, and how many
+    container cgroup files it has changed."""
+    moved = sum(1 for pid in agent.moved() if _in_agent_group(pid, agent))
+    return moved + len(agent.changed_limits(mounts))
 
 
 def _in_agent_group(pid: int, agent: NodeAgent) -> bool:
@@ -500,3 +453,38 @@ def wait_until(predicate: Any, timeout_s: float, interval_s: float = 0.25) -> bo
             return True
         time.sleep(interval_s)
     return bool(predicate())
+
+
+class Steady:
+    """Whether what is watched (the nodes' totals) has not changed for ``still_s``."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self._last: object = None
+        self._since = time.monotonic()
+
+    def done(self, seen: object) -> bool:
+        now = time.monotonic()
+        if seen != self._last:
+            self._last, self._since = seen, now
+        return now - self._since >= self.still_s
+
+
+class SqueezeProgress:
+    """Whether an agent's squeeze has run its course: it reclaimed something, and
+    either reached what its target asks or reclaimed no more for ``still_s``."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self._last = -1.0
+        self._since = time.monotonic()
+
+    def done(self, counts: AgentCounts | None) -> bool:
+        if counts is None or counts.reclaimed_millicores <= 0:
+            return False
+        now = time.monotonic()
+        if counts.reclaimed_millicores != self._last:
+            self._last, self._since = counts.reclaimed_millicores, now
+        if counts.reclaimed_millicores >= counts.desired_millicores:
+            return True
+        return now - self._since >= self.still_s

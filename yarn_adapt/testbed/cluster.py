@@ -1,7 +1,19 @@
-"""The testbed's YARN: two NodeManagers, each pinned to one CPU, as two machines."""
+"""The testbed's YARN: two NodeManagers, each pinned to one CPU, as two machines; and
+what the testbed reads of them (their node ids and JVMs, an application's preempted
+containers)."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
+import requests
+
+from preemption.nodemanager import NODEMANAGER_CLASS, java_main_class
+from preemption.procfs import ProcFs
+from yarn_adapt.minicluster.cluster import MiniCluster
+from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
+from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.spec import MiniClusterSpec
 
 # A vcore is a quarter of a CPU: each "machine" is one CPU advertised as 4 vcores, and
@@ -39,3 +51,58 @@ COLOCATION_SPEC = MiniClusterSpec(
     scheduler_xml=DRF_CAPACITY_XML,
     nm_cpusets=("0", "1"),
 )
+
+
+def nodemanager_id(cluster: MiniCluster, index: int, timeout_s: float = 30.0) -> str:
+    """The node id NodeManager ``index`` registered as (from its log)."""
+    log_path = cluster.layout.logs_dir / f"nodemanager-{index}.log"
+    deadline = time.monotonic() + timeout_s
+    marker = "Registered with ResourceManager as "
+    while time.monotonic() < deadline:
+        for line in log_path.read_text(errors="replace").splitlines():
+            if marker in line:
+                return line.split(marker, 1)[1].split()[0]
+        time.sleep(0.2)
+    raise MiniClusterError(f"nodemanager-{index} did not log its node id ({log_path})")
+
+
+def nodemanager_pid(cluster: MiniCluster, index: int) -> int:
+    """NodeManager ``index``'s JVM, for its agent to verify (the agent trusts no process
+    by its command line: it is given this pid)."""
+    nm_dir = cluster.layout.nodemanager_dir(index)
+    pid = nodemanager_jvm(nm_dir)
+    if pid is None:
+        raise MiniClusterError(f"nodemanager-{index}: no JVM with -D{NM_DIR_PROPERTY}={nm_dir}")
+    return pid
+
+
+def nodemanager_jvm(nm_dir: Path) -> int | None:
+    """The NodeManager JVM started with ``nm_dir`` as its directory property (other
+    mini clusters may run on the host), or None."""
+    marker = f"-D{NM_DIR_PROPERTY}={nm_dir}"
+    procfs = ProcFs()
+    for pid in procfs.pids():
+        argv = procfs.cmdline(pid)
+        if marker in argv and java_main_class(argv) == NODEMANAGER_CLASS:
+            return pid
+    return None
+
+
+def await_answer(url: str, timeout_s: float) -> None:
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url, timeout=5).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise MiniClusterError(f"{url} did not answer within {timeout_s:.0f} s")
+
+
+def preempted(cluster: MiniCluster, app_id: str) -> int:
+    app = cluster.app(app_id)
+    return int(app.get("numNonAMContainerPreempted", 0)) + int(
+        app.get("numAMContainerPreempted", 0)
+    )

@@ -3,48 +3,57 @@ a real two-node YARN, with the co-location guard off, on alone, and on with the 
 agents.
 
 Set-up (:class:`Testbed`): the mini cluster of :data:`~yarn_adapt.testbed.cluster.COLOCATION_SPEC`
-(two NodeManagers, each pinned to one CPU by a cpuset, so they behave as two
-machines); a redis-server and an ingest worker (the tracing package's); the
-application of :mod:`~yarn_adapt.testbed.services`, each service pinned into its
-node's cpuset; an open-loop load generator (:mod:`~yarn_adapt.testbed.loadgen`);
-the guard -- :class:`~yarn_adapt.colocation.guard.ColocationGuard`, the class the
-service runs -- reading risk from the trace store and acting on the RM every
-``guard_interval_s``, its reclaim requests served by the service's own agent route
-to each node's own agent token; one node agent per NodeManager (:mod:`~yarn_adapt.testbed.agents`:
-``python -m preemption run``, each with its state file), started for the phases
-that use it.
+(two NodeManagers, each pinned to one CPU by a cpuset and seeing that machine in
+/proc, so they behave and report as two machines); a redis-server; the application
+of :mod:`~yarn_adapt.testbed.services`, each service pinned into its node's cpuset;
+an open-loop load generator (:mod:`~yarn_adapt.testbed.loadgen`); and the product as
+an operator runs it (:mod:`~yarn_adapt.testbed.product`): ``yarn-adapt serve`` from
+``conf/testbed/yarn-adapt.toml`` (the guard, with its ingest worker, reading risk
+from the traces and each node's demand from its NodeManager, acting on the RM every
+period; its mode switched over the API), and one ``yarn-adapt agent run`` per
+NodeManager from ``conf/testbed/yarn-adapt-agent.toml`` with its own agent token
+(:mod:`~yarn_adapt.testbed.agents`), started for the phases that use it. The testbed
+itself only drives load and measures.
 
 Measurement (:meth:`Testbed.measure`):
 
 1. *alone*: the application without batch work: its run-alone P95 (measured at the
    start, after a warm-up, and again at the end of the phases; ``p95_alone_ms`` is
-   their mean). The application's QoS target, which the guard passes on to the
-   agents, is ``qos_target_factor`` x the P95 of its traced requests in the first
-   alone window (the guard's own measure: the entry service's spans).
-2. *phases*: one batch application streams CPU-burning distributed-shell containers
-   (:mod:`~yarn_adapt.testbed.burner`) for the rest of the run, through the phases
-   ``off`` (no guard; the agents, if running, are asked nothing and give back
-   what they held), ``guard`` (the guard alone; no agent runs) and ``on`` (the guard
-   and the node agents), in counterbalanced order (a Latin square over the repeats;
-   without ``guard_only`` phases: on, off, off, on, ...). After each switch the
-   testbed waits until placement has followed (the risky node's batch containers
-   drained, or batch back on it; for ``off`` also every agent limit given back),
-   then measures the P95 of the requests that arrived during ``phase_s``. Repeats
-   give the run-to-run spread. Before a ``guard`` phase and after the last phase
-   (``on`` again, after ``off`` when needed, until a stop finds squeezed containers
-   still running; at most three stops, each checked) the agents are stopped
-   (SIGTERM) and their restore is checked: state file gone, no agent cgroup left,
-   every process they had moved back where it came from.
-3. *makespan* (optional): a fixed batch job (``job_containers`` x ``burn_s`` of
-   CPU) with the guard off, the guard alone, and the guard with the agents: its
-   makespan, and the P95 while it ran.
+   their mean). The application's QoS target is ``qos_target_factor`` x the P95 of
+   its traced requests in the first alone window (the guard's own measure: the entry
+   service's spans); it goes into the service's ``[colocation] qos_targets``, and the
+   service is restarted on it.
+2. *phases*: one batch application streams distributed-shell containers
+   (:mod:`~yarn_adapt.testbed.burner`: CPU burners, and with ``batch_mix`` = mix
+   memory-bandwidth hogs in half of them) for the rest of the run, while the load
+   follows ``load_profile`` (steps: low, high, low and a burst over each
+   ``phase_s``), through the phases ``off`` (no guard, no agent: YARN with its CPU
+   weights), ``guard`` (the guard alone; no agent
+   runs) and ``on`` (the guard and the node agents: yarn-adapt), and with
+   ``baselines`` ``static`` (no guard; the testbed closes the risky node to batch
+   through the RM, as an operator would), ``slack-only`` and ``toposch-paper`` (the
+   guard's other policies, ``serve`` restarted under each, with the agents), in
+   counterbalanced order (:attr:`~yarn_adapt.testbed.options.TestbedOptions.order`).
+   After each switch the testbed waits until placement has followed (the risky node
+   down to the floor, with no batch above it, or batch back on it; for ``off`` also
+   every agent limit given back; for the other policies, their totals steady),
+   then measures the requests that arrived during ``phase_s``. Repeats give the
+   run-to-run spread; ``policies`` in the JSON sets the phases side by side
+   (:meth:`~yarn_adapt.testbed.results.TestbedResult.side_by_side`). Before a ``guard``
+   phase and after the last phase the agents are stopped (SIGTERM) and their restore
+   is checked: state file gone, no agent cgroup left, every process they had moved
+   back where it came from. The last stop has batch of its own that outlives it: the
+   stream is killed, long burners run with the risky node open, then the guard and
+   the agents come on, and the agents are stopped while they squeeze them.
+3. *makespan* (optional): a fixed batch job (``job_containers`` x ``job_burn_s`` of
+   CPU) in every phase: its makespan, and the P95 while it ran.
 
 Every latency is relative to the same run's own run-alone figure; the host is
 shared, so absolute numbers move with its load.
 
-For the simulator's calibration (:mod:`yarn_adapt.cosim.lra_calibration`) every window
-also carries, per node, the share of its CPU batch used and the share the services
-used (:class:`~yarn_adapt.testbed.usage.NodeCpuMeter`: a cpuacct group holding both
+For a look inside them every window also carries, per node, the share of its CPU
+batch used and the share the services used
+(:class:`~yarn_adapt.testbed.usage.NodeCpuMeter`: a cpuacct group holding both
 NodeManagers, hence every container, and the services), and per service its request
 rate, CPU time per request and the P50/P95 of its own work's wall time (each
 service's ``--stats``); ``result_json`` lists them under ``windows``.
@@ -52,50 +61,43 @@ service's ``--stats``); ``result_json`` lists them under ``windows``.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import secrets
 import shutil
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from preemption.cgroups.v1 import v1_mounts
-from preemption.nodemanager import NODEMANAGER_CLASS, java_main_class
-from preemption.procfs import ProcFs
-from tracing.ingest import IngestConfig, IngestWorker
 from tracing.redisconn import RedisConfig, make_client
 from tracing.risk import RiskSettings
 from tracing.store import TraceStore
-from yarn_adapt.colocation.actuate import RmNodeTotals
-from yarn_adapt.colocation.guard import ColocationGuard, MemoryRecorder
-from yarn_adapt.colocation.model import GuardMode, GuardPolicy, GuardSettings
-from yarn_adapt.colocation.observe import GuardObserver, TraceStoreRisk
-from yarn_adapt.errors import SettingsError, YarnAdaptError
+from yarn_adapt.colocation.model import DEFAULT_MIN_VISIBLE_FRACTION, GuardMode
+from yarn_adapt.colocation.observe import TraceStoreRisk
+from yarn_adapt.errors import YarnAdaptError
 from yarn_adapt.minicluster import cpusets
 from yarn_adapt.minicluster.apps import SubmittedApp
 from yarn_adapt.minicluster.cluster import MiniCluster
-from yarn_adapt.minicluster.confgen import NM_DIR_PROPERTY
 from yarn_adapt.minicluster.errors import MiniClusterError
 from yarn_adapt.minicluster.processes import ManagedProcess, launch, marked_env
 from yarn_adapt.minicluster.redis_server import RedisServer, free_port
+from yarn_adapt.model import Resources
 from yarn_adapt.progress import report
-from yarn_adapt.set_keys import SetSpec, field_keys, whole, word
 from yarn_adapt.testbed import burner, services
 from yarn_adapt.testbed.agents import (
     AgentCounts,
     AgentPlan,
     NodeAgent,
-    ReclaimEndpoint,
     RestoreCheck,
+    SqueezeProgress,
+    Steady,
     remove_hierarchy,
     squeezed_now,
     stop_agents,
@@ -103,12 +105,42 @@ from yarn_adapt.testbed.agents import (
 )
 from yarn_adapt.testbed.cluster import (
     COLOCATION_SPEC,
-    MILLICORES_PER_VCORE,
-    NODE_CPU_MILLICORES,
+    NODE_MEMORY_MB,
     NODE_VCORES,
+    await_answer,
+    nodemanager_id,
+    nodemanager_pid,
+    preempted,
 )
-from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, ProcessUsageDemand, cpu_shares
-from yarn_adapt.yarn.apply import PollSettings
+from yarn_adapt.testbed.options import (
+    AGENT_PHASES,
+    GUARD,
+    OFF,
+    ON,
+    PHASE_POLICIES,
+    STATIC,
+    TestbedOptions,
+)
+from yarn_adapt.testbed.product import (
+    AGENT_EXAMPLE,
+    SERVICE_EXAMPLE,
+    ServiceProcess,
+    Tables,
+    load_example,
+    merged,
+    write_settings,
+)
+from yarn_adapt.testbed.results import (
+    LearnedProgress,
+    TestbedResult,
+    Window,
+    figures_in,
+    latency_records,
+    service_figures,
+    stats_records,
+)
+from yarn_adapt.testbed.usage import CpuSample, NodeCpuMeter, cpu_shares
+from yarn_adapt.testbed.yarncgroups import YarnCpuWeights
 from yarn_adapt.yarn.http import HttpSettings
 from yarn_adapt.yarn.rm import ResourceManagerClient
 
@@ -116,203 +148,12 @@ log = logging.getLogger(__name__)
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 PREFIX = "testbed"
+# The final stop's own batch: long burners (CPU seconds each), enough to fill both nodes,
+# so the agents are stopped while they squeeze processes that cannot end meanwhile.
+STOP_BURN_S = 600.0
+STOP_CONTAINERS = 2 * NODE_VCORES
 ENTRY_SERVICE = "frontend"
 BATCH_QUEUE = "default"
-OFF, GUARD, ON = "off", "guard", "on"
-PHASES = {
-    "alone": "the application without batch work",
-    OFF: "batch, no guard; the agents (if running) are asked nothing",
-    GUARD: "batch, the guard alone (node visibility); no agent runs",
-    ON: "batch, the guard and the node agents (visibility + gradual reclaim)",
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class TestbedOptions:
-    rate_rps: float = 20.0
-    warmup_s: float = 5.0
-    alone_s: float = 15.0
-    phase_s: float = 20.0
-    repeats: int = 3
-    settle_max_s: float = 15.0
-    burn_s: float = 1.5  # CPU seconds per streaming batch container
-    container_mb: int = 512
-    makespan: bool = True
-    job_containers: int = 8
-    job_burn_s: float = 3.0
-    guard_interval_s: float = 1.0
-    risk_window_s: float = 6.0
-    nu: float = 1.0
-    demand_headroom: float = 0.5
-    cpu_shares: int = 8192  # the testbed's cpu cgroup weight on the shared host
-    policy: str = "slack"  # the guard's: slack, or toposch-paper (TopoSch as published)
-    guard_only: bool = True  # also measure the guard without the agents
-    qos_target_factor: float = 1.2  # the QoS target: x the traced run-alone P95
-    agent_interval_s: float = 0.5
-    agent_strategy: str = "NTF"
-    # c, omega and the floor for a node of one CPU whose containers have a quarter of
-    # it each (1 vcore): c ~ 0.6 of what a container can give above the floor, as
-    # the simulator's (TopoSch Table 4), in three mini-steps.
-    agent_per_task_mc: int = 150
-    agent_step_mc: int = 50
-    agent_floor_mc: int = 50
-    agent_settle_s: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.repeats < 1 or self.rate_rps <= 0 or self.phase_s <= 0 or self.alone_s <= 0:
-            raise ValueError("repeats, rate_rps, phase_s and alone_s must be positive")
-        if self.policy not in {str(p) for p in GuardPolicy}:
-            raise ValueError(f"policy {self.policy!r}: one of {', '.join(map(str, GuardPolicy))}")
-        if self.cpu_shares <= 0:
-            raise ValueError("cpu_shares must be positive (the agents' cgroups live in it)")
-        if self.qos_target_factor <= 0 or self.agent_interval_s <= 0:
-            raise ValueError("qos_target_factor and agent_interval_s must be positive")
-        if not 0 < self.agent_step_mc <= self.agent_per_task_mc or self.agent_floor_mc < 0:
-            raise ValueError("need 0 < agent_step_mc <= agent_per_task_mc, agent_floor_mc >= 0")
-
-    @property
-    def order(self) -> list[str]:
-        """Counterbalanced: a Latin square over on / off / guard (each phase once in
-        every position over three repeats), or on off | off on | ... without guard. The
-        first phase is ``on`` either way: the stream's first containers all start at
-        once, a burst that an ``off`` window would add to its own figure."""
-        rows: list[tuple[str, ...]] = [(ON, OFF), (OFF, ON)]
-        if self.guard_only:
-            rows = [(ON, OFF, GUARD), (GUARD, ON, OFF), (OFF, GUARD, ON)]
-        return [phase for r in range(self.repeats) for phase in rows[r % len(rows)]]
-
-
-@dataclass(frozen=True)
-class Window:
-    name: str  # alone, off, guard, on, job-off, job-guard, job-on
-    start_s: float
-    end_s: float
-    risky_node_batch_vcores: float = math.nan  # mean batch vcores on node 0 meanwhile
-    other_node_batch_vcores: float = math.nan
-    reclaimed_millicores: tuple[float, float] = (math.nan, math.nan)  # agents', per node
-    batch_cpu_share: tuple[float, ...] = ()  # per node: batch's share of its CPU
-    lc_cpu_share: tuple[float, ...] = ()  # per node: the services' share of its CPU
-    services: tuple[ServiceFigures, ...] = ()
-
-
-@dataclass(frozen=True)
-class ServiceFigures:
-    """One service replica in one window: its requests (by when its own work began),
-    their rate, the CPU time of its own work per request (mean, median) and that
-    work's wall time (P50, P95)."""
-
-    service: str
-    node: int
-    requests: int
-    rate_rps: float
-    cpu_ms_mean: float
-    cpu_ms_median: float
-    self_p50_ms: float
-    self_p95_ms: float
-
-
-@dataclass(frozen=True)
-class LatencyFigures:
-    requests: int
-    failed: int
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-
-
-@dataclass
-class TestbedResult:
-    options: TestbedOptions
-    windows: list[tuple[Window, LatencyFigures]] = field(default_factory=list)
-    makespans_s: dict[str, float] = field(default_factory=dict)
-    job_states: dict[str, str] = field(default_factory=dict)
-    preempted_containers: int = 0
-    guard_rounds: int = 0
-    guard_problems: list[str] = field(default_factory=list)
-    alone_traced_p95_ms: float | None = None
-    qos_target_ms: float | None = None
-    agent_counts: AgentCounts = field(default_factory=AgentCounts)
-    restores: list[RestoreCheck] = field(default_factory=list)
-    agent_starts: int = 0
-
-    def p95s(self, name: str) -> list[float]:
-        return [f.p95_ms for w, f in self.windows if w.name == name]
-
-    def summary(self) -> dict[str, Any]:
-        alone = self.p95s("alone")
-        body: dict[str, Any] = {
-            "policy": self.options.policy,
-            "phases": {name: PHASES[name] for name in ("alone", OFF, GUARD, ON)},
-            "p95_alone_ms": _round(statistics.fmean(alone)) if alone else None,
-            "p95_alone_runs_ms": [_round(v) for v in alone],
-        }
-        for phase in (OFF, GUARD, ON):
-            body.update(self._phase_figures(phase, alone))
-        agents = self.agent_counts
-        body.update({
-            "batch_makespan_off_s": _round(self.makespans_s.get(OFF)),
-            "batch_makespan_guard_s": _round(self.makespans_s.get(GUARD)),
-            "batch_makespan_on_s": _round(self.makespans_s.get(ON)),
-            "batch_jobs": self.job_states,
-            "preempted_containers": self.preempted_containers,
-            "guard_rounds": self.guard_rounds,
-            "p95_alone_traced_ms": _round(self.alone_traced_p95_ms),
-            "qos_target_ms": _round(self.qos_target_ms),
-            "agents": {
-                "starts": self.agent_starts,
-                "steps": int(agents.steps), "released": int(agents.released),
-                "tasks_squeezed": int(agents.tasks_squeezed),
-                "blacklisted": int(agents.blacklisted), "killed": int(agents.killed),
-                "request_errors": int(agents.request_errors),
-                "restores": [check.to_json() for check in self.restores],
-                "restored_all": all(check.complete for check in self.restores),
-            },
-        })  # fmt: skip
-        return body
-
-    def _phase_figures(self, phase: str, alone: Sequence[float]) -> dict[str, Any]:
-        values = self.p95s(phase)
-        if not values:
-            return {}
-        mean = statistics.fmean(values)
-        figures: dict[str, Any] = {
-            f"p95_{phase}_ms": _round(mean),
-            f"p95_{phase}_spread_ms": _round(_spread(values)),
-            f"p95_{phase}_runs_ms": [_round(v) for v in values],
-            f"p95_{phase}_median_ms": _round(statistics.median(values)),
-            f"p95_{phase}_worst_ms": _round(max(values)),
-        }
-        if alone:
-            figures[f"p95_{phase}_vs_alone"] = _round(mean / statistics.fmean(alone), 3)
-        return figures
-
-    def table(self) -> list[str]:
-        lines = [f"{'window':<9} {'requests':>8} {'failed':>6} {'p50 ms':>9} {'p95 ms':>9} "
-                 f"{'p99 ms':>9} {'batch vcores node0/node1':>26} "
-                 f"{'agents reclaimed mc':>20}"]  # fmt: skip
-        for window, figures in self.windows:
-            placed = (f"{window.risky_node_batch_vcores:.1f} / {window.other_node_batch_vcores:.1f}"
-                      if not math.isnan(window.risky_node_batch_vcores) else "-")  # fmt: skip
-            held = window.reclaimed_millicores
-            reclaimed = f"{held[0]:.0f} / {held[1]:.0f}" if not math.isnan(held[0]) else "-"
-            lines.append(
-                f"{window.name:<9} {figures.requests:>8} {figures.failed:>6} "
-                f"{figures.p50_ms:>9.1f} {figures.p95_ms:>9.1f} {figures.p99_ms:>9.1f} "
-                f"{placed:>26} {reclaimed:>20}"
-            )
-        for mode, seconds in self.makespans_s.items():
-            lines.append(f"batch job with the guard {mode}: makespan {seconds:.1f} s "
-                         f"({self.job_states.get(mode, '?')})")  # fmt: skip
-        return lines
-
-
-def _spread(values: Sequence[float]) -> float | None:
-    return max(values) - min(values) if values else None
-
-
-def _round(value: float | None, digits: int = 1) -> float | None:
-    return None if value is None or math.isnan(value) else round(value, digits)
 
 
 # --------------------------------------------------------------------------- testbed
@@ -340,13 +181,19 @@ class Testbed:
         self.accounting_group: Path | None = None
         self._nm_pids: dict[str, list[int]] = {node: [] for node in self.node_ids}
         self._lock = threading.Lock()
-        self.guard: ColocationGuard | None = None
-        self.risk: TraceStoreRisk | None = None
-        self.recorder = MemoryRecorder()
+        self.service: ServiceProcess | None = None
+        self.weights: YarnCpuWeights | None = None
+        self.service_config = work_dir / "yarn-adapt.toml"
+        self.service_settings: Tables = {}  # what service_config holds
+        self.guard_cycles = 0  # the running serve's, as GET /api/guard says
+        self.guard_cycles_before = 0  # the serves stopped before it (a policy change)
+        self.guard_problems: set[str] = set()
+        self.learned = LearnedProgress()
+        self.policy = options.policy  # the guard's policy the running serve has
+        self.qos_target_ms: float | None = None
+        self.static_closed: Resources | None = None  # the risky node's total before STATIC
         self.loadgen_out = work_dir / "latency.jsonl"
         self.frontends: list[str] = []
-        self.token = secrets.token_urlsafe(24)
-        self.endpoint: ReclaimEndpoint | None = None
         self.agents: list[NodeAgent] = []
         self.mounts = v1_mounts(Path("/proc/mounts").read_text())
         self.restores: list[RestoreCheck] = []
@@ -360,8 +207,9 @@ class Testbed:
             self.work_dir.mkdir(parents=True, exist_ok=True)
             self._weigh()
             self._start_redis()
+            self._start_service()
             self._start_services()
-            self._start_guard()
+            self._weigh_containers()
             self._make_agents()
             self._thread(self._sample_nodes, "testbed-sampler")
         except BaseException:
@@ -376,12 +224,12 @@ class Testbed:
         self._stop.set()
         with _logged("stopping the node agents"):
             self.stop_agents()
-        if self.endpoint is not None:
-            self.endpoint.close()
-        if self.guard is not None:
-            with _logged("giving the nodes back"):
-                self.guard.stop()
-            self.guard.close()
+        if self.weights is not None:
+            with _logged("removing the containers' YARN cgroups"):
+                self.weights.close()
+        if self.service is not None:
+            with _logged("stopping yarn-adapt serve (it gives the nodes back)"):
+                self.service.close()
         for process in reversed(self._processes):
             process.kill_group()
         self._stack.close()
@@ -444,9 +292,6 @@ class Testbed:
         self.redis = RedisServer(self.work_dir / "redis").start()
         self._stack.callback(self.redis.kill)
         self.redis_config = RedisConfig(url=self.redis.url, prefix=PREFIX)
-        store = TraceStore(make_client(self.redis_config), self.redis_config)
-        worker = IngestWorker(store, IngestConfig(quiet_s=1.0, claim_idle_s=60.0))
-        self._thread(lambda: worker.run(self._stop), "testbed-ingest")
 
     def _start_services(self) -> None:
         ports = {index: free_port() for index in range(len(services.LAYOUT))}
@@ -458,7 +303,7 @@ class Testbed:
             if spec.name == "frontend":
                 self.frontends.append(f"http://127.0.0.1:{ports[index]}/frontend")
         for url in self.frontends:
-            _await_answer(url, 60.0)
+            await_answer(url, 60.0)
 
     def _launch_service(
         self, spec: services.ServiceSpec, port: int, downstream: list[str]
@@ -484,65 +329,70 @@ class Testbed:
     def _stats_path(self, spec: services.ServiceSpec) -> Path:
         return self.work_dir / f"stats-{spec.name}-{spec.node}.jsonl"
 
-    def _start_guard(self) -> None:
-        options = self.options
-        opener = lambda: TraceStore(make_client(self.redis_config), self.redis_config)  # noqa: E731
-        self._open_trace_store = opener
-        risk = TraceStoreRisk(opener, window_s=options.risk_window_s,
-                              risk_settings=RiskSettings(alpha=0.5))  # fmt: skip
-        self.risk = risk
-        demand = ProcessUsageDemand(
-            lambda: self._service_pids, vcores_per_core=float(NODE_VCORES),
-            headroom=options.demand_headroom, clock=time.monotonic,
-        )  # fmt: skip
-        # the service's defaults in guard periods: growth waits 60 after a decrease
-        # (300 s of 5 s), a throttle step settles 3 (15 s)
-        settings = GuardSettings(
-            policy=GuardPolicy(options.policy), nu=options.nu,
-            cooldown_s=60 * options.guard_interval_s,
-            throttle_settle_s=3 * options.guard_interval_s,
-            stale_after_s=max(30.0, 5 * options.risk_window_s), max_step_up_fraction=0.5,
-            millicores_per_vcore=MILLICORES_PER_VCORE,
-        )  # fmt: skip
-        actuator = RmNodeTotals(self.rm, self.work_dir / "state",
-                                verify=PollSettings(timeout_s=15.0, interval_s=0.1))  # fmt: skip
-        self.guard = ColocationGuard(
-            settings, GuardObserver(risk, demand), actuator, self.recorder, mode=GuardMode.OFF,
-            reclaim_ttl_s=10 * options.guard_interval_s,
-        )  # fmt: skip
-        self._thread(self._guard_loop, "testbed-guard")
-        self.endpoint = ReclaimEndpoint(self.guard, self.token, self.work_dir / "service.db")
+    def _start_service(self) -> None:
+        """``yarn-adapt serve`` from the testbed's example settings (the guard off, no
+        QoS target yet: :meth:`_set_qos_target` restarts it with the one it measures)."""
+        self.service = ServiceProcess(self.service_config, free_port(), self.cluster.root,
+                                      self.work_dir)  # fmt: skip
+        self._write_service_config(qos_target_ms=None)
+        self.service.start()
+
+    def _write_service_config(self, qos_target_ms: float | None) -> None:
+        assert self.service is not None
+        self.qos_target_ms = qos_target_ms
+        targets = [] if qos_target_ms is None else [f"{ENTRY_SERVICE}={qos_target_ms:.3f}"]
+        overrides: dict[str, dict[str, Any]] = {
+            "yarn": {"rm": [self.cluster.rm_url]},
+            "state": {"dir": str(self.work_dir / "service-state")},
+            "http": {"port": self.service.port},
+            "tracing": {"redis_url": self.redis.url},
+            "colocation": {"policy": self.policy, "qos_targets": targets},
+        }
+        if self.options.demand != "settings":
+            overrides["colocation"]["demand"] = self.options.demand
+        self.service_settings = merged(load_example(SERVICE_EXAMPLE), overrides)
+        write_settings(self.service_settings, self.service_config)
+
+    def service_pids(self) -> dict[str, list[int]]:
+        """Node id -> the pids of the application's services on it."""
+        return {node: list(pids) for node, pids in self._service_pids.items()}
+
+    def _open_trace_store(self) -> TraceStore:
+        return TraceStore(make_client(self.redis_config), self.redis_config)
+
+    @property
+    def floor_vcores(self) -> int:
+        """What batch always keeps of a node (the service's ``min_visible_fraction``)."""
+        section = self.service_settings.get("colocation", {})
+        fraction = float(section.get("min_visible_fraction", DEFAULT_MIN_VISIBLE_FRACTION))
+        return math.ceil(fraction * NODE_VCORES)
+
+    def _weigh_containers(self) -> None:
+        """YARN's CPU weights for every container from now on (``yarn_cgroups``)."""
+        if not self.options.yarn_cgroups:
+            return
+        assert self.weight_group is not None
+        pids = [nodemanager_pid(self.cluster, index) for index in range(2)]
+        self.weights = YarnCpuWeights(self.weight_group, pids, mounts=self.mounts).start()
 
     def _make_agents(self) -> None:
         """One agent per NodeManager (started when a phase needs them)."""
-        options = self.options
-        assert self.endpoint is not None and self.weight_group is not None
-        plan = AgentPlan(
-            interval_s=options.agent_interval_s, strategy=options.agent_strategy,
-            per_task_millicores=options.agent_per_task_mc,
-            step_millicores=options.agent_step_mc, floor_millicores=options.agent_floor_mc,
-            settle_s=options.agent_settle_s, node_cpu_millicores=NODE_CPU_MILLICORES,
-            millicores_per_vcore=MILLICORES_PER_VCORE, batch_queue=BATCH_QUEUE,
-            hierarchy=str(self.weight_group.relative_to(cpusets.cpu_root())),
-        )  # fmt: skip
+        assert self.service is not None and self.weight_group is not None
+        relative = str(self.weight_group.relative_to(cpusets.cpu_root()))
+        yarn = None if self.weights is None else relative  # hadoop-yarn-<index> below it
+        plan = AgentPlan(example=AGENT_EXAMPLE, hierarchy=relative, yarn_hierarchy=yarn)
         web = {node.id: node.http_address for node in self.rm.nodes()}
         for index, node_id in enumerate(self.node_ids):
             agent = NodeAgent(
                 index=index, node_id=node_id,
                 nodemanager_pid=nodemanager_pid(self.cluster, index),
                 nodemanager_url=f"http://{web[node_id]}",
-                rm_url=self.cluster.rm_url, endpoint_url=self.endpoint.url,
-                token=self.endpoint.agent_token(node_id),
+                rm_url=self.cluster.rm_url, service_url=self.service.url,
+                token=self.service.agent_token(node_id),
                 plan=plan, work_dir=self.work_dir, cluster_root=self.cluster.root,
                 package_parent=PACKAGE_PARENT,
             )  # fmt: skip
             self.agents.append(agent)
-
-    def _guard_loop(self) -> None:
-        assert self.guard is not None
-        while not self._stop.wait(self.options.guard_interval_s):
-            with _logged("guard round"):
-                self.guard.run_round(self.rm.nodes())
 
     def _sample_nodes(self) -> None:
         while not self._stop.wait(0.5):
@@ -552,10 +402,27 @@ class Testbed:
                 sample = (time.time(), used.get(self.node_ids[0], 0),
                           used.get(self.node_ids[1], 0), *held)  # fmt: skip
                 cpu = self.meter.sample() if self.meter is not None else None
+                self._note_guard()
                 with self._lock:
                     self._samples.append(sample)  # type: ignore[arg-type]
                     if cpu is not None:
                         self._cpu_samples.append(cpu)
+
+    def _note_guard(self) -> None:
+        """The service's guard as ``GET /api/guard`` shows it: its cycles, and any
+        problem reading risk its last round had."""
+        status = self.service.status() if self.service is not None else None
+        if status is None:
+            return
+        health = status.get("health") or {}
+        last = status.get("last_round") or {}
+        learned = status.get("learned_demand") or []
+        with self._lock:
+            self.guard_cycles = max(self.guard_cycles, int(health.get("cycles") or 0))
+            if last.get("risk_problem"):
+                self.guard_problems.add(str(last["risk_problem"]))
+            if learned:
+                self.learned.note(learned)
 
     @staticmethod
     def _reclaimed(agent: NodeAgent) -> float:
@@ -567,6 +434,7 @@ class Testbed:
             sys.executable, "-m", "yarn_adapt.testbed.loadgen",
             "--rate", str(self.options.rate_rps), "--out", str(self.loadgen_out),
             "--seed", str(self.options.seed),
+            "--profile", self.options.load_profile, "--cycle", str(self.options.phase_s),
             *[arg for url in self.frontends for arg in ("--target", url)],
         ]  # fmt: skip
         env = marked_env(self.cluster.root, {"PYTHONPATH": PACKAGE_PARENT})
@@ -576,46 +444,101 @@ class Testbed:
     # ------------------------------------------------------------------ control
 
     def set_guard(self, mode: GuardMode) -> None:
-        assert self.guard is not None
-        self.guard.set_mode(mode, "testbed")
-        if mode is GuardMode.AUTO:
-            self.guard.run_round(self.rm.nodes())
+        """The guard's mode, set over the service's API as an operator does."""
+        assert self.service is not None
+        self.service.set_mode(str(mode))
 
     def enter(self, phase: str) -> None:
-        """Switch to ``phase`` (off, guard, on) and wait until it has taken effect."""
-        if phase == OFF:
-            self.set_guard(GuardMode.OFF)  # the agents are asked nothing from now on
+        """Switch to ``phase`` and wait until it has taken effect: off and static with
+        the guard off and no agent (static closes the risky node itself), the others
+        with the guard on under the phase's policy (``serve`` restarted with it when
+        it changes, as an operator would), the agents running in
+        :data:`AGENT_PHASES`."""
+        if phase in (OFF, STATIC):
+            self.set_guard(GuardMode.OFF)
+            self.stop_agents()  # their isolation would protect the services
+            if phase == STATIC:
+                self._close_risky_node()
+            else:
+                self._open_risky_node()
         else:
-            if phase == GUARD:
+            self._open_risky_node()
+            self._use_policy(PHASE_POLICIES.get(phase, self.options.policy))
+            if phase not in AGENT_PHASES:
                 self.stop_agents()
             self.set_guard(GuardMode.AUTO)
-            if phase == ON:
+            if phase in AGENT_PHASES:
                 self.start_agents()
         self.settle(phase)
 
+    def _use_policy(self, policy: str) -> None:
+        """Restart ``serve`` under the guard's ``policy`` if it runs another (stopped
+        with SIGTERM, it gives every node back)."""
+        if policy == self.policy:
+            return
+        assert self.service is not None
+        self._note_guard()
+        self.service.stop()
+        with self._lock:
+            self.guard_cycles_before += self.guard_cycles
+            self.guard_cycles = 0
+        self.policy = policy
+        self._write_service_config(self.qos_target_ms)
+        self.service.start()
+
+    def _close_risky_node(self) -> None:
+        """The static answer: the risky node's total at the guard's floor, set once
+        through the RM (after the guard, off, has given it back: its whole machine,
+        what it registered with, is what :meth:`_open_risky_node` puts back)."""
+        if self.static_closed is not None:
+            return
+        risky, whole = self.node_ids[0], Resources(NODE_MEMORY_MB, NODE_VCORES)
+        if not wait_until(lambda: self.rm.node(risky).total == whole, self.options.settle_max_s):
+            log.warning("testbed: the guard had not given %s back before static", risky)
+        floor = self.floor_vcores
+        closed = Resources(max(1024, NODE_MEMORY_MB * floor // NODE_VCORES), floor)
+        self.rm.update_node_resource(risky, closed)
+        self.static_closed = whole
+
+    def _open_risky_node(self) -> None:
+        """The risky node back to the total it had before :meth:`_close_risky_node`."""
+        if self.static_closed is None:
+            return
+        risky, whole = self.node_ids[0], self.static_closed
+        self.rm.update_node_resource(risky, whole)
+        wait_until(lambda: self.rm.node(risky).total == whole, self.options.settle_max_s)
+        self.static_closed = None
+
     def settle(self, phase: str) -> None:
         """Wait until placement follows the guard: the risky node hidden from batch and
-        without batch (guard), or hidden and its batch gone or squeezed by its agent
-        as far as it will go (on: the agents up; a squeezed container runs on, slowly,
-        instead of finishing), or batch back on it and every agent limit given back
-        (off); at most ``settle_max_s``. A window measures the phase, not the way into
-        it: the agent squeezes in mini-steps, so "on" waits for its last step (what it
-        reclaimed reaches what its target asks, or stops growing), not its first."""
+        without batch (guard, static), or hidden and its batch gone or squeezed by its
+        agent as far as it will go (on: the agents up; a squeezed container runs on,
+        slowly, instead of finishing), or batch back on it and every agent limit given
+        back (off), or, for the other policies, the agents up and every node's total
+        steady for two agent steps; at most ``settle_max_s``. A window measures the
+        phase, not the way into it: the agent squeezes in mini-steps, so "on" waits for
+        its last step (what it reclaimed reaches what its target asks, or stops
+        growing), not its first."""
         risky = self.node_ids[0]
-        squeeze = _SqueezeProgress(still_s=2 * self.options.agent_settle_s)
+        squeeze = SqueezeProgress(still_s=2 * self.agents[0].plan.settle_s)
+        floor = self.floor_vcores
+        steady = Steady(still_s=2 * self.agents[0].plan.settle_s)
 
         def settled() -> bool:
             node = self.rm.node(risky)
             if phase == OFF:
                 return node.used.vcores >= 1 and not any(map(self._reclaimed, self.agents))
-            hidden = node.total.vcores == 0
-            if phase == GUARD:
-                return hidden and node.used.vcores == 0
+            hidden = node.total.vcores <= floor
+            if phase in (GUARD, STATIC):
+                return hidden and node.used.vcores <= node.total.vcores
+            if phase != ON:  # another policy: its own decisions, whatever they are
+                totals = tuple(n.total for n in self.rm.nodes())
+                return all(agent.ready() for agent in self.agents) and steady.done(totals)
             if not all(agent.ready() for agent in self.agents):
                 return False
             if not hidden:
                 return False
-            return node.used.vcores == 0 or squeeze.done(self.agents[0].counts())
+            return node.used.vcores <= node.total.vcores or squeeze.done(self.agents[0].counts())
 
         wait_until(settled, self.options.settle_max_s)
 
@@ -669,7 +592,7 @@ class Testbed:
         shutil.copy(burner.__file__, burner_path)
         self.start_load()
         time.sleep(options.warmup_s)  # client threads and connections up, traces flowing
-        windows.append(self.window("alone", options.alone_s))
+        windows.append(self.window("alone", options.alone_window_s))
         self._set_qos_target(result)
         self.set_guard(GuardMode.AUTO)  # the AM lands on the other node
         stream = self._submit_stream(burner_path)
@@ -678,51 +601,57 @@ class Testbed:
             self.enter(phase)
             windows.append(self.window(phase, options.phase_s))
             report("testbed phase", done, len(options.order), phase)
-        self._final_stop(options.order[-1])  # while batch runs (and is squeezed)
-        result.preempted_containers += _preempted(self.cluster, stream.application_id())
+        result.preempted_containers += preempted(self.cluster, stream.application_id())
         stream.kill()
+        self._final_stop(burner_path, result)  # while batch runs (and is squeezed)
         self.set_guard(GuardMode.OFF)
         self.drained()
-        windows.append(self.window("alone", options.alone_s))  # alone again, at the end
+        windows.append(self.window("alone", options.alone_window_s))  # alone again, at the end
         if options.makespan:
-            jobs = (OFF, GUARD, ON) if options.guard_only else (OFF, ON)
-            for phase in jobs:
+            for phase in options.jobs:
                 windows.append(self._job(phase, burner_path, result))
             self.stop_agents()
+            self._open_risky_node()
         self._finish(result, windows)
         return result
 
-    def _final_stop(self, last_phase: str, attempts: int = 3) -> None:
-        """Stop the agents while they hold running squeezed containers: the restore
-        check is only worth something on live processes. A phase ``on`` may end with
-        none (the risky node's batch may finish before its agent reaches it), a later
-        ``off`` gives every limit back, and a squeezed container may end while its
-        agent stops. So: ``on`` (after ``off`` when it already was) until an agent
-        holds a live process in its cgroups, then the stop; again, agents restarted,
-        when the check found none of the moved processes still running; at most
-        ``attempts`` times. Every stop's restore check is kept."""
+    def _final_stop(self, burner_path: Path, result: TestbedResult) -> None:
+        """Stop the agents while they squeeze running containers: the restore check is
+        only worth something on live processes. The stream's containers are short (a
+        squeezed one may end while the agents stop, and leave nothing to check), so the
+        stop has batch of its own: long burners (``STOP_BURN_S`` of CPU each, killed
+        after the stop) started with the risky node open to batch, then the guard and
+        the agents on; the agents are stopped once one holds a process in its cgroups,
+        then the burners' application is killed."""
+        self.set_guard(GuardMode.OFF)  # batch may use the risky node again
+        self._open_risky_node()
+        long_burners = self.cluster.submit_shell_app(
+            BATCH_QUEUE, STOP_CONTAINERS, sys.executable, [str(burner_path), str(STOP_BURN_S)],
+            container_mb=self.options.container_mb, vcores=1, name="batch-stop",
+        )  # fmt: skip
+        try:
+            long_burners.wait_running(300.0)
+            self.settle(OFF)  # its containers run on the risky node too
+            self.enter(ON)
+            if not wait_until(self._squeezing, 2 * self.options.settle_max_s):
+                log.warning("testbed: no agent squeezed a container before the stop")
+            self.stop_agents()
+            app_id = long_burners.application_id()
+            result.preempted_containers += preempted(self.cluster, app_id)
+        finally:
+            long_burners.kill()
 
-        def held() -> bool:
-            return any(squeezed_now(agent) for agent in self.agents)
-
-        for attempt in range(attempts):
-            if attempt or last_phase != ON:
-                if attempt:
-                    self.enter(OFF)  # batch back on the risky node, to be squeezed
-                self.enter(ON)  # (re)starts the agents
-            if wait_until(held, self.options.settle_max_s):
-                self.stop_agents()
-                if self.restores[-1].pids_checked > 0:
-                    return
-            log.info("testbed: no squeezed container ran at the stop (attempt %d)", attempt + 1)
-        self.stop_agents()
+    def _squeezing(self) -> bool:
+        return any(squeezed_now(agent, self.mounts) for agent in self.agents)
 
     def _set_qos_target(self, result: TestbedResult) -> None:
-        """The application's target: ``qos_target_factor`` x its traced P95 alone."""
-        assert self.risk is not None
+        """The application's target: ``qos_target_factor`` x its traced P95 alone (the
+        guard's own measure: the entry service's spans), written into the service's
+        settings; the service is restarted on them, as an operator would."""
+        assert self.service is not None
         alone = TraceStoreRisk(
-            self._open_trace_store, window_s=self.options.alone_s,
-            risk_settings=self.risk.risk_settings,
+            self._open_trace_store, window_s=self.options.alone_window_s,
+            risk_settings=RiskSettings(alpha=0.5),
         )  # fmt: skip
         try:
             readings = alone.read(time.time()).qos
@@ -733,12 +662,15 @@ class Testbed:
             raise MiniClusterError(f"no traced {ENTRY_SERVICE} requests in the alone window")
         result.alone_traced_p95_ms = entry.latency_ms
         result.qos_target_ms = self.options.qos_target_factor * entry.latency_ms
-        self.risk.targets_ms = {ENTRY_SERVICE: result.qos_target_ms}
+        self.service.stop()
+        self._write_service_config(result.qos_target_ms)
+        self.service.start()
 
     def _submit_stream(self, burner_path: Path) -> SubmittedApp:
         containers = 2000  # more than any run needs: the app is killed at the end
         return self.cluster.submit_shell_app(
-            "default", containers, sys.executable, [str(burner_path), str(self.options.burn_s)],
+            "default", containers, sys.executable,
+            [str(burner_path), str(self.options.burn_s), self.options.batch_mix],
             container_mb=self.options.container_mb, vcores=1, name="batch-stream",
         )  # fmt: skip
 
@@ -746,7 +678,7 @@ class Testbed:
         self.enter(label)
         app = self.cluster.submit_shell_app(
             "default", self.options.job_containers, sys.executable,
-            [str(burner_path), str(self.options.job_burn_s)],
+            [str(burner_path), str(self.options.job_burn_s), self.options.batch_mix],
             container_mb=self.options.container_mb, vcores=1, name=f"batch-job-{label}",
         )  # fmt: skip
         began = time.time()
@@ -754,7 +686,7 @@ class Testbed:
         ended = time.time()
         result.makespans_s[label] = (report["finishedTime"] - report["startedTime"]) / 1000.0
         result.job_states[label] = f"{report['state']}/{report['finalStatus']}"
-        result.preempted_containers += _preempted(self.cluster, app.application_id())
+        result.preempted_containers += preempted(self.cluster, app.application_id())
         return self._window(f"job-{label}", began, ended)
 
     def _finish(self, result: TestbedResult, windows: list[Window]) -> None:
@@ -762,106 +694,28 @@ class Testbed:
             if process.name == "loadgen":
                 process.popen.terminate()
                 process.popen.wait(timeout=30)
-        records = _latency_records(self.loadgen_out)
-        stats = {(spec.name, spec.node): _stats_records(self._stats_path(spec))
+        records = latency_records(self.loadgen_out)
+        stats = {(spec.name, spec.node): stats_records(self._stats_path(spec))
                  for spec in services.LAYOUT}  # fmt: skip
         for window in windows:
             figures = tuple(service_figures(name, node, rows, window)
                             for (name, node), rows in stats.items())  # fmt: skip
             window = replace(window, services=figures)
             result.windows.append((window, figures_in(records, window)))
-        result.guard_rounds = len(self.recorder.reports)
-        problems = {r.problem for r in self.recorder.reports if r.problem}
-        result.guard_problems = sorted(problems)
+        self._note_guard()
+        result.guard_rounds = self.guard_cycles_before + self.guard_cycles
+        result.serve_starts = self.service.starts if self.service is not None else 0
+        result.learned = self.learned
+        result.guard_problems = sorted(self.guard_problems)
         result.agent_counts = self.agent_counts
         result.restores = list(self.restores)
         result.agent_starts = self.agent_starts
+        result.demand = str(self.service_settings.get("colocation", {}).get("demand", "learned"))
+        if self.weights is not None:
+            result.cgroup_weights = self.weights.to_json()
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def nodemanager_id(cluster: MiniCluster, index: int, timeout_s: float = 30.0) -> str:
-    """The node id NodeManager ``index`` registered as (from its log)."""
-    log_path = cluster.layout.logs_dir / f"nodemanager-{index}.log"
-    deadline = time.monotonic() + timeout_s
-    marker = "Registered with ResourceManager as "
-    while time.monotonic() < deadline:
-        for line in log_path.read_text(errors="replace").splitlines():
-            if marker in line:
-                return line.split(marker, 1)[1].split()[0]
-        time.sleep(0.2)
-    raise MiniClusterError(f"nodemanager-{index} did not log its node id ({log_path})")
-
-
-def nodemanager_pid(cluster: MiniCluster, index: int) -> int:
-    """NodeManager ``index``'s JVM, for its agent to verify (the agent trusts no process
-    by its command line: it is given this pid)."""
-    marker = f"-D{NM_DIR_PROPERTY}={cluster.layout.nodemanager_dir(index)}"
-    procfs = ProcFs()
-    for pid in procfs.pids():
-        argv = procfs.cmdline(pid)
-        if marker in argv and java_main_class(argv) == NODEMANAGER_CLASS:
-            return pid
-    raise MiniClusterError(f"nodemanager-{index}: no JVM with {marker}")
-
-
-def _await_answer(url: str, timeout_s: float) -> None:
-    import requests
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url, timeout=5).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    raise MiniClusterError(f"{url} did not answer within {timeout_s:.0f} s")
-
-
-def _preempted(cluster: MiniCluster, app_id: str) -> int:
-    app = cluster.app(app_id)
-    return int(app.get("numNonAMContainerPreempted", 0)) + int(
-        app.get("numAMContainerPreempted", 0)
-    )
-
-
-def _stats_records(path: Path) -> list[tuple[float, float, float]]:
-    """A service's ``--stats`` lines: (start, cpu ms, wall ms); a cut line skipped."""
-    records = []
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        try:
-            start, cpu_ms, wall_ms = json.loads(line)
-            records.append((float(start), float(cpu_ms), float(wall_ms)))
-        except (ValueError, TypeError):
-            continue  # a line cut by the stop
-    return records
-
-
-def service_figures(
-    name: str, node: int, records: Sequence[tuple[float, float, float]], window: Window
-) -> ServiceFigures:
-    inside = [(cpu, wall) for start, cpu, wall in records
-              if window.start_s <= start <= window.end_s]  # fmt: skip
-    if not inside:
-        return ServiceFigures(name, node, 0, 0.0, math.nan, math.nan, math.nan, math.nan)
-    cpu = sorted(c for c, _ in inside)
-    wall = sorted(w for _, w in inside)
-    return ServiceFigures(
-        service=name,
-        node=node,
-        requests=len(inside),
-        rate_rps=len(inside) / max(window.end_s - window.start_s, 1e-9),
-        cpu_ms_mean=statistics.fmean(cpu),
-        cpu_ms_median=statistics.median(cpu),
-        self_p50_ms=_percentile(wall, 50),
-        self_p95_ms=_percentile(wall, 95),
-    )
 
 
 def _release_group(group: Path, root: Path) -> None:
@@ -882,60 +736,6 @@ def _release_group(group: Path, root: Path) -> None:
     log.warning("testbed: could not remove %s", group)
 
 
-def _latency_records(path: Path) -> list[tuple[float, float, bool]]:
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            arrival, latency, ok = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the stop
-        records.append((float(arrival), float(latency), bool(ok)))
-    return records
-
-
-def figures_in(records: Sequence[tuple[float, float, bool]], window: Window) -> LatencyFigures:
-    inside = [(latency, ok) for arrival, latency, ok in records
-              if window.start_s <= arrival <= window.end_s]  # fmt: skip
-    latencies = sorted(latency for latency, _ in inside)
-    if not latencies:
-        return LatencyFigures(0, 0, math.nan, math.nan, math.nan)
-    return LatencyFigures(
-        requests=len(latencies),
-        failed=sum(1 for _, ok in inside if not ok),
-        p50_ms=_percentile(latencies, 50),
-        p95_ms=_percentile(latencies, 95),
-        p99_ms=_percentile(latencies, 99),
-    )
-
-
-class _SqueezeProgress:
-    """Whether an agent's squeeze has run its course: it reclaimed something, and
-    either reached what its target asks or reclaimed no more for ``still_s``."""
-
-    def __init__(self, still_s: float) -> None:
-        self.still_s = still_s
-        self._last = -1.0
-        self._since = time.monotonic()
-
-    def done(self, counts: AgentCounts | None) -> bool:
-        if counts is None or counts.reclaimed_millicores <= 0:
-            return False
-        now = time.monotonic()
-        if counts.reclaimed_millicores != self._last:
-            self._last, self._since = counts.reclaimed_millicores, now
-        if counts.reclaimed_millicores >= counts.desired_millicores:
-            return True
-        return now - self._since >= self.still_s
-
-
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 @contextmanager
 def _logged(what: str) -> Iterator[None]:
     try:
@@ -949,74 +749,7 @@ def run_testbed(cluster: MiniCluster, options: TestbedOptions, work_dir: Path) -
         return testbed.measure()
 
 
-QUICK = {"alone_s": 6.0, "phase_s": 8.0, "repeats": 3, "settle_max_s": 8.0,
-         "job_containers": 4, "job_burn_s": 2.0}  # fmt: skip
-
-
-class Knobs:
-    """The ``--set`` keys of a kind of their own; every other :class:`TestbedOptions`
-    field is a key of its type (:func:`~yarn_adapt.set_keys.field_keys`)."""
-
-    policy = word("policy", tuple(str(p) for p in GuardPolicy), str(GuardPolicy.SLACK))
-    seed = whole("seed", None)  # default: --seed
-
-
-SET_KEYS = SetSpec.of("testbed", Knobs).with_keys(
-    *(k for k in field_keys(TestbedOptions(), quick=QUICK) if k.name not in {"policy", "seed"})
-)
-
-
-def options_from(quick: bool, seed: int, overrides: Mapping[str, str]) -> TestbedOptions:
-    """The testbed's options: the full or quick form, then ``KEY=VALUE`` overrides
-    (a field of :class:`TestbedOptions`); a bad key or value is a SettingsError."""
-    values = SET_KEYS.read(overrides, quick=quick).by_name()
-    if values["seed"] is None:
-        values["seed"] = seed
-    try:
-        return TestbedOptions(**values)
-    except ValueError as exc:
-        raise SettingsError(f"testbed: {exc}") from exc
-
-
 def run_on_new_cluster(options: TestbedOptions, *, keep: bool = False) -> TestbedResult:
     """Start the testbed's cluster, run, stop it (``keep``: leave its directory)."""
     with MiniCluster(COLOCATION_SPEC, keep_dir=keep) as cluster:
         return run_testbed(cluster, options, cluster.root / "testbed")
-
-
-def result_json(result: TestbedResult) -> dict[str, Any]:
-    body = result.summary()
-    body["options"] = asdict(result.options)
-    body["windows"] = [window_json(w, f) for w, f in result.windows]
-    return body
-
-
-def window_json(window: Window, figures: LatencyFigures) -> dict[str, Any]:
-    """One window for the calibration: its end-to-end figures, per node the batch
-    and services' CPU shares and batch vcores, per service replica its figures."""
-
-    def share(values: Sequence[float]) -> list[float | None]:
-        return [_round(v, 4) for v in values]
-
-    return {
-        "name": window.name,
-        "start_s": round(window.start_s, 3),
-        "duration_s": round(window.end_s - window.start_s, 3),
-        "requests": figures.requests,
-        "failed": figures.failed,
-        "p50_ms": _round(figures.p50_ms, 2),
-        "p95_ms": _round(figures.p95_ms, 2),
-        "batch_cpu_share": share(window.batch_cpu_share),
-        "lc_cpu_share": share(window.lc_cpu_share),
-        "batch_vcores": share((window.risky_node_batch_vcores, window.other_node_batch_vcores)),
-        "services": [_service_json(s) for s in window.services],
-    }
-
-
-def _service_json(s: ServiceFigures) -> dict[str, Any]:
-    return {
-        "service": s.service, "node": s.node, "requests": s.requests,
-        "rate_rps": _round(s.rate_rps, 3), "cpu_ms_mean": _round(s.cpu_ms_mean, 3),
-        "cpu_ms_median": _round(s.cpu_ms_median, 3),
-        "self_p50_ms": _round(s.self_p50_ms, 3), "self_p95_ms": _round(s.self_p95_ms, 3),
-    }  # fmt: skip

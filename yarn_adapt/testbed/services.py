@@ -12,7 +12,7 @@ PATH (one JSON array a line): when its own work began (epoch seconds), the CPU t
 the handling thread spent on it (``time.thread_time``: contention-free, the
 service time) and the wall time of that work (queueing for the interpreter and the
 CPU, and interference, included; downstream calls excluded). The testbed reads them
-per window (:func:`yarn_adapt.testbed.run.service_figures`).
+per window (:func:`yarn_adapt.testbed.results.service_figures`).
 
 The application (:data:`LAYOUT`): ``frontend`` has two replicas, one per node; each
 calls ``inventory`` (light, node 1) and then ``pricing`` (CPU-heavy, node 0).

@@ -111,7 +111,7 @@ class SimulatedResourceManager:
         utilization = NodeUtilization(
             node_cpu=batch_cpu + services_cpu,
             node_memory_mb=used.memory_mb + SERVICE_MEMORY_MB * len(services),
-            containers_cpu=batch_cpu,
+            containers_cpu=batch_cpu,  # in vcores: one per core here
             containers_memory_mb=used.memory_mb,
         )
         return Node(node_id, node_id, "/default-rack", NodeState.RUNNING, total, used,

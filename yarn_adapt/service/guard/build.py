@@ -164,7 +164,7 @@ def lra_demand(settings: Settings) -> LearnedLraDemand:
         learner = LraDemandLearner(specs, learning)
     except ValueError as exc:
         raise SettingsError(f"{settings.source}: [colocation] {exc}") from exc
-    usage = NodeUtilizationUsage(applications, hosts)
+    usage = NodeUtilizationUsage(applications, hosts, section.vcores_per_core)
     return LearnedLraDemand(
         learner,
         usage,
