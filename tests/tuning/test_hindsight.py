@@ -187,7 +187,9 @@ def test_the_tuner_holds_the_hindsight_static_against_a_one_interval_view(model)
     myopic = TunerSettings(interval_s=60.0, spaces=spaces, min_improvement=0.0, hindsight=False)
     alone = propose(tuning_state(now, jobs, history), current, model, myopic).groups[0]
     assert alone.candidate == SEARCH and math.isnan(alone.hindsight_s)
-    held = TunerSettings(interval_s=60.0, spaces=spaces, min_improvement=0.0, hindsight_gain=0.99)
+    held = TunerSettings(
+        interval_s=60.0, spaces=spaces, min_improvement=0.0, hindsight=True, hindsight_gain=0.99
+    )
     decision = propose(tuning_state(now, jobs, history), current, model, held).groups[0]
     assert decision.candidate == HINDSIGHT and math.isfinite(decision.hindsight_s)
     assert "hindsight static" in decision.reason and "99%" in decision.reason
