@@ -51,6 +51,8 @@ from rules.paths import Decisions
 from rules.state import INFINITY, Estimate, JobState, QueueState, normalised, plan_of
 from yarn_adapt.errors import SettingsError
 
+_NEVER = 1 << 62  # larger than any AM: no refusal yet
+
 
 class Algorithm1(Granting, HeartbeatTiming):
     """One evaluation: build the state, run the allocation loop, report latencies.
@@ -195,14 +197,23 @@ class Algorithm1(Granting, HeartbeatTiming):
     def _activate_waiting(self, queue: QueueState) -> bool:
         used = (self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc)
         kicked = False
+        # Within one pass the queue's AM limit is fixed, a user's AM limit can only
+        # fall (more active users) and AM use only grows: an app is refused whenever
+        # an earlier one of its user with no larger AM was. It is skipped unasked, and
+        # a kept path holds that earlier refusal, which implies it.
+        refused: dict[str, int] = {}
         # LeafQueue.activateApplications tries every waiting app, in order
         for job in list(queue.waiting):
+            if job.am_mem >= refused.get(job.user, _NEVER):
+                continue
             if self._am_allows(queue, job, used):
                 queue.waiting.remove(job)
                 queue.am_used_mem += job.am_mem
                 queue.am_used_vc += job.am_vc
                 queue.users.setdefault(job.user, [0, 0, 0, 0])[2] += job.am_mem
                 kicked |= self._activate(job)
+            else:
+                refused[job.user] = min(job.am_mem, refused.get(job.user, _NEVER))
         return kicked
 
     def _activate(self, job: JobState) -> bool:

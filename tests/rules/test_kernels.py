@@ -4,10 +4,15 @@ one unit, tasks of 100 s unless said)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from rules.inputs import GroupConfig, JobMix, QueueConfig, RunningTasks
+from rules.comparator import Comparator
+from rules.engine import Algorithm1
+from rules.inputs import NO_CONSTRAINTS, GroupConfig, JobMix, QueueConfig, RunningTasks
+from rules.paths import Decisions
+from rules.state import JobState, QueueState
 from tests.rules.factories import capacity, containers, fair, job, latencies, mix, run
 from yarn_adapt.model import Resources
 from yarn_adapt.model.fair import parse_fair_resources
@@ -226,3 +231,64 @@ def test_containers_held_at_the_start_do_not_make_later_asks_look_too_big() -> N
     jobs = mix(holder, job("later", "q", maps=1, seconds=10, task=Resources(2048, 1)))
     estimate, _ = run(capacity(("q", 100, 100), user_limit_factor=-1), jobs, containers(4, 2))
     assert estimate.unfinished == 0
+
+
+class _Counting(Algorithm1):
+    asked = 0
+
+    def _am_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
+        self.asked += 1
+        return super()._am_allows(queue, job, used)
+
+
+class _EveryAppAsked(_Counting):
+    """activateApplications as YARN writes it: every waiting app asked in turn."""
+
+    def _activate_waiting(self, queue: QueueState) -> bool:
+        used = (self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc)
+        kicked = False
+        for waiting in list(queue.waiting):
+            if self._am_allows(queue, waiting, used):
+                queue.waiting.remove(waiting)
+                queue.am_used_mem += waiting.am_mem
+                queue.am_used_vc += waiting.am_vc
+                queue.users.setdefault(waiting.user, [0, 0, 0, 0])[2] += waiting.am_mem
+                kicked |= self._activate(waiting)
+        return kicked
+
+
+@pytest.mark.parametrize("keep_path", [False, True])
+def test_skipping_apps_whose_user_was_refused_changes_no_latency(keep_path: bool) -> None:
+    """A queue of waiting apps from three users, with AMs of two sizes, behind
+    binding queue and user AM limits: the engine, which skips an app whose user was
+    refused a no-larger AM earlier in the same pass, finishes every job exactly when
+    asking each app does, with and without a kept path."""
+    big = Resources(2048, 1)
+    jobs = mix(
+        *(
+            replace(
+                job(
+                    f"j{i}",
+                    "q1" if i % 3 else "q2",
+                    maps=2 + i % 4,
+                    seconds=30.0 + 7 * i,
+                    submit=5.0 * i,
+                    user=f"u{i % 3}",
+                ),
+                am=big if i % 5 == 0 else Resources(1024, 1),
+            )
+            for i in range(40)
+        ),
+        am=True,
+    )
+    config = capacity(("q1", 60, 100), ("q2", 40, 100), am_share=0.3, minimum_user_limit_percent=50)
+    resources = containers(12, 4)
+    comparator = Comparator(jobs, resources, NO_CONSTRAINTS)
+    mechanism = comparator.mechanism(config)
+    decisions = Decisions() if keep_path else None
+    skipping = _Counting(mechanism, config, jobs, resources, NO_CONSTRAINTS, decisions=decisions)
+    asking = _EveryAppAsked(mechanism, config, jobs, resources, NO_CONSTRAINTS)
+    fast, plain = skipping.run(), asking.run()
+    assert fast.latencies == plain.latencies and fast.unfinished == plain.unfinished == 0
+    assert max(fast.latencies) > 2 * min(fast.latencies)  # the limits held apps back
+    assert skipping.asked < asking.asked / 2
