@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from yarn_adapt.bench import BenchOptions
 from yarn_adapt.bench.adaptive import (
     Row,
     Statics,
@@ -17,6 +18,7 @@ from yarn_adapt.bench.adaptive import (
     figures,
     scenarios,
     static_latency,
+    swim_units,
     tuner_refuses,
 )
 from yarn_adapt.bench.adaptive_keys import SET_KEYS, Knobs
@@ -91,3 +93,23 @@ def test_the_hindsight_static_figures_average_the_scenarios_it_was_replayed_for(
     assert found["hindsight_vs_best_static"] == pytest.approx(0.75)
     assert SET_KEYS.read({})[Knobs.hindsight] is False  # off until it measurably helps
     assert SET_KEYS.read({"hindsight": "yes"})[Knobs.hindsight] is True
+
+
+def test_the_swim_part_runs_one_unit_per_setting_and_size_each_with_the_bench_options() -> None:
+    """The units the worker processes run: the quick run's two 2-queue settings on 8
+    containers, the default's every setting on 6 and 8; each carries the options."""
+    quick = swim_units(BenchOptions(quick=True, seed=3, extra={"hindsight": "yes"}))
+    assert [(u.setting.label, u.containers) for u in quick] == [
+        ("capacity-2q", 8),
+        ("fair-2q", 8),
+    ]
+    assert all(u.intervals == (2, 8) and u.hindsight and u.seed == 3 for u in quick)
+    full = swim_units(BenchOptions(extra={"scheduler": "fair", "forecast": "2"}))
+    assert {(u.setting.scheduler.value, u.containers) for u in full} == {
+        ("fair", 6),
+        ("fair", 8),
+    }
+    assert len(full) == 4 and all(u.forecast == 2 and u.intervals == (1, 2, 4, 8) for u in full)
+    assert SET_KEYS.read({"workers": "1"})[Knobs.workers] == 1
+    with pytest.raises(SettingsError, match="workers=0"):
+        SET_KEYS.read({"workers": "0"})

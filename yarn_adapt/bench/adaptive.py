@@ -45,9 +45,10 @@ Protocol.
 * ``interval_coverage``: every interval's prediction for the group -- under the
   configuration that then ran its jobs in progress -- carries the likely range the
   service states (:mod:`yarn_adapt.service.proposers.intervals`: 80 %, calibrated on the
-  predictions already checked, a wide prior before 3). The record of checks carries
-  over from run to run in the order they run, as a service's carries over from round
-  to round; a run's predictions check only once their jobs finish, so within one
+  predictions already checked, a wide prior before 3). A scenario's record of checks
+  starts empty (a service's does on a new cluster) and carries over from one
+  interval's run to the next, as a service's carries over from round to round (the
+  scenarios run side by side, each in its own process); a run's predictions check only once their jobs finish, so within one
   short run most would be stated under the prior. ``interval_coverage`` is the share
   of checked predictions whose jobs' realised mean fell inside the range,
   ``interval_coverage_calibrated`` the same over those ranged from checks
@@ -65,6 +66,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -95,6 +97,7 @@ from yarn_adapt.sim import (
     simulate,
 )
 from yarn_adapt.tuning.apply import apply_setting, groups_of
+from yarn_adapt.tuning.executors import open_executor
 from yarn_adapt.tuning.hindsight import hindsight_static, replayed_jobs
 from yarn_adapt.tuning.paper import PaperCluster, base_config
 from yarn_adapt.tuning.proposal import Proposal
@@ -508,7 +511,9 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     :mod:`yarn_adapt.bench.google_cluster`), each on its bundled trace. ``--trace``
     a SWIM .tsv runs the SWIM part on it, a Google 2011 directory the Google part;
     ``--set part=swim|google|both`` chooses (default: both without ``--trace``,
-    the trace's own part with it; the other part then replays its bundled trace)."""
+    the trace's own part with it; the other part then replays its bundled trace).
+    The Google part and the SWIM scenarios run side by side on ``--set workers=N``
+    processes (default: one per core), the longest first."""
     values = SET_KEYS.read(options.extra, quick=options.quick)
     given = options.trace
     default = "both" if given is None else "google" if given.is_dir() else "swim"
@@ -516,35 +521,87 @@ def adaptive_latency_bench(options: BenchOptions) -> BenchResult:
     google_trace = given if given is not None and given.is_dir() else bundled_trace(GOOGLE_2011)
     if given is not None and given.is_dir() and part != "google":
         raise SettingsError(f"{given}: a directory is a Google trace; the SWIM part wants a .tsv")
-    found: dict[str, Any] = {}
-    table: list[Mapping[str, Any]] = []
-    if part != "google":
-        swim = swim_latency(options)
-        found, table = dict(swim.figures), list(swim.rows)
-    if part != "swim":
-        found.update(run_google(google_trace, options.extra, options.quick, options.seed))
+    units = swim_units(options) if part != "google" else []
+    workers = values[Knobs.workers] or os.cpu_count() or 1
+    with open_executor("serial" if workers == 1 else f"process:{workers}") as handle:
+        pool = handle.executor
+        google = (
+            pool.submit(run_google, google_trace, options.extra, options.quick, options.seed)
+            if part != "swim"
+            else None
+        )
+        futures = [pool.submit(unit_rows, unit) for unit in units]
+        rows: list[Row] = []
+        for done, future in enumerate(futures, 1):
+            rows += future.result()
+            report("adaptive-latency scenario", done, len(futures))
+        found: dict[str, Any] = {}
+        table: list[Mapping[str, Any]] = []
+        if units:
+            swim = swim_figures(rows, units[0])
+            found, table = dict(swim.figures), list(swim.rows)
+        if google is not None:
+            found.update(google.result())
     return BenchResult(found, table)
 
 
-def swim_latency(options: BenchOptions) -> BenchResult:
-    """§4.4's single-group scenarios on a SWIM trace."""
+@dataclass(frozen=True)
+class SwimUnit:
+    """One SWIM scenario's share of the bench, run in a worker process: the scenario
+    is built there (trace, task-time model, window) and runs every interval."""
+
+    path: Path
+    seed: int
+    setting: SchedulerSetting
+    containers: int
+    load: float
+    elastic: bool
+    intervals: tuple[int, ...]
+    forecast: int
+    hindsight: bool
+
+
+def swim_units(options: BenchOptions) -> list[SwimUnit]:
+    """§4.4's single-group scenarios on a SWIM trace, one unit per scheduler setting
+    and cluster size."""
     path = options.trace if options.trace is not None else bundled_trace(FB_2009)
+    values = SET_KEYS.read(options.extra, quick=options.quick)
     intervals = (2, 8) if options.quick else INTERVALS_MIN
     sizes = (8,) if options.quick else SIZES
-    rows: list[Row] = []
-    values = SET_KEYS.read(options.extra, quick=options.quick)
-    load, elastic = values[Knobs.load], values[Knobs.elastic]
-    only, forecast = values[Knobs.scheduler], values[Knobs.forecast]
-    hindsight = values[Knobs.hindsight]
-    record: list[float] = []  # the likely ranges' calibration, carried from run to run
-    for scenario in scenarios(path, options.seed, sizes, load):
-        scenario = replace(scenario, elastic=elastic)
-        if options.quick and scenario.setting.queue_count == 4:
-            continue
-        if only is not None and scenario.setting.scheduler.value != only:
-            continue
-        rows += run_scenario(scenario, intervals, forecast, record, hindsight)
-        report("adaptive-latency scenario", len({r.scenario for r in rows}))
+    only = values[Knobs.scheduler]
+    return [
+        SwimUnit(
+            path,
+            options.seed,
+            setting,
+            containers,
+            values[Knobs.load],
+            values[Knobs.elastic],
+            intervals,
+            values[Knobs.forecast],
+            values[Knobs.hindsight],
+        )
+        for setting in SETTINGS
+        if not (options.quick and setting.queue_count == 4)
+        and (only is None or setting.scheduler.value == only)
+        for containers in sizes
+    ]
+
+
+def unit_rows(unit: SwimUnit) -> list[Row]:
+    """Build the unit's scenario and run it. Its likely ranges' calibration starts
+    empty, as a service's does on a new cluster, and carries over from one interval's
+    run to the next."""
+    [scenario] = scenarios(unit.path, unit.seed, (unit.containers,), unit.load, (unit.setting,))
+    scenario = replace(scenario, elastic=unit.elastic)
+    record: list[float] = []
+    return run_scenario(scenario, unit.intervals, unit.forecast, record, unit.hindsight)
+
+
+def swim_figures(rows: Sequence[Row], unit: SwimUnit) -> BenchResult:
+    """The SWIM part's figures and table from every scenario's rows."""
+    intervals = unit.intervals
+    forecast, hindsight = unit.forecast, unit.hindsight
     table = [
         {
             "scenario": r.scenario,

@@ -27,6 +27,7 @@ class Knobs:
     scheduler = word("scheduler", ("capacity", "fair"), None)
     forecast = custom("forecast", forecast_setting, "no, yes or 1-20", 0)
     hindsight = flag("hindsight", False)
+    workers = whole("workers", None, low=1, high=64)
     google_groups = whole("google_groups", None, low=1, high=1000)
     google_load = numeric("google_load", None, low=0.01, high=100.0)
     google_nodes = whole("google_nodes", None, low=1, high=100_000)
