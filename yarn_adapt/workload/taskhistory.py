@@ -45,6 +45,7 @@ NUMERIC_FEATURES = (
     "priority",
     "cpu_request",
     "memory_request",
+    "scheduling_class",
     "history_mean_log_seconds",
     "history_log_runs",
 )
@@ -87,6 +88,7 @@ def feature_row(
         float(features.priority),
         _number_or_nan(features.cpu_request),
         _number_or_nan(features.memory_request),
+        _number_or_nan(features.scheduling_class),
         *history,
     ]
 

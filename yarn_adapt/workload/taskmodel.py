@@ -312,7 +312,10 @@ class _Boosting:
 
 
 def _categories(keys: Sequence[StageKey]) -> np.ndarray:
-    return np.array([[f"{k.value}:{f.job_type}"] for f, k in keys], dtype=object)
+    """The target-encoded columns: the job type and the user, each per task kind."""
+    return np.array(
+        [[f"{k.value}:{f.job_type}", f"{k.value}:{f.user}"] for f, k in keys], dtype=object
+    )
 
 
 def _training_rows(records: Sequence[StageRecord]) -> list[list[float]]:
