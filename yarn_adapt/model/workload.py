@@ -32,10 +32,14 @@ class JobFeatures:
     ``map_tasks``/``reduce_tasks`` are the stage sizes (known at submission: input
     splits and the configured reduces). ``cpu_request``/``memory_request`` are a
     task's request in the trace's own units (Google 2011: fractions of the largest
-    machine), ``None`` where the trace has none.
+    machine), ``None`` where the trace has none. ``user``: who submits it ("" when
+    the trace does not say); ``scheduling_class``: Google 2011's latency-sensitivity
+    class (0-3), ``None`` elsewhere.
     """
 
     job_type: str = ""
+    user: str = ""
+    scheduling_class: int | None = None
     input_bytes: int | None = None
     shuffle_bytes: int | None = None
     output_bytes: int | None = None

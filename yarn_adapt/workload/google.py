@@ -103,6 +103,7 @@ class _Task:
 class _Job:
     priority: int
     user: str
+    scheduling_class: int | None = None
     tasks: dict[int, _Task] = field(default_factory=dict)
 
     def task(self, index: int) -> _Task:
@@ -117,6 +118,7 @@ class _JobInfo:
     submit_us: int | None = None
     user: str = ""
     logical_name: str = ""
+    scheduling_class: int | None = None
 
 
 @dataclass
@@ -229,6 +231,8 @@ def _read_job_events(files: list[Path], rows: MalformedRows) -> dict[str, _JobIn
             info = infos[job_id]
             info.user = info.user or fields[4]
             info.logical_name = info.logical_name or fields[7]
+            if info.scheduling_class is None:
+                info.scheduling_class = _scheduling_class(fields[5])
             if event == SUBMIT and info.submit_us is None:
                 info.submit_us = time_us
     return infos
@@ -290,7 +294,9 @@ class _TaskEventReplay:
     def _job(self, fields: list[str]) -> _Job:
         job = self.jobs.get(fields[2])
         if job is None:
-            job = self.jobs[_job_id(fields[2])] = _Job(int(fields[8]), fields[6])
+            job = self.jobs[_job_id(fields[2])] = _Job(
+                int(fields[8]), fields[6], _scheduling_class(fields[7])
+            )
         return job
 
 
@@ -338,6 +344,14 @@ def _task_index(text: str) -> int:
     return int(text)
 
 
+def _scheduling_class(text: str) -> int | None:
+    """The scheduling class (0-3, latency sensitivity); ``None`` when absent or odd."""
+    return int(text) if text in _SCHEDULING_CLASSES else None
+
+
+_SCHEDULING_CLASSES = frozenset(str(c) for c in range(4))
+
+
 def _request(text: str, what: str) -> float | None:
     if not text:
         return None
@@ -383,8 +397,11 @@ def _job_spec(
         TaskSpec(TaskType.MAP, t.duration_s or 0.0, mapping.container(*t.requests))
         for _, t in finished
     )
+    user = info.user or job.user
     features = JobFeatures(
         job_type=info.logical_name,
+        user=user,
+        scheduling_class=_first_known(info.scheduling_class, job.scheduling_class),
         priority=job.priority,
         map_tasks=len(tasks),
         reduce_tasks=0,
@@ -392,7 +409,6 @@ def _job_spec(
         memory_request=_median(t.requests[1] for _, t in finished),
     )
     submit_s = max(0.0, (_submit_us(job, info) - TRACE_START_US) / 1e6)
-    user = info.user or job.user
     return JobSpec(
         job_id,
         submit_s,
@@ -409,6 +425,10 @@ def _submit_us(job: _Job, info: _JobInfo) -> int:
         return info.submit_us
     submits = [t.submit_us for t in job.tasks.values() if t.submit_us is not None]
     return min(submits, default=TRACE_START_US)
+
+
+def _first_known(first: int | None, second: int | None) -> int | None:
+    return first if first is not None else second
 
 
 def _median(values: Iterable[float | None]) -> float | None:

@@ -71,7 +71,9 @@ def _job_spec(job: MapReduceJob, origin_ms: int) -> JobSpec:
     if not tasks:
         raise ValueError("no finished task to replay")
     maps = sum(1 for t in tasks if t.kind is TaskType.MAP)
-    features = JobFeatures(job_type=job.name, map_tasks=maps, reduce_tasks=len(tasks) - maps)
+    features = JobFeatures(
+        job_type=job.name, user=job.user, map_tasks=maps, reduce_tasks=len(tasks) - maps
+    )
     return JobSpec(
         id=job.id,
         submit_s=(job.submit_ms - origin_ms) / 1000,
