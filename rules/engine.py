@@ -88,6 +88,8 @@ class Algorithm1(Granting, HeartbeatTiming):
         self._heap: list[Event] = []
         self._seq = 0
         self._ends: dict[tuple[int, float, int, int, int], int] = {}
+        self._am_seen = False
+        self._ready: list[int] = []
         self._shares_dirty = True
         self.shares = FairShares(self.allocation, self.queues)
         self._shares_of: tuple[int, ...] | None = None  # active queues of the fair shares

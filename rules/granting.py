@@ -55,6 +55,8 @@ class Granting:
     _shares_dirty: bool
     _shares_of: tuple[int, ...] | None
     _ends: dict[tuple[int, float, int, int, int], int]
+    _am_seen: bool  # an AM check at this instant read the group's use
+    _ready: list[int]  # jobs whose AM was granted since the last flush
     # provided by the engine and by HeartbeatTiming
     _open: Callable[[int], bool]
     _hold: Callable[[JobState, int, int, int], None]
@@ -63,7 +65,23 @@ class Granting:
     _ask: Callable[[JobState, bool], None]
 
     def _allocate_anywhere(self) -> None:
-        """Continuous timing: grant until nothing more can be granted now."""
+        """Continuous timing: grant until nothing more can be granted now. When the
+        path is kept, the queue rankings of an instant that met every ask are
+        dropped from it (:meth:`_orders_matter`)."""
+        decisions = self.decisions
+        if decisions is None:
+            self._grant_all()
+            return
+        orders, decisions.orders = decisions.orders, {}
+        self._am_seen = False
+        try:
+            self._grant_all()
+        finally:
+            instant, decisions.orders = decisions.orders, orders
+        if instant and self._orders_matter():
+            orders.update(instant)
+
+    def _grant_all(self) -> None:
         # every request is at least the unit (normalised): below it nothing fits
         unit_mem = self.totals.unit_mem
         while self.free_mem >= unit_mem:
@@ -71,8 +89,23 @@ class Granting:
             if job is None:
                 break
             self._grant(job, NO_NODE)
-        if self._ends:
+        if self._ends or self._ready:
             self._flush_ends()
+
+    def _orders_matter(self) -> bool:
+        """Whether the order the queues were served in at this instant (continuous
+        timing) can matter to the run. It cannot when every ask was met and no AM
+        check read the group's use (:meth:`rules.kernels.AmPolicy.reads_used`):
+        each queue's checks read its own state (its use, users, ceiling) and its
+        own jobs, which grants to other queues leave alone; room cannot run out in
+        another order (the asks met in one order fit in all); and what the instant
+        leaves behind -- every job's and queue's holdings, the granted AMs and the
+        containers' ends, pushed in a fixed order (:meth:`_flush_ends`) -- is the
+        same in any order. So a configuration that ranks the queues otherwise but
+        decides every recorded check alike takes the same path
+        (:mod:`rules.paths`). The group's use at an AM check is what the order
+        changes."""
+        return self._am_seen or any(q.pending_mem > 0 or q.pending_vc > 0 for q in self.queues)
 
     def _allocate_on(self, node: int) -> int:
         """One heartbeat of ``node``: grants within the per-heartbeat limit."""
@@ -167,6 +200,7 @@ class Granting:
         return allowed
 
     def _am_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
+        self._am_seen |= self.am.reads_used(queue, job)
         allowed = self.am.allows(queue, job, used)
         if self.decisions is not None:
             decision = _new(
@@ -202,7 +236,7 @@ class Granting:
                 queue.am_used_vc += job.am_vc
                 queue.users[job.user][2] += job.am_mem
             # The AM asks for its tasks once running: after this allocation pass.
-            self._push(self.now, AM_READY, job.index)
+            self._ready.append(job.index)
             return
         memory, vcores = job.request
         self._hold(job, memory, vcores, node)
@@ -221,7 +255,14 @@ class Granting:
         self._ends[key] = self._ends.get(key, 0) + 1
 
     def _flush_ends(self) -> None:
-        for (index, seconds, node, memory, vcores), count in self._ends.items():
+        """Push the AMs granted since the last flush (ready now, by job) and the ends
+        of the containers granted since then, in the order of their keys (job,
+        duration, node, shape) -- not the order they were granted in, which another
+        ranking of the queues would change."""
+        for index in sorted(self._ready):
+            self._push(self.now, AM_READY, index)
+        self._ready.clear()
+        for (index, seconds, node, memory, vcores), count in sorted(self._ends.items()):
             self._end_at(self.jobs[index], self.now + seconds, node, count, (memory, vcores))
         self._ends.clear()
 

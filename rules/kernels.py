@@ -270,6 +270,11 @@ class AmPolicy(Protocol):
 
     def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool: ...
 
+    def reads_used(self, queue: QueueState, job: JobState) -> bool:
+        """Whether ``allows`` can answer otherwise for another ``used`` (the group's
+        use), the rest as it is."""
+        ...
+
 
 class NoAm:
     needs_am = False
@@ -281,6 +286,9 @@ class NoAm:
 
     def allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
         return True
+
+    def reads_used(self, queue: QueueState, job: JobState) -> bool:
+        return False
 
 
 class AmLimit:
@@ -302,6 +310,22 @@ class AmLimit:
         if self.on_activation:
             return self._activation_allows(queue, job, used[0])
         return self._grant_allows(queue, job, used)
+
+    def reads_used(self, queue: QueueState, job: JobState) -> bool:
+        """At activation, always. At grant time the group's use enters only as the
+        base of a resource whose fair share is 0 (``min(available, maxResources)``),
+        and that base can refuse only an AM use above 0 of that resource: with
+        none (memory-only comparisons hold no AM vcores) the check passes at any
+        base -- or always, with maxAMShare -1."""
+        if self.on_activation:
+            return True
+        if abs(queue.am_fraction + 1.0) < 1e-4:
+            return False
+        if queue.am_fraction < 0:
+            return True  # a negative limit refuses even none
+        fair = (queue.fair_mem, queue.fair_vc)
+        asked = (queue.am_used_mem + job.am_mem, queue.am_used_vc + job.am_vc)
+        return any(not share and amount > 0 for share, amount in zip(fair, asked, strict=True))
 
     def _activation_allows(self, queue: QueueState, job: JobState, used_mem: int) -> bool:
         step = self.totals.unit_mem

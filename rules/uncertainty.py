@@ -73,8 +73,26 @@ class Uncertainty:
 POINT_ESTIMATE = Uncertainty()
 
 
+_SAMPLED: dict[tuple[int, Uncertainty], tuple[JobMix, tuple[JobMix, ...]]] = {}
+_SAMPLED_KEPT = 4_096
+
+
 def sample_mixes(mix: JobMix, uncertainty: Uncertainty) -> list[JobMix]:
-    """The mixes the comparator evaluates: the point estimate, or ``samples`` draws."""
+    """The mixes the comparator evaluates: the point estimate, or ``samples`` draws.
+    Worked out once per mix and uncertainty (every comparator of a group's search,
+    one per resource level, samples the same mix), keyed by the mix's identity as
+    :func:`rules.state.plan_of` keys a job: the entry keeps ``mix`` alive. Reusing
+    the sampled jobs also lets their plans be reused."""
+    key = (id(mix), uncertainty)
+    found = _SAMPLED.get(key)
+    if found is None or found[0] is not mix:
+        if len(_SAMPLED) >= _SAMPLED_KEPT:
+            _SAMPLED.clear()
+        found = _SAMPLED[key] = (mix, tuple(_sampled(mix, uncertainty)))
+    return list(found[1])
+
+
+def _sampled(mix: JobMix, uncertainty: Uncertainty) -> list[JobMix]:
     if uncertainty.samples == 1:
         return [_point_mix(mix, uncertainty)]
     rng = np.random.default_rng([uncertainty.seed, len(mix.jobs)])

@@ -64,6 +64,17 @@ def test_a_mix_without_spread_or_bias_is_its_own_point_estimate() -> None:
     assert sample_mixes(mix, Uncertainty()) == [mix]
 
 
+def test_a_mix_is_sampled_once_and_an_equal_new_mix_gets_its_own_samples() -> None:
+    mix = spread_mix(tasks=10, spread=0.5)
+    first = sample_mixes(mix, Uncertainty(bins=5))
+    again = sample_mixes(mix, Uncertainty(bins=5))
+    assert again == first and again[0] is first[0]  # the same sampled jobs: their plans too
+    assert sample_mixes(mix, Uncertainty(bins=3))[0] != first[0]
+    other = spread_mix(tasks=10, spread=0.5)  # equal, but another object
+    fresh = sample_mixes(other, Uncertainty(bins=5))
+    assert fresh == first and fresh[0] is not first[0]
+
+
 def test_draws_share_a_stage_error_and_spread_each_task() -> None:
     mix = spread_mix(tasks=200, spread=0.3)
     draws = sample_mixes(mix, Uncertainty(sigma=0.0, samples=2, seed=1))

@@ -208,6 +208,29 @@ def test_a_plateau_below_the_top_level_is_not_taken_for_saturation() -> None:
     assert fast.curve() == full.curve()
 
 
+def test_flat_spans_of_the_curve_are_left_off_and_lose_at_most_the_tolerance() -> None:
+    """``flat``: the levels inside a span whose ends differ by at most that much are
+    not scored. At 0 a step curve keeps exactly the levels where it steps (and the
+    span ends); with a tolerance, fewer levels, and none of those dropped predicts
+    more than the tolerance better than the scored level below it."""
+    problem = GroupProblem("g", SPACE, StepBowl(600.0), ResourceBounds(4, 19), reference=11)
+    every_level = GroupSearchSettings(max_levels=16)  # 4 to 19: every level a candidate
+    full = optimize_group(problem, replace(every_level, level_search=LevelSearch.FULL))
+    every = {level.containers: level.latency for level in full.levels}
+    assert list(every) == list(range(4, 20))
+    exact = optimize_group(problem, replace(every_level, flat=0.0))
+    kept = [level.containers for level in exact.levels]
+    assert kept[0] == 4 and kept[-1] == 19 and len(kept) < len(every)
+    assert {8, 12, 16} <= set(kept)  # every step of the curve is still on it
+    assert all(every[c] == level.latency for c, level in zip(kept, exact.levels, strict=True))
+    loose = optimize_group(problem, replace(every_level, flat=0.5))
+    assert len(loose.levels) < len(exact.levels)
+    scored = [level.containers for level in loose.levels]
+    for containers, latency in every.items():
+        below = max(c for c in scored if c <= containers)
+        assert latency >= every[below] * (1 - 0.5)
+
+
 def test_rescored_candidates_sharing_a_key_at_a_level_are_scored_once() -> None:
     asked: list[tuple[int, Point]] = []
     bowl = FixedBowl(600.0, 15)

@@ -100,7 +100,7 @@ def test_sizes_setting(text: str, sizes: list[tuple[int, int]]) -> None:
         ({"sizes": "x"}, "search-scale: --set sizes=x: expected N or I-J within 1-10"),
         (
             {"colour": "red"},
-            "search-scale: unknown --set colour (known: executor, full, levels, queues, "
+            "search-scale: unknown --set colour (known: executor, flat, full, levels, queues, "
             "rescored, scale_jobs, scheduler, sizes, window_s)",
         ),
         (

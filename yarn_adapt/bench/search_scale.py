@@ -21,8 +21,10 @@ FIFO/Fair/DRF, 150/300). Everything else is the service's default
 1/270, gamma = 0.5, stopping after an iteration without improvement; a space no larger
 than its samples is enumerated), 16 resource levels per group between its
 Algorithm 3 bounds, each group searched once at its current resources and its best
-candidate re-scored at the other levels (``--set rescored=N``: its N best), candidates scored
-once per whole-container key, then Algorithm 3.
+candidate re-scored at the other levels (``--set rescored=N``: its N best) -- the
+levels inside a span whose ends differ by at most ``--set flat=0.02`` left unscored
+(``-1``: every level) --, candidates scored once per whole-container key, then
+Algorithm 3.
 
 Timed: exactly ``propose`` -- in this process (``wall_s``; ``cpu_s`` the process's
 CPU time over it, which a busy machine inflates less), and on a process pool
@@ -75,7 +77,7 @@ from yarn_adapt.model import (
 from yarn_adapt.model.resources import Resources
 from yarn_adapt.model.workload import JobSpec, Workload
 from yarn_adapt.progress import report
-from yarn_adapt.set_keys import SetSpec, flag, free_text, span, whole, word
+from yarn_adapt.set_keys import SetSpec, flag, free_text, numeric, span, whole, word
 from yarn_adapt.sim import ClusterSpec, JobInProgress, SimulationStart
 from yarn_adapt.sim.bench import typical_container
 from yarn_adapt.tuning.apply import groups_of
@@ -150,6 +152,7 @@ class ScaleSettings:
     seed: int
     scale_jobs: bool = True
     full: str = "largest"
+    flat: float | None = None
 
     @property
     def schedulers(self) -> tuple[Scheduler, ...]:
@@ -195,6 +198,7 @@ class Knobs:
     window_s = whole("window_s", 120, low=1, high=86_400)
     levels = whole("levels", TunerSettings().levels, low=2, high=1000)
     rescored = whole("rescored", TunerSettings().rescored, low=1, high=1000)
+    flat = numeric("flat", TunerSettings().level_flat or -1.0, low=-1.0, high=1.0)
     executor = free_text("executor", "process")
     sizes = span("sizes", len(FULL_SIZES), (1, len(FULL_SIZES)), quick=(1, len(QUICK_SIZES)))
     scale_jobs = flag("scale_jobs", True)
@@ -217,6 +221,7 @@ def _settings(options: BenchOptions) -> ScaleSettings:
         window_s=float(values[Knobs.window_s]),
         levels=values[Knobs.levels],
         rescored=values[Knobs.rescored],
+        flat=None if values[Knobs.flat] < 0 else values[Knobs.flat],
         executor=values[Knobs.executor],
         seed=options.seed,
         scale_jobs=values[Knobs.scale_jobs],
@@ -457,6 +462,7 @@ def build_round(
         spaces=spaces,
         levels=settings.levels,
         rescored=settings.rescored,
+        level_flat=settings.flat,
     )
     config = _configuration(scheduler, kinds)
     return Round(config, state, tuner, loaded.model, kinds, len(jobs))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from rules.comparator import POINT_ESTIMATE, Uncertainty
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.tuning.group_optimizer import (
+    LEVEL_FLAT,
     RESCORED,
     LevelSearch,
 )
@@ -36,7 +37,10 @@ class TunerSettings:
     ``level_search`` ``reference`` searches each group once, at its current
     resources, and re-scores its ``rescored`` best candidates (1: the best alone) at
     the other levels, from the lowest up, dropping those more than ``rescore_margin``
-    worse than a level's best (``None``: none); ``full`` searches every level
+    worse than a level's best (``None``: none) -- or, with ``level_flat`` (the
+    default), the lowest and highest levels first, then the middle of every span
+    whose ends differ by more than that fraction (flat spans' inner levels are left
+    off the curve); ``full`` searches every level
     (:mod:`yarn_adapt.tuning.group_optimizer`). ``canonical``: candidates the engine
     cannot tell apart in whole containers are scored once
     (:func:`yarn_adapt.tuning.bridge.canonical_key`). RRS stops after an iteration
@@ -69,6 +73,7 @@ class TunerSettings:
     level_search: LevelSearch = LevelSearch.REFERENCE
     rescored: int = RESCORED
     rescore_margin: float | None = 0.05
+    level_flat: float | None = LEVEL_FLAT
     canonical: bool = True
     strategy: Strategy = "refine"
     am_containers: bool = True

@@ -188,6 +188,7 @@ def level_plan(job: tuple[str, GroupTuning, ResourceBounds]) -> LevelPlan:
         level_search=settings.level_search,
         rescored=settings.rescored,
         margin=settings.rescore_margin,
+        flat=settings.level_flat,
     )
     outcome = optimize_group(problem, search_settings, reference=tuning.reference)
     curve = outcome.curve()
