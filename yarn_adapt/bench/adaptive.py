@@ -48,8 +48,9 @@ Protocol.
   predictions already checked, a wide prior before 3). A scenario's record of checks
   starts empty (a service's does on a new cluster) and carries over from one
   interval's run to the next, as a service's carries over from round to round (the
-  scenarios run side by side, each in its own process); a run's predictions check only once their jobs finish, so within one
-  short run most would be stated under the prior. ``interval_coverage`` is the share
+  scenarios run side by side, each in its own process); a run's predictions check
+  only once their jobs finish, so within one short run most would be stated under
+  the prior. ``interval_coverage`` is the share
   of checked predictions whose jobs' realised mean fell inside the range,
   ``interval_coverage_calibrated`` the same over those ranged from checks
   (``ranges_checked``, ``ranges_calibrated``: how many); none with the forecast, whose
