@@ -8,16 +8,12 @@ import math
 
 import pytest
 
+from tests.tuning.factories import sleep_model, spec
 from yarn_adapt.model import (
     CapacityQueue,
     CapacitySchedulerConfig,
-    JobFeatures,
     JobSpec,
     Percentage,
-    Resources,
-    TaskSpec,
-    TaskType,
-    Workload,
 )
 from yarn_adapt.sim import JobInProgress, SimulationStart
 from yarn_adapt.tuning.apply import groups_of
@@ -36,23 +32,13 @@ from yarn_adapt.tuning.space import (
 )
 from yarn_adapt.tuning.state import TuningState
 from yarn_adapt.tuning.tuner import propose
-from yarn_adapt.workload import fit_task_time_model
 
-CONTAINER = Resources(2048, 1)
 PATHS = ("root.q1", "root.q2")
-
-
-def spec(job_id: str, queue: str, submit: float, maps: int = 4, seconds: float = 60.0) -> JobSpec:
-    tasks = (TaskSpec(TaskType.MAP, seconds, CONTAINER),) * maps
-    return JobSpec(
-        job_id, submit, queue, tasks, features=JobFeatures(job_type="sleep", map_tasks=maps)
-    )
 
 
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
-    history = Workload(tuple(spec(f"h{i}", "q1", float(i)) for i in range(40)))
-    return fit_task_time_model(history)
+    return sleep_model()
 
 
 def split_space() -> GridSpace:

@@ -14,6 +14,7 @@ from distributed import LocalCluster
 
 from rules.comparator import Comparator
 from rules.inputs import GroupConfig, GroupResources, JobMix, MixJob, QueueConfig, RunningTasks
+from tests.tuning.factories import CONTAINER, sleep_model, spec
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model import (
     Application,
@@ -27,7 +28,6 @@ from yarn_adapt.model import (
     FairSchedulerConfig,
     FinalStatus,
     HAState,
-    JobFeatures,
     JobSpec,
     Node,
     NodeState,
@@ -39,7 +39,6 @@ from yarn_adapt.model import (
     SchedulerStatus,
     TaskSpec,
     TaskType,
-    Workload,
 )
 from yarn_adapt.semantics.capacity import maximum_applications
 from yarn_adapt.sim import JobInProgress, SimulationStart
@@ -55,24 +54,14 @@ from yarn_adapt.tuning.space import GroupSetting, QueueSetting, Scheduler, Space
 from yarn_adapt.tuning.split import group_bounds, spread_leftover
 from yarn_adapt.tuning.state import TuningState, group_share, state_from_snapshot, state_mix
 from yarn_adapt.tuning.tuner import propose
-from yarn_adapt.workload import fit_task_time_model
 from yarn_adapt.yarn.confxml import parse_capacity_xml, parse_fair_xml, validate, yarn_refuses
 
-CONTAINER = Resources(2048, 1)
 SETTINGS = TunerSettings(interval_s=60.0, space=SpaceSettings(d=5), levels=4)
-
-
-def spec(job_id: str, queue: str, submit: float, maps: int = 4, seconds: float = 60.0) -> JobSpec:
-    tasks = (TaskSpec(TaskType.MAP, seconds, CONTAINER),) * maps
-    return JobSpec(
-        job_id, submit, queue, tasks, features=JobFeatures(job_type="sleep", map_tasks=maps)
-    )
 
 
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
-    history = Workload(tuple(spec(f"h{i}", "q1", float(i)) for i in range(40)))
-    return fit_task_time_model(history)
+    return sleep_model()
 
 
 def state(*jobs: JobSpec, now: float = 100.0, containers: int = 8) -> TuningState:

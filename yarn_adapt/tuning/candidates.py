@@ -68,7 +68,7 @@ def _without_hindsight(running: Candidate, searched: Candidate, gain: float) -> 
 
 
 def _leaves(challenger: Candidate, hindsight: Candidate, gain: float) -> str:
-    who = "the running configuration" if challenger.name == RUNNING else "the search's best"
+    who = _named(challenger)
     return (
         f"{who} predicts {seconds_text(challenger.score_s)} against "
         f"{seconds_text(hindsight.score_s)} under the hindsight static "
@@ -78,13 +78,17 @@ def _leaves(challenger: Candidate, hindsight: Candidate, gain: float) -> str:
 
 
 def _holds(hindsight: Candidate, challenger: Candidate, gain: float) -> str:
-    who = "the running configuration" if challenger.name == RUNNING else "the search's best"
+    who = _named(challenger)
     return (
         f"hindsight static ({_described(hindsight)}) predicts "
         f"{seconds_text(hindsight.score_s)}; {who} "
         f"{seconds_text(challenger.score_s)}: {_better(challenger, hindsight)}, short of "
         f"the {gain:.0%} needed to leave it"
     )
+
+
+def _named(challenger: Candidate) -> str:
+    return "the running configuration" if challenger.name == RUNNING else "the search's best"
 
 
 def _described(candidate: Candidate) -> str:
