@@ -32,6 +32,7 @@ Nothing here decides mechanism: every choice comes from the compiled
 from __future__ import annotations
 
 import heapq
+from bisect import insort
 from collections.abc import Callable, Sequence
 
 from rules.granting import Granting
@@ -226,6 +227,7 @@ class Algorithm1(Granting, HeartbeatTiming):
         self._shares_dirty = True
         if self.am.needs_am:
             job.awaiting_am = True
+            insort(queue.asking_am, (self.ordering[queue.position](job), job))
             self._ask(job, True)
             queue.pending_mem += job.am_mem
             queue.pending_vc += job.am_vc

@@ -149,34 +149,55 @@ class Granting:
         return None
 
     def _pick_job(self, queue: QueueState, free_mem: int, free_vc: int) -> JobState | None:
-        jobs = [j for j in queue.active if j.awaiting_am or j.pending > 0]
-        if len(jobs) > 1:
-            jobs.sort(key=self.ordering[queue.position])
+        """The queue's first job, in its ordering, whose next container may be
+        granted now: its AM or its next task's."""
+        by_key = self.ordering[queue.position]
+        tasks = [(by_key(j), j) for j in queue.active if j.pending > 0]
+        if len(tasks) > 1:
+            tasks.sort()
+        ams = queue.asking_am  # no job asks for its AM and for tasks at once
         users = None if self.no_user_limit else self.users
         refused_am = INFINITY  # an AM as big as a refused one is refused too
-        for job in jobs:
-            if job.awaiting_am:
+        # shapes over the queue's ceiling: the queue's use is fixed while this runs, so
+        # a shape refused once is refused again (and its decision is on record)
+        over: set[tuple[int, int]] = set()
+        next_task = next_am = 0
+        while True:
+            # the next job in key order of the two sorted lists
+            if next_am < len(ams) and (
+                next_task == len(tasks) or ams[next_am][0] < tasks[next_task][0]
+            ):
+                job = ams[next_am][1]
+                next_am += 1
                 memory, vcores = job.am_mem, job.am_vc
                 if memory >= refused_am:
                     continue
-            else:
+            elif next_task < len(tasks):
+                job = tasks[next_task][1]
+                next_task += 1
                 head = job.stages[job.stage][job.run]
                 memory, vcores = head[2], head[3]
+            else:
+                return None
             if users is not None and not self._user_allows(queue, job):
+                continue
+            if (memory, vcores) in over:
                 continue
             if self._over_ceiling(queue, memory, vcores):
                 if self.block_at_ceiling:
                     return None
+                over.add((memory, vcores))
                 continue
             if job.used_mem + memory > job.cap_mem:
                 continue
             if job.awaiting_am and self.fair_am and not self._am_allows(queue, job, self._used()):
                 refused_am = memory
+                if all(other.am_mem >= memory for _, other in ams[next_am:]):
+                    next_am = len(ams)  # every AM left is refused
                 continue
             if memory > free_mem or vcores > free_vc:
                 continue
             return job
-        return None
 
     def _used(self) -> tuple[int, int]:
         return self.totals.memory - self.free_mem, self.totals.vcores - self.free_vc
@@ -200,9 +221,9 @@ class Granting:
         return allowed
 
     def _am_allows(self, queue: QueueState, job: JobState, used: tuple[int, int]) -> bool:
-        self._am_seen |= self.am.reads_used(queue, job)
         allowed = self.am.allows(queue, job, used)
         if self.decisions is not None:
+            self._am_seen |= self.am.reads_used(queue, job)
             decision = _new(
                 AmDecision,
                 (
@@ -225,6 +246,7 @@ class Granting:
             self.grants.append((self.now, job.spec.id, job.awaiting_am))
         if job.awaiting_am:
             job.awaiting_am = False
+            queue.asking_am.remove((self.ordering[queue.position](job), job))
             self._ask(job, False)  # until the AM asks for its tasks
             job.holds_am = True
             job.am_node = node

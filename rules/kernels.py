@@ -323,9 +323,9 @@ class AmLimit:
             return False
         if queue.am_fraction < 0:
             return True  # a negative limit refuses even none
-        fair = (queue.fair_mem, queue.fair_vc)
-        asked = (queue.am_used_mem + job.am_mem, queue.am_used_vc + job.am_vc)
-        return any(not share and amount > 0 for share, amount in zip(fair, asked, strict=True))
+        if not queue.fair_mem and queue.am_used_mem + job.am_mem > 0:
+            return True
+        return not queue.fair_vc and queue.am_used_vc + job.am_vc > 0
 
     def _activation_allows(self, queue: QueueState, job: JobState, used_mem: int) -> bool:
         step = self.totals.unit_mem

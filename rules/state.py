@@ -30,6 +30,7 @@ class QueueState:
         "am_fraction",
         "am_used_mem",
         "am_used_vc",
+        "asking_am",
         "ceiling_mem",
         "ceiling_vc",
         "fair_mem",
@@ -73,6 +74,10 @@ class QueueState:
         self.user_factor = 1.0
         self.user_minimum = 100.0
         self.active: list[JobState] = []
+        # the active jobs whose AM is not granted yet, with their ordering keys, in key
+        # order: a job's key cannot change while it waits for its AM (it holds nothing
+        # and has started no task), so it is worked out once
+        self.asking_am: list[tuple[tuple[float, ...], JobState]] = []
         self.waiting: deque[JobState] = deque()
         # user -> [memory held, active jobs, AM memory of active jobs, asking jobs]
         self.users: dict[str, list[int]] = {}

@@ -292,3 +292,87 @@ def test_skipping_apps_whose_user_was_refused_changes_no_latency(keep_path: bool
     assert fast.latencies == plain.latencies and fast.unfinished == plain.unfinished == 0
     assert max(fast.latencies) > 2 * min(fast.latencies)  # the limits held apps back
     assert skipping.asked < asking.asked / 2
+
+
+class _EveryJobSorted(Algorithm1):
+    """The queue's jobs as the kernels order them, every one sorted and asked each
+    time a container is handed out (the engine keeps the jobs waiting for their AM
+    in key order and stops asking them once every AM left is too big)."""
+
+    def _pick_job(self, queue: QueueState, free_mem: int, free_vc: int) -> JobState | None:
+        jobs = sorted(
+            (j for j in queue.active if j.awaiting_am or j.pending > 0),
+            key=self.ordering[queue.position],
+        )
+        refused_am = math.inf
+        for candidate in jobs:
+            memory, vcores = candidate.request
+            if candidate.awaiting_am and memory >= refused_am:
+                continue
+            if not self.no_user_limit and not self._user_allows(queue, candidate):
+                continue
+            if self._over_ceiling(queue, memory, vcores):
+                if self.block_at_ceiling:
+                    return None
+                continue
+            if candidate.used_mem + memory > candidate.cap_mem:
+                continue
+            am_asked = candidate.awaiting_am and self.fair_am
+            if am_asked and not self._am_allows(queue, candidate, self._used()):
+                refused_am = memory
+                continue
+            if memory > free_mem or vcores > free_vc:
+                continue
+            return candidate
+        return None
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair", "drf"])
+@pytest.mark.parametrize("keep_path", [False, True])
+def test_the_kept_order_of_jobs_awaiting_an_am_grants_what_sorting_all_does(
+    policy: str, keep_path: bool
+) -> None:
+    """Fair queues behind a binding maxAMShare, with many apps waiting for AMs of two
+    sizes beside apps asking for tasks: the engine grants every container to the
+    same job at the same moment as sorting and asking every job does, and a kept
+    path records the same decisions."""
+    big = Resources(2048, 1)
+    jobs = mix(
+        *(
+            replace(
+                job(
+                    f"j{i}",
+                    "q1" if i % 3 else "q2",
+                    maps=1 + i % 5,
+                    seconds=20.0 + 9 * (i % 7),
+                    submit=2.0 * i,
+                    priority=i % 2,
+                    user=f"u{i % 4}",
+                ),
+                am=big if i % 4 == 0 else Resources(1024, 1),
+            )
+            for i in range(60)
+        ),
+        am=True,
+    )
+    config = fair(("q1", 2.0), ("q2", 1.0), policy=policy)
+    config = replace(config, queues=tuple(replace(q, am_share=0.2) for q in config.queues))
+    resources = containers(16, 4)
+    mechanism = Comparator(jobs, resources, NO_CONSTRAINTS).mechanism(config)
+    engines = [
+        kind(
+            mechanism,
+            config,
+            jobs,
+            resources,
+            NO_CONSTRAINTS,
+            record=True,
+            decisions=Decisions() if keep_path else None,
+        )
+        for kind in (Algorithm1, _EveryJobSorted)
+    ]
+    kept, sorting = engines[0].run(), engines[1].run()
+    assert kept == sorting and kept.unfinished == 0
+    assert engines[0].grants == engines[1].grants
+    assert engines[0].decisions == engines[1].decisions
+    assert max(kept.latencies) > 3 * min(kept.latencies)  # the AM share held apps back
