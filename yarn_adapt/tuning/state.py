@@ -4,8 +4,9 @@ each group's job mix as the comparator reads it; and its share of the cluster.""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rules.inputs import GroupResources, JobMix, MixJob, RunningTasks
@@ -44,6 +45,21 @@ class TuningState:
     cluster: ClusterSpec
     recent: tuple[JobSpec, ...] = ()
     history: tuple[JobSpec, ...] = ()
+
+    @functools.cached_property
+    def positions_by_leaf(self) -> Mapping[str, tuple[int, ...]]:
+        """Each leaf queue's jobs in progress, as their positions in ``start.jobs``
+        (worked out once: a pass reads every group's)."""
+        positions: dict[str, list[int]] = {}
+        for position, progress in enumerate(self.start.jobs):
+            positions.setdefault(_leaf(progress.job.queue), []).append(position)
+        return {leaf: tuple(found) for leaf, found in positions.items()}
+
+    def in_progress_of(self, leaves: Iterable[str]) -> tuple[JobInProgress, ...]:
+        """The jobs in progress in ``leaves``, in their order in ``start.jobs``."""
+        by_leaf = self.positions_by_leaf
+        positions = sorted(p for leaf in set(leaves) for p in by_leaf.get(leaf, ()))
+        return tuple(self.start.jobs[p] for p in positions)
 
     def history_since(self, since_s: float) -> tuple[JobSpec, ...]:
         """The jobs of ``history`` submitted after ``since_s`` and by now."""
@@ -121,11 +137,8 @@ def state_mix(
     after now when they are past it); with ``forecast``, the last interval's
     submissions again, one interval on."""
     wanted = set(leaves)
-    jobs = tuple(
-        _mix_job(progress, model, state.now_s)
-        for progress in state.start.jobs
-        if _leaf(progress.job.queue) in wanted
-    )
+    in_progress = state.in_progress_of(wanted)
+    jobs = tuple(_mix_job(progress, model, state.now_s) for progress in in_progress)
     if settings.forecast:
         jobs += tuple(
             _expected(job, model, settings.interval_s, ahead)
@@ -139,8 +152,8 @@ def state_mix(
 def in_progress_count(state: TuningState, leaves: Iterable[str]) -> int:
     """How many of the jobs in progress are in ``leaves`` (the first jobs of their
     :func:`state_mix`; the rest are the forecast)."""
-    wanted = set(leaves)
-    return sum(1 for progress in state.start.jobs if _leaf(progress.job.queue) in wanted)
+    by_leaf = state.positions_by_leaf
+    return sum(len(by_leaf.get(leaf, ())) for leaf in set(leaves))
 
 
 def _expected(job: JobSpec, model: TaskTimeModel, interval_s: float, ahead: int) -> MixJob:
