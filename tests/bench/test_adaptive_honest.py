@@ -12,15 +12,14 @@ import pytest
 
 from yarn_adapt.bench import BenchOptions
 from yarn_adapt.bench.adaptive import (
-    Row,
     Statics,
     _skipped,
-    figures,
     scenarios,
     static_latency,
     swim_units,
     tuner_refuses,
 )
+from yarn_adapt.bench.adaptive_figures import Row, figures
 from yarn_adapt.bench.adaptive_keys import SET_KEYS, Knobs
 from yarn_adapt.bench.comparator import SETTINGS
 from yarn_adapt.bench.paper_configs import static_settings

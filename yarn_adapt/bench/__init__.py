@@ -7,7 +7,8 @@ quote that line). Benchmarks report figures; tests assert behaviour.
 
 The benchmarks (docs/benchmarks.md): ``sim_speed``, ``sim_fidelity``, ``comparator``
 (``comparator-accuracy``, with ``real_rm``), ``adaptive`` (``adaptive-latency``, with
-``google_cluster`` and ``paper_configs``, §4.4's configurations), ``search_scale``,
+``adaptive_figures``, ``adaptive_keys``, ``google_cluster`` and ``paper_configs``,
+§4.4's configurations), ``search_scale``,
 ``cilantro``, ``crash_safety`` (with ``crash_harness`` and ``crash_child``),
 ``trace_risk`` (with ``piggymetrics``, the traced application it generates, and
 ``otlp_load``, the OTLP clients), ``colocation``, ``preemption``, ``placement`` and
