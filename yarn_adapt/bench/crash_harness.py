@@ -51,7 +51,7 @@ from yarn_adapt.model import (
     SchedulerConfig,
 )
 from yarn_adapt.service.backend import YarnBackend
-from yarn_adapt.service.loop.reconcile import reconcile
+from yarn_adapt.service.loop.reconcile import needs_reconcile, reconcile
 from yarn_adapt.service.settings import load_settings
 from yarn_adapt.service.state.records import ProposalRecord, ProposalState
 from yarn_adapt.service.state.store import SqliteJournal, Store
@@ -68,6 +68,8 @@ S = ApplyStep
 CHILD_TIMEOUT_S = 240.0
 READY_TIMEOUT_S = 60.0
 RECOVERY_VERIFY_S = 40.0
+RECOVERY_ROUND_S = 0.2
+RECOVERY_ROUNDS_S = 10.0
 START_SETTLE_S = 40.0
 
 # Children are forked from a server that imported the child's module once: a new
@@ -399,12 +401,22 @@ class CrashHarness:
         return steps[-1] if steps else None
 
     def _recover(self) -> tuple[list[str], str]:
-        """What ``serve`` does at start: a fresh backend, then reconcile."""
+        """What ``serve`` does at start: a fresh backend, then reconcile -- and what
+        its next rounds do while an apply is still open: reconcile again. An apply is
+        left open when its lock is still held, by a process the killed one had
+        forked that has not yet let go of it (a refresh command between fork and
+        exec); here the rounds come every ``RECOVERY_ROUND_S``, for at most
+        ``RECOVERY_ROUNDS_S``."""
         store = Store(self.database)
         try:
             backend = YarnBackend(load_settings(self._settings_file("recovery")))
             try:
-                return reconcile(store, backend), ""
+                done = reconcile(store, backend)
+                deadline = time.monotonic() + RECOVERY_ROUNDS_S
+                while needs_reconcile(store) and time.monotonic() < deadline:
+                    time.sleep(RECOVERY_ROUND_S)
+                    done += reconcile(store, backend)
+                return done, ""
             finally:
                 backend.close()
         except YarnAdaptError as exc:
