@@ -52,7 +52,13 @@ from yarn_adapt.tuning.proposal import GroupDecision, finish_proposal
 from yarn_adapt.tuning.settings import TunerSettings
 from yarn_adapt.tuning.space import GroupSetting, QueueSetting, Scheduler, SpaceSettings
 from yarn_adapt.tuning.split import group_bounds, spread_leftover
-from yarn_adapt.tuning.state import TuningState, group_share, state_from_snapshot, state_mix
+from yarn_adapt.tuning.state import (
+    TuningState,
+    group_share,
+    in_progress_count,
+    state_from_snapshot,
+    state_mix,
+)
 from yarn_adapt.tuning.tuner import propose
 from yarn_adapt.yarn.confxml import parse_capacity_xml, parse_fair_xml, validate, yarn_refuses
 
@@ -536,3 +542,15 @@ def test_the_forecast_brings_the_recent_submissions_again_intervals_ahead(model)
     assert thrice.jobs[3].stages == once.jobs[1].stages  # the same job, later
     with pytest.raises(SettingsError, match="forecast_intervals"):
         TunerSettings(forecast=True, forecast_intervals=0)
+
+
+def test_a_groups_mix_keeps_the_order_its_jobs_have_in_the_state(model) -> None:  # type: ignore[no-untyped-def]
+    """Jobs of one group's two leaves, interleaved with another group's in the state
+    (a leaf named by its full path or alone): the group's mix and its count of jobs
+    in progress hold exactly its jobs, in the state's order."""
+    queues = ("root.a.a1", "b1", "a2", "root.a.a1", "root.b.b1", "root.a.a2")
+    tuning_state = state(*(spec(f"j{i}", q, float(i)) for i, q in enumerate(queues)))
+    mix = state_mix(tuning_state, model, ("a2", "a1"), TunerSettings())
+    assert [j.id for j in mix.jobs] == ["j0", "j2", "j3", "j5"]
+    assert in_progress_count(tuning_state, ["a1", "a2", "a1"]) == 4
+    assert in_progress_count(tuning_state, ["nowhere"]) == 0
