@@ -80,7 +80,7 @@ WORK = 120_000  # the service's CPU per request (about 10 ms): long enough to qu
 WINDOW_S = 8.0  # a measured window (batch burning)
 ALONE_S = 6.0  # a window with the burners idle
 TARGET_FACTOR = 2.5  # a replica's target: x its P95 alone (a loaded, shared host)
-HARM_FACTOR = 2.0  # in one window: the replica without an agent x the one with it
+HARM_FACTOR = 1.5  # in one window: the replica without an agent x the one with it
 WEIGHT = 8192  # the testbed's cpu cgroup against the rest of the host
 BURNER = """
 import sys, time
@@ -396,7 +396,8 @@ def test_the_agents_isolation_keeps_the_services_p95_within_its_target_with_no_n
         assert used <= 1.3 * allowed + 50 and used < 700, (used, allowed)
         assert all(s["isolation"]["weighted_groups"] == 1 for s in window.samples)
         # Beside the agent the service is within its target; on the other node, in
-        # the same window, batch makes it at least twice as slow.
+        # the same window, batch makes it at least half again as slow (how much more
+        # moves with the host: 1.9x to 11x measured; docs/flakes.md).
         assert window.on <= targets[on], report
         assert window.off > HARM_FACTOR * window.on, report
     # No node total was lowered: the agents alone protected the services.
