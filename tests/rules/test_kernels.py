@@ -4,13 +4,14 @@ one unit, tasks of 100 s unless said)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 
 import pytest
 
 from rules.comparator import Comparator
 from rules.engine import Algorithm1
-from rules.inputs import NO_CONSTRAINTS, GroupConfig, JobMix, QueueConfig, RunningTasks
+from rules.inputs import NO_CONSTRAINTS, GroupConfig, JobMix, MixJob, QueueConfig, RunningTasks
 from rules.paths import Decisions
 from rules.state import JobState, QueueState
 from tests.rules.factories import capacity, containers, fair, job, latencies, mix, run
@@ -233,6 +234,16 @@ def test_containers_held_at_the_start_do_not_make_later_asks_look_too_big() -> N
     assert estimate.unfinished == 0
 
 
+def _with_two_am_sizes(jobs: Iterable[MixJob], big_every: int) -> JobMix:
+    """The jobs as a mix with AM containers: one unit each, two units for every
+    ``big_every``-th job (the first included)."""
+    sized = (
+        replace(j, am=Resources(2048, 1) if i % big_every == 0 else Resources(1024, 1))
+        for i, j in enumerate(jobs)
+    )
+    return mix(*sized, am=True)
+
+
 class _Counting(Algorithm1):
     asked = 0
 
@@ -263,23 +274,19 @@ def test_skipping_apps_whose_user_was_refused_changes_no_latency(keep_path: bool
     binding queue and user AM limits: the engine, which skips an app whose user was
     refused a no-larger AM earlier in the same pass, finishes every job exactly when
     asking each app does, with and without a kept path."""
-    big = Resources(2048, 1)
-    jobs = mix(
-        *(
-            replace(
-                job(
-                    f"j{i}",
-                    "q1" if i % 3 else "q2",
-                    maps=2 + i % 4,
-                    seconds=30.0 + 7 * i,
-                    submit=5.0 * i,
-                    user=f"u{i % 3}",
-                ),
-                am=big if i % 5 == 0 else Resources(1024, 1),
+    jobs = _with_two_am_sizes(
+        (
+            job(
+                f"j{i}",
+                "q1" if i % 3 else "q2",
+                maps=2 + i % 4,
+                seconds=30.0 + 7 * i,
+                submit=5.0 * i,
+                user=f"u{i % 3}",
             )
             for i in range(40)
         ),
-        am=True,
+        big_every=5,
     )
     config = capacity(("q1", 60, 100), ("q2", 40, 100), am_share=0.3, minimum_user_limit_percent=50)
     resources = containers(12, 4)
@@ -336,24 +343,20 @@ def test_the_kept_order_of_jobs_awaiting_an_am_grants_what_sorting_all_does(
     sizes beside apps asking for tasks: the engine grants every container to the
     same job at the same moment as sorting and asking every job does, and a kept
     path records the same decisions."""
-    big = Resources(2048, 1)
-    jobs = mix(
-        *(
-            replace(
-                job(
-                    f"j{i}",
-                    "q1" if i % 3 else "q2",
-                    maps=1 + i % 5,
-                    seconds=20.0 + 9 * (i % 7),
-                    submit=2.0 * i,
-                    priority=i % 2,
-                    user=f"u{i % 4}",
-                ),
-                am=big if i % 4 == 0 else Resources(1024, 1),
+    jobs = _with_two_am_sizes(
+        (
+            job(
+                f"j{i}",
+                "q1" if i % 3 else "q2",
+                maps=1 + i % 5,
+                seconds=20.0 + 9 * (i % 7),
+                submit=2.0 * i,
+                priority=i % 2,
+                user=f"u{i % 4}",
             )
             for i in range(60)
         ),
-        am=True,
+        big_every=4,
     )
     config = fair(("q1", 2.0), ("q2", 1.0), policy=policy)
     config = replace(config, queues=tuple(replace(q, am_share=0.2) for q in config.queues))
