@@ -1,7 +1,8 @@
-"""Build hook: everything is declared in pyproject.toml except the simulator's
-optional compiled core (yarn_adapt/sim/native.py), which mypyc builds when it and a
-C compiler are at hand. Without them -- or with YARN_ADAPT_NATIVE=0 -- the package
-installs as pure Python and the simulator gives the same results, more slowly."""
+"""Build hook: everything is declared in pyproject.toml except the optional compiled
+copies of the simulator's core and of the comparator's engine
+(yarn_adapt/sim/native.py, rules/native.py), which mypyc builds when it and a C
+compiler are at hand. Without them -- or with YARN_ADAPT_NATIVE=0 -- the package
+installs as pure Python and gives the same results, more slowly."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def _native_build() -> Any:
     spec = importlib.util.spec_from_file_location("_yarn_adapt_native_build", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

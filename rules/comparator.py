@@ -26,11 +26,10 @@ from dataclasses import dataclass
 
 from rules.compiler import MechanismCompiler, signature
 from rules.decision import Choice, DecisionRule, choose
-from rules.engine import Algorithm1
 from rules.inputs import NO_CONSTRAINTS, GroupConfig, GroupConstraints, GroupResources, JobMix
-from rules.judging import PathJudge
 from rules.mechanism import Mechanism
-from rules.paths import Decisions, Path
+from rules.native import evaluation_module
+from rules.paths import Path
 from rules.rulebook import DEFAULT_BOOK, RuleBook
 from rules.state import Estimate
 from rules.uncertainty import POINT_ESTIMATE, Uncertainty, heartbeat_phases, sample_mixes
@@ -107,24 +106,20 @@ class Comparator:
         """Algorithm 1 on mix ``index``; a configuration that follows a kept path (one
         that decides alike wherever the configuration matters, see
         :mod:`rules.paths`) gets that path's estimate without running the mix."""
-        mix = self._mixes[index]
         key = (index, mechanism, tuple(q.name for q in config.queues), resources)
-        paths = self._paths.setdefault(key, [])
-        phases = self._phases_of(index, resources)
-        judge = PathJudge(mechanism, config, resources, self.constraints) if paths else None
-        for position, path in enumerate(paths):
-            if judge is not None and judge.follows(path):
-                paths.insert(0, paths.pop(position))
-                self.paths_followed += 1
-                return path.estimate
-        decisions = Decisions()
-        engine = Algorithm1(
-            mechanism, config, mix, resources, self.constraints, decisions=decisions, phases=phases
+        # rules.evaluation, or its compiled copy when it is built (rules.native)
+        estimate, followed = evaluation_module().estimate_on_paths(
+            self._paths.setdefault(key, []),
+            PATHS_KEPT,
+            mechanism,
+            config,
+            self._mixes[index],
+            resources,
+            self.constraints,
+            self._phases_of(index, resources),
         )
-        estimate = engine.run()
-        paths.insert(0, Path(decisions, estimate, engine.jobs))
-        del paths[PATHS_KEPT:]
-        return estimate
+        self.paths_followed += followed
+        return estimate  # type: ignore[no-any-return]
 
     def _phases_of(self, index: int, resources: GroupResources) -> tuple[float, ...] | None:
         """Sample ``index``'s heartbeat phases of the nodes of ``resources``."""

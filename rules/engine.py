@@ -42,7 +42,6 @@ from rules.heartbeats import (
     HEARTBEAT,
     NO_NODE,
     Event,
-    HeartbeatTiming,
 )
 from rules.inputs import GroupConfig, GroupConstraints, GroupResources, JobMix
 from rules.kernels import Totals
@@ -55,7 +54,7 @@ from yarn_adapt.errors import SettingsError
 _NEVER = 1 << 62  # larger than any AM: no refusal yet
 
 
-class Algorithm1(Granting, HeartbeatTiming):
+class Algorithm1(Granting):
     """One evaluation: build the state, run the allocation loop, report latencies.
     The mechanism's kernels (:class:`~rules.kernelset.KernelSet`) are copied onto the
     engine: the inner loop reads them as plain attributes."""
@@ -81,7 +80,18 @@ class Algorithm1(Granting, HeartbeatTiming):
         self.free_mem = totals.memory
         self.free_vc = totals.vcores
         kernels = kernel_set(mechanism, totals, constraints)
-        self.__dict__.update(kernels.fields())
+        self.allocation = kernels.allocation
+        self.ordering = kernels.ordering
+        self.bounds = kernels.bounds
+        self.am = kernels.am
+        self.users = kernels.users
+        self.no_user_limit = kernels.no_user_limit
+        self.job_cap = kernels.job_cap
+        self.both_dims = kernels.both_dims
+        self.timing = kernels.timing
+        self.reuse = kernels.reuse
+        self.fair_am = kernels.fair_am
+        self.block_at_ceiling = kernels.block_at_ceiling
         self.queues = make_queues(kernels, mechanism, config)
         self.jobs = self._jobs(mix, resources)
         self._nodes(resources, phases)

@@ -8,9 +8,7 @@ record of every configuration-dependent decision taken on the way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from rules.heartbeats import AM_READY, NO_NODE
+from rules.heartbeats import AM_READY, NO_NODE, HeartbeatTiming
 from rules.kernels import Allocation, AmPolicy, JobKey, Timing, Totals, UserCheck
 from rules.kernelset import FairShares
 from rules.paths import (
@@ -28,7 +26,7 @@ from rules.state import INFINITY, JobState, QueueState
 _new = tuple.__new__
 
 
-class Granting:
+class Granting(HeartbeatTiming):
     """The grant loop and its checks. The engine provides the state and kernels
     declared here, and ``_hold`` / ``_push`` / ``_end_at``."""
 
@@ -57,12 +55,18 @@ class Granting:
     _ends: dict[tuple[int, float, int, int, int], int]
     _am_seen: bool  # an AM check at this instant read the group's use
     _ready: list[int]  # jobs whose AM was granted since the last flush
-    # provided by the engine and by HeartbeatTiming
-    _open: Callable[[int], bool]
-    _hold: Callable[[JobState, int, int, int], None]
-    _end_at: Callable[[JobState, float, int, int, tuple[int, int]], None]
-    _push: Callable[..., None]
-    _ask: Callable[[JobState, bool], None]
+
+    # provided by the engine
+    def _hold(self, job: JobState, memory: int, vcores: int, node: int) -> None:
+        raise NotImplementedError
+
+    def _end_at(
+        self, job: JobState, end: float, node: int, count: int, shape: tuple[int, int]
+    ) -> None:
+        raise NotImplementedError
+
+    def _ask(self, job: JobState, asking: bool) -> None:
+        raise NotImplementedError
 
     def _allocate_anywhere(self) -> None:
         """Continuous timing: grant until nothing more can be granted now. When the
@@ -157,7 +161,7 @@ class Granting:
             tasks.sort()
         ams = queue.asking_am  # no job asks for its AM and for tasks at once
         users = None if self.no_user_limit else self.users
-        refused_am = INFINITY  # an AM as big as a refused one is refused too
+        refused_am: float = INFINITY  # an AM as big as a refused one is refused too
         # shapes over the queue's ceiling: the queue's use is fixed while this runs, so
         # a shape refused once is refused again (and its decision is on record)
         over: set[tuple[int, int]] = set()
@@ -191,7 +195,7 @@ class Granting:
             if job.used_mem + memory > job.cap_mem:
                 continue
             if job.awaiting_am and self.fair_am and not self._am_allows(queue, job, self._used()):
-                refused_am = memory
+                refused_am = float(memory)
                 if all(other.am_mem >= memory for _, other in ams[next_am:]):
                     next_am = len(ams)  # every AM left is refused
                 continue

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from rules.inputs import GroupResources
 from rules.kernels import Timing, Totals
@@ -39,9 +39,23 @@ class HeartbeatTiming:
     queues: list[QueueState]
     now: float
     _heap: list[Event]
-    # provided by the engine and by Granting
-    _allocate_on: Callable[[int], int]
-    _push: Callable[..., None]
+
+    # provided by the engine and by Granting (methods, not declared callables: the
+    # compiled comparator, rules.native, binds them at compile time)
+    def _allocate_on(self, node: int) -> int:
+        raise NotImplementedError
+
+    def _push(
+        self,
+        time: float,
+        kind: int,
+        index: int,
+        count: int = 0,
+        node: int = NO_NODE,
+        end: float = 0.0,
+        shape: tuple[int, int] = (0, 0),
+    ) -> None:
+        raise NotImplementedError
 
     def _nodes(self, resources: GroupResources, phases: Sequence[float] | None) -> None:
         """Nodes in phase order (node ``n`` heartbeats at ``phase[n] + k x

@@ -53,11 +53,6 @@ class KernelSet:
     fair_am: bool
     block_at_ceiling: bool
 
-    def fields(self) -> dict[str, object]:
-        """The kernels by name (an engine copies them onto itself: attribute reads in
-        the inner loop then cost one lookup)."""
-        return dict(self.__dict__)
-
 
 _SETS: dict[tuple[Mechanism, Totals, int], tuple[GroupConstraints, KernelSet]] = {}
 

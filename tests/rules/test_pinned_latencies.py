@@ -1,6 +1,7 @@
 """The comparator's latencies on fixed scenarios, recorded from the engine before its
 speed-ups (November 2026): an optimisation of the engine or the search must leave
-every value where it was (within 1e-9 relative; infinite stays infinite)."""
+every value where it was (within 1e-9 relative; infinite stays infinite), on the
+Python engine and on its compiled copy (:mod:`rules.native`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import pytest
 
 from rules.comparator import Comparator
 from rules.inputs import GroupResources
+from tests.rules.engines import comparator_engine
 from tests.rules.factories import capacity, containers, fair
 from tests.rules.pinned_scenarios import bench_cases, engine_cases, ten_jobs
 
 INF = math.inf
+pytestmark = pytest.mark.usefixtures(comparator_engine.__name__)
 
 BENCH = {
     "capacity-2@24": [

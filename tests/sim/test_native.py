@@ -13,7 +13,7 @@ import pytest
 
 from tests.sim.golden import SCENARIOS, fingerprint
 from yarn_adapt.errors import SettingsError
-from yarn_adapt.sim import native
+from yarn_adapt.sim import native, native_build
 from yarn_adapt.sim.native import native_available, select_core
 
 COMPARED = [s for s in SCENARIOS if s.quick]
@@ -52,7 +52,7 @@ def test_auto_prefers_the_compiled_core(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_compiled_core_built_from_other_sources_is_never_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(native, "source_digest", lambda directory: "edited since")
+    monkeypatch.setattr(native_build, "source_digest", lambda copy, repo: "edited since")
     native._native_core.cache_clear()
     try:
         assert select_core("auto").kind == "python"

@@ -16,14 +16,14 @@ alone. The copy is the same source, so both give the same results
 * ``native``: the compiled core, or a :class:`SettingsError` saying why not.
 
 A compiled copy older than the sources (an editable install edited since) is
-never used: ``python -m yarn_adapt.sim.native`` rebuilds it in place.
+never used: ``python -m yarn_adapt.sim.native`` rebuilds it in place, with the
+comparator's compiled engine, which the same build makes (:mod:`rules.native`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import importlib.machinery
 import logging
 import os
 import sys
@@ -32,11 +32,17 @@ from pathlib import Path
 from types import ModuleType
 
 from yarn_adapt.errors import SettingsError
-from yarn_adapt.sim.native_build import NATIVE_PACKAGE, build_in_place, source_digest
+from yarn_adapt.sim.native_build import (
+    COPIES,
+    SIMULATOR,
+    build_in_place,
+    why_not_usable,
+)
 
 ENGINE_VARIABLE = "YARN_ADAPT_SIM_ENGINE"
 CHOICES = ("auto", "python", "native")
 SIM_DIR = Path(__file__).resolve().parent
+REPO = SIM_DIR.parent.parent
 
 log = logging.getLogger(__name__)
 
@@ -80,21 +86,10 @@ def native_available() -> bool:
 
 @functools.cache
 def _native_core() -> tuple[Core | None, str]:
-    package = f"yarn_adapt.sim.{NATIVE_PACKAGE}"
-    try:
-        built = importlib.import_module(package)
-    except ImportError:
-        return None, "it is not built (pip install needs mypy and a C compiler)"
-    recorded = getattr(built, "SOURCE_DIGEST", None)
-    if recorded != source_digest(SIM_DIR):
-        return None, "it was built from other sources (rebuild: python -m yarn_adapt.sim.native)"
-    try:
-        core = _core("native", package)
-    except ImportError as exc:
-        return None, f"it does not load ({exc})"
-    if not all(_compiled(m) for m in (core.capacity, core.fair, core.engine)):
-        return None, "it is not compiled"
-    return core, ""
+    why_not = why_not_usable(SIMULATOR, REPO)
+    if why_not:
+        return None, why_not
+    return _core("native", SIMULATOR.native_package()), ""
 
 
 def _core(kind: str, package: str) -> Core:
@@ -102,11 +97,6 @@ def _core(kind: str, package: str) -> Core:
         return importlib.import_module(f"{package}.{name}")
 
     return Core(kind, load("capacity"), load("fair"), load("engine"))
-
-
-def _compiled(module: ModuleType) -> bool:
-    path = getattr(module, "__file__", None) or ""
-    return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 @functools.cache
@@ -118,17 +108,20 @@ def main(argv: list[str]) -> int:
     """``python -m yarn_adapt.sim.native [--if-stale]``: compile the core in place
     (a source checkout; ``--if-stale``: only if the built one is missing or older
     than the sources), then say which core runs."""
-    repo = SIM_DIR.parent.parent
-    if "--if-stale" in argv and native_available():
+    if "--if-stale" in argv and not any(why_not_usable(copy, REPO) for copy in COPIES):
         return 0
-    if not (repo / "setup.py").exists():
+    if not (REPO / "setup.py").exists():
         print(f"yarn-adapt: no setup.py beside {SIM_DIR.parent}; reinstall the package instead")
         return 2
-    build_in_place(repo)
+    build_in_place(REPO)
+    importlib.invalidate_caches()
     _native_core.cache_clear()
-    core, why_not = _native_core()
-    print("compiled simulator core: " + ("ready" if core is not None else f"not used: {why_not}"))
-    return 0 if core is not None else 1
+    failed = 0
+    for copy in COPIES:
+        why_not = why_not_usable(copy, REPO)
+        print(f"compiled copy of {copy.what}: " + (f"not used: {why_not}" if why_not else "ready"))
+        failed += bool(why_not)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
