@@ -73,12 +73,17 @@ VALUE_SOURCES: Mapping[str, Callable[[QueueConfig, Totals], Amount]] = {
 }
 
 
-def value(choice: KernelChoice, key: str, queue: QueueConfig, totals: Totals) -> Amount:
+ValueReader = Callable[[QueueConfig, Totals], Amount]
+
+
+def value_reader(choice: KernelChoice, key: str) -> ValueReader:
+    """What reads the value ``choice`` binds to ``key`` from a queue's configuration
+    (resolved once per kernel: the queues of every evaluation are configured)."""
     source = choice.binding(key)
     reader = VALUE_SOURCES.get(source)
     if reader is None:
         raise SettingsError(f"kernel {choice.kernel}: no value source {source!r} for {key}")
-    return reader(queue, totals)
+    return reader
 
 
 QueueKey = Callable[[QueueState], tuple[float, ...]]
@@ -105,10 +110,12 @@ class GuaranteedShare:
     def __init__(self, choice: KernelChoice, totals: Totals) -> None:
         self.choice = choice
         self.totals = totals
+        self.share = value_reader(choice, "share")
+        self.ceiling = value_reader(choice, "ceiling")
 
     def configure(self, queue: QueueState, config: QueueConfig) -> None:
-        queue.share_mem, queue.share_vc = value(self.choice, "share", config, self.totals)
-        ceiling = value(self.choice, "ceiling", config, self.totals)
+        queue.share_mem, queue.share_vc = self.share(config, self.totals)
+        ceiling = self.ceiling(config, self.totals)
         queue.ceiling_mem = max(ceiling[0], queue.share_mem)
         queue.ceiling_vc = max(ceiling[1], queue.share_vc)
 
@@ -140,11 +147,13 @@ class WeightedFair:
         self.choice = choice
         self.totals = totals
         self.dominant = choice.binding("measure") == "dominant"
+        self.floor = value_reader(choice, "floor")
+        self.ceiling = value_reader(choice, "ceiling")
 
     def configure(self, queue: QueueState, config: QueueConfig) -> None:
         queue.weight = config.weight
-        queue.floor_mem, queue.floor_vc = value(self.choice, "floor", config, self.totals)
-        queue.ceiling_mem, queue.ceiling_vc = value(self.choice, "ceiling", config, self.totals)
+        queue.floor_mem, queue.floor_vc = self.floor(config, self.totals)
+        queue.ceiling_mem, queue.ceiling_vc = self.ceiling(config, self.totals)
 
     def key(self, queue: QueueState) -> tuple[float, ...]:
         if self.dominant:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 from yarn_adapt.errors import SettingsError
 from yarn_adapt.model.cluster import Node
@@ -83,8 +84,9 @@ class ClusterSpec:
         specs = tuple(NodeSpec(n.id, n.total, n.rack) for n in nodes if n.is_schedulable)
         return cls(specs, **kwargs)
 
-    @property
+    @cached_property
     def total(self) -> Resources:
+        """All nodes' resources (worked out once: the tuner asks per group)."""
         return Resources(
             sum(n.resources.memory_mb for n in self.nodes),
             sum(n.resources.vcores for n in self.nodes),
