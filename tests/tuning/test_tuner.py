@@ -4,6 +4,7 @@ states read from a simulator or a snapshot."""
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from dataclasses import replace
@@ -42,6 +43,7 @@ from yarn_adapt.model import (
 )
 from yarn_adapt.semantics.capacity import maximum_applications
 from yarn_adapt.sim import JobInProgress, SimulationStart
+from yarn_adapt.tuning import tuner as tuner_module
 from yarn_adapt.tuning.apply import apply_ratios, groups_of
 from yarn_adapt.tuning.bridge import GroupBase
 from yarn_adapt.tuning.cli_support import proposal_xml, render_proposal
@@ -175,6 +177,34 @@ def test_cluster_shares_read_back_the_containers_algorithm3_gave(scheduler: str)
     }
     assert not short
     assert read[-1] >= counts[-1] - 1  # the largest gives up at most a fraction
+
+
+def test_a_pass_keeps_the_heap_out_of_full_collections_and_gives_it_back(
+    model, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Within a pass the collector leaves what existed before out of its full
+    collections (gc.freeze); after it, and after a pass that fails, nothing stays
+    frozen."""
+    frozen_during: list[int] = []
+    measured = tuner_module._tune_group
+
+    def tune_group(work):  # type: ignore[no-untyped-def]
+        frozen_during.append(gc.get_freeze_count())
+        return measured(work)
+
+    monkeypatch.setattr(tuner_module, "_tune_group", tune_group)
+    jobs = [spec(f"j{i}", "q1", 90.0 + i) for i in range(4)]
+    assert propose(state(*jobs), static_capacity(10), model, SETTINGS).changed
+    assert frozen_during and min(frozen_during) > 1000
+    assert gc.get_freeze_count() == 0
+
+    def fails(work):  # type: ignore[no-untyped-def]
+        raise SettingsError("a group that cannot be tuned")
+
+    monkeypatch.setattr(tuner_module, "_tune_group", fails)
+    with pytest.raises(SettingsError):
+        propose(state(*jobs), static_capacity(10), model, SETTINGS)
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_group_without_new_submissions_is_not_retuned(model) -> None:  # type: ignore[no-untyped-def]

@@ -156,6 +156,13 @@ class GroupTuning:
             )
         return found
 
+    def forget(self) -> None:
+        """Drop the comparators (and the paths they keep) and the decoded points: the
+        group's searches are done, and a pass over hundreds of groups need not keep
+        them all alive (they slowed every later collection of the heap)."""
+        self._comparators.clear()
+        self._configs.clear()
+
     def config_at(self, point: Point) -> GroupConfig:
         found = self._configs.get(point)
         if found is None:

@@ -29,8 +29,10 @@ description of the jobs in progress); step 3 is :mod:`.split`, step 4
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from rules.compiler import MechanismCompiler
@@ -94,6 +96,34 @@ def propose(
     ``executor`` runs the triggered groups' work -- each group's search and its
     cluster-level curve -- in parallel; inline when ``None``. ``on_group_tuned(done,
     total, group)`` hears of each finished group (a command's progress line)."""
+    with _collector_skips_the_heap_so_far():
+        return _propose(state, current, model, settings, frozen, executor, on_group_tuned)
+
+
+@contextmanager
+def _collector_skips_the_heap_so_far() -> Iterator[None]:
+    """Python's cyclic collector leaves the objects that exist now (the state, the
+    workload, the caches) out of its full collections until the pass ends. A pass
+    allocates millions of short-lived objects, which set off full collections that
+    walked the whole heap and found nothing: at 12,000 nodes and 500 groups, 13 of
+    them cost 0.85 s of a 4.3 s pass (search-scale). Young cycles are still collected;
+    what the pass leaves behind is collected after it."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _propose(
+    state: TuningState,
+    current: SchedulerConfig,
+    model: TaskTimeModel,
+    settings: TunerSettings | None,
+    frozen: frozenset[str],
+    executor: ExecutorHandle | None,
+    on_group_tuned: GroupTuned | None,
+) -> Proposal:
     settings = settings or TunerSettings()
     model.prime(_pending_jobs(state))
     groups = groups_of(current)
@@ -151,6 +181,7 @@ def _tune_groups(
     results = []
     for number, item in enumerate(work, start=1):
         results.append(_tune_group(item))
+        item.tuning.forget()  # its searches are done: what they kept need not live on
         if on_group_tuned is not None:
             on_group_tuned(number, len(work), item.tuning.group.parent)
     return results
