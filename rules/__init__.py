@@ -11,7 +11,9 @@ compute what it does. Pure decision code.
   ``granting`` (who gets the next container; the path record), ``heartbeats`` (node
   timing), ``kernelset`` (kernels made once, queues, fair shares), ``judging`` (a
   configuration against a kept path), ``paths`` (the decisions, as named tuples),
-  ``state`` (slotted inner-loop state).
+  ``state`` (slotted inner-loop state); ``evaluation`` (the comparator's one call
+  into them: follow a kept path or run the mix); ``native`` (that call on the
+  mypyc-compiled copy of these modules, when it is built).
 - ``kernels``: the allocation, ordering, constraint and estimation kernels and
   ``VALUE_SOURCES``; ``algorithm2``: Algorithm 2 kept literally.
 - ``inputs`` (the comparator's inputs), ``mixes`` (a workload to a job mix with
