@@ -17,37 +17,21 @@ from __future__ import annotations
 
 import functools
 import importlib
-import logging
-import os
 from pathlib import Path
 from types import ModuleType
 
-from yarn_adapt.errors import SettingsError
+from yarn_adapt.sim.native import runs_compiled
 from yarn_adapt.sim.native_build import COMPARATOR, why_not_usable
 
 ENGINE_VARIABLE = "YARN_ADAPT_COMPARATOR_ENGINE"
-CHOICES = ("auto", "python", "native")
 REPO = Path(__file__).resolve().parent.parent
-
-log = logging.getLogger(__name__)
 
 
 def evaluation_module(choice: str | None = None) -> ModuleType:
     """The :mod:`rules.evaluation` of the engine ``choice`` (else
     ``$YARN_ADAPT_COMPARATOR_ENGINE``, else ``auto``) names."""
-    wanted = (choice or os.environ.get(ENGINE_VARIABLE) or "auto").strip().lower()
-    if wanted not in CHOICES:
-        raise SettingsError(
-            f"comparator engine {wanted!r}: use one of {', '.join(CHOICES)} ({ENGINE_VARIABLE})"
-        )
-    if wanted == "python":
-        return importlib.import_module("rules.evaluation")
-    why_not = compiled_why_not()
-    if not why_not:
+    if runs_compiled(choice, ENGINE_VARIABLE, "comparator", compiled_why_not):
         return importlib.import_module(f"{COMPARATOR.native_package()}.evaluation")
-    if wanted == "native":
-        raise SettingsError(f"the comparator's compiled engine cannot run: {why_not}")
-    _note_fallback(why_not)
     return importlib.import_module("rules.evaluation")
 
 
@@ -55,8 +39,3 @@ def evaluation_module(choice: str | None = None) -> ModuleType:
 def compiled_why_not() -> str:
     """Why the compiled engine cannot run (``""``: it can)."""
     return why_not_usable(COMPARATOR, REPO)
-
-
-@functools.cache
-def _note_fallback(reason: str) -> None:
-    log.info("comparator: pure-Python engine (%s)", reason)

@@ -27,6 +27,7 @@ import importlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -59,20 +60,31 @@ class Core:
 
 def select_core(choice: str | None = None) -> Core:
     """The core ``choice`` (else ``$YARN_ADAPT_SIM_ENGINE``, else ``auto``) names."""
-    wanted = (choice or os.environ.get(ENGINE_VARIABLE) or "auto").strip().lower()
+    if runs_compiled(choice, ENGINE_VARIABLE, "simulator", lambda: _native_core()[1]):
+        native = _native_core()[0]
+        assert native is not None
+        return native
+    return python_core()
+
+
+def runs_compiled(choice: str | None, variable: str, name: str, why_not: Callable[[], str]) -> bool:
+    """Whether the compiled copy of the ``name`` (``simulator``, ``comparator``) runs:
+    ``choice``, else ``$variable``, else ``auto`` says (see the module's docstring);
+    ``why_not``: why the copy cannot run (``""``: it can)."""
+    wanted = (choice or os.environ.get(variable) or "auto").strip().lower()
     if wanted not in CHOICES:
         raise SettingsError(
-            f"simulator engine {wanted!r}: use one of {', '.join(CHOICES)} ({ENGINE_VARIABLE})"
+            f"{name} engine {wanted!r}: use one of {', '.join(CHOICES)} ({variable})"
         )
     if wanted == "python":
-        return python_core()
-    native, why_not = _native_core()
-    if native is not None:
-        return native
+        return False
+    reason = why_not()
+    if not reason:
+        return True
     if wanted == "native":
-        raise SettingsError(f"the simulator's compiled core cannot run: {why_not}")
-    _note_fallback(why_not)
-    return python_core()
+        raise SettingsError(f"the {name}'s compiled code cannot run: {reason}")
+    _note_fallback(name, reason)
+    return False
 
 
 @functools.cache
@@ -100,8 +112,8 @@ def _core(kind: str, package: str) -> Core:
 
 
 @functools.cache
-def _note_fallback(reason: str) -> None:
-    log.info("simulator: pure-Python core (%s)", reason)
+def _note_fallback(name: str, reason: str) -> None:
+    log.info("%s: pure Python (%s)", name, reason)
 
 
 def main(argv: list[str]) -> int:

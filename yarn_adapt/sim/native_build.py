@@ -89,7 +89,6 @@ COMPARATOR = CoreCopy(
     ),
 )
 COPIES = (SIMULATOR, COMPARATOR)
-CORE_MODULES = SIMULATOR.modules
 
 
 def source_digest(copy: CoreCopy, repo: Path) -> str:
